@@ -1,0 +1,46 @@
+// pathlift: the command-line tool. One subcommand a file under commands/, each registering
+// itself with registry.hpp.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "pathlift/version.hpp"
+#include "registry.hpp"
+
+namespace pathlift::cli {
+std::vector<Command>& command_registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+}  // namespace pathlift::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "pathlift: path-lifting Phi, skeleton B and Jacobian dPhi of DAG ReLU networks.\n"
+      "A network comes from a pathlift-network JSON file (--network), a feed-forward shape\n"
+      "(--ff r,w1,...,q) or a built-in example (--example fig1 | sketch-h0 | sketch-h1 | ...).\n"
+      "Run 'pathlift COMMAND --help' for a command's options.",
+      "pathlift"};
+  app.set_version_flag("--version", std::string("pathlift ") + pathlift::version_string);
+  app.require_subcommand(1);
+  auto commands = pathlift::cli::command_registry();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const auto& a, const auto& b) { return a.order < b.order; });
+  for (const auto& c : commands) {
+    c.add(app);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

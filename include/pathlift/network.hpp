@@ -1,0 +1,172 @@
+#pragma once
+/// \file network.hpp
+/// The DAG ReLU network of MATH.md: named nodes, edges in parameter order (parallel edges
+/// allowed), inputs (nodes without incoming edge; bias inputs have value 1), outputs (sinks
+/// plus designated nodes, which may have outgoing edges), hidden nodes (the rest), one
+/// activation per node, and a topological order computed once.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pathlift/types.hpp"
+
+namespace pathlift {
+
+enum class ActivationKind : std::uint8_t { identity, relu, leaky_relu };
+
+/// A positively homogeneous piecewise-linear activation: slope 1 for positive
+/// pre-activations, `negative_slope` for negative ones (identity 1, ReLU 0, leaky ReLU a).
+struct Activation {
+  ActivationKind kind = ActivationKind::identity;
+  double negative_slope = 1.0;
+
+  static Activation identity() { return {ActivationKind::identity, 1.0}; }
+  static Activation relu() { return {ActivationKind::relu, 0.0}; }
+  /// Leaky ReLU with slope `a` on negative inputs; `a` must be finite.
+  static Activation leaky_relu(double a) { return {ActivationKind::leaky_relu, a}; }
+
+  /// "identity", "relu" or "leaky_relu:<slope>".
+  [[nodiscard]] std::string name() const;
+  /// Parses the names above; throws FormatError naming the text otherwise.
+  static Activation parse(std::string_view text);
+
+  bool operator==(const Activation&) const = default;
+};
+
+enum class NodeRole : std::uint8_t { input, hidden, output };
+
+/// What a network is built from. Node references are 0-based indices into `node_names`.
+struct NetworkSpec {
+  std::vector<std::string> node_names;
+  std::vector<std::pair<NodeId, NodeId>> edges;  ///< (source, target), edge k = theta_k
+  std::vector<NodeId> outputs;                   ///< designated outputs (sinks are outputs anyway)
+  std::vector<NodeId> bias;                      ///< input nodes whose value is 1
+  std::vector<std::pair<NodeId, Activation>> activations;  ///< overrides of the defaults
+  std::optional<std::vector<double>> weights;              ///< theta, one per edge, if known
+};
+
+/// An immutable, validated DAG ReLU network.
+///
+/// Example:
+/// \code
+///   pathlift::NetworkSpec s;
+///   s.node_names = {"a", "b", "c"};
+///   s.edges = {{0, 1}, {1, 2}};
+///   pathlift::Network net(std::move(s));  // a -> b -> c: I = {a}, H = {b}, O = {c}
+/// \endcode
+class Network {
+ public:
+  /// Validates `spec` and builds the network. Throws NetworkError naming the culprits for:
+  /// an empty network, a duplicate or empty node name, an edge naming an unknown node, a
+  /// cycle (the nodes on one cycle are listed), an isolated node, a designated output without
+  /// incoming edge, a bias node with an incoming edge, an activation on an input node, a
+  /// weight count different from the edge count, a non-finite weight or slope.
+  /// Complexity: O(m + d) expected.
+  explicit Network(NetworkSpec spec);
+
+  [[nodiscard]] Index num_nodes() const { return static_cast<Index>(m_names.size()); }
+  /// d, the number of edges = parameters.
+  [[nodiscard]] Index num_edges() const { return static_cast<Index>(m_src.size()); }
+
+  [[nodiscard]] const std::string& node_name(NodeId v) const { return m_names[at(v)]; }
+  [[nodiscard]] const std::vector<std::string>& node_names() const { return m_names; }
+  /// The node with this name, if any.
+  [[nodiscard]] std::optional<NodeId> find_node(std::string_view name) const;
+
+  [[nodiscard]] NodeId source(EdgeId e) const { return m_src[edge_at(e)]; }
+  [[nodiscard]] NodeId target(EdgeId e) const { return m_dst[edge_at(e)]; }
+  [[nodiscard]] std::span<const NodeId> sources() const { return m_src; }
+  [[nodiscard]] std::span<const NodeId> targets() const { return m_dst; }
+  /// "a -> d", for messages.
+  [[nodiscard]] std::string edge_label(EdgeId e) const;
+
+  /// Outgoing edges of v by increasing edge index.
+  [[nodiscard]] std::span<const EdgeId> out_edges(NodeId v) const {
+    return slice(m_out_offsets, m_out_edges, v);
+  }
+  /// Incoming edges of v by increasing edge index.
+  [[nodiscard]] std::span<const EdgeId> in_edges(NodeId v) const {
+    return slice(m_in_offsets, m_in_edges, v);
+  }
+  /// CSR arrays of the outgoing edges (offsets has m + 1 entries), for hot loops.
+  [[nodiscard]] std::span<const Index> out_offsets() const { return m_out_offsets; }
+  [[nodiscard]] std::span<const EdgeId> out_edge_list() const { return m_out_edges; }
+  [[nodiscard]] std::span<const Index> in_offsets() const { return m_in_offsets; }
+  [[nodiscard]] std::span<const EdgeId> in_edge_list() const { return m_in_edges; }
+
+  [[nodiscard]] NodeRole role(NodeId v) const { return m_role[at(v)]; }
+  [[nodiscard]] bool is_input(NodeId v) const { return role(v) == NodeRole::input; }
+  [[nodiscard]] bool is_hidden(NodeId v) const { return role(v) == NodeRole::hidden; }
+  [[nodiscard]] bool is_output(NodeId v) const { return role(v) == NodeRole::output; }
+  [[nodiscard]] bool is_bias(NodeId v) const { return m_is_bias[at(v)] != 0; }
+  /// True when v was designated as an output in the spec (sinks are outputs anyway).
+  [[nodiscard]] bool is_designated_output(NodeId v) const { return m_designated[at(v)] != 0; }
+  [[nodiscard]] const Activation& activation(NodeId v) const { return m_act[at(v)]; }
+
+  /// All input nodes (bias included), in node order: where paths start.
+  [[nodiscard]] std::span<const NodeId> inputs() const { return m_inputs; }
+  /// Input nodes without the bias nodes, in node order: the columns of a data matrix X.
+  [[nodiscard]] std::span<const NodeId> data_inputs() const { return m_data_inputs; }
+  [[nodiscard]] std::span<const NodeId> bias_nodes() const { return m_bias; }
+  /// Output nodes in node order: the columns of f(X).
+  [[nodiscard]] std::span<const NodeId> outputs() const { return m_outputs; }
+  [[nodiscard]] std::span<const NodeId> hidden() const { return m_hidden; }
+  /// h, the number of hidden nodes.
+  [[nodiscard]] Index num_hidden() const { return static_cast<Index>(m_hidden.size()); }
+
+  /// A topological order: all inputs first (node order), then the other nodes by Kahn's
+  /// algorithm taking the smallest available node index first. Deterministic.
+  [[nodiscard]] std::span<const NodeId> topological_order() const { return m_topo; }
+  /// Position of v in topological_order().
+  [[nodiscard]] Index topological_position(NodeId v) const { return m_topo_pos[at(v)]; }
+
+  /// Weights stored with the network (from its file), if any.
+  [[nodiscard]] bool has_weights() const { return m_weights.has_value(); }
+  [[nodiscard]] std::span<const double> weights() const;
+
+  /// A copy of this network with other weights (validated), or without (nullopt).
+  [[nodiscard]] Network with_weights(std::optional<std::vector<double>> weights) const;
+
+  /// The spec this network was built from (round-trips through the file format).
+  [[nodiscard]] NetworkSpec spec() const;
+
+  /// True when edge indices increase along every path (each node's incoming edges all come
+  /// before its outgoing edges), as in feed-forward networks in PyTorch order. Then a path's
+  /// edges in walk order are also in column order.
+  [[nodiscard]] bool edges_increase_along_paths() const { return m_monotone; }
+
+ private:
+  [[nodiscard]] std::size_t at(NodeId v) const;
+  [[nodiscard]] std::size_t edge_at(EdgeId e) const;
+  static std::span<const EdgeId> slice(const std::vector<Index>& off,
+                                       const std::vector<EdgeId>& items, NodeId v) {
+    const auto i = static_cast<std::size_t>(v);
+    return {items.data() + off[i], static_cast<std::size_t>(off[i + 1] - off[i])};
+  }
+  void validate_and_index(const NetworkSpec& spec);
+
+  std::vector<std::string> m_names;
+  std::unordered_map<std::string, NodeId> m_index;
+  std::vector<NodeId> m_src, m_dst;
+  std::vector<Index> m_out_offsets, m_in_offsets;
+  std::vector<EdgeId> m_out_edges, m_in_edges;
+  std::vector<NodeRole> m_role;
+  std::vector<std::uint8_t> m_is_bias, m_designated;
+  std::vector<Activation> m_act;
+  std::vector<NodeId> m_inputs, m_data_inputs, m_bias, m_outputs, m_hidden, m_topo;
+  std::vector<Index> m_topo_pos;
+  std::optional<std::vector<double>> m_weights;
+  bool m_monotone = false;
+};
+
+/// The number of edges of a network as int (d), checked against theta's size.
+/// Throws std::invalid_argument "theta has N entries but the network has d edges".
+void check_theta_size(const Network& net, std::size_t theta_size);
+
+}  // namespace pathlift

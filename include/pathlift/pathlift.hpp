@@ -1,0 +1,16 @@
+#pragma once
+/// \file pathlift.hpp
+/// Umbrella header: the whole public API of pathlift. Each feature header can be included
+/// alone.
+
+#include "pathlift/builtins.hpp"
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/io.hpp"
+#include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
+#include "pathlift/network.hpp"
+#include "pathlift/paths.hpp"
+#include "pathlift/sparse.hpp"
+#include "pathlift/types.hpp"
+#include "pathlift/version.hpp"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages pathlift needs to build, test and run its Python package.
+# Idempotent: installs only what is missing. Uses sudo when not run as root.
+set -euo pipefail
+
+packages=(
+  cmake g++ make git ca-certificates
+  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev
+  libgtest-dev libbenchmark-dev clang-format
+  python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
+  python3-torch python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "pathlift: all Debian packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "pathlift: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

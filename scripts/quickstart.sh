@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's first command: install the Debian packages, build in Release, and run the
+# main job on the built-in default network (the paper's Figure 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh release
+echo
+build/cli/pathlift report "$@"

@@ -1,0 +1,301 @@
+#include "pathlift/io.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pathlift/error.hpp"
+
+namespace pathlift {
+
+namespace {
+
+using nlohmann::json;
+
+const char* type_name(const json& j) {
+  return j.type_name();
+}
+
+/// Resolves a node reference (a name or a 0-based index); `where` names the key and entry.
+NodeId resolve(const json& ref, const std::unordered_map<std::string, NodeId>& by_name,
+               std::size_t num_nodes, const std::string& where) {
+  if (ref.is_string()) {
+    const auto& name = ref.get_ref<const std::string&>();
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      throw FormatError(fmt::format("{}: unknown node '{}'", where, name));
+    }
+    return it->second;
+  }
+  if (ref.is_number_integer()) {
+    const auto i = ref.get<std::int64_t>();
+    if (i < 0 || static_cast<std::uint64_t>(i) >= num_nodes) {
+      throw FormatError(fmt::format("{}: node index {} is out of range (the network has {} nodes)",
+                                    where, i, num_nodes));
+    }
+    return static_cast<NodeId>(i);
+  }
+  throw FormatError(fmt::format(
+      "{}: a node reference must be a name (string) or a 0-based index (integer), not {}", where,
+      type_name(ref)));
+}
+
+std::vector<NodeId> node_list(const json& doc, const char* key,
+                              const std::unordered_map<std::string, NodeId>& by_name,
+                              std::size_t num_nodes) {
+  std::vector<NodeId> out;
+  if (!doc.contains(key)) {
+    return out;
+  }
+  const json& list = doc.at(key);
+  if (!list.is_array()) {
+    throw FormatError(
+        fmt::format("\"{}\" must be an array of nodes, not {}", key, type_name(list)));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    out.push_back(resolve(list[i], by_name, num_nodes, fmt::format("\"{}\"[{}]", key, i)));
+  }
+  return out;
+}
+
+}  // namespace
+
+Network parse_network(std::string_view json_text) {
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    throw FormatError(fmt::format("invalid JSON: {}", e.what()));
+  }
+  if (!doc.is_object()) {
+    throw FormatError(
+        fmt::format("a pathlift-network file must hold a JSON object, not {}", type_name(doc)));
+  }
+  static const char* const known[] = {"format",  "version",     "nodes", "edges", "weights",
+                                      "outputs", "activations", "bias",  "name"};
+  for (const auto& [key, value] : doc.items()) {
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) ==
+        std::end(known)) {
+      throw FormatError(fmt::format(
+          "unknown key \"{}\" (expected format, version, nodes, edges, weights, outputs, bias, "
+          "activations, name)",
+          key));
+    }
+  }
+  if (!doc.contains("format") || doc["format"] != "pathlift-network") {
+    throw FormatError(
+        "\"format\" must be \"pathlift-network\" (missing or different: is this a pathlift "
+        "network file?)");
+  }
+  if (!doc.contains("version") || !doc["version"].is_number_integer()) {
+    throw FormatError("\"version\" must be the integer 1");
+  }
+  if (doc["version"].get<std::int64_t>() != 1) {
+    throw FormatError(fmt::format("\"version\" {} is not supported (this pathlift reads version 1)",
+                                  doc["version"].dump()));
+  }
+
+  NetworkSpec spec;
+  if (!doc.contains("nodes")) {
+    throw FormatError("missing key \"nodes\" (a list of names or a node count)");
+  }
+  const json& nodes = doc["nodes"];
+  if (nodes.is_number_integer()) {
+    const auto n = nodes.get<std::int64_t>();
+    if (n < 0 || n > std::numeric_limits<NodeId>::max()) {
+      throw FormatError(fmt::format("\"nodes\": node count {} is out of range", n));
+    }
+    spec.node_names.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      spec.node_names.push_back(std::to_string(i));
+    }
+  } else if (nodes.is_array()) {
+    spec.node_names.reserve(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (!nodes[i].is_string()) {
+        throw FormatError(fmt::format("\"nodes\"[{}]: a node name must be a string, not {}", i,
+                                      type_name(nodes[i])));
+      }
+      spec.node_names.push_back(nodes[i].get<std::string>());
+    }
+  } else {
+    throw FormatError(
+        fmt::format("\"nodes\" must be a list of names or a node count, not {}", type_name(nodes)));
+  }
+  const std::size_t m = spec.node_names.size();
+
+  // Names are resolved before validation, so a duplicate name is reported here too.
+  std::unordered_map<std::string, NodeId> by_name;
+  for (std::size_t i = 0; i < m; ++i) {
+    auto [it, inserted] = by_name.emplace(spec.node_names[i], static_cast<NodeId>(i));
+    if (!inserted) {
+      throw NetworkError(fmt::format("duplicate node name '{}' (nodes {} and {})",
+                                     spec.node_names[i], it->second, i));
+    }
+  }
+
+  if (!doc.contains("edges")) {
+    throw FormatError("missing key \"edges\" (a list of [source, target] pairs)");
+  }
+  const json& edges = doc["edges"];
+  if (!edges.is_array()) {
+    throw FormatError(fmt::format("\"edges\" must be a list of [source, target] pairs, not {}",
+                                  type_name(edges)));
+  }
+  spec.edges.reserve(edges.size());
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    const json& e = edges[k];
+    if (!e.is_array() || e.size() != 2) {
+      throw FormatError(fmt::format(
+          "\"edges\"[{}]: an edge must be a [source, target] pair, got {}", k, e.dump()));
+    }
+    spec.edges.emplace_back(resolve(e[0], by_name, m, fmt::format("\"edges\"[{}][0]", k)),
+                            resolve(e[1], by_name, m, fmt::format("\"edges\"[{}][1]", k)));
+  }
+
+  if (doc.contains("weights") && !doc["weights"].is_null()) {
+    const json& w = doc["weights"];
+    if (!w.is_array()) {
+      throw FormatError(fmt::format("\"weights\" must be a list of numbers, not {}", type_name(w)));
+    }
+    std::vector<double> weights(w.size());
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      if (!w[k].is_number()) {
+        throw FormatError(
+            fmt::format("\"weights\"[{}]: a weight must be a number, got {}", k, w[k].dump()));
+      }
+      weights[k] = w[k].get<double>();
+    }
+    spec.weights = std::move(weights);
+  }
+
+  spec.outputs = node_list(doc, "outputs", by_name, m);
+  spec.bias = node_list(doc, "bias", by_name, m);
+
+  if (doc.contains("activations")) {
+    const json& acts = doc["activations"];
+    if (!acts.is_object()) {
+      throw FormatError(fmt::format(
+          "\"activations\" must be an object mapping a node to an activation name, not {}",
+          type_name(acts)));
+    }
+    for (const auto& [key, value] : acts.items()) {
+      const std::string where = fmt::format("\"activations\"[\"{}\"]", key);
+      // Keys are names; a key that is not a name but an integer in range is an index.
+      NodeId v = -1;
+      if (auto it = by_name.find(key); it != by_name.end()) {
+        v = it->second;
+      } else {
+        std::size_t used = 0;
+        long long i = -1;
+        try {
+          i = std::stoll(key, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != key.size() || key.empty()) {
+          throw FormatError(fmt::format("{}: unknown node '{}'", where, key));
+        }
+        if (i < 0 || static_cast<std::size_t>(i) >= m) {
+          throw FormatError(fmt::format(
+              "{}: node index {} is out of range (the network has {} nodes)", where, i, m));
+        }
+        v = static_cast<NodeId>(i);
+      }
+      if (!value.is_string()) {
+        throw FormatError(
+            fmt::format("{}: an activation must be a string, got {}", where, value.dump()));
+      }
+      try {
+        spec.activations.emplace_back(v, Activation::parse(value.get<std::string>()));
+      } catch (const FormatError& e) {
+        throw FormatError(fmt::format("{}: {}", where, e.what()));
+      }
+    }
+  }
+  return Network(std::move(spec));
+}
+
+Network read_network(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw FormatError(fmt::format("cannot open network file '{}'", path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return parse_network(text.str());
+  } catch (const FormatError& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  } catch (const NetworkError& e) {
+    throw NetworkError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+std::string network_to_json(const Network& net, int indent) {
+  const NetworkSpec s = net.spec();
+  // Node references by name, the readable choice; keys in the documented order.
+  using ojson = nlohmann::ordered_json;
+  ojson doc = ojson::object();
+  auto names = [&](const std::vector<NodeId>& ids) {
+    ojson a = ojson::array();
+    for (NodeId v : ids) {
+      a.push_back(s.node_names[static_cast<std::size_t>(v)]);
+    }
+    return a;
+  };
+  doc["format"] = "pathlift-network";
+  doc["version"] = 1;
+  doc["nodes"] = s.node_names;
+  ojson edges = ojson::array();
+  for (const auto& [a, b] : s.edges) {
+    edges.push_back(ojson::array(
+        {s.node_names[static_cast<std::size_t>(a)], s.node_names[static_cast<std::size_t>(b)]}));
+  }
+  doc["edges"] = std::move(edges);
+  if (s.weights) {
+    doc["weights"] = *s.weights;
+  }
+  if (!s.outputs.empty()) {
+    doc["outputs"] = names(s.outputs);
+  }
+  if (!s.bias.empty()) {
+    doc["bias"] = names(s.bias);
+  }
+  if (!s.activations.empty()) {
+    ojson acts = ojson::object();
+    for (const auto& [v, act] : s.activations) {
+      acts[s.node_names[static_cast<std::size_t>(v)]] = act.name();
+    }
+    doc["activations"] = std::move(acts);
+  }
+  return doc.dump(indent);
+}
+
+void write_network(const Network& net, const std::string& path) {
+  const std::string text = network_to_json(net, 1) + "\n";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      throw FormatError(fmt::format("cannot write network file '{}'", path));
+    }
+    out << text;
+    if (!out) {
+      throw FormatError(fmt::format("cannot write network file '{}'", path));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw FormatError(fmt::format("cannot write network file '{}'", path));
+  }
+}
+
+}  // namespace pathlift
