@@ -1,0 +1,65 @@
+#pragma once
+/// \file lifting.hpp
+/// The path-lifting Phi(theta), the skeleton B and the Jacobian dPhi (paper: Definition 1,
+/// Definition 2, Proposition 2), sparse. float64 by default; float32 instantiations exist for
+/// the paper's experiment. Rows follow the canonical path order of paths.hpp.
+
+#include <span>
+
+#include "pathlift/network.hpp"
+#include "pathlift/paths.hpp"
+#include "pathlift/sparse.hpp"
+
+namespace pathlift {
+
+/// Phi(theta)_p = prod_{e in p} theta_e, for every path p in canonical order, computed from
+/// prefix products during the walk (one multiply per path emitted, no path re-walked).
+/// theta has d entries. Throws std::invalid_argument for a wrong size, TooLarge over the limit.
+/// Complexity: O(P) after O(m + d) set-up.
+template <class T>
+Buffer<T> path_lifting(const Network& net, std::span<const T> theta,
+                       const EngineOptions& options = {});
+
+/// The same Phi from an enumerated path set (one product per path over its edges).
+template <class T>
+Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
+                       const EngineOptions& options = {});
+
+/// The skeleton B (P x d): B[p, k] = 1 iff edge k is on path p; row p has len(p) ones, column
+/// indices sorted. Shares the path set's arrays when its walk order is sorted.
+CsrPattern skeleton(const PathSet& paths, const EngineOptions& options = {});
+
+/// B, enumerating the paths first.
+CsrPattern skeleton(const Network& net, const EngineOptions& options = {});
+
+/// dPhi (P x d) with B's pattern: dPhi[p, k] = prod_{e in p, e != k} theta_e (prefix x suffix
+/// products, exact when some theta_e = 0). Computed in one walk; the result's pattern is B.
+template <class T>
+CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta,
+                      const EngineOptions& options = {});
+
+/// dPhi from an enumerated path set; its pattern is skeleton(paths) (shared arrays).
+template <class T>
+CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
+                      const EngineOptions& options = {});
+
+/// The paper's formula diag(Phi) B diag(1/theta) (Proposition 2). Undefined (inf/NaN) where a
+/// theta_k is 0: tests and benchmarks compare it with jacobian().
+template <class T>
+CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi,
+                                    std::span<const T> theta, const EngineOptions& options = {});
+
+#define PATHLIFT_LIFTING_EXTERN(T)                                                                 \
+  extern template Buffer<T> path_lifting(const Network&, std::span<const T>,                       \
+                                         const EngineOptions&);                                    \
+  extern template Buffer<T> path_lifting(const PathSet&, std::span<const T>,                       \
+                                         const EngineOptions&);                                    \
+  extern template CsrMatrix<T> jacobian(const Network&, std::span<const T>, const EngineOptions&); \
+  extern template CsrMatrix<T> jacobian(const PathSet&, std::span<const T>, const EngineOptions&); \
+  extern template CsrMatrix<T> jacobian_paper_formula(const PathSet&, std::span<const T>,          \
+                                                      std::span<const T>, const EngineOptions&);
+PATHLIFT_LIFTING_EXTERN(double)
+PATHLIFT_LIFTING_EXTERN(float)
+#undef PATHLIFT_LIFTING_EXTERN
+
+}  // namespace pathlift

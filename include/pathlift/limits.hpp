@@ -1,0 +1,41 @@
+#pragma once
+/// \file limits.hpp
+/// Memory limits: what each object the path engine builds needs, computed from the DP counts
+/// before anything is enumerated, and the refusal (TooLarge) when it exceeds the limit.
+
+#include <cstddef>
+#include <string>
+
+#include "pathlift/counting.hpp"
+#include "pathlift/network.hpp"
+
+namespace pathlift {
+
+/// Half of the physical memory: the default for every `max_memory` of 0.
+std::size_t default_max_memory();
+
+/// `max_memory`, or default_max_memory() when it is 0.
+std::size_t effective_max_memory(std::size_t max_memory);
+
+/// "1.50 GiB" style.
+std::string format_bytes(double bytes);
+
+/// The objects the path engine can build, for memory estimates.
+enum class PathObject {
+  path_set,       ///< offsets + edge ids + start and end nodes
+  path_lifting,   ///< Phi: P values
+  skeleton,       ///< B: offsets + column indices
+  jacobian,       ///< dPhi with its pattern (B's arrays + values)
+  dense_jacobian  ///< dPhi as a dense P x d matrix
+};
+
+/// Bytes needed for `object` with scalars of `scalar_size` bytes (saturating at SIZE_MAX).
+std::size_t estimate_bytes(const Count& paths, const Count& nnz, Index d, PathObject object,
+                           std::size_t scalar_size = sizeof(double));
+
+/// Throws TooLarge when P or nnz does not fit in 64 bits, or when `bytes` exceeds the limit
+/// (`max_memory`, 0 = default). The message gives P, nnz, d, the bytes needed and the limit.
+void require_memory(const Count& paths, const Count& nnz, Index d, std::size_t bytes,
+                    std::size_t max_memory, const std::string& what);
+
+}  // namespace pathlift

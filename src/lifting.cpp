@@ -1,0 +1,218 @@
+#include "pathlift/lifting.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "pathlift/limits.hpp"
+#include "src/detail/engine.hpp"
+#include "src/detail/sinks.hpp"
+
+namespace pathlift {
+
+namespace {
+
+int thread_count(const EngineOptions& options) {
+  return options.threads > 0 ? options.threads : omp_get_max_threads();
+}
+
+template <class T>
+void require(const detail::WalkTables& t, Index d, PathObject object, const EngineOptions& options,
+             const char* what) {
+  const Count p(static_cast<std::uint64_t>(t.num_paths));
+  const Count nnz(static_cast<std::uint64_t>(t.nnz));
+  require_memory(p, nnz, d, estimate_bytes(p, nnz, d, object, sizeof(T)), options.max_memory, what);
+}
+
+void check_paths_theta(const PathSet& paths, std::size_t theta_size) {
+  if (theta_size != static_cast<std::size_t>(paths.num_edges)) {
+    throw std::invalid_argument(fmt::format("theta has {} entries but the network has {} edges",
+                                            theta_size, paths.num_edges));
+  }
+}
+
+}  // namespace
+
+template <class T>
+Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const EngineOptions& options) {
+  check_theta_size(net, theta.size());
+  const detail::WalkTables t = detail::make_walk_tables(net);
+  require<T>(t, net.num_edges(), PathObject::path_lifting, options, "the path-lifting Phi");
+  Buffer<T> memo_phi;
+  detail::compute_memo_values<T>(t, theta.data(), memo_phi, nullptr);
+  Buffer<T> phi(static_cast<std::size_t>(t.num_paths));
+  const detail::WalkPlan plan = detail::plan_walk(t, detail::walk_grain(t.num_paths));
+  detail::run_plan<T>(t, plan, theta.data(), options.threads, options.progress,
+                      [&](const detail::WalkTask& task) {
+                        return detail::PhiSink<T>{&t, memo_phi.data(), phi.data(), task.first_path};
+                      });
+  return phi;
+}
+
+template <class T>
+Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
+                       const EngineOptions& options) {
+  check_paths_theta(paths, theta.size());
+  const Index np = paths.size();
+  Buffer<T> phi(static_cast<std::size_t>(np));
+  const Index* off = paths.offsets->data();
+  const EdgeId* edges = paths.edges->data();
+#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+  for (Index p = 0; p < np; ++p) {
+    T prod = T(1);
+    for (Index k = off[p]; k < off[p + 1]; ++k) {
+      prod *= theta[static_cast<std::size_t>(edges[k])];
+    }
+    phi[static_cast<std::size_t>(p)] = prod;
+  }
+  return phi;
+}
+
+CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
+  CsrPattern b;
+  b.rows = paths.size();
+  b.cols = paths.num_edges;
+  b.row_offsets = paths.offsets;
+  if (paths.walk_order_sorted) {
+    b.col_indices = paths.edges;
+    return b;
+  }
+  auto cols = std::make_shared<Buffer<EdgeId>>(*paths.edges);
+  const Index np = paths.size();
+  const Index* off = paths.offsets->data();
+  EdgeId* c = cols->data();
+#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+  for (Index p = 0; p < np; ++p) {
+    detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
+  }
+  b.col_indices = std::move(cols);
+  return b;
+}
+
+CsrPattern skeleton(const Network& net, const EngineOptions& options) {
+  const detail::WalkTables t = detail::make_walk_tables(net);
+  require<double>(t, net.num_edges(), PathObject::skeleton, options, "the skeleton B");
+  auto offsets = std::make_shared<Buffer<Index>>(static_cast<std::size_t>(t.num_paths) + 1);
+  auto cols = std::make_shared<Buffer<EdgeId>>(static_cast<std::size_t>(t.nnz));
+  (*offsets)[0] = 0;
+  const detail::WalkPlan plan = detail::plan_walk(t, detail::walk_grain(t.num_paths));
+  detail::run_plan<double>(
+      t, plan, nullptr, options.threads, options.progress, [&](const detail::WalkTask& task) {
+        return detail::JacobianSink<double>{
+            &t,      nullptr, nullptr,         nullptr,          offsets->data(), cols->data(),
+            nullptr, nullptr, task.first_path, task.first_entry, !t.sorted};
+      });
+  CsrPattern b;
+  b.rows = t.num_paths;
+  b.cols = net.num_edges();
+  b.row_offsets = std::move(offsets);
+  b.col_indices = std::move(cols);
+  return b;
+}
+
+template <class T>
+CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta, const EngineOptions& options) {
+  check_theta_size(net, theta.size());
+  const detail::WalkTables t = detail::make_walk_tables(net);
+  require<T>(t, net.num_edges(), PathObject::jacobian, options, "the Jacobian dPhi");
+  Buffer<T> memo_phi;
+  Buffer<T> memo_others;
+  detail::compute_memo_values<T>(t, theta.data(), memo_phi, &memo_others);
+  auto offsets = std::make_shared<Buffer<Index>>(static_cast<std::size_t>(t.num_paths) + 1);
+  auto cols = std::make_shared<Buffer<EdgeId>>(static_cast<std::size_t>(t.nnz));
+  Buffer<T> values(static_cast<std::size_t>(t.nnz));
+  (*offsets)[0] = 0;
+  const detail::WalkPlan plan = detail::plan_walk(t, detail::walk_grain(t.num_paths));
+  detail::run_plan<T>(
+      t, plan, theta.data(), options.threads, options.progress, [&](const detail::WalkTask& task) {
+        return detail::JacobianSink<T>{
+            &t,           theta.data(),  memo_phi.data(), memo_others.data(), offsets->data(),
+            cols->data(), values.data(), nullptr,         task.first_path,    task.first_entry,
+            !t.sorted};
+      });
+  CsrMatrix<T> j;
+  j.pattern.rows = t.num_paths;
+  j.pattern.cols = net.num_edges();
+  j.pattern.row_offsets = std::move(offsets);
+  j.pattern.col_indices = std::move(cols);
+  j.values = std::move(values);
+  return j;
+}
+
+template <class T>
+CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
+                      const EngineOptions& options) {
+  check_paths_theta(paths, theta.size());
+  CsrMatrix<T> j;
+  j.pattern = skeleton(paths, options);
+  const Index np = paths.size();
+  j.values.resize(static_cast<std::size_t>(paths.nnz()));
+  const Index* off = paths.offsets->data();
+  const EdgeId* walk = paths.edges->data();
+  T* val = j.values.data();
+  const bool sorted = paths.walk_order_sorted;
+#pragma omp parallel num_threads(thread_count(options))
+  {
+    std::vector<T> pre;
+    std::vector<EdgeId> scratch_cols;
+#pragma omp for schedule(static)
+    for (Index p = 0; p < np; ++p) {
+      const Index n = off[p + 1] - off[p];
+      const EdgeId* e = walk + off[p];
+      pre.resize(static_cast<std::size_t>(n) + 1);
+      pre[0] = T(1);
+      for (Index k = 0; k < n; ++k) {
+        pre[static_cast<std::size_t>(k) + 1] =
+            pre[static_cast<std::size_t>(k)] * theta[static_cast<std::size_t>(e[k])];
+      }
+      T* out = val + off[p];
+      T suffix = T(1);
+      for (Index k = n - 1; k >= 0; --k) {
+        out[k] = pre[static_cast<std::size_t>(k)] * suffix;
+        suffix *= theta[static_cast<std::size_t>(e[k])];
+      }
+      if (!sorted) {
+        scratch_cols.assign(e, e + n);
+        detail::sort_row(scratch_cols.data(), out, n);
+      }
+    }
+  }
+  return j;
+}
+
+template <class T>
+CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi,
+                                    std::span<const T> theta, const EngineOptions& options) {
+  check_paths_theta(paths, theta.size());
+  if (phi.size() != static_cast<std::size_t>(paths.size())) {
+    throw std::invalid_argument(
+        fmt::format("phi has {} entries but there are {} paths", phi.size(), paths.size()));
+  }
+  CsrMatrix<T> j;
+  j.pattern = skeleton(paths, options);
+  const Index np = paths.size();
+  j.values.resize(static_cast<std::size_t>(paths.nnz()));
+  const Index* off = j.pattern.row_offsets->data();
+  const EdgeId* cols = j.pattern.col_indices->data();
+  T* val = j.values.data();
+#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+  for (Index p = 0; p < np; ++p) {
+    const T f = phi[static_cast<std::size_t>(p)];
+    for (Index k = off[p]; k < off[p + 1]; ++k) {
+      val[k] = f * (T(1) / theta[static_cast<std::size_t>(cols[k])]);
+    }
+  }
+  return j;
+}
+
+#define PATHLIFT_LIFTING_INSTANTIATE(T)                                                      \
+  template Buffer<T> path_lifting(const Network&, std::span<const T>, const EngineOptions&); \
+  template Buffer<T> path_lifting(const PathSet&, std::span<const T>, const EngineOptions&); \
+  template CsrMatrix<T> jacobian(const Network&, std::span<const T>, const EngineOptions&);  \
+  template CsrMatrix<T> jacobian(const PathSet&, std::span<const T>, const EngineOptions&);  \
+  template CsrMatrix<T> jacobian_paper_formula(const PathSet&, std::span<const T>,           \
+                                               std::span<const T>, const EngineOptions&);
+PATHLIFT_LIFTING_INSTANTIATE(double)
+PATHLIFT_LIFTING_INSTANTIATE(float)
+#undef PATHLIFT_LIFTING_INSTANTIATE
+
+}  // namespace pathlift

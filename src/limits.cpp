@@ -1,0 +1,94 @@
+#include "pathlift/limits.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+
+#include "pathlift/error.hpp"
+
+namespace pathlift {
+
+std::size_t default_max_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) {
+    return std::size_t{4} << 30;  // unknown: assume 8 GiB of RAM
+  }
+  return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
+}
+
+std::size_t effective_max_memory(std::size_t max_memory) {
+  return max_memory == 0 ? default_max_memory() : max_memory;
+}
+
+std::string format_bytes(double bytes) {
+  if (!std::isfinite(bytes)) {
+    return "an unbounded number of bytes";
+  }
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 6) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+namespace {
+double as_double(const Count& c) {
+  return c.approx();
+}
+}  // namespace
+
+std::size_t estimate_bytes(const Count& paths, const Count& nnz_count, Index d, PathObject object,
+                           std::size_t scalar_size) {
+  const double p = as_double(paths);
+  const double nnz = as_double(nnz_count);
+  const double index = sizeof(Index);
+  const double edge = sizeof(EdgeId);
+  const auto s = static_cast<double>(scalar_size);
+  double bytes = 0;
+  switch (object) {
+    case PathObject::path_set:
+      bytes = (p + 1) * index + nnz * edge + 2 * p * sizeof(NodeId);
+      break;
+    case PathObject::path_lifting:
+      bytes = p * s;
+      break;
+    case PathObject::skeleton:
+      bytes = (p + 1) * index + nnz * edge;
+      break;
+    case PathObject::jacobian:
+      bytes = (p + 1) * index + nnz * edge + nnz * s;
+      break;
+    case PathObject::dense_jacobian:
+      bytes = p * static_cast<double>(d) * s;
+      break;
+  }
+  if (!(bytes < static_cast<double>(std::numeric_limits<std::size_t>::max()))) {
+    return std::numeric_limits<std::size_t>::max();
+  }
+  return static_cast<std::size_t>(bytes);
+}
+
+void require_memory(const Count& paths, const Count& nnz, Index d, std::size_t bytes,
+                    std::size_t max_memory, const std::string& what) {
+  const std::size_t limit = effective_max_memory(max_memory);
+  if (!paths.exact() || !nnz.exact()) {
+    throw TooLarge(fmt::format(
+        "{}: P = {} paths (nnz = {}) does not fit in 64 bits; nothing can be enumerated "
+        "(path-free quantities are computed by `pathlift norm`, `kernel`, `rank --no-enumerate`)",
+        what, paths.to_string(), nnz.to_string()));
+  }
+  if (bytes > limit) {
+    throw TooLarge(fmt::format(
+        "{} needs {} ({} bytes) for P = {} paths, nnz = {}, d = {}, over the memory limit of {} "
+        "(--max-memory)",
+        what, format_bytes(static_cast<double>(bytes)), bytes, paths.to_string(), nnz.to_string(),
+        d, format_bytes(static_cast<double>(limit))));
+  }
+}
+
+}  // namespace pathlift
