@@ -1,9 +1,15 @@
 #include "common.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <memory>
 #include <stdexcept>
 
+#include "matrix_io.hpp"
 #include "pathlift/builtins.hpp"
 #include "pathlift/io.hpp"
 
@@ -36,6 +42,123 @@ LoadedNetwork load_network(const NetworkOptions& opts) {
   }
   const std::string name = opts.example.empty() ? "fig1" : opts.example;
   return {builtin_network(name), name};
+}
+
+void add_theta_options(CLI::App& cmd, ComputeOptions& opts) {
+  auto* theta = cmd.add_option("--theta", opts.theta_file,
+                               "Weights theta: a .npy or text file of d numbers (overrides the "
+                               "network file's weights)");
+  auto* seed = cmd.add_option("--seed", opts.seed,
+                              "Weights theta drawn standard normal from this seed (default: the "
+                              "network file's weights, else seed 0)");
+  theta->excludes(seed);
+}
+
+void add_engine_options(CLI::App& cmd, ComputeOptions& opts) {
+  cmd.add_option("--threads", opts.threads, "Threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--max-memory", opts.max_memory,
+                 "Refuse work needing more memory than this (e.g. 8G, 512M; default: half of "
+                 "physical RAM)");
+}
+
+LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
+  if (!opts.theta_file.empty()) {
+    std::vector<double> theta = read_vector(opts.theta_file);
+    check_theta_size(net, theta.size());
+    return {std::move(theta), "--theta " + opts.theta_file};
+  }
+  if (opts.seed) {
+    return {normal_weights(net.num_edges(), *opts.seed), fmt::format("--seed {}", *opts.seed)};
+  }
+  if (net.has_weights()) {
+    const auto w = net.weights();
+    return {std::vector<double>(w.begin(), w.end()), "the network file's weights"};
+  }
+  return {normal_weights(net.num_edges(), 0), "standard normal, --seed 0"};
+}
+
+std::size_t parse_memory_size(const std::string& text) {
+  if (text.empty()) {
+    return 0;
+  }
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) {
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  double scale = 0;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    scale = 1024.0 * 1024.0;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    scale = 1024.0 * 1024.0 * 1024.0;
+  } else if (unit == "T" || unit == "TB" || unit == "TIB") {
+    scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+  }
+  if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value * scale) ||
+      value * scale >= 1.8e19) {
+    throw std::invalid_argument(
+        fmt::format("--max-memory '{}': expected a positive size such as 8G, 512M or 1000000",
+                    text));
+  }
+  return static_cast<std::size_t>(value * scale);
+}
+
+EngineOptions engine_options(const ComputeOptions& opts, const std::string& label) {
+  EngineOptions e;
+  e.threads = opts.threads;
+  e.max_memory = parse_memory_size(opts.max_memory);
+  auto bar = std::make_shared<ProgressBar>(label);
+  e.progress = [bar](double fraction) { (*bar)(fraction); };
+  return e;
+}
+
+ProgressBar::ProgressBar(std::string label)
+    : m_label(std::move(label)),
+      m_start(std::chrono::steady_clock::now()),
+      m_enabled(isatty(STDERR_FILENO) != 0) {}
+
+void ProgressBar::operator()(double fraction) {
+  if (!m_enabled) {
+    return;
+  }
+  if (fraction >= 1.0) {
+    if (m_drawn) {
+      std::fprintf(stderr, "\r\033[K");  // clear the line
+      std::fflush(stderr);
+      m_drawn = false;
+    }
+    return;
+  }
+  if (seconds_since(m_start) < 1.0) {
+    return;
+  }
+  const int percent = static_cast<int>(fraction * 100.0);
+  if (percent == m_last_percent) {
+    return;
+  }
+  m_last_percent = percent;
+  constexpr int width = 30;
+  const int filled = percent * width / 100;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(width - filled), '.');
+  std::fprintf(stderr, "\r%s [%s] %3d%%", m_label.c_str(), bar.c_str(), percent);
+  std::fflush(stderr);
+  m_drawn = true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace pathlift::cli

@@ -2,9 +2,15 @@
 // Options and helpers shared by the CLI's subcommands.
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/paths.hpp"
 
 namespace pathlift::cli {
 
@@ -24,5 +30,51 @@ struct LoadedNetwork {
   std::string description;
 };
 LoadedNetwork load_network(const NetworkOptions& opts);
+
+/// Where theta comes from: --theta FILE | --seed N, else the network file's weights, else
+/// --seed 0 (standard normal). --threads and --max-memory for the engine.
+struct ComputeOptions {
+  std::string theta_file;
+  std::optional<std::uint64_t> seed;
+  int threads = 0;
+  std::string max_memory;
+};
+
+/// --theta FILE and --seed N (exclusive).
+void add_theta_options(CLI::App& cmd, ComputeOptions& opts);
+/// --threads N and --max-memory SIZE.
+void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
+
+/// theta for the network, and where it came from ("--theta FILE", "network file", "--seed 0").
+struct LoadedTheta {
+  std::vector<double> theta;
+  std::string source;
+};
+LoadedTheta load_theta(const Network& net, const ComputeOptions& opts);
+
+/// Parses "8G", "512M", "1.5GiB", "1000000" (bytes); "" = 0 (the default limit).
+std::size_t parse_memory_size(const std::string& text);
+
+/// EngineOptions from the options, with a progress bar on stderr (terminal only) labelled
+/// `label`, shown once the work has taken more than about a second.
+EngineOptions engine_options(const ComputeOptions& opts, const std::string& label);
+
+/// A progress bar on stderr, drawn only when stderr is a terminal and the work has run for
+/// about a second; cleared when done.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label);
+  void operator()(double fraction);
+
+ private:
+  std::string m_label;
+  std::chrono::steady_clock::time_point m_start;
+  bool m_enabled;
+  bool m_drawn = false;
+  int m_last_percent = -1;
+};
+
+/// Seconds since `start`, for the timings the commands print.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 }  // namespace pathlift::cli

@@ -1,0 +1,51 @@
+#pragma once
+// Reading and writing vectors and matrices for the CLI: Matrix Market (.mtx, coordinate,
+// readable by scipy.io.mmread), NumPy (.npy, little-endian float64/float32/int64), text
+// (.txt: whitespace separated; .csv: comma separated). Numbers are written with 17
+// significant digits (9 for float32) so they read back identically. Files are written to a
+// temporary name and renamed, so a refused or failed write leaves nothing half-written.
+// "-" as a path means stdout (text formats only).
+
+#include <Eigen/Core>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pathlift/sparse.hpp"
+
+namespace pathlift::cli {
+
+enum class FileFormat { mtx, npy, txt, csv };
+
+/// The format from the file's extension ("-" is txt). Throws FormatError for another one.
+FileFormat format_of(const std::string& path);
+
+/// A vector (Phi, theta, a diagonal): .npy (1-D), .txt/.csv (one number a line), .mtx (array).
+template <class T>
+void write_vector(const std::string& path, std::span<const T> values);
+
+/// A sparse matrix: .mtx (coordinate real general, 1-based), .txt/.csv ("row col value" lines,
+/// 0-based). .npy is refused here (dense output goes through write_dense).
+template <class T>
+void write_csr(const std::string& path, const CsrMatrix<T>& m);
+
+/// A pattern (B): .mtx (coordinate pattern... written as "real" ones for scipy), .txt/.csv.
+void write_pattern(const std::string& path, const CsrPattern& b);
+
+/// A dense row-major matrix: .npy (2-D), .txt/.csv (one row a line), .mtx (array format).
+template <class T>
+void write_dense(const std::string& path, const T* data, Index rows, Index cols);
+
+/// A vector of numbers: .npy (1-D, or 2-D with one row or column; float64, float32, int32,
+/// int64), or text (.txt/.csv or any other extension: numbers separated by whitespace or
+/// commas). Throws FormatError naming the file and the offending entry (also for NaN/inf
+/// when `finite` is set).
+std::vector<double> read_vector(const std::string& path, bool finite = true);
+
+/// A matrix (n x r, row-major): .npy (2-D; a 1-D array is one column) or .csv/.txt (one row a
+/// line, commas or whitespace; lines starting with '#' skipped). Throws FormatError for an
+/// empty file, ragged rows, non-numbers, and (with `finite`) NaN/inf, naming row and column.
+Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matrix(
+    const std::string& path, bool finite = true);
+
+}  // namespace pathlift::cli
