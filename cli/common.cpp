@@ -107,9 +107,8 @@ std::size_t parse_memory_size(const std::string& text) {
   }
   if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value * scale) ||
       value * scale >= 1.8e19) {
-    throw std::invalid_argument(
-        fmt::format("--max-memory '{}': expected a positive size such as 8G, 512M or 1000000",
-                    text));
+    throw std::invalid_argument(fmt::format(
+        "--max-memory '{}': expected a positive size such as 8G, 512M or 1000000", text));
   }
   return static_cast<std::size_t>(value * scale);
 }
@@ -159,6 +158,20 @@ void ProgressBar::operator()(double fraction) {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace pathlift::cli
+
+#include "pathlift/checks.hpp"
+
+namespace pathlift::cli {
+
+std::string format_check(const CheckResult& r) {
+  if (!r.applicable) {
+    return fmt::format("n/a   ({})", r.note);
+  }
+  return fmt::format("{}  (max rel. error {:.1e}, tol {:.0e}, {} entries)",
+                     r.passed ? "pass" : "FAIL", r.max_error, r.tolerance, r.entries);
 }
 
 }  // namespace pathlift::cli

@@ -78,3 +78,12 @@ class ProgressBar {
 double seconds_since(std::chrono::steady_clock::time_point start);
 
 }  // namespace pathlift::cli
+
+namespace pathlift {
+struct CheckResult;
+}
+
+namespace pathlift::cli {
+/// "pass  (max rel. error 1.2e-16, tol 1e-10, 9 entries)" or "n/a (...)" / "FAIL (...)".
+std::string format_check(const CheckResult& r);
+}  // namespace pathlift::cli

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Error& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -117,7 +117,8 @@ template <class T>
 void write_npy(OutputFile& out, const T* data, const std::vector<Index>& shape) {
   std::string shape_text = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    shape_text += fmt::format("{}{}", shape[i], shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
+    shape_text +=
+        fmt::format("{}{}", shape[i], shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
   }
   shape_text += ")";
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
@@ -332,7 +333,9 @@ NpyArray read_npy(const std::string& path) {
       throw FormatError(fmt::format("'{}': truncated .npy header", path));
     }
     for (int i = 0; i < 4; ++i) {
-      header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + static_cast<std::size_t>(i)])) << (8 * i);
+      header_len |= static_cast<std::size_t>(
+                        static_cast<unsigned char>(bytes[8 + static_cast<std::size_t>(i)]))
+                    << (8 * i);
     }
     pos = 12;
   } else {
@@ -393,10 +396,23 @@ NpyArray read_npy(const std::string& path) {
     } else if (kind == 'i') {
       std::int64_t v = 0;
       switch (item_size) {
-        case 1: v = *reinterpret_cast<const std::int8_t*>(q); break;  // NOLINT
-        case 2: { std::int16_t t = 0; std::memcpy(&t, q, 2); v = t; break; }
-        case 4: { std::int32_t t = 0; std::memcpy(&t, q, 4); v = t; break; }
-        default: std::memcpy(&v, q, 8);
+        case 1:
+          v = *reinterpret_cast<const std::int8_t*>(q);
+          break;  // NOLINT
+        case 2: {
+          std::int16_t t = 0;
+          std::memcpy(&t, q, 2);
+          v = t;
+          break;
+        }
+        case 4: {
+          std::int32_t t = 0;
+          std::memcpy(&t, q, 4);
+          v = t;
+          break;
+        }
+        default:
+          std::memcpy(&v, q, 8);
       }
       x = static_cast<double>(v);
     } else {
@@ -412,7 +428,8 @@ NpyArray read_npy(const std::string& path) {
     const Index cols = a.shape[1];
     for (Index r = 0; r < rows; ++r) {
       for (Index k = 0; k < cols; ++k) {
-        c[static_cast<std::size_t>(r * cols + k)] = a.values[static_cast<std::size_t>(k * rows + r)];
+        c[static_cast<std::size_t>(r * cols + k)] =
+            a.values[static_cast<std::size_t>(k * rows + r)];
       }
     }
     a.values = std::move(c);

@@ -56,7 +56,7 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     T prod = T(1);
     for (Index k = off[p]; k < off[p + 1]; ++k) {
@@ -80,7 +80,7 @@ CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
   const Index np = paths.size();
   const Index* off = paths.offsets->data();
   EdgeId* c = cols->data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
   }
@@ -150,7 +150,7 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
   const EdgeId* walk = paths.edges->data();
   T* val = j.values.data();
   const bool sorted = paths.walk_order_sorted;
-#pragma omp parallel num_threads(thread_count(options))
+#pragma omp parallel num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   {
     std::vector<T> pre;
     std::vector<EdgeId> scratch_cols;
@@ -194,7 +194,7 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   const Index* off = j.pattern.row_offsets->data();
   const EdgeId* cols = j.pattern.col_indices->data();
   T* val = j.values.data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options))
+#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     const T f = phi[static_cast<std::size_t>(p)];
     for (Index k = off[p]; k < off[p + 1]; ++k) {

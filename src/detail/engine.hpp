@@ -164,6 +164,9 @@ void walk_from(const WalkTables& t, NodeId u, Prefix<T>& prefix, const T* theta,
   }
 }
 
+/// Below this many path entries, work runs on the calling thread.
+inline constexpr Index k_parallel_min_entries = 1 << 16;
+
 /// Runs `make_sink(task)`'s walk for every task of the plan on `threads` OpenMP threads
 /// (0 = all), reporting progress (fraction of paths done) from the calling thread.
 template <class T, class MakeSink>
@@ -173,7 +176,9 @@ void run_plan(const WalkTables& t, const WalkPlan& plan, const T* theta, int thr
   std::atomic<Index> done{0};
   const int nthreads = threads > 0 ? threads : omp_get_max_threads();
   const double total = static_cast<double>(std::max<Index>(t.num_paths, 1));
-#pragma omp parallel num_threads(nthreads)
+  // Small walks run on the calling thread: starting a thread team costs more than they do.
+  const bool parallel = num_tasks > 1 && t.nnz >= k_parallel_min_entries;
+#pragma omp parallel num_threads(nthreads) if (parallel)
   {
     Prefix<T> prefix(t.max_length);
     double reported = 0.0;

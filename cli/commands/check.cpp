@@ -1,0 +1,92 @@
+// pathlift check: the paper's identities verified at theta (Lemma 1, Proposition 2,
+// Corollary 1, finite differences). Exit 1 if one fails.
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "../common.hpp"
+#include "../registry.hpp"
+#include "pathlift/checks.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct CheckCommandOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  bool json = false;
+  Index samples = 2000;
+};
+
+/// Exit code 1 without an "error:" line: the checks ran, one failed.
+struct ChecksFailed {};
+
+void run_check(const CheckCommandOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const LoadedTheta theta = load_theta(net, opts.compute);
+  CheckOptions co;
+  co.fd_samples = opts.samples;
+  co.engine = engine_options(opts.compute, "checks");
+  const auto results = check_identities(net, theta.theta, co);
+  const bool ok = all_passed(results);
+  if (opts.json) {
+    nlohmann::ordered_json j;
+    j["network"] = description;
+    j["theta"] = theta.source;
+    nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+      nlohmann::ordered_json c;
+      c["name"] = r.name;
+      c["claim"] = r.claim;
+      c["applicable"] = r.applicable;
+      c["passed"] = r.passed;
+      c["max_error"] = r.max_error;
+      c["tolerance"] = r.tolerance;
+      c["entries"] = r.entries;
+      c["note"] = r.note;
+      checks.push_back(c);
+    }
+    j["checks"] = checks;
+    j["passed"] = ok;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("checks on {} (theta: {})\n", description, theta.source);
+    for (const auto& r : results) {
+      fmt::print("  {:<52} {}\n", r.claim, format_check(r));
+    }
+    fmt::print("{}\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
+  }
+  if (!ok) {
+    throw ChecksFailed{};
+  }
+}
+
+void add_check_command(CLI::App& app) {
+  auto opts = std::make_shared<CheckCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "check",
+      "Verify Lemma 1, Proposition 2, Corollary 1 and dPhi against finite differences (exit 1 if "
+      "one fails)");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
+  cmd->add_flag("--json", opts->json, "Print one JSON object");
+  cmd->add_option("--samples", opts->samples, "Entries of dPhi compared with finite differences")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([opts] {
+    try {
+      run_check(*opts);
+    } catch (const ChecksFailed&) {
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+const CommandRegistration registration{30, add_check_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli

@@ -1,0 +1,166 @@
+// pathlift lift / skeleton / jacobian: Phi, B and dPhi written to a file (.mtx, .npy,
+// .txt/.csv, or - for stdout).
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "../common.hpp"
+#include "../matrix_io.hpp"
+#include "../registry.hpp"
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct LiftOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  std::string output;
+  bool float32 = false;
+  bool dense = false;
+  bool paper_formula = false;
+};
+
+void report_written(const std::string& what, const std::string& output, double seconds) {
+  if (output != "-") {
+    fmt::print(stderr, "wrote {} to {} ({:.3f} s to compute)\n", what, output, seconds);
+  }
+}
+
+template <class T>
+std::vector<T> cast_theta(const std::vector<double>& theta) {
+  return std::vector<T>(theta.begin(), theta.end());
+}
+
+/// Refuses a dense P x d output before anything is computed or written.
+void require_dense(const Network& net, const EngineOptions& engine, std::size_t scalar_size) {
+  const PathCounts counts = count_paths(net);
+  require_memory(counts.paths, counts.nnz, net.num_edges(),
+                 estimate_bytes(counts.paths, counts.nnz, net.num_edges(),
+                                PathObject::dense_jacobian, scalar_size),
+                 engine.max_memory, "the dense output (--dense)");
+}
+
+template <class T>
+void run_lift_t(const LiftOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
+  const EngineOptions engine = engine_options(opts.compute, "Phi");
+  format_of(opts.output);  // an unknown extension is refused before the work
+  const auto start = std::chrono::steady_clock::now();
+  const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(theta), engine);
+  const double elapsed = seconds_since(start);
+  write_vector<T>(opts.output, std::span<const T>(phi.data(), phi.size()));
+  report_written(fmt::format("Phi ({} paths of {})", phi.size(), description), opts.output,
+                 elapsed);
+}
+
+void run_skeleton(const LiftOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const EngineOptions engine = engine_options(opts.compute, "B");
+  const FileFormat format = format_of(opts.output);
+  if (format == FileFormat::npy && !opts.dense) {
+    throw FormatError(".npy holds dense arrays: add --dense, or write .mtx/.txt/.csv");
+  }
+  if (opts.dense) {
+    require_dense(net, engine, sizeof(double));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const CsrPattern b = skeleton(net, engine);
+  const double elapsed = seconds_since(start);
+  if (opts.dense) {
+    const auto m = to_dense(b, engine.max_memory);
+    write_dense<double>(opts.output, m.data(), m.rows(), m.cols());
+  } else {
+    write_pattern(opts.output, b);
+  }
+  report_written(fmt::format("B ({} x {}, nnz = {}) of {}", b.rows, b.cols, b.nnz(), description),
+                 opts.output, elapsed);
+}
+
+template <class T>
+void run_jacobian_t(const LiftOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
+  const EngineOptions engine = engine_options(opts.compute, "dPhi");
+  const FileFormat format = format_of(opts.output);
+  if (format == FileFormat::npy && !opts.dense) {
+    throw FormatError(".npy holds dense arrays: add --dense, or write .mtx/.txt/.csv");
+  }
+  if (opts.dense) {
+    require_dense(net, engine, sizeof(T));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  CsrMatrix<T> j;
+  if (opts.paper_formula) {
+    const PathSet paths = enumerate_paths(net, engine);
+    const Buffer<T> phi = path_lifting<T>(paths, std::span<const T>(theta), engine);
+    j = jacobian_paper_formula<T>(paths, std::span<const T>(phi.data(), phi.size()),
+                                  std::span<const T>(theta), engine);
+  } else {
+    j = jacobian<T>(net, std::span<const T>(theta), engine);
+  }
+  const double elapsed = seconds_since(start);
+  if (opts.dense) {
+    const auto m = to_dense(j, engine.max_memory);
+    write_dense<T>(opts.output, m.data(), m.rows(), m.cols());
+  } else {
+    write_csr<T>(opts.output, j);
+  }
+  report_written(fmt::format("dPhi ({} x {}, nnz = {}{}) of {}", j.rows(), j.cols(), j.nnz(),
+                             opts.paper_formula ? ", paper's formula" : "", description),
+                 opts.output, elapsed);
+}
+
+CLI::App* common(CLI::App& app, const char* name, const char* help,
+                 const std::shared_ptr<LiftOptions>& opts, bool theta) {
+  auto* cmd = app.add_subcommand(name, help);
+  add_network_options(*cmd, opts->network);
+  if (theta) {
+    add_theta_options(*cmd, opts->compute);
+    cmd->add_flag("--float32", opts->float32, "Compute in float32 (default float64)");
+  }
+  add_engine_options(*cmd, opts->compute);
+  cmd->add_option("-o,--output", opts->output,
+                  "Output file: .mtx (Matrix Market), .npy, .txt or .csv; - for stdout")
+      ->required();
+  return cmd;
+}
+
+void add_lift_commands(CLI::App& app) {
+  {
+    auto opts = std::make_shared<LiftOptions>();
+    auto* cmd = common(app, "lift", "Write the path-lifting Phi(theta) (P values, canonical order)",
+                       opts, true);
+    cmd->callback([opts] { opts->float32 ? run_lift_t<float>(*opts) : run_lift_t<double>(*opts); });
+  }
+  {
+    auto opts = std::make_shared<LiftOptions>();
+    auto* cmd = common(app, "skeleton", "Write the skeleton B (P x d, 0/1, sparse unless --dense)",
+                       opts, false);
+    cmd->add_flag("--dense", opts->dense, "Write a dense P x d matrix (refused when too large)");
+    cmd->callback([opts] { run_skeleton(*opts); });
+  }
+  {
+    auto opts = std::make_shared<LiftOptions>();
+    auto* cmd =
+        common(app, "jacobian",
+               "Write the Jacobian dPhi (P x d, B's sparsity; sparse unless --dense)", opts, true);
+    cmd->add_flag("--dense", opts->dense, "Write a dense P x d matrix (refused when too large)");
+    cmd->add_flag("--paper-formula", opts->paper_formula,
+                  "Use the paper's diag(Phi) B diag(1/theta) (inf/NaN where a weight is 0)");
+    cmd->callback(
+        [opts] { opts->float32 ? run_jacobian_t<float>(*opts) : run_jacobian_t<double>(*opts); });
+  }
+}
+
+const CommandRegistration registration{22, add_lift_commands};
+
+}  // namespace
+
+}  // namespace pathlift::cli

@@ -1,0 +1,182 @@
+// pathlift report: the main job. One screen on the chosen network (default fig1): summary,
+// Phi, B and dPhi (in full when small, as sizes when large), the paper's identities checked,
+// and the time each computation took.
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "../common.hpp"
+#include "../registry.hpp"
+#include "pathlift/checks.hpp"
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct ReportOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  Index show = 12;  // matrices shown in full up to this many rows and columns
+};
+
+struct Timings {
+  std::vector<std::pair<std::string, double>> items;
+  template <class F>
+  auto time(const std::string& name, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    items.emplace_back(name, seconds_since(start));
+    return result;
+  }
+};
+
+std::string format_seconds(double s) {
+  if (s < 1e-3) {
+    return fmt::format("{:.1f} us", s * 1e6);
+  }
+  if (s < 1) {
+    return fmt::format("{:.2f} ms", s * 1e3);
+  }
+  return fmt::format("{:.2f} s", s);
+}
+
+std::string number(double x) {
+  return fmt::format("{:>9.4f}", x);
+}
+
+void print_matrix(const std::string& title, const CsrPattern& p, const double* values) {
+  fmt::print("{} ({} x {}, nnz = {}; rows = paths, columns = edges 0..{})\n", title, p.rows, p.cols,
+             p.nnz(), p.cols - 1);
+  const auto off = p.offsets();
+  const auto idx = p.indices();
+  for (Index r = 0; r < p.rows; ++r) {
+    std::vector<double> row(static_cast<std::size_t>(p.cols), 0.0);
+    std::vector<bool> present(static_cast<std::size_t>(p.cols), false);
+    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
+         ++k) {
+      const auto c = static_cast<std::size_t>(idx[static_cast<std::size_t>(k)]);
+      row[c] = values != nullptr ? values[k] : 1.0;
+      present[c] = true;
+    }
+    fmt::print("  ");
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (values == nullptr) {
+        fmt::print("{}", present[c] ? " 1" : " 0");
+      } else if (present[c]) {
+        fmt::print("{}", number(row[c]));
+      } else {
+        fmt::print("{:>9}", ".");
+      }
+    }
+    fmt::print("\n");
+  }
+}
+
+void run_report(const ReportOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const LoadedTheta theta = load_theta(net, opts.compute);
+  EngineOptions engine = engine_options(opts.compute, "report");
+  Timings t;
+
+  const PathCounts counts = t.time("path counts (DP)", [&] { return count_paths(net); });
+  const Index d = net.num_edges();
+  const Index h = net.num_hidden();
+  fmt::print("pathlift report: {}\n\n", description);
+  fmt::print("network   {} nodes: {} inputs ({} bias), {} hidden, {} outputs\n", net.num_nodes(),
+             net.inputs().size(), net.bias_nodes().size(), h, net.outputs().size());
+  fmt::print("          d = {} parameters, h = {}, d - h = {} (Theorem 1: rank B = rank dPhi)\n", d,
+             h, d - h);
+  fmt::print("paths     P = {}, nnz(B) = {}, longest path {} edges\n", counts.paths.to_string(),
+             counts.nnz.to_string(), counts.max_path_length);
+  fmt::print("theta     {}\n", theta.source);
+
+  const std::size_t need = estimate_bytes(counts.paths, counts.nnz, d, PathObject::jacobian) +
+                           estimate_bytes(counts.paths, counts.nnz, d, PathObject::path_set);
+  if (!counts.paths.exact() || need > effective_max_memory(engine.max_memory)) {
+    fmt::print(
+        "\nP is too large to enumerate here ({} needed): Phi, B and dPhi are not formed.\n"
+        "Path-free quantities need no enumeration: see `pathlift norm`, `pathlift kernel` and "
+        "`pathlift rank --no-enumerate`.\n",
+        format_bytes(static_cast<double>(need)));
+  } else {
+    const Buffer<double> phi = t.time("Phi (path-lifting)", [&] {
+      return path_lifting<double>(net, std::span<const double>(theta.theta), engine);
+    });
+    const CsrMatrix<double> jac = t.time("B + dPhi (sparse)", [&] {
+      return jacobian<double>(net, std::span<const double>(theta.theta), engine);
+    });
+    const bool small =
+        counts.paths.value() <= static_cast<std::uint64_t>(opts.show) && d <= opts.show;
+    fmt::print("\n");
+    if (small) {
+      fmt::print("theta   ");
+      for (double x : theta.theta) {
+        fmt::print("{}", number(x));
+      }
+      fmt::print("\nPhi     ");
+      for (double x : phi) {
+        fmt::print("{}", number(x));
+      }
+      fmt::print("\n\n");
+      print_matrix("B", jac.pattern, nullptr);
+      fmt::print("\n");
+      print_matrix("dPhi", jac.pattern, jac.values.data());
+    } else {
+      double norm1 = 0;
+      for (double x : phi) {
+        norm1 += std::abs(x);
+      }
+      fmt::print("Phi       {} values, ||Phi||_1 = {:.6g} ({})\n", phi.size(), norm1,
+                 format_bytes(static_cast<double>(phi.size() * sizeof(double))));
+      fmt::print(
+          "B, dPhi   {} x {} sparse, nnz = {} ({} for B's pattern + dPhi's values; dense "
+          "would be {})\n",
+          jac.rows(), jac.cols(), jac.nnz(),
+          format_bytes(static_cast<double>(
+              estimate_bytes(counts.paths, counts.nnz, d, PathObject::jacobian))),
+          format_bytes(static_cast<double>(
+              estimate_bytes(counts.paths, counts.nnz, d, PathObject::dense_jacobian))));
+    }
+    CheckOptions co;
+    co.engine = engine;
+    const auto results = t.time("checks", [&] { return check_identities(net, theta.theta, co); });
+    fmt::print("\nchecks\n");
+    for (const auto& r : results) {
+      fmt::print("  {:<52} {}\n", r.claim, format_check(r));
+    }
+    if (!all_passed(results)) {
+      fmt::print("  SOME CHECKS FAILED\n");
+    }
+  }
+
+  fmt::print("\ntimings  ");
+  for (std::size_t i = 0; i < t.items.size(); ++i) {
+    fmt::print("{}{} {}", i == 0 ? "" : ", ", t.items[i].first, format_seconds(t.items[i].second));
+  }
+  fmt::print("\n");
+}
+
+void add_report_command(CLI::App& app) {
+  auto opts = std::make_shared<ReportOptions>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "The main job: summary, Phi, B, dPhi, the paper's identities checked, timings (default "
+      "network: the paper's Figure 1)");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
+  cmd->add_option("--show", opts->show, "Print matrices in full up to this many rows and columns")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([opts] { run_report(*opts); });
+}
+
+const CommandRegistration registration{5, add_report_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli
