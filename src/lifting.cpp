@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/engine.hpp"
 #include "src/detail/sinks.hpp"
@@ -56,7 +57,8 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
+#pragma omp parallel for schedule(static) \
+    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     T prod = T(1);
     for (Index k = off[p]; k < off[p + 1]; ++k) {
@@ -80,7 +82,8 @@ CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
   const Index np = paths.size();
   const Index* off = paths.offsets->data();
   EdgeId* c = cols->data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
+#pragma omp parallel for schedule(static) \
+    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
   }
@@ -150,7 +153,8 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
   const EdgeId* walk = paths.edges->data();
   T* val = j.values.data();
   const bool sorted = paths.walk_order_sorted;
-#pragma omp parallel num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
+#pragma omp parallel num_threads(thread_count(options)) if (paths.nnz() >= \
+                                                            detail::k_parallel_min_entries)
   {
     std::vector<T> pre;
     std::vector<EdgeId> scratch_cols;
@@ -194,7 +198,8 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   const Index* off = j.pattern.row_offsets->data();
   const EdgeId* cols = j.pattern.col_indices->data();
   T* val = j.values.data();
-#pragma omp parallel for schedule(static) num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
+#pragma omp parallel for schedule(static) \
+    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
   for (Index p = 0; p < np; ++p) {
     const T f = phi[static_cast<std::size_t>(p)];
     for (Index k = off[p]; k < off[p + 1]; ++k) {
@@ -204,13 +209,60 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   return j;
 }
 
+template <class T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian(
+    const PathSet& paths, std::span<const T> theta, const EngineOptions& options) {
+  check_paths_theta(paths, theta.size());
+  const Index np = paths.size();
+  const Index d = paths.num_edges;
+  const std::size_t bytes = dense_bytes(np, d, sizeof(T));
+  const std::size_t limit = effective_max_memory(options.max_memory);
+  if (bytes > limit) {
+    throw TooLarge(fmt::format(
+        "the dense Jacobian needs {} ({} bytes) for P = {} paths x d = {} (nnz = {}), over the "
+        "memory limit of {} (--max-memory)",
+        format_bytes(static_cast<double>(bytes)), bytes, np, d, paths.nnz(),
+        format_bytes(static_cast<double>(limit))));
+  }
+  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out(np, d);
+  const Index* off = paths.offsets->data();
+  const EdgeId* walk = paths.edges->data();
+  T* base = out.data();
+#pragma omp parallel num_threads(thread_count(options)) if (np * d >= \
+                                                            detail::k_parallel_min_entries)
+  {
+    std::vector<T> pre;
+#pragma omp for schedule(static)
+    for (Index p = 0; p < np; ++p) {
+      T* row = base + p * d;
+      std::fill(row, row + d, T(0));
+      const Index n = off[p + 1] - off[p];
+      const EdgeId* e = walk + off[p];
+      pre.resize(static_cast<std::size_t>(n) + 1);
+      pre[0] = T(1);
+      for (Index k = 0; k < n; ++k) {
+        pre[static_cast<std::size_t>(k) + 1] =
+            pre[static_cast<std::size_t>(k)] * theta[static_cast<std::size_t>(e[k])];
+      }
+      T suffix = T(1);
+      for (Index k = n - 1; k >= 0; --k) {
+        row[e[k]] = pre[static_cast<std::size_t>(k)] * suffix;
+        suffix *= theta[static_cast<std::size_t>(e[k])];
+      }
+    }
+  }
+  return out;
+}
+
 #define PATHLIFT_LIFTING_INSTANTIATE(T)                                                      \
   template Buffer<T> path_lifting(const Network&, std::span<const T>, const EngineOptions&); \
   template Buffer<T> path_lifting(const PathSet&, std::span<const T>, const EngineOptions&); \
   template CsrMatrix<T> jacobian(const Network&, std::span<const T>, const EngineOptions&);  \
   template CsrMatrix<T> jacobian(const PathSet&, std::span<const T>, const EngineOptions&);  \
   template CsrMatrix<T> jacobian_paper_formula(const PathSet&, std::span<const T>,           \
-                                               std::span<const T>, const EngineOptions&);
+                                               std::span<const T>, const EngineOptions&);    \
+  template Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian( \
+      const PathSet&, std::span<const T>, const EngineOptions&);
 PATHLIFT_LIFTING_INSTANTIATE(double)
 PATHLIFT_LIFTING_INSTANTIATE(float)
 #undef PATHLIFT_LIFTING_INSTANTIATE

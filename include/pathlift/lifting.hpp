@@ -49,6 +49,14 @@ template <class T>
 CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi,
                                     std::span<const T> theta, const EngineOptions& options = {});
 
+/// dPhi as a dense row-major P x d matrix (zeros off the paths), computed row by row from the
+/// path set (prefix x suffix products, exact at zero weights). Only when asked for: throws
+/// TooLarge, with the sizes, when P x d values exceed options.max_memory.
+/// Complexity: O(P d) memory and time (the zero fill), O(nnz) for the values.
+template <class T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian(
+    const PathSet& paths, std::span<const T> theta, const EngineOptions& options = {});
+
 #define PATHLIFT_LIFTING_EXTERN(T)                                                                 \
   extern template Buffer<T> path_lifting(const Network&, std::span<const T>,                       \
                                          const EngineOptions&);                                    \
