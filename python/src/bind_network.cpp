@@ -1,0 +1,464 @@
+// network.hpp: the Network class, built from edges (node names or indices), with its properties
+// as numpy views (read-only, kept alive by the network).
+
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "pathlift/io.hpp"
+#include "pathlift/network.hpp"
+
+namespace pathlift::python {
+
+namespace {
+
+const char* role_name(NodeRole r) {
+  switch (r) {
+    case NodeRole::input:
+      return "input";
+    case NodeRole::hidden:
+      return "hidden";
+    case NodeRole::output:
+      return "output";
+  }
+  return "?";
+}
+
+/// Resolves node references (names or 0-based indices) against the node list being built.
+class NodeResolver {
+ public:
+  NodeResolver(const py::object& nodes, const std::vector<py::object>& refs) {
+    if (nodes.is_none()) {
+      infer(refs);
+    } else if (py::isinstance<py::int_>(nodes) && !py::isinstance<py::bool_>(nodes)) {
+      const auto n = nodes.cast<long long>();
+      if (n < 0 || n > std::numeric_limits<NodeId>::max()) {
+        throw std::invalid_argument(fmt::format("nodes = {} is not a valid node count", n));
+      }
+      for (long long i = 0; i < n; ++i) {
+        add_name(std::to_string(i));
+      }
+    } else if (py::isinstance<py::str>(nodes)) {
+      throw std::invalid_argument("nodes must be a node count or a sequence of names, not a str");
+    } else {
+      for (const py::handle h : nodes) {
+        if (!py::isinstance<py::str>(h)) {
+          throw std::invalid_argument(fmt::format("node names must be str (got {})", repr_of(h)));
+        }
+        add_name(h.cast<std::string>());
+      }
+    }
+  }
+
+  NodeId resolve(const py::handle& ref, const std::string& where) const {
+    if (py::isinstance<py::str>(ref)) {
+      const auto name = ref.cast<std::string>();
+      const auto it = m_index.find(name);
+      if (it == m_index.end()) {
+        throw std::invalid_argument(fmt::format("{}: unknown node '{}'", where, name));
+      }
+      return it->second;
+    }
+    if (is_integer(ref)) {
+      const auto v = ref.cast<long long>();
+      if (v < std::numeric_limits<NodeId>::min() || v > std::numeric_limits<NodeId>::max()) {
+        throw std::invalid_argument(fmt::format("{}: node index {} is out of range", where, v));
+      }
+      return static_cast<NodeId>(v);  // range against the node count: checked by Network
+    }
+    throw std::invalid_argument(
+        fmt::format("{}: a node is a name (str) or an index (int), got {}", where, repr_of(ref)));
+  }
+
+  std::vector<std::string> take_names() { return std::move(m_names); }
+
+ private:
+  static bool is_integer(const py::handle& h) {
+    if (py::isinstance<py::bool_>(h)) {
+      return false;
+    }
+    return py::isinstance<py::int_>(h) || py::hasattr(h, "__index__");
+  }
+
+  void add_name(std::string name) {
+    const auto id = static_cast<NodeId>(m_names.size());
+    m_index.emplace(name, id);  // duplicates are reported by Network
+    m_names.push_back(std::move(name));
+  }
+
+  void infer(const std::vector<py::object>& refs) {
+    bool any_name = false;
+    bool any_index = false;
+    long long max_index = -1;
+    for (const auto& r : refs) {
+      if (py::isinstance<py::str>(r)) {
+        any_name = true;
+      } else if (is_integer(r)) {
+        any_index = true;
+        max_index = std::max(max_index, r.cast<long long>());
+      }
+    }
+    if (any_name && any_index) {
+      throw std::invalid_argument(
+          "node references mix names and indices: pass nodes= (a list of names or a count)");
+    }
+    if (any_index) {
+      for (long long i = 0; i <= max_index; ++i) {
+        add_name(std::to_string(i));
+      }
+      return;
+    }
+    for (const auto& r : refs) {
+      if (py::isinstance<py::str>(r)) {
+        auto name = r.cast<std::string>();
+        if (m_index.find(name) == m_index.end()) {
+          add_name(std::move(name));
+        }
+      }
+    }
+  }
+
+  std::vector<std::string> m_names;
+  std::unordered_map<std::string, NodeId> m_index;
+};
+
+std::vector<py::object> as_list(const py::object& seq, const char* what) {
+  std::vector<py::object> out;
+  if (seq.is_none()) {
+    return out;
+  }
+  if (!py::isinstance<py::iterable>(seq) || py::isinstance<py::str>(seq)) {
+    throw std::invalid_argument(fmt::format("{} must be a sequence (got {})", what, repr_of(seq)));
+  }
+  for (const py::handle h : seq) {
+    out.push_back(py::reinterpret_borrow<py::object>(h));
+  }
+  return out;
+}
+
+Network make_network(const py::object& edges, const py::object& nodes, const py::object& outputs,
+                     const py::object& bias, const py::object& activations,
+                     const py::object& weights) {
+  NetworkSpec spec;
+  std::vector<std::pair<py::object, py::object>> edge_refs;
+  std::vector<py::object> all_refs;
+  // Fast path: an integer array of shape (d, 2) holds node indices.
+  const bool array_edges = py::isinstance<py::array>(edges);
+  if (array_edges) {
+    const auto arr = py::reinterpret_borrow<py::array>(edges);
+    if (arr.ndim() != 2 || arr.shape(1) != 2 ||
+        (arr.dtype().kind() != 'i' && arr.dtype().kind() != 'u')) {
+      throw std::invalid_argument("edges as an array must be integers of shape (d, 2)");
+    }
+    const auto idx = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(arr);
+    if (!idx) {
+      throw std::invalid_argument("edges: cannot read the array as integers");
+    }
+    const long long* v = idx.data();
+    long long max_index = -1;
+    for (py::ssize_t k = 0; k < idx.shape(0); ++k) {
+      const long long a = v[2 * k];
+      const long long b = v[2 * k + 1];
+      for (const long long x : {a, b}) {
+        if (x < std::numeric_limits<NodeId>::min() || x > std::numeric_limits<NodeId>::max()) {
+          throw std::invalid_argument(fmt::format("edge {}: node index {} is out of range", k, x));
+        }
+      }
+      spec.edges.emplace_back(static_cast<NodeId>(a), static_cast<NodeId>(b));
+      max_index = std::max({max_index, a, b});
+    }
+    if (max_index >= 0) {
+      all_refs.push_back(py::int_(max_index));
+    }
+  } else {
+    for (const auto& e : as_list(edges, "edges")) {
+      const auto pair = py::isinstance<py::str>(e)
+                            ? std::vector<py::object>{}
+                            : as_list(py::reinterpret_borrow<py::object>(e), "an edge");
+      if (pair.size() != 2) {
+        throw std::invalid_argument(fmt::format(
+            "edge {}: an edge is a pair (source, target), got {}", edge_refs.size(), repr_of(e)));
+      }
+      edge_refs.emplace_back(pair[0], pair[1]);
+      all_refs.push_back(pair[0]);
+      all_refs.push_back(pair[1]);
+    }
+  }
+  const auto output_refs = as_list(outputs, "outputs");
+  const auto bias_refs = as_list(bias, "bias");
+  std::vector<std::pair<py::object, py::object>> activation_refs;
+  if (!activations.is_none()) {
+    if (!py::isinstance<py::dict>(activations)) {
+      throw std::invalid_argument(
+          "activations must be a dict {node: 'relu' | 'identity' | 'leaky_relu:<slope>'}");
+    }
+    for (const auto item : py::reinterpret_borrow<py::dict>(activations)) {
+      activation_refs.emplace_back(py::reinterpret_borrow<py::object>(item.first),
+                                   py::reinterpret_borrow<py::object>(item.second));
+    }
+  }
+  all_refs.insert(all_refs.end(), output_refs.begin(), output_refs.end());
+  all_refs.insert(all_refs.end(), bias_refs.begin(), bias_refs.end());
+  for (const auto& a : activation_refs) {
+    all_refs.push_back(a.first);
+  }
+
+  NodeResolver resolver(nodes, all_refs);
+  for (std::size_t k = 0; !array_edges && k < edge_refs.size(); ++k) {
+    const std::string where = fmt::format("edge {}", k);
+    spec.edges.emplace_back(resolver.resolve(edge_refs[k].first, where),
+                            resolver.resolve(edge_refs[k].second, where));
+  }
+  for (std::size_t i = 0; i < output_refs.size(); ++i) {
+    spec.outputs.push_back(resolver.resolve(output_refs[i], fmt::format("outputs[{}]", i)));
+  }
+  for (std::size_t i = 0; i < bias_refs.size(); ++i) {
+    spec.bias.push_back(resolver.resolve(bias_refs[i], fmt::format("bias[{}]", i)));
+  }
+  for (const auto& [ref, act] : activation_refs) {
+    const NodeId v = resolver.resolve(ref, "activations");
+    if (!py::isinstance<py::str>(act)) {
+      throw std::invalid_argument(
+          fmt::format("activations: the activation of a node is a str such as 'relu', "
+                      "'identity' or 'leaky_relu:0.01' (got {})",
+                      repr_of(act)));
+    }
+    spec.activations.emplace_back(v, Activation::parse(act.cast<std::string>()));
+  }
+  if (!weights.is_none()) {
+    const auto w = vector_argument<double>(weights, "weights", false);
+    spec.weights = std::vector<double>(w.data(), w.data() + w.size());
+  }
+  spec.node_names = resolver.take_names();
+  py::gil_scoped_release release;
+  return Network(std::move(spec));
+}
+
+py::dict spec_dict(const Network& net) {
+  const NetworkSpec s = net.spec();
+  const auto& names = s.node_names;
+  py::dict d;
+  d["nodes"] = py::cast(names);
+  py::list edges;
+  for (const auto& [a, b] : s.edges) {
+    edges.append(
+        py::make_tuple(names[static_cast<std::size_t>(a)], names[static_cast<std::size_t>(b)]));
+  }
+  d["edges"] = edges;
+  py::list outputs;
+  for (const NodeId v : s.outputs) {
+    outputs.append(names[static_cast<std::size_t>(v)]);
+  }
+  d["outputs"] = outputs;
+  py::list bias;
+  for (const NodeId v : s.bias) {
+    bias.append(names[static_cast<std::size_t>(v)]);
+  }
+  d["bias"] = bias;
+  py::dict acts;
+  for (const auto& [v, a] : s.activations) {
+    acts[py::str(names[static_cast<std::size_t>(v)])] = a.name();
+  }
+  d["activations"] = acts;
+  if (s.weights) {
+    d["weights"] = py::cast(*s.weights);
+  } else {
+    d["weights"] = py::none();
+  }
+  return d;
+}
+
+template <class F>
+auto node_view(F get) {
+  return [get](const py::object& self) {
+    const auto& net = self.cast<const Network&>();
+    return view_array<NodeId>(get(net), self);
+  };
+}
+
+}  // namespace
+
+void bind_network(py::module_& m) {
+  py::class_<Network> cls(m, "Network", R"doc(
+An immutable, validated DAG ReLU network (MATH.md): named nodes, edges in parameter order
+(edge k carries theta[k]; parallel edges allowed), inputs (nodes without incoming edge; bias
+inputs have value 1), outputs (sinks plus designated nodes), hidden nodes (the rest), one
+activation per node (defaults: hidden ReLU, inputs and outputs identity).
+
+Network(edges, nodes=None, *, outputs=None, bias=None, activations=None, weights=None)
+
+- edges: a sequence of (source, target) pairs, or an int array of shape (d, 2). A node is a
+  name (str) or a 0-based index (int).
+- nodes: the node names in node order, or a node count n (names "0".."n-1"). When omitted:
+  the names in order of first appearance (str references) or max index + 1 (int references).
+- outputs: designated output nodes (sinks are outputs anyway; an output may feed others).
+- bias: input nodes whose value is 1.
+- activations: {node: "relu" | "identity" | "leaky_relu:<slope>"} overriding the defaults.
+- weights: theta stored with the network (one per edge), used when theta is omitted.
+
+Raises NetworkError (a ValueError) naming the culprits for a cycle, an isolated node, a
+designated output without incoming edge, ... Complexity: O(m + d).
+
+Example::
+
+    net = pathlift.Network([("a", "d"), ("a", "f"), ("c", "d"), ("c", "f"),
+                            ("d", "h"), ("f", "h"), ("g", "h")],
+                           nodes=["a", "c", "g", "d", "f", "h"], bias=["g"])
+)doc");
+  cls.def(py::init(&make_network), py::arg("edges"), py::arg("nodes") = py::none(), py::kw_only(),
+          py::arg("outputs") = py::none(), py::arg("bias") = py::none(),
+          py::arg("activations") = py::none(), py::arg("weights") = py::none(),
+          "Builds and validates a network (see the class docstring).");
+
+  cls.def_property_readonly(
+         "nodes", [](const Network& n) { return n.node_names(); }, "Node names, in node order.")
+      .def_property_readonly("num_nodes", &Network::num_nodes, "m, the number of nodes.")
+      .def_property_readonly("d", &Network::num_edges, "d, the number of edges = parameters.")
+      .def_property_readonly("num_edges", &Network::num_edges, "d (same as `d`).")
+      .def_property_readonly("h", &Network::num_hidden, "h, the number of hidden nodes.")
+      .def_property_readonly("num_hidden", &Network::num_hidden, "h (same as `h`).")
+      .def_property_readonly(
+          "edges",
+          [](const Network& n) {
+            const auto d = static_cast<py::ssize_t>(n.num_edges());
+            py::array_t<NodeId> out({d, py::ssize_t{2}});
+            auto w = out.mutable_unchecked<2>();
+            for (py::ssize_t k = 0; k < d; ++k) {
+              w(k, 0) = n.sources()[static_cast<std::size_t>(k)];
+              w(k, 1) = n.targets()[static_cast<std::size_t>(k)];
+            }
+            return out;
+          },
+          "(d, 2) int32 array: row k = (source, target) node indices of edge k (a copy).")
+      .def_property_readonly("sources", node_view([](const Network& n) { return n.sources(); }),
+                             "int32 array (read-only view): the source node of each edge.")
+      .def_property_readonly("targets", node_view([](const Network& n) { return n.targets(); }),
+                             "int32 array (read-only view): the target node of each edge.")
+      .def_property_readonly(
+          "inputs", node_view([](const Network& n) { return n.inputs(); }),
+          "int32 array: all input nodes (bias included), in node order; where paths start.")
+      .def_property_readonly(
+          "data_inputs", node_view([](const Network& n) { return n.data_inputs(); }),
+          "int32 array: input nodes that are not bias nodes, in node order (columns of X).")
+      .def_property_readonly("bias", node_view([](const Network& n) { return n.bias_nodes(); }),
+                             "int32 array: the bias nodes (inputs of value 1), in node order.")
+      .def_property_readonly("outputs", node_view([](const Network& n) { return n.outputs(); }),
+                             "int32 array: output nodes in node order (columns of f(X)).")
+      .def_property_readonly("hidden", node_view([](const Network& n) { return n.hidden(); }),
+                             "int32 array: hidden nodes in node order.")
+      .def_property_readonly(
+          "topological_order", node_view([](const Network& n) { return n.topological_order(); }),
+          "int32 array: a topological order (inputs first, then Kahn's algorithm taking the "
+          "smallest node index first). Deterministic.")
+      .def_property_readonly(
+          "roles",
+          [](const Network& n) {
+            py::list out;
+            for (NodeId v = 0; v < n.num_nodes(); ++v) {
+              out.append(role_name(n.role(v)));
+            }
+            return out;
+          },
+          "Role of each node: 'input', 'hidden' or 'output'.")
+      .def_property_readonly(
+          "activations",
+          [](const Network& n) {
+            py::list out;
+            for (NodeId v = 0; v < n.num_nodes(); ++v) {
+              out.append(n.activation(v).name());
+            }
+            return out;
+          },
+          "Activation of each node: 'identity', 'relu' or 'leaky_relu:<slope>'.")
+      .def_property_readonly(
+          "weights",
+          [](const py::object& self) -> py::object {
+            const auto& n = self.cast<const Network&>();
+            if (!n.has_weights()) {
+              return py::none();
+            }
+            return view_array<double>(n.weights(), self);
+          },
+          "The stored theta (float64, read-only view), or None.")
+      .def_property_readonly("has_weights", &Network::has_weights,
+                             "True when the network stores weights.")
+      .def_property_readonly("edges_increase_along_paths", &Network::edges_increase_along_paths,
+                             "True when edge indices increase along every path (feed-forward "
+                             "networks in PyTorch order): B then shares the path arrays.");
+
+  cls.def(
+         "role", [](const Network& n, NodeId v) { return role_name(n.role(v)); }, py::arg("v"),
+         "Role of node v: 'input', 'hidden' or 'output'. IndexError for a bad index.")
+      .def(
+          "activation", [](const Network& n, NodeId v) { return n.activation(v).name(); },
+          py::arg("v"), "Activation of node v.")
+      .def("is_bias", &Network::is_bias, py::arg("v"), "True when node v is a bias input.")
+      .def("is_designated_output", &Network::is_designated_output, py::arg("v"),
+           "True when node v was designated as an output (sinks are outputs anyway).")
+      .def("node_name", &Network::node_name, py::arg("v"), "Name of node v.")
+      .def(
+          "node_index",
+          [](const Network& n, const std::string& name) {
+            const auto v = n.find_node(name);
+            if (!v) {
+              throw py::key_error(fmt::format("no node named '{}'", name));
+            }
+            return *v;
+          },
+          py::arg("name"), "Index of the node with this name; KeyError if there is none.")
+      .def("edge_label", &Network::edge_label, py::arg("k"), "'a -> d' for edge k.")
+      .def(
+          "in_edges",
+          [](const py::object& self, NodeId v) {
+            return view_array<EdgeId>(self.cast<const Network&>().in_edges(v), self);
+          },
+          py::arg("v"), "int32 array: incoming edges of v by increasing edge index.")
+      .def(
+          "out_edges",
+          [](const py::object& self, NodeId v) {
+            return view_array<EdgeId>(self.cast<const Network&>().out_edges(v), self);
+          },
+          py::arg("v"), "int32 array: outgoing edges of v by increasing edge index.")
+      .def(
+          "with_weights",
+          [](const Network& n, const py::object& weights) {
+            if (weights.is_none()) {
+              return n.with_weights(std::nullopt);
+            }
+            const auto w = vector_argument<double>(weights, "weights", false);
+            return n.with_weights(std::vector<double>(w.data(), w.data() + w.size()));
+          },
+          py::arg("weights"),
+          "A copy of this network storing other weights (validated: d finite values), or none "
+          "(None).")
+      .def("spec", &spec_dict,
+           "The spec the network was built from, as a dict with keys nodes, edges (pairs of "
+           "names), outputs (designated), bias, activations (overrides), weights: "
+           "Network(**net.spec()) rebuilds it.")
+      .def(
+          "to_json", [](const Network& n, int indent) { return network_to_json(n, indent); },
+          py::arg("indent") = -1,
+          "The network as pathlift-network v1 JSON (one line when indent < 0).")
+      .def("__repr__",
+           [](const Network& n) {
+             return fmt::format(
+                 "<pathlift.Network: {} nodes ({} inputs, {} hidden, {} outputs), {} edges{}>",
+                 n.num_nodes(), n.inputs().size(), n.num_hidden(), n.outputs().size(),
+                 n.num_edges(), n.has_weights() ? ", with weights" : "");
+           })
+      .def(py::pickle([](const Network& n) { return network_to_json(n); },
+                      [](const std::string& text) { return parse_network(text); }));
+}
+
+}  // namespace pathlift::python

@@ -1,0 +1,127 @@
+#pragma once
+// Helpers shared by the bind_<module>.cpp files: numpy views of C++ buffers (zero-copy, the
+// buffer kept alive by the array's base), scipy CSR matrices, theta and dtype arguments,
+// EngineOptions from keyword arguments.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <Eigen/Core>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pathlift/network.hpp"
+#include "pathlift/paths.hpp"
+#include "pathlift/sparse.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift::python {
+
+namespace py = pybind11;
+
+/// The floating-point types the engine is instantiated for.
+enum class Scalar { f64, f32 };
+
+/// float64 (None, "float64", numpy.float64, numpy.dtype("d")) or float32; ValueError otherwise.
+Scalar scalar_of(const py::object& dtype);
+
+/// EngineOptions from the `threads` and `max_memory` keyword arguments (threads >= 0).
+EngineOptions engine_options(int threads, std::size_t max_memory);
+
+/// Marks an array read-only (for views of buffers shared between results).
+void set_read_only(const py::array& a);
+
+/// A 1-D array owning `items` (moved to the heap; freed with the array). No copy.
+template <class T, class Alloc>
+py::array_t<T> owning_array(std::vector<T, Alloc>&& items) {
+  auto* heap = new std::vector<T, Alloc>(std::move(items));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T, Alloc>*>(p); });
+  return py::array_t<T>({static_cast<py::ssize_t>(heap->size())}, {sizeof(T)}, heap->data(), owner);
+}
+
+/// A 1-D view of a shared buffer; the array keeps it alive. Read-only when other results share
+/// the buffer (a path set and the matrices built from it), so that writing through one cannot
+/// change another; writable when `buffer` is the only owner and `writable_if_unique` is set.
+template <class T>
+py::array_t<T> shared_array(std::shared_ptr<const Buffer<T>> buffer,
+                            bool writable_if_unique = false) {
+  const T* data = buffer->data();
+  const auto n = static_cast<py::ssize_t>(buffer->size());
+  const bool writable = writable_if_unique && buffer.use_count() == 1;
+  auto* holder = new std::shared_ptr<const Buffer<T>>(std::move(buffer));
+  py::capsule owner(holder,
+                    [](void* p) { delete static_cast<std::shared_ptr<const Buffer<T>>*>(p); });
+  // The buffers are created non-const (make_shared<Buffer<T>>), so writing is well defined.
+  py::array_t<T> a({n}, {sizeof(T)}, const_cast<T*>(data), owner);
+  if (!writable) {
+    set_read_only(a);
+  }
+  return a;
+}
+
+/// A read-only 1-D view of memory owned by the Python object `base`.
+template <class T>
+py::array_t<T> view_array(std::span<const T> items, const py::handle& base) {
+  py::array_t<T> a({static_cast<py::ssize_t>(items.size())}, {sizeof(T)}, items.data(), base);
+  set_read_only(a);
+  return a;
+}
+
+/// A row-major dense matrix as a 2-D array owning it (moved to the heap). No copy.
+template <class T>
+py::array_t<T> owning_matrix(
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>&& m) {
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  auto* heap = new M(std::move(m));
+  py::capsule owner(heap, [](void* p) { delete static_cast<M*>(p); });
+  const auto rows = static_cast<py::ssize_t>(heap->rows());
+  const auto cols = static_cast<py::ssize_t>(heap->cols());
+  return py::array_t<T>(
+      {rows, cols},
+      {static_cast<py::ssize_t>(sizeof(T)) * cols, static_cast<py::ssize_t>(sizeof(T))},
+      heap->data(), owner);
+}
+
+/// scipy.sparse.csr_matrix((data, indices, indptr), shape) without copying `data` or the column
+/// indices (views of the pattern's arrays: read-only when shared with a path set or another
+/// matrix, see shared_array). scipy wants indptr and indices of
+/// one integer type: while nnz < 2^31 indptr is copied once to int32 (P + 1 entries); beyond,
+/// indptr is a view and scipy converts the indices to int64 (its one copy).
+py::object make_csr(py::array data, CsrPattern pattern);
+
+/// The pattern with values `numpy.ones(nnz, dtype)`: the skeleton B as a csr_matrix.
+py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype);
+
+/// Raises TooLarge (MemoryError) when a dense rows x cols matrix of `scalar_size` bytes would
+/// exceed the limit `max_memory` (0: the default).
+void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory);
+
+/// theta as a contiguous 1-D array of T (converted if needed), checked: 1-D and finite (the
+/// length is checked by the engine). `what` names the argument in messages.
+template <class T>
+py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const py::object& x,
+                                                                          const char* what,
+                                                                          bool finite = true);
+
+/// theta for `net`: the argument, or the network's stored weights when it is None.
+template <class T>
+py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
+                                                                         const Network& net);
+
+/// The span of a checked 1-D array.
+template <class T>
+std::span<const T> as_span(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+  return {a.data(), static_cast<std::size_t>(a.size())};
+}
+
+/// repr(x), for messages.
+std::string repr_of(const py::handle& x);
+
+/// numpy.dtype(dtype).
+py::dtype numpy_dtype(const py::object& dtype);
+
+}  // namespace pathlift::python

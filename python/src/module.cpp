@@ -1,0 +1,34 @@
+// The extension module pathlift._pathlift: one bind_<module>() per public header, each in its
+// own python/src/bind_<module>.cpp. Binding a new header = a new file + one entry below.
+
+#include "common.hpp"
+#include "pathlift/version.hpp"
+
+// In binding order: a type is registered before the functions whose signatures mention it.
+#define PATHLIFT_PYTHON_MODULES(X) \
+  X(error)                         \
+  X(network)                       \
+  X(io)                            \
+  X(builtins)                      \
+  X(counting)                      \
+  X(limits)                        \
+  X(sparse)                        \
+  X(paths)                         \
+  X(lifting)
+
+namespace pathlift::python {
+#define PATHLIFT_DECLARE_BIND(name) void bind_##name(py::module_& m);
+PATHLIFT_PYTHON_MODULES(PATHLIFT_DECLARE_BIND)
+#undef PATHLIFT_DECLARE_BIND
+}  // namespace pathlift::python
+
+PYBIND11_MODULE(_pathlift, m) {
+  m.doc() =
+      "pathlift's C++ engine: networks, path counts, paths, the path-lifting Phi, the "
+      "skeleton B and the Jacobian dPhi of DAG ReLU networks. Import the `pathlift` package, "
+      "which re-exports everything here and adds the PyTorch bridge.";
+  m.attr("__version__") = pathlift::version_string;
+#define PATHLIFT_CALL_BIND(name) pathlift::python::bind_##name(m);
+  PATHLIFT_PYTHON_MODULES(PATHLIFT_CALL_BIND)
+#undef PATHLIFT_CALL_BIND
+}

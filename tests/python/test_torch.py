@@ -1,0 +1,515 @@
+"""The PyTorch bridge (issue 6): from_torch / theta_from_torch / to_torch, with torch's autograd
+as the independent reference for Phi and dPhi, and the model itself for the mapping.
+
+Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_torch.py
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+functorch = pytest.importorskip("functorch")
+nn = torch.nn
+F = torch.nn.functional
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def pl(pathlift_module):
+    return pathlift_module
+
+
+# --- models ----------------------------------------------------------------------------------
+
+
+def mlp(r, widths, q, bias=True):
+    layers = []
+    sizes = [r, *widths, q]
+    for l in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[l], sizes[l + 1], bias=bias))
+        if l < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class Residual(nn.Module):
+    """An identity skip: y = relu(fc2(h)) + h with h = relu(fc1(x)), then fc3(y)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.fc2 = nn.Linear(4, 4)
+        self.fc3 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x))
+        y = torch.relu(self.fc2(h)) + h
+        return self.fc3(y)
+
+
+class DenseSkip(nn.Module):
+    """A concatenation skip and a projection shortcut: fc2(cat([x, relu(fc1(x))])) + fc3(x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 5)
+        self.fc2 = nn.Linear(8, 2)
+        self.fc3 = nn.Linear(3, 2, bias=False)
+
+    def forward(self, x):
+        h = self.fc1(x).relu()
+        return self.fc2(torch.cat([x, h], dim=1)) + self.fc3(x)
+
+
+class OutputSkip(nn.Module):
+    """A skip into the output's pre-activation: fc2(relu(fc1(x))) + x."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.fc2 = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x))) + x
+
+
+MLP_SHAPES = [(3, [4], 2, True), (4, [5, 3], 3, True), (2, [3, 3, 3], 1, True),
+              (5, [6], 2, False), (3, [4, 4], 2, False), (4, [], 3, True)]
+SKIP_MODELS = [Residual, DenseSkip, OutputSkip]
+
+
+def make(model_factory, seed=0):
+    torch.manual_seed(seed)
+    return model_factory().double().eval()
+
+
+def all_models():
+    models = [(f"mlp{r}-{w}-{q}-{'bias' if b else 'nobias'}",
+               lambda r=r, w=w, q=q, b=b: mlp(r, w, q, b)) for r, w, q, b in MLP_SHAPES]
+    models += [(cls.__name__, cls) for cls in SKIP_MODELS]
+    return models
+
+
+MODELS = all_models()
+
+
+@pytest.fixture(params=MODELS, ids=[name for name, _ in MODELS])
+def model(request):
+    return make(request.param[1], seed=len(request.param[0]))
+
+
+def input_width(m):
+    return next(mod for mod in m.modules() if isinstance(mod, nn.Linear)).in_features
+
+
+# --- theta and the mapping --------------------------------------------------------------------
+
+
+def test_theta_is_the_parameters_in_torch_order(pl, model):
+    theta = pl.theta_from_torch(model)
+    expected = torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
+    assert theta.dtype == np.float64 and np.array_equal(theta, expected)
+    net = pl.from_torch(model)
+    n = theta.size
+    assert net.d >= n
+    assert np.array_equal(net.weights[:n], theta)
+    # edges after the parameters are fixed skip edges of weight +-1
+    assert set(np.abs(net.weights[n:]).tolist()) <= {1.0}
+
+
+def test_from_torch_computes_what_the_model_computes(pl, model, reference):
+    """The network's forward pass (an independent numpy evaluator of the DAG) equals the
+    model's output: this checks the whole mapping, including which edge carries which
+    parameter entry."""
+    net = pl.from_torch(model)
+    X = torch.randn(16, input_width(model), dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = model(X).numpy()
+    got = reference.forward(net, net.weights, X.numpy())
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("r,widths,q,bias", MLP_SHAPES)
+def test_sequential_is_exactly_feed_forward(pl, r, widths, q, bias):
+    m = make(lambda: mlp(r, widths, q, bias))
+    net = pl.from_torch(m)
+    ff = pl.feed_forward(r, widths, q, bias=bias).with_weights(pl.theta_from_torch(m))
+    assert net.to_json() == ff.to_json()
+
+
+def padded_path_index(paths, d):
+    """(P, L) edge ids of the paths, padded with d (a slot holding 1 in the vectorized Phi)."""
+    idx = torch.full((len(paths), max(len(p) for p in paths)), d, dtype=torch.long)
+    for p, edges in enumerate(paths):
+        idx[p, :len(edges)] = torch.tensor(edges)
+    return idx
+
+
+def jacobian_references(net, theta, reference):
+    """Phi and dPhi/dtheta by torch autograd on the reference paths: a vectorized path-lifting
+    differentiated by functorch.jacrev, and each Phi_p differentiated by torch.autograd.grad."""
+    ps = [list(e) for e, _, _ in reference.paths(net)]
+    P = len(ps)
+    idx = padded_path_index(ps, net.d)
+
+    def phi_of(t):
+        padded = torch.cat([t, torch.ones(1, dtype=t.dtype)])
+        return padded[idx].prod(dim=1)
+
+    t = torch.tensor(theta, dtype=torch.float64)
+    jac = functorch.jacrev(phi_of)(t).numpy()
+    tg = t.clone().requires_grad_(True)
+    phi = phi_of(tg)
+    per_path = np.stack([torch.autograd.grad(phi[p], tg, retain_graph=True)[0].numpy()
+                         for p in range(P)])
+    return phi.detach().numpy(), jac, per_path, ps
+
+
+def test_jacobian_equals_torch_autograd(pl, model, reference):
+    net = pl.from_torch(model)
+    theta = net.weights.copy()
+    phi_ref, jac_ref, per_path_ref, _ = jacobian_references(net, theta, reference)
+    J = pl.jacobian(net, theta)
+    assert J.shape == (len(phi_ref), net.d)
+    np.testing.assert_allclose(J.toarray(), jac_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(J.toarray(), per_path_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(pl.path_lifting(net, theta), phi_ref, rtol=1e-10, atol=1e-12)
+    # theta omitted: the stored weights (the model's values)
+    np.testing.assert_array_equal(pl.jacobian(net).toarray(), J.toarray())
+
+
+def test_jacobian_columns_are_torch_parameter_entries(pl, reference):
+    """For a model with fixed skip edges, the Jacobian with respect to the model's parameters
+    only (fixed edges held at their constant weights) is J[:, :n]."""
+    m = make(Residual)
+    net = pl.from_torch(m)
+    theta = pl.theta_from_torch(m)
+    n = theta.size
+    fixed = torch.tensor(net.weights[n:])
+    idx = padded_path_index([list(e) for e, _, _ in reference.paths(net)], net.d)
+
+    def phi_of_params(t):
+        return torch.cat([t, fixed, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
+
+    jac = functorch.jacrev(phi_of_params)(torch.tensor(theta)).numpy()
+    J = pl.jacobian(net)
+    np.testing.assert_allclose(J[:, :n].toarray(), jac, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("r,widths,q,bias", MLP_SHAPES[:4])
+def test_phi_is_the_product_of_the_model_weights(pl, r, widths, q, bias):
+    """Phi_p read directly off the model's weight matrices, decoding each path by the node
+    names x<i>, b<l>, h<l>_<j>, y<j>: independent of the edge numbering."""
+    m = make(lambda: mlp(r, widths, q, bias))
+    linears = [mod for mod in m if isinstance(mod, nn.Linear)]
+    net = pl.from_torch(m)
+    phi = pl.path_lifting(net, pl.theta_from_torch(m))
+    ps = pl.enumerate_paths(net)
+    names = net.nodes
+    L = len(linears)
+
+    def unit(name):  # (layer, index): x<i> -> (0, i), h<l>_<j> -> (l, j), y<j> -> (L, j)
+        if name.startswith("x"):
+            return 0, int(name[1:])
+        if name.startswith("y"):
+            return L, int(name[1:])
+        l, j = name[1:].split("_")
+        return int(l), int(j)
+
+    for p in range(len(ps)):
+        edges = ps.path(p)
+        nodes = [int(ps.start[p])] + [int(net.targets[k]) for k in edges]
+        start = names[nodes[0]]
+        if start.startswith("b"):  # bias of layer l: b_l[j] then weights of later layers
+            layer = int(start[1:])
+            _, j = unit(names[nodes[1]])
+            value = linears[layer - 1].bias[j].item()
+            rest = nodes[1:]
+        else:
+            value = 1.0
+            rest = nodes
+        for a, b in zip(rest, rest[1:]):
+            la, i = unit(names[a])
+            lb, j = unit(names[b])
+            assert lb == la + 1
+            value *= linears[la].weight[j, i].item()
+        assert phi[p] == pytest.approx(value, rel=1e-12)
+
+
+def test_theorem_rank_b_is_d_minus_h(pl, model):
+    net = pl.from_torch(model)
+    B = pl.skeleton(net, dense=True)
+    assert np.linalg.matrix_rank(B) == net.d - net.h
+    J = pl.jacobian(net, dense=True)
+    assert np.linalg.matrix_rank(J) == net.d - net.h
+
+
+def test_float32(pl):
+    m = make(Residual)
+    net = pl.from_torch(m)
+    J64 = pl.jacobian(net)
+    J32 = pl.jacobian(net, dtype=np.float32)
+    assert J32.dtype == np.float32
+    np.testing.assert_allclose(J32.toarray(), J64.toarray(), rtol=1e-5, atol=1e-6)
+
+
+# --- shapes, functional forms, round trip ---------------------------------------------------
+
+
+def test_flatten_and_input_shape(pl, reference):
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Flatten(), nn.Linear(12, 4), nn.ReLU(), nn.Identity(), nn.Dropout(0.5),
+                      nn.Linear(4, 2)).double().eval()
+    X = torch.randn(5, 3, 4, dtype=torch.float64)
+    for shape in [(3, 4), None]:
+        net = pl.from_torch(m, input_shape=shape)
+        assert len(net.data_inputs) == 12
+        got = reference.forward(net, net.weights, X.reshape(5, -1).numpy())
+        np.testing.assert_allclose(got, m(X).detach().numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(pl.UnsupportedModelError, match="expects 12 features"):
+        pl.from_torch(m, input_shape=(3, 5))
+
+
+def test_functional_linear_leaky_relu_subtraction_and_tuple_outputs(pl, reference):
+    class Simple(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4, 3))
+            self.b = nn.Parameter(torch.randn(4))
+            self.out = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = F.leaky_relu(F.linear(x, self.w, self.b), 0.1)
+            return self.out(h) - h, h
+
+    torch.manual_seed(4)
+    m = Simple().double().eval()
+    net = pl.from_torch(m)
+    X = torch.randn(7, 3, dtype=torch.float64)
+    with torch.no_grad():
+        expected = torch.cat(list(m(X)), dim=1).numpy()
+    got = reference.forward(net, net.weights, X.numpy())
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert "leaky_relu:0.1" in net.activations
+
+
+@pytest.mark.parametrize("r,widths,q,bias", MLP_SHAPES)
+def test_to_torch_round_trip(pl, r, widths, q, bias):
+    m = make(lambda: mlp(r, widths, q, bias))
+    theta = pl.theta_from_torch(m)
+    back = pl.to_torch(pl.from_torch(m), theta)
+    X = torch.randn(9, r, dtype=torch.float64)
+    with torch.no_grad():
+        np.testing.assert_allclose(back(X).numpy(), m(X).numpy(), rtol=1e-13, atol=1e-13)
+    assert np.array_equal(pl.theta_from_torch(back), theta)
+    assert [type(x) for x in back] == [type(x) for x in m]
+
+
+def test_to_torch_of_feed_forward(pl, reference):
+    net = pl.feed_forward(3, [5, 4], 2)
+    theta = pl.normal_weights(net.d, 7)
+    model = pl.to_torch(net, theta)
+    X = np.random.default_rng(8).standard_normal((6, 3))
+    with torch.no_grad():
+        got = model(torch.tensor(X)).numpy()
+    np.testing.assert_allclose(got, reference.forward(net, theta, X), rtol=1e-12, atol=1e-12)
+    assert pl.from_torch(model).to_json() == net.with_weights(theta).to_json()
+    assert model(torch.tensor(X)).dtype == torch.float64
+    assert pl.to_torch(net, theta, dtype=torch.float32)[0].weight.dtype == torch.float32
+
+
+def test_to_torch_refuses_other_networks(pl):
+    with pytest.raises(ValueError, match="feed-forward"):
+        pl.to_torch(pl.from_torch(make(Residual)))
+    with pytest.raises(ValueError, match="feed-forward"):
+        pl.to_torch(pl.fig1(), np.ones(7))  # bias enters the output layer only
+    with pytest.raises(ValueError, match="theta has 3 entries"):
+        pl.to_torch(pl.feed_forward(2, [2], 1), np.ones(3))
+    with pytest.raises(ValueError, match="no stored weights"):
+        pl.to_torch(pl.feed_forward(2, [2], 1))
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layer,name", [
+    (lambda: nn.Conv2d(1, 2, 3), "Conv2d"),
+    (lambda: nn.Sigmoid(), "Sigmoid"),
+    (lambda: nn.BatchNorm1d(4), "BatchNorm1d"),
+    (lambda: nn.Tanh(), "Tanh"),
+])
+def test_unsupported_layers_are_named(pl, layer, name):
+    m = nn.Sequential(nn.Linear(3, 4), layer(), nn.Linear(4, 2)) if name != "Conv2d" else \
+        nn.Sequential(layer(), nn.Flatten(), nn.Linear(8, 2))
+    with pytest.raises(pl.UnsupportedModelError, match=name) as info:
+        pl.from_torch(m)
+    assert isinstance(info.value, ValueError)
+    assert "at '1'" in str(info.value) or "at '0'" in str(info.value)
+
+
+def test_unrepresentable_models(pl):
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.fc(x)))
+
+    class Constant(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x) + 1.0
+
+    class Product(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x) * x
+
+    class Unused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.extra = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    class Branching(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x
+            return -x
+
+    cases = [(Shared(), "called twice"), (Constant(), "constant"), (Product(), "mul"),
+             (Unused(), "'extra.weight'"), (Branching(), "cannot trace"),
+             (nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).train(), "training mode")]
+    for m, match in cases:
+        with pytest.raises(pl.UnsupportedModelError, match=match):
+            pl.from_torch(m, input_shape=3)
+    with pytest.raises(TypeError):
+        pl.from_torch(np.ones(3))
+
+
+def test_bad_theta_for_a_torch_network(pl):
+    m = make(lambda: mlp(3, [4], 2))
+    net = pl.from_torch(m)
+    theta = pl.theta_from_torch(m)
+    with pytest.raises(ValueError, match="entries but the network has"):
+        pl.jacobian(net, theta[:-1])
+    bad = theta.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"theta\[3\] is not finite"):
+        pl.jacobian(net, bad)
+    with pytest.raises(ValueError, match="not finite"):
+        pl.path_lifting(net, np.full(net.d, np.inf))
+
+
+# --- the example -----------------------------------------------------------------------------
+
+
+def test_example_script_runs(pl):
+    script = ROOT / "examples" / "torch_to_pathlift.py"
+    pkg_parent = str(pathlib.Path(pl.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=pkg_parent)
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "rank(B) = d - h" in out.stdout
+
+
+# --- more shapes of graphs: each must compute what the model computes -----------------------
+
+
+class LinearLinear(nn.Module):
+    """Two Linears without activation between them: identity hidden nodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.fc2 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+
+
+class ReluFirstAndLast(nn.Module):
+    """ReLU of the inputs (nodes fed by fixed edges) and a ReLU output."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return torch.relu(self.fc(torch.relu(x)))
+
+
+class MultiUse(nn.Module):
+    """A pre-activation used twice: before and after its ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.fc2 = nn.Linear(4, 2)
+        self.fc3 = nn.Linear(4, 2, bias=False)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        return self.fc2(F.relu(z)) + self.fc3(z)
+
+
+class ParallelSum(nn.Module):
+    """Two Linears on the same hidden units summed: parallel edges; and cat([x, x])."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 4)
+        self.fc2 = nn.Linear(4, 2)
+        self.fc3 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(torch.cat([x, x], dim=-1)))
+        return self.fc2(h) + self.fc3(h)
+
+
+class ReluOfSum(nn.Module):
+    """relu(L1(x) + L2(x)) is one ReLU node per unit (the sum merges into the pre-activation),
+    and relu(h + x) needs fixed edges into a ReLU node."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 3)
+        self.fc2 = nn.Linear(3, 3)
+        self.fc3 = nn.Linear(3, 2)
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x) + self.fc2(x))
+        return self.fc3(F.relu(h + x))
+
+
+@pytest.mark.parametrize("cls", [LinearLinear, ReluFirstAndLast, MultiUse, ParallelSum,
+                                 ReluOfSum])
+def test_more_graph_shapes(pl, reference, cls):
+    m = make(cls)
+    width = 3
+    net = pl.from_torch(m, input_shape=width)
+    X = torch.randn(11, width, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = m(X).numpy()
+    np.testing.assert_allclose(reference.forward(net, net.weights, X.numpy()), expected,
+                               rtol=1e-12, atol=1e-12)
+    assert np.linalg.matrix_rank(pl.skeleton(net, dense=True)) == net.d - net.h
+    n = pl.theta_from_torch(m).size
+    assert np.array_equal(net.weights[:n], pl.theta_from_torch(m))
