@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <cmath>
+
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/engine.hpp"
@@ -24,18 +26,39 @@ void require(const detail::WalkTables& t, Index d, PathObject object, const Engi
   require_memory(p, nnz, d, estimate_bytes(p, nnz, d, object, sizeof(T)), options.max_memory, what);
 }
 
-void check_paths_theta(const PathSet& paths, std::size_t theta_size) {
-  if (theta_size != static_cast<std::size_t>(paths.num_edges)) {
-    throw std::invalid_argument(fmt::format("theta has {} entries but the network has {} edges",
-                                            theta_size, paths.num_edges));
+/// theta must hold finite numbers: a NaN would silently spread to every path through it.
+template <class T>
+void check_finite(std::span<const T> theta, const Network* net) {
+  for (std::size_t k = 0; k < theta.size(); ++k) {
+    if (!std::isfinite(theta[k])) {
+      throw std::invalid_argument(
+          net != nullptr ? fmt::format("theta[{}] (edge {}) is not finite: {}", k,
+                                       net->edge_label(static_cast<EdgeId>(k)), theta[k])
+                         : fmt::format("theta[{}] is not finite: {}", k, theta[k]));
+    }
   }
+}
+
+template <class T>
+void check_theta(const Network& net, std::span<const T> theta) {
+  check_theta_size(net, theta.size());
+  check_finite(theta, &net);
+}
+
+template <class T>
+void check_paths_theta(const PathSet& paths, std::span<const T> theta) {
+  if (theta.size() != static_cast<std::size_t>(paths.num_edges)) {
+    throw std::invalid_argument(fmt::format("theta has {} entries but the network has {} edges",
+                                            theta.size(), paths.num_edges));
+  }
+  check_finite(theta, nullptr);
 }
 
 }  // namespace
 
 template <class T>
 Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const EngineOptions& options) {
-  check_theta_size(net, theta.size());
+  check_theta(net, theta);
   const detail::WalkTables t = detail::make_walk_tables(net);
   require<T>(t, net.num_edges(), PathObject::path_lifting, options, "the path-lifting Phi");
   Buffer<T> memo_phi;
@@ -52,7 +75,7 @@ Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const Engin
 template <class T>
 Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
                        const EngineOptions& options) {
-  check_paths_theta(paths, theta.size());
+  check_paths_theta(paths, theta);
   const Index np = paths.size();
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
@@ -114,7 +137,7 @@ CsrPattern skeleton(const Network& net, const EngineOptions& options) {
 
 template <class T>
 CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta, const EngineOptions& options) {
-  check_theta_size(net, theta.size());
+  check_theta(net, theta);
   const detail::WalkTables t = detail::make_walk_tables(net);
   require<T>(t, net.num_edges(), PathObject::jacobian, options, "the Jacobian dPhi");
   Buffer<T> memo_phi;
@@ -144,7 +167,7 @@ CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta, const Engine
 template <class T>
 CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
                       const EngineOptions& options) {
-  check_paths_theta(paths, theta.size());
+  check_paths_theta(paths, theta);
   CsrMatrix<T> j;
   j.pattern = skeleton(paths, options);
   const Index np = paths.size();
@@ -186,7 +209,7 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
 template <class T>
 CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi,
                                     std::span<const T> theta, const EngineOptions& options) {
-  check_paths_theta(paths, theta.size());
+  check_paths_theta(paths, theta);
   if (phi.size() != static_cast<std::size_t>(paths.size())) {
     throw std::invalid_argument(
         fmt::format("phi has {} entries but there are {} paths", phi.size(), paths.size()));
@@ -212,7 +235,7 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian(
     const PathSet& paths, std::span<const T> theta, const EngineOptions& options) {
-  check_paths_theta(paths, theta.size());
+  check_paths_theta(paths, theta);
   const Index np = paths.size();
   const Index d = paths.num_edges;
   const std::size_t bytes = dense_bytes(np, d, sizeof(T));

@@ -1,6 +1,9 @@
 #include "pathlift/paths.hpp"
 
+#include <fmt/format.h>
 #include <omp.h>
+
+#include <stdexcept>
 
 #include "pathlift/limits.hpp"
 #include "src/detail/engine.hpp"
@@ -47,9 +50,24 @@ OutputGrouping group_by_output(const Network& net, const PathSet& paths) {
   for (std::size_t j = 0; j < outputs.size(); ++j) {
     slot[static_cast<std::size_t>(outputs[j])] = static_cast<Index>(j);
   }
+  if (paths.num_edges != net.num_edges()) {
+    throw std::invalid_argument(fmt::format(
+        "group_by_output: the path set has {} edges but the network has {} (another network's "
+        "paths?)",
+        paths.num_edges, net.num_edges()));
+  }
   OutputGrouping g;
   g.counts.assign(outputs.size(), 0);
   const Index np = paths.size();
+  for (Index p = 0; p < np; ++p) {
+    const NodeId end = paths.end[static_cast<std::size_t>(p)];
+    if (end < 0 || static_cast<std::size_t>(end) >= m || slot[static_cast<std::size_t>(end)] < 0) {
+      throw std::invalid_argument(fmt::format(
+          "group_by_output: path {} ends at node {}, which is not an output of the network "
+          "(another network's paths?)",
+          p, end));
+    }
+  }
   for (Index p = 0; p < np; ++p) {
     ++g.counts[static_cast<std::size_t>(
         slot[static_cast<std::size_t>(paths.end[static_cast<std::size_t>(p)])])];

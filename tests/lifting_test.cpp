@@ -387,6 +387,29 @@ TEST(Errors, ThetaOfTheWrongSize) {
   EXPECT_THROW((void)jacobian<double>(ps, std::span<const double>(theta)), std::invalid_argument);
 }
 
+TEST(Errors, NonFiniteThetaNamesTheEdge) {
+  const Network net = fig1();
+  std::vector<double> theta(7, 1.0);
+  theta[4] = std::nan("");
+  try {
+    (void)jacobian<double>(net, std::span<const double>(theta));
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("theta[4] (edge d -> h) is not finite"), std::string::npos)
+        << e.what();
+  }
+  const PathSet ps = enumerate_paths(net);
+  theta[4] = INFINITY;
+  EXPECT_THROW((void)path_lifting<double>(ps, std::span<const double>(theta)),
+               std::invalid_argument);
+}
+
+TEST(Errors, GroupByOutputRefusesAnotherNetworksPaths) {
+  EXPECT_THROW((void)group_by_output(fig1(), enumerate_paths(feed_forward(3, {4}, 2))),
+               std::invalid_argument);
+  EXPECT_THROW((void)group_by_output(fig1(), enumerate_paths(sketch_h1())), std::invalid_argument);
+}
+
 TEST(Checks, PassOnRandomDagsAndFailWhenBroken) {
   for (std::uint64_t seed = 0; seed < 40; ++seed) {
     const Network net = random_dag(3 + static_cast<Index>(seed % 10), 0.4, seed);
