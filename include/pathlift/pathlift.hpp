@@ -4,13 +4,17 @@
 /// alone.
 
 #include "pathlift/builtins.hpp"
+#include "pathlift/checks.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/proof.hpp"
+#include "pathlift/rank.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/types.hpp"
 #include "pathlift/version.hpp"

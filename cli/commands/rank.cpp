@@ -1,0 +1,259 @@
+// pathlift rank: the certified rank of B, the numerical rank of dPhi at theta, and Theorem 1's
+// equalities rank(dPhi) = rank(B) = d - h.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "../common.hpp"
+#include "../registry.hpp"
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
+#include "pathlift/rank.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+/// B^T B mod `prime` built without enumerating a path (dynamic programming), for --no-enumerate
+/// and for networks whose paths do not fit in memory. nullopt: this build has no such builder;
+/// `rank` then enumerates, or reports that it cannot. (Issue 8's skeleton_gram_mod() plugs in
+/// here.)
+std::optional<ModMatrix> gram_without_enumeration(const Network& /*net*/, std::uint64_t /*prime*/) {
+  return std::nullopt;
+}
+
+struct RankCommandOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  bool json = false;
+  bool no_enumerate = false;
+  std::uint64_t prime = default_prime;
+  std::string method = "auto";
+  std::string jacobian_method = "auto";
+  double tolerance = 0;
+  double min_gap = NumericalRankOptions{}.min_gap;
+};
+
+RankMethod parse_method(const std::string& s) {
+  if (s == "auto") {
+    return RankMethod::automatic;
+  }
+  if (s == "skeleton") {
+    return RankMethod::skeleton;
+  }
+  return RankMethod::gram;
+}
+
+NumericalRankMethod parse_jacobian_method(const std::string& s) {
+  if (s == "auto") {
+    return NumericalRankMethod::automatic;
+  }
+  if (s == "svd") {
+    return NumericalRankMethod::svd;
+  }
+  return NumericalRankMethod::gram_eigenvalues;
+}
+
+nlohmann::ordered_json number_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
+}
+
+/// Whether B and dPhi fit in memory (the DP counts say so before anything is enumerated).
+bool fits_in_memory(const Network& net, std::size_t max_memory, std::string& why) {
+  const PathCounts counts = count_paths(net);
+  try {
+    const std::size_t bytes =
+        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
+    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
+                   "the Jacobian dPhi with its pattern B");
+  } catch (const TooLarge& e) {
+    why = e.what();
+    return false;
+  }
+  return true;
+}
+
+void print_report(const RankReport& rep, const std::string& description,
+                  const std::string& theta_source) {
+  const RankCertificate& c = rep.rank_B;
+  fmt::print("network      {}\n", description);
+  fmt::print("d            {} parameters (edges)\n", rep.d);
+  fmt::print("h            {} hidden nodes\n", rep.h);
+  fmt::print("d - h        {}  (Theorem 1)\n", rep.expected);
+  const std::string eliminated =
+      c.method == RankMethod::gram
+          ? fmt::format("B^T B ({} x {})", rep.d, rep.d)
+          : fmt::format("{} row{} of B", c.rows_eliminated, c.rows_eliminated == 1 ? "" : "s");
+  fmt::print("rank(B)      {}  {}: {} <= rank(B) <= {}\n",
+             c.certified() ? fmt::format("{}", c.lower) : std::string("?"),
+             c.certified() ? "certified" : "NOT certified", c.lower, c.upper);
+  fmt::print("             lower bound: rank mod p = {}{} of {}\n", c.prime,
+             c.prime == default_prime ? " (2^61 - 1)" : "", eliminated);
+  fmt::print(
+      "             upper bound: d - {} rescaling vectors z_v, checked in the kernel and "
+      "independent{}\n",
+      rep.h - static_cast<Index>(c.kernel_failures.size()),
+      c.kernel_failures.empty() ? ""
+                                : fmt::format(" ({} failed the check)", c.kernel_failures.size()));
+  if (rep.rank_J) {
+    const NumericalRank& j = *rep.rank_J;
+    fmt::print("rank(dPhi)   {}  numerical, at theta = {}\n", j.rank, theta_source);
+    fmt::print("             {}, tolerance {:.3g}, gap {:.3g} ({}), sigma_max {:.3g}\n",
+               to_string(j.method), j.tolerance, j.gap, to_string(j.status),
+               j.singular_values.empty() ? 0.0 : j.singular_values.front());
+  } else {
+    fmt::print("rank(dPhi)   not computed\n");
+  }
+  if (!rep.zero_weights.empty()) {
+    fmt::print("theta        {} zero coordinate(s)\n", rep.zero_weights.size());
+  }
+  fmt::print("status       {}: {}\n", to_string(rep.status), rep.explanation);
+}
+
+nlohmann::ordered_json report_json(const RankReport& rep) {
+  const RankCertificate& c = rep.rank_B;
+  nlohmann::ordered_json j;
+  j["d"] = rep.d;
+  j["h"] = rep.h;
+  j["expected"] = rep.expected;
+  j["rank_B"] = c.certified() ? nlohmann::ordered_json(c.lower) : nlohmann::ordered_json(nullptr);
+  j["rank_B_lower"] = c.lower;
+  j["rank_B_upper"] = c.upper;
+  j["rank_B_certified"] = c.certified();
+  if (rep.rank_J) {
+    j["rank_J"] = rep.rank_J->rank;
+    j["rank_J_tolerance"] = number_or_null(rep.rank_J->tolerance);
+    j["rank_J_gap"] = number_or_null(rep.rank_J->gap);
+  } else {
+    j["rank_J"] = nullptr;
+    j["rank_J_tolerance"] = nullptr;
+    j["rank_J_gap"] = nullptr;
+  }
+  j["status"] = std::string(to_string(rep.status));
+  return j;
+}
+
+void run_rank(const RankCommandOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  EngineOptions engine = engine_options(opts.compute, "rank");
+  RankOptions ro;
+  ro.method = parse_method(opts.method);
+  ro.prime = opts.prime;
+  ro.engine = engine;
+
+  std::string why_not_enumerated;
+  const bool enumerate =
+      !opts.no_enumerate && fits_in_memory(net, engine.max_memory, why_not_enumerated);
+  RankReport rep;
+  std::string theta_source;
+  if (enumerate) {
+    const LoadedTheta theta = load_theta(net, opts.compute);
+    theta_source = theta.source;
+    const PathSet paths = enumerate_paths(net, engine);
+    const CsrPattern b = skeleton(paths, engine);
+    const RankCertificate cert = certify_rank(net, b, ro);
+    NumericalRankOptions no;
+    no.method = parse_jacobian_method(opts.jacobian_method);
+    no.tolerance = opts.tolerance;
+    no.min_gap = opts.min_gap;
+    no.max_memory = engine.max_memory;
+    std::optional<NumericalRank> nr;
+    std::string why_no_j;
+    try {
+      const CsrMatrix<double> j =
+          jacobian<double>(paths, std::span<const double>(theta.theta), engine);
+      nr = numerical_rank(j, no);
+    } catch (const TooLarge& e) {
+      why_no_j = e.what();
+    }
+    rep = rank_report(net, cert, nr, theta.theta);
+    if (!nr && rep.status == RankStatus::rank_J_not_computed) {
+      rep.explanation = fmt::format("rank(B) = d - h = {} certified; rank(dPhi) not computed: {}",
+                                    rep.expected, why_no_j);
+    }
+  } else {
+    const std::optional<ModMatrix> gram = gram_without_enumeration(net, opts.prime);
+    if (!gram) {
+      if (opts.no_enumerate) {
+        throw std::invalid_argument(
+            "--no-enumerate needs B^T B built by dynamic programming, which this build of "
+            "pathlift does not have yet");
+      }
+      throw TooLarge(why_not_enumerated);
+    }
+    const RankCertificate cert = certify_rank_from_gram(net, *gram, engine.threads);
+    rep = rank_report(net, cert, std::nullopt, {});
+    if (rep.status == RankStatus::rank_J_not_computed) {
+      rep.explanation = fmt::format(
+          "rank(B) = d - h = {} certified from B^T B; rank(dPhi) not computed: it needs the "
+          "paths, which were not enumerated ({})",
+          rep.expected, opts.no_enumerate ? std::string("--no-enumerate") : why_not_enumerated);
+    }
+  }
+
+  if (opts.json) {
+    fmt::print("{}\n", report_json(rep).dump(2));
+  } else {
+    print_report(rep, description, theta_source);
+  }
+  if (is_failure(rep.status)) {
+    throw CLI::RuntimeError(1);
+  }
+}
+
+void add_rank_command(CLI::App& app) {
+  auto opts = std::make_shared<RankCommandOptions>();
+  auto* cmd =
+      app.add_subcommand("rank",
+                         "Certified rank of B, numerical rank of dPhi at theta, and Theorem 1: "
+                         "rank(dPhi) = rank(B) = d - h (exit 1 if the equalities fail)");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
+  cmd->add_flag("--json", opts->json,
+                "Print one JSON object with the keys d, h, expected, rank_B, rank_B_lower, "
+                "rank_B_upper, rank_B_certified, rank_J, rank_J_tolerance, rank_J_gap, status");
+  cmd->add_flag("--no-enumerate", opts->no_enumerate,
+                "Certify rank(B) from B^T B built without enumerating paths (rank_J is then "
+                "null); chosen automatically when the paths do not fit in memory");
+  cmd->add_option("--prime", opts->prime,
+                  "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)")
+      ->check([](const std::string& text) -> std::string {
+        try {
+          const auto p = std::stoull(text);
+          return (p < (std::uint64_t{1} << 63) && is_prime(p))
+                     ? ""
+                     : text + " is not a prime below 2^63";
+        } catch (const std::exception&) {
+          return text + " is not a number";
+        }
+      });
+  cmd->add_option("--method", opts->method,
+                  "Matrix eliminated for the lower bound: auto (B when enumerated), skeleton "
+                  "(B, sparse), gram (B^T B, dense)")
+      ->check(CLI::IsMember({"auto", "skeleton", "gram"}));
+  cmd->add_option("--jacobian-method", opts->jacobian_method,
+                  "Singular values of dPhi: auto, svd (dense), eig (eigenvalues of dPhi^T dPhi)")
+      ->check(CLI::IsMember({"auto", "svd", "eig"}));
+  cmd->add_option("--tolerance", opts->tolerance,
+                  "Absolute tolerance on the singular values of dPhi (default: relative to the "
+                  "largest, see docs/rank.md)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--min-gap", opts->min_gap,
+                  "rank(dPhi) is inconclusive when the gap at the cut is below this (default "
+                  "1000)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([opts] { run_rank(*opts); });
+}
+
+const CommandRegistration registration{40, add_rank_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli
