@@ -69,7 +69,7 @@ Network parse_network(std::string_view json_text) {
   json doc;
   try {
     doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw FormatError(fmt::format("invalid JSON: {}", e.what()));
   }
   if (!doc.is_object()) {
