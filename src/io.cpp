@@ -33,12 +33,13 @@ NodeId resolve(const json& ref, const std::unordered_map<std::string, NodeId>& b
     return it->second;
   }
   if (ref.is_number_integer()) {
-    const auto i = ref.get<std::int64_t>();
-    if (i < 0 || static_cast<std::uint64_t>(i) >= num_nodes) {
+    // Unsigned first: an index above 2^63 must not read as a negative one.
+    const bool in_range = ref.is_number_unsigned() ? ref.get<std::uint64_t>() < num_nodes : false;
+    if (!in_range) {
       throw FormatError(fmt::format("{}: node index {} is out of range (the network has {} nodes)",
-                                    where, i, num_nodes));
+                                    where, ref.dump(), num_nodes));
     }
-    return static_cast<NodeId>(i);
+    return static_cast<NodeId>(ref.get<std::uint64_t>());
   }
   throw FormatError(fmt::format(
       "{}: a node reference must be a name (string) or a 0-based index (integer), not {}", where,
@@ -106,10 +107,22 @@ Network parse_network(std::string_view json_text) {
   }
   const json& nodes = doc["nodes"];
   if (nodes.is_number_integer()) {
-    const auto n = nodes.get<std::int64_t>();
-    if (n < 0 || n > std::numeric_limits<NodeId>::max()) {
-      throw FormatError(fmt::format("\"nodes\": node count {} is out of range", n));
+    // Every node needs an edge: a huge count above 2 x the edges is refused before a name is
+    // made (it would exhaust memory first); smaller ones reach the isolated-node check, which
+    // names the nodes.
+    const std::size_t max_nodes =
+        doc.contains("edges") && doc["edges"].is_array() ? 2 * doc["edges"].size() : 0;
+    constexpr std::uint64_t k_small = 1'000'000;
+    if (!nodes.is_number_unsigned() ||
+        (nodes.get<std::uint64_t>() > max_nodes && nodes.get<std::uint64_t>() > k_small) ||
+        nodes.get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<NodeId>::max())) {
+      throw FormatError(fmt::format(
+          "\"nodes\": node count {} is out of range (every node needs an edge: at most 2 x {} "
+          "edges = {})",
+          nodes.dump(), max_nodes / 2, max_nodes));
     }
+    const auto n = nodes.get<std::int64_t>();
     spec.node_names.reserve(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
       spec.node_names.push_back(std::to_string(i));
@@ -274,7 +287,30 @@ std::string network_to_json(const Network& net, int indent) {
     }
     doc["activations"] = std::move(acts);
   }
-  return doc.dump(indent);
+  if (indent < 0) {
+    return doc.dump();
+  }
+  // Readable layout: one key a line, one edge a line (a pretty-printer would spend four lines
+  // on every edge).
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : doc.items()) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += pad + ojson(key).dump() + ": ";
+    if (key == "edges" && !value.empty()) {
+      out += "[\n";
+      for (std::size_t k = 0; k < value.size(); ++k) {
+        out += pad + pad + value[k].dump() + (k + 1 < value.size() ? ",\n" : "\n");
+      }
+      out += pad + "]";
+    } else {
+      out += value.dump();
+    }
+  }
+  out += "\n}";
+  return out;
 }
 
 void write_network(const Network& net, const std::string& path) {

@@ -249,9 +249,17 @@ void Network::validate_and_index(const NetworkSpec& spec) {
   for (std::size_t v = 0; v < m; ++v) {
     m_act[v] = m_role[v] == NodeRole::hidden ? Activation::relu() : Activation::identity();
   }
+  std::vector<Index> activation_entry(m, -1);
   for (std::size_t i = 0; i < spec.activations.size(); ++i) {
     const auto& [v, act] = spec.activations[i];
     check_node(v, fmt::format("activations[{}]", i));
+    Index& seen = activation_entry[static_cast<std::size_t>(v)];
+    if (seen >= 0) {
+      throw NetworkError(
+          fmt::format("node {} is given an activation twice (activations[{}] and [{}])",
+                      quoted(names, v), seen, i));
+    }
+    seen = static_cast<Index>(i);
     if (!std::isfinite(act.negative_slope)) {
       throw NetworkError(fmt::format("activation of node {} has a non-finite slope {}",
                                      quoted(names, v), act.negative_slope));

@@ -468,5 +468,34 @@ TEST(IoErrors, Files) {
   EXPECT_TRUE(contains(msg, nowhere));
 }
 
+TEST(IoErrors, HugeIndicesAndCountsAreRefusedCleanly) {
+  // An index above 2^63 must not read as a negative one; a huge node count must not allocate.
+  try {
+    (void)parse_network(R"({"format": "pathlift-network", "version": 1, "nodes": 3,
+                            "edges": [[0, 18446744073709551615]]})");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("18446744073709551615 is out of range"), std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)parse_network(
+        R"({"format": "pathlift-network", "version": 1, "nodes": 5000000000, "edges": [[0, 1]]})");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("node count 5000000000 is out of range"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(IoErrors, AnActivationGivenTwiceIsRefused) {
+  // By name and by index: the same node, two activations.
+  EXPECT_THROW((void)parse_network(R"({"format": "pathlift-network", "version": 1,
+      "nodes": ["a", "b", "c"], "edges": [["a", "b"], ["b", "c"]],
+      "activations": {"b": "relu", "1": "identity"}})"),
+               NetworkError);
+}
+
 }  // namespace
 }  // namespace pathlift

@@ -64,7 +64,7 @@ void run_info(const InfoOptions& opts) {
   }
 
   fmt::print("network          {}\n", description);
-  fmt::print("nodes            {}: {} inputs ({} bias), {} hidden, {} outputs\n", net.num_nodes(),
+  fmt::print("nodes            {}: {} input(s) ({} bias), {} hidden, {} output(s)\n", net.num_nodes(),
              num_inputs, num_bias, h, num_outputs);
   fmt::print("d                {} parameters (edges)\n", d);
   fmt::print("h                {} hidden nodes\n", h);
