@@ -109,7 +109,7 @@ void BM_Linearize(benchmark::State& state) {
 /// differences on 8 samples x 2 outputs x 16 parameters): `pathlift linearize` without -o.
 void BM_CheckLinearization(benchmark::State& state) {
   const Case& c = the_case();
-  pathlift::CheckOptions options;
+  pathlift::LinearizationCheckOptions options;
   options.engine.threads = static_cast<int>(state.range(0));
   pathlift::LinearizationCheck check;
   measure(state, [&] {

@@ -249,7 +249,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
                                         const Eigen::Ref<const Eigen::MatrixXd>& X,
                                         const Linearization& lin, std::span<const double> phi,
                                         const CsrMatrix<double>& dphi,
-                                        const CheckOptions& options) {
+                                        const LinearizationCheckOptions& options) {
   check_theta_size(net, theta.size());
   check_data(net, X);
   const Index n = X.rows();
@@ -449,7 +449,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
 
 LinearizationCheck check_linearization(const Network& net, std::span<const double> theta,
                                        const Eigen::Ref<const Eigen::MatrixXd>& X,
-                                       const CheckOptions& options) {
+                                       const LinearizationCheckOptions& options) {
   const Linearization lin = linearize(net, theta, X, options.engine);
   const Buffer<double> phi = path_lifting<double>(net, theta, options.engine);
   const CsrMatrix<double> dphi = jacobian<double>(net, theta, options.engine);

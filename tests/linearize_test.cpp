@@ -267,7 +267,7 @@ TEST(Linearize, RandomDagsMatchBruteForceAndProposition1) {
     }
     // The library's own verification agrees.
     const CsrMatrix<double> dphi = jacobian<double>(net, std::span<const double>(theta));
-    CheckOptions all;
+    LinearizationCheckOptions all;
     all.grad_params = 1000;
     const LinearizationCheck check = verify_linearization(net, theta, X, lin, phi, dphi, all);
     ASSERT_LE(check.max_err_f, 1e-10) << where;

@@ -56,7 +56,7 @@ void run_linearize(const LinearizeOptions& opts) {
   }
   const Buffer<double> phi = path_lifting<double>(net, theta.theta, engine);
   const CsrMatrix<double> dphi = jacobian<double>(net, theta.theta, engine);
-  CheckOptions check_options;
+  LinearizationCheckOptions check_options;
   check_options.grad_samples = opts.grad_samples;
   check_options.grad_params = opts.grad_params;
   check_options.seed = opts.check_seed;

@@ -77,7 +77,7 @@ enum class LinearizationStatus : std::uint8_t {
 std::string to_string(LinearizationStatus status);
 
 /// How the verification samples and judges.
-struct CheckOptions {
+struct LinearizationCheckOptions {
   /// Largest relative error accepted for f = L Phi (rounding is about depth * 1e-16).
   double tolerance_f = 1e-10;
   /// Largest relative error accepted for df/dtheta = L dPhi against finite differences.
@@ -126,7 +126,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
                                         const Eigen::Ref<const Eigen::MatrixXd>& X,
                                         const Linearization& lin, std::span<const double> phi,
                                         const CsrMatrix<double>& dphi,
-                                        const CheckOptions& options = {});
+                                        const LinearizationCheckOptions& options = {});
 
 /// linearize(), path_lifting(), jacobian() and verify_linearization() in one call: the check
 /// `pathlift report` runs on a small random batch (random_data()). Throws what those throw
@@ -134,6 +134,6 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
 /// Complexity: O(nnz(L) + nnz(B)) time and memory, plus the finite differences above.
 LinearizationCheck check_linearization(const Network& net, std::span<const double> theta,
                                        const Eigen::Ref<const Eigen::MatrixXd>& X,
-                                       const CheckOptions& options = {});
+                                       const LinearizationCheckOptions& options = {});
 
 }  // namespace pathlift
