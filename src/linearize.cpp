@@ -140,8 +140,10 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   const int threads = detail::lin_threads(options);
   SampleProgress progress(options.progress, n);
 
+  // Small batches on small networks run on the calling thread (a thread team costs more).
+  const bool parallel = n > 1 && n * (net.num_edges() + 1) >= (Index{1} << 14);
   // Pass 1: entries per row, by a DP over the nodes (O(m + d) per sample).
-#pragma omp parallel num_threads(threads) if (n > 1)
+#pragma omp parallel num_threads(threads) if (parallel)
   {
     std::vector<double> x;
     std::vector<double> s;
@@ -166,7 +168,9 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   EdgeId* const col_data = cols.data();
   double* const val_data = values.data();
   bool underflow = false;
-#pragma omp parallel num_threads(threads) if (n > 1) reduction(|| : underflow)
+#pragma omp parallel num_threads(threads) if (parallel || nnz >= (Index{1} << 16)) \
+    reduction(||                                                                   \
+              : underflow)
   {
     std::vector<double> x;
     std::vector<double> s;

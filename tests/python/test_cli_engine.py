@@ -197,7 +197,8 @@ def test_check_with_zero_weight_skips_proposition2(run_cli, tmp_path):
 def test_report_is_the_main_job(run_cli):
     r = run_cli("report", check=True)
     for text in ("fig1", "P = 5", "d - h = 5", "Phi", "dPhi", "Lemma 1", "Proposition 2",
-                 "Corollary 1", "timings"):
+                 "Corollary 1", "rank B = 5 (certified", "rank dPhi = 5", "verified",
+                 "f = L Phi ok", "timings"):
         assert text in r.stdout
     big = run_cli("report", "--ff", "5,16,16,2", check=True)
     assert "P = 3106" in big.stdout and "nnz" in big.stdout
