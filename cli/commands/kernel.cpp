@@ -1,0 +1,222 @@
+// pathlift kernel: the path kernel K = dPhi^T dPhi without enumerating paths: its diagonal,
+// the full d x d matrix (while it fits in memory), its top eigenvalues (Lanczos on matrix-free
+// products K v) and its trace.
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "../common.hpp"
+#include "../matrix_io.hpp"
+#include "../registry.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/norms.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct KernelOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  bool diag = false;
+  bool full = false;
+  bool trace = false;
+  Index top_eig = 0;
+  std::string output;
+  std::string method = "auto";
+  double tolerance = 1e-10;
+  Index max_iterations = 1000;
+  bool json = false;
+};
+
+using Json = nlohmann::ordered_json;
+
+Json finite_or_null(double x) {
+  return std::isfinite(x) ? Json(x) : Json(nullptr);
+}
+
+const char* status_name(EigenStatus s) {
+  switch (s) {
+    case EigenStatus::converged:
+      return "converged";
+    case EigenStatus::not_converged:
+      return "not_converged";
+    default:
+      return "numerical_issue";
+  }
+}
+
+EigenMethod parse_method(const std::string& m) {
+  if (m == "auto") {
+    return EigenMethod::automatic;
+  }
+  if (m == "lanczos") {
+    return EigenMethod::lanczos;
+  }
+  if (m == "dense") {
+    return EigenMethod::dense;
+  }
+  throw std::invalid_argument(fmt::format("--method '{}': expected auto, lanczos or dense", m));
+}
+
+/// trace(K) as text: the value, or 10^x beyond double's range.
+std::string trace_text(const ScaledReal& t) {
+  if (t.fits_double() || t.is_zero()) {
+    return fmt::format("{:.10e}", t.value());
+  }
+  return fmt::format("10^{:.10f}", t.log10());
+}
+
+void run_kernel(const KernelOptions& opts) {
+  const auto [net, description] = load_network(opts.network);
+  const LoadedTheta theta = load_theta(net, opts.compute);
+  const EngineOptions engine = engine_options(opts.compute, "kernel");
+  const Index d = net.num_edges();
+  const auto start = std::chrono::steady_clock::now();
+  Json j;
+  j["network"] = description;
+  j["theta"] = theta.source;
+  j["d"] = d;
+
+  if (opts.diag || opts.full) {
+    if (opts.output.empty()) {
+      throw std::invalid_argument(
+          fmt::format("--{} needs -o FILE (.npy, .txt, .csv, .mtx; - for stdout)",
+                      opts.diag ? "diag" : "full"));
+    }
+    const ScaledReal trace = kernel_trace(net, theta.theta);
+    if (opts.diag) {
+      const Buffer<double> diag = kernel_diagonal(net, theta.theta);
+      write_vector(opts.output, std::span<const double>(diag.data(), diag.size()));
+    } else {
+      const DenseMatrix k = kernel(net, theta.theta, engine);
+      write_dense(opts.output, k.data(), k.rows(), k.cols());
+    }
+    const double seconds = seconds_since(start);
+    if (opts.output == "-") {
+      return;  // stdout holds the numbers
+    }
+    if (opts.json) {
+      j["what"] = opts.diag ? "diagonal" : "full";
+      j["output"] = opts.output;
+      j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
+      j["log10_trace"] = finite_or_null(trace.log10());
+      j["seconds"] = seconds;
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    if (opts.diag) {
+      fmt::print(
+          "diagonal of K ({} entries, K[k,k] = sum over paths through k of the product of "
+          "their other weights squared) written to {}\n",
+          d, opts.output);
+    } else {
+      fmt::print("K ({} x {}, float64, symmetric) written to {}\n", d, d, opts.output);
+    }
+    fmt::print("trace(K)  {}\n", trace_text(trace));
+    fmt::print("time      {:.3f} s\n", seconds);
+    return;
+  }
+
+  if (opts.trace) {
+    const ScaledReal trace = kernel_trace(net, theta.theta);
+    if (opts.json) {
+      j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
+      j["log10_trace"] = finite_or_null(trace.log10());
+      fmt::print("{}\n", j.dump(2));
+    } else {
+      fmt::print("trace(K)  {}\n", trace_text(trace));
+    }
+    return;
+  }
+
+  EigenOptions eo;
+  eo.method = parse_method(opts.method);
+  eo.tolerance = opts.tolerance;
+  eo.max_iterations = opts.max_iterations;
+  eo.engine = engine;
+  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta.theta, opts.top_eig, eo);
+  const ScaledReal trace = kernel_trace(net, theta.theta);
+  const double seconds = seconds_since(start);
+  if (!opts.output.empty()) {
+    write_vector(opts.output, std::span<const double>(r.values.data(),
+                                                      static_cast<std::size_t>(r.values.size())));
+  }
+  if (opts.json) {
+    Json values = Json::array();
+    for (Index i = 0; i < r.values.size(); ++i) {
+      values.push_back(finite_or_null(r.values(i)));
+    }
+    j["eigenvalues"] = values;
+    j["status"] = status_name(r.status);
+    j["method"] = r.dense ? "dense" : "lanczos";
+    j["products"] = r.products;
+    j["iterations"] = r.iterations;
+    j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
+    j["log10_trace"] = finite_or_null(trace.log10());
+    j["seconds"] = seconds;
+    fmt::print("{}\n", j.dump(2));
+  } else if (opts.output != "-") {
+    fmt::print("top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig, d, d,
+               r.dense ? "dense eigensolver" : "Lanczos on matrix-free K v", status_name(r.status),
+               r.dense ? "" : fmt::format(", {} products K v", r.products));
+    for (Index i = 0; i < r.values.size(); ++i) {
+      fmt::print("  {:>4}  {:.12e}\n", i + 1, r.values(i));
+    }
+    fmt::print("trace(K)  {}\n", trace_text(trace));
+    fmt::print("time      {:.3f} s\n", seconds);
+  }
+  if (r.status != EigenStatus::converged) {
+    std::fflush(stdout);
+    fmt::print(stderr, "warning: {} of {} eigenvalues converged ({}); {}\n", r.values.size(),
+               opts.top_eig, status_name(r.status),
+               r.status == EigenStatus::not_converged
+                   ? "raise --max-iter or --tol"
+                   : "Lanczos failed (typically rank(K) < N): try --method dense");
+  }
+}
+
+void add_kernel_command(CLI::App& app) {
+  auto opts = std::make_shared<KernelOptions>();
+  auto* cmd = app.add_subcommand(
+      "kernel",
+      "The path kernel K = dPhi^T dPhi by dynamic programming (no path enumerated): --diag, "
+      "--full, --top-eig N or --trace");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  auto* mode = cmd->add_option_group("mode", "What to compute (exactly one)");
+  mode->add_flag("--diag", opts->diag,
+                 "The diagonal K[k,k] (d numbers, one forward and one backward pass) to -o");
+  mode->add_flag("--full", opts->full,
+                 "The full d x d kernel (float64) to -o; refused when d x d exceeds --max-memory");
+  mode->add_option("--top-eig", opts->top_eig,
+                   "The N largest eigenvalues (Lanczos on matrix-free K v; dense for small d)")
+      ->check(CLI::PositiveNumber);
+  mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
+  mode->require_option(1);
+  cmd->add_option("-o,--output", opts->output,
+                  "Output file: .npy, .txt, .csv, .mtx, or - for stdout (--diag and --full need "
+                  "it; with --top-eig it receives the eigenvalues)");
+  cmd->add_option("--method", opts->method,
+                  "Eigenvalues: auto (dense for d <= 256 or N > d/2), lanczos, dense")
+      ->check(CLI::IsMember({"auto", "lanczos", "dense"}));
+  cmd->add_option("--tol", opts->tolerance, "Lanczos relative tolerance (default 1e-10)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-iter", opts->max_iterations, "Lanczos restarts (default 1000)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opts->json, "Print one JSON object");
+  add_engine_options(*cmd, opts->compute);
+  cmd->callback([opts] { run_kernel(*opts); });
+}
+
+const CommandRegistration registration{65, add_kernel_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli

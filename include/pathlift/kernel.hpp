@@ -1,0 +1,147 @@
+#pragma once
+/// \file kernel.hpp
+/// The path kernel K = dPhi^T dPhi (d x d) and the Gram matrix of the skeleton B^T B, by
+/// dynamic programming over the DAG, without enumerating a single path (MATH.md, "Quantities
+/// that need no enumeration"): the diagonal, K v (matrix-free), the full matrix while d x d fits
+/// in memory, its trace and top eigenvalues, and B^T B exactly (64-bit integers or modulo a
+/// prime, for the rank certificate).
+///
+/// Notation: A(x) = sum over partial paths a (input -> x) of Phi_a^2 (forward sum, s = 2, inputs
+/// count 1), B(y) = [y output] + sum_{e = (y -> z)} theta_e^2 B(z) (backward sum, s = 2), and
+/// M(x, y) = sum over partial paths x -> y of Phi^2 (M(x, x) = 1).
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "pathlift/modular.hpp"
+#include "pathlift/network.hpp"
+#include "pathlift/norms.hpp"
+#include "pathlift/paths.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift {
+
+/// Dense row-major float64 matrix (the full kernel).
+using DenseMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+/// Dense row-major matrix of exact path counts (B^T B).
+using CountMatrix = Eigen::Matrix<std::uint64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The diagonal of the path kernel: K[k,k] = sum_{p through k} (prod_{e in p, e != k}
+/// theta_e)^2 = A(src k) B(dst k) (MATH.md). Products of the other weights only, never a
+/// division: exact at theta_k = 0. Node sums are scaled (one binary exponent per node), so
+/// entries are right whenever they themselves fit in a double; entries beyond 1.8e308 are +inf.
+/// Throws std::invalid_argument for theta of the wrong size or a non-finite entry (naming the
+/// edge). Complexity: O(m + d), one forward and one backward pass over the edges.
+Buffer<double> kernel_diagonal(const Network& net, std::span<const double> theta);
+
+/// trace(K) = sum_k K[k,k] = sum_p sum_{k in p} prod_{e in p, e != k} theta_e^2, as a
+/// ScaledReal (right beyond double's range). Same passes, errors and complexity as
+/// kernel_diagonal.
+ScaledReal kernel_trace(const Network& net, std::span<const double> theta);
+
+/// K v = dPhi^T (dPhi v) without forming dPhi (R^P): one forward and one backward pass in the
+/// (value, derivative) semiring. With the forward sums C(x) = sum_a Phi_a D_a and backward sums
+/// E(y) = sum_b Phi_b D_b (D = derivative of Phi along v):
+///   (K v)_k = theta_k C(src k) B(dst k) + v_k A(src k) B(dst k) + theta_k A(src k) E(dst k).
+/// Throws std::invalid_argument for theta or v of the wrong size or with a non-finite entry.
+/// Complexity: O(m + d) per product.
+Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
+                              std::span<const double> v);
+
+/// A reusable v -> K v operator (validates theta once, keeps its buffers): what
+/// kernel_top_eigenvalues iterates. Holds references to `net` and `theta`, which must outlive it.
+/// apply() is not thread-safe (it reuses the buffers).
+class KernelOperator {
+ public:
+  /// Throws like kernel_matvec.
+  KernelOperator(const Network& net, std::span<const double> theta);
+  KernelOperator(const KernelOperator&) = delete;
+  KernelOperator& operator=(const KernelOperator&) = delete;
+  KernelOperator(KernelOperator&&) noexcept;
+  KernelOperator& operator=(KernelOperator&&) = delete;
+  ~KernelOperator();
+
+  /// d, the size of K.
+  [[nodiscard]] Index size() const;
+  /// out = K v; both have d entries (v finite, not checked here). Complexity: O(m + d).
+  void apply(const double* v, double* out) const;
+
+ private:
+  struct State;
+  const Network* m_net;
+  std::span<const double> m_theta;
+  std::unique_ptr<State> m_state;
+};
+
+/// The full path kernel K = dPhi^T dPhi (d x d, symmetric, float64) by the off-diagonal
+/// factorisation of MATH.md: for edges i, j with j after i on some path,
+///   K[i,j] = theta_i theta_j A(src i) M(dst i, src j) B(dst j),
+/// 0 when no path contains both, and K[i,i] = A(src i) B(dst i). Exact at zero weights (no
+/// division). One forward DP from each node gives M(x, .) (OpenMP over x; the result is
+/// identical for any thread count). Throws TooLarge, with d and the bytes, when d x d doubles
+/// exceed options.max_memory (0: half of physical RAM); std::invalid_argument for a bad theta.
+/// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
+DenseMatrix kernel(const Network& net, std::span<const double> theta,
+                   const EngineOptions& options = {});
+
+/// B^T B (d x d): entry (i, j) = number of paths through both edges i and j (diagonal: paths
+/// through i), i.e. K at theta = 1, as exact 64-bit integers. rank(B^T B) = rank(B).
+/// Throws CountOverflow naming the first entry that does not fit (counts up to 2^64 - 2 are
+/// exact; nothing wraps), TooLarge when d x d entries exceed options.max_memory.
+/// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
+CountMatrix skeleton_gram(const Network& net, const EngineOptions& options = {});
+
+/// B^T B modulo `prime` (residues in [0, prime)): the integer matrix whose rank modulo p is a
+/// certified lower bound of rank(B) (rank.hpp). Never overflows: every count is reduced mod p
+/// as it is built, so the skeleton of a network with 10^30 paths is fine.
+/// `prime` must be in [2, 2^63) (primality is the caller's promise); throws
+/// std::invalid_argument otherwise, TooLarge when d x d residues exceed options.max_memory.
+/// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
+ModMatrix skeleton_gram_mod(const Network& net, std::uint64_t prime = default_prime,
+                            const EngineOptions& options = {});
+
+/// How kernel_top_eigenvalues got its result.
+enum class EigenStatus : std::uint8_t {
+  converged,       ///< all requested eigenvalues converged to the tolerance
+  not_converged,   ///< Lanczos stopped at max_iterations; `values` holds the converged ones
+  numerical_issue  ///< the solver failed (e.g. K has non-finite entries)
+};
+
+/// How the top eigenvalues are computed.
+enum class EigenMethod : std::uint8_t {
+  automatic,  ///< dense for small d (d <= 256 or count > d / 2), Lanczos otherwise, and dense
+              ///< again when Lanczos is inconclusive (e.g. rank K < count) and d x d fits
+  lanczos,    ///< Spectra's restarted Lanczos on kernel products (needs count < d)
+  dense       ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
+};
+
+struct EigenOptions {
+  EigenMethod method = EigenMethod::automatic;
+  Index max_iterations = 1000;  ///< Lanczos restarts
+  double tolerance = 1e-10;     ///< Lanczos relative tolerance
+  Index subspace = 0;           ///< Lanczos subspace size ncv; 0: max(2 count + 1, count + 20)
+  EngineOptions engine;         ///< memory limit (and threads) for the dense method
+};
+
+/// The largest eigenvalues of K, and how they were obtained.
+struct KernelEigenvalues {
+  Eigen::VectorXd values;  ///< converged eigenvalues, largest first
+  EigenStatus status = EigenStatus::converged;
+  Index iterations = 0;  ///< Lanczos restarts (0 for the dense method)
+  Index products = 0;    ///< kernel products K v computed (0 for the dense method)
+  bool dense = false;    ///< true when the dense method was used
+};
+
+/// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite):
+/// restarted Lanczos (Spectra SymEigsSolver) on the matrix-free product of kernel_matvec, so K
+/// is never formed, or the dense eigensolver on kernel() for small d. 1 <= count <= d;
+/// throws std::invalid_argument otherwise or for a bad theta, TooLarge when the dense method
+/// needs a d x d matrix over the memory limit. Status, not a throw, when the iteration does
+/// not converge or Spectra fails (not_converged / numerical_issue).
+/// Complexity: O((m + d) * products) for Lanczos; O(m (m + d) + d^3) dense.
+KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
+                                         Index count, const EigenOptions& options = {});
+
+}  // namespace pathlift

@@ -1,0 +1,80 @@
+#pragma once
+/// \file norms.hpp
+/// Path-norms ||Phi(theta)||_s by dynamic programming over the DAG (MATH.md, "Quantities that
+/// need no enumeration"): no path is enumerated, so networks with 10^100 paths are fine. Values
+/// are accumulated with a binary exponent per node (a scaled representation), so a norm of
+/// 10^1000 comes out right, as a ScaledReal whose log10() is exact to rounding.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pathlift/network.hpp"
+
+namespace pathlift {
+
+/// A real number that may lie outside double's range: mantissa * 2^exponent. Zero is stored
+/// as mantissa 0. Produced by the path-free computations (path-norms, trace of the kernel).
+struct ScaledReal {
+  double mantissa = 0;
+  std::int64_t exponent = 0;
+
+  /// The value as a double: +-inf beyond double's range, 0 (or a subnormal) below it.
+  [[nodiscard]] double value() const;
+  /// log10 |x| (exact to rounding whatever the exponent); -inf for 0.
+  [[nodiscard]] double log10() const;
+  /// True when value() represents the number without overflow or underflow to zero.
+  [[nodiscard]] bool fits_double() const;
+  [[nodiscard]] bool is_zero() const { return mantissa == 0; }
+
+  /// x as a ScaledReal (x finite).
+  static ScaledReal from_double(double x);
+};
+
+/// x^(1/s) for x >= 0 and s > 0 (exact square root for s = 2, identity for s = 1).
+ScaledReal scaled_root(const ScaledReal& x, double s);
+
+/// The path-norm of MATH.md and its parts.
+struct PathNorm {
+  double s = 1;
+  /// sum_p |Phi_p|^s over all paths. For s = 0 every path counts 1 (0^0 = 1): the sum is P.
+  ScaledReal sum;
+  /// ||Phi(theta)||_s = sum^(1/s) for s > 0; for s = 0, P (the same as `sum`).
+  ScaledReal norm;
+  /// The norm of Phi restricted to the paths ending at each output node, in output order
+  /// (net.outputs()). For s = 0: paths per output.
+  std::vector<ScaledReal> per_output;
+  /// The norm of Phi restricted to the paths starting at each input node (bias included), in
+  /// input order (net.inputs()). Filled only with PathNormDetail::inputs_and_outputs.
+  std::vector<ScaledReal> per_input;
+};
+
+/// What path_norm computes besides the total.
+enum class PathNormDetail : std::uint8_t {
+  outputs,            ///< total and per output: one forward pass
+  inputs_and_outputs  ///< also per input: one forward and one backward pass
+};
+
+/// The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) (paper: path-lifting,
+/// Definition 1; MATH.md: ||Phi||_s^s = sum_{o in O} F(o) = sum_{i in I} G(i) with forward sums
+/// F(v) = sum over partial paths input -> v of prod |theta_e|^s, inputs (bias included) having
+/// value 1). s = 0 gives the path count P (every path counts 1, zero weights included).
+/// Valid for any s >= 0 and finite theta; s = 1 and s = 2 avoid pow(). Overflow-safe: each node
+/// keeps its own binary exponent, so sums far beyond 1e308 (or below 1e-308) are exact to
+/// rounding (relative error ~1e-15 times the depth).
+/// Throws std::invalid_argument for theta of the wrong size (naming both sizes), a non-finite
+/// theta_k (naming the edge), or s < 0 / not finite.
+/// Complexity: O(m + d) time, O(m) extra memory; one pass over the edges (two with
+/// PathNormDetail::inputs_and_outputs). Single-threaded.
+///
+/// Example:
+/// \code
+///   const auto net = pathlift::builtin_network("ff:784,2048,2048,2048,10");
+///   const auto theta = pathlift::normal_weights(net.num_edges(), 0);
+///   const pathlift::PathNorm n = pathlift::path_norm(net, theta, 1.0);
+///   double log10_l1 = n.norm.log10();  // ~ 10^25 here; right even beyond 1e308
+/// \endcode
+PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
+                   PathNormDetail parts = PathNormDetail::outputs);
+
+}  // namespace pathlift

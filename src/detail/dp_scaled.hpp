@@ -1,0 +1,596 @@
+#pragma once
+// Path sums by dynamic programming over the DAG with one binary exponent per node, shared by
+// the path-norms and the path kernel (norms.cpp, kernel.cpp).
+//
+// A node value is m * 2^k with m = 0 or 2^-256 <= |m| <= 2^256 (dp_normalize). Nodes are
+// renormalised only when they leave that range, so in the common case every exponent is 0 and
+// the inner loops are plain double multiply-adds over contiguous edge arrays: "uniform" mode,
+// no exponent is read. Once some exponent is not 0, the loops compare each source's exponent
+// with the node's (a predictable branch) and align the rare mismatches with ldexp.
+//
+// Why the result stays right without per-edge care: weights |theta|^s are finite doubles (else
+// the sum is inf/NaN and the node is recomputed), and a node whose fast sum is below 2^-600
+// (zero included) or not finite is recomputed term by term with exact (mantissa, exponent)
+// weights ("careful" path). Above 2^-600, a term lost to underflow is below 2^256 * 2^-1074,
+// a relative error under 2^-218 per term. Sums of non-negative terms do not cancel.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "pathlift/network.hpp"
+
+namespace pathlift::detail {
+
+inline constexpr double dp_hi = 0x1p256;
+inline constexpr double dp_lo = 0x1p-256;
+inline constexpr double dp_tiny = 0x1p-600;
+
+/// A shift for ldexp, clamped (beyond +-2200 the result is 0 or inf anyway).
+inline int dp_shift(std::int64_t s) {
+  return static_cast<int>(std::clamp<std::int64_t>(s, -2200, 2200));
+}
+
+inline double dp_ldexp(double x, std::int64_t s) {
+  return s == 0 ? x : std::ldexp(x, dp_shift(s));
+}
+
+/// True when a fast sum must be recomputed term by term: zero, below 2^-600, inf or NaN.
+inline bool dp_suspect(double acc) {
+  const double a = std::fabs(acc);
+  return !(a >= dp_tiny && a <= std::numeric_limits<double>::max());
+}
+
+/// acc * 2^K as (m, k) with m in [2^-256, 2^256] (or 0; a non-finite acc is kept as is).
+inline void dp_normalize(double acc, std::int64_t K, double& m, std::int64_t& k) {
+  const double a = std::fabs(acc);
+  if ((a >= dp_lo && a <= dp_hi) || acc == 0 || !std::isfinite(acc)) {
+    m = acc;
+    k = K;
+    return;
+  }
+  int e = 0;
+  m = std::frexp(acc, &e);
+  k = K + e;
+}
+
+/// Exponent of an accumulator that has not received a term yet.
+inline constexpr std::int64_t dp_no_exponent = std::numeric_limits<std::int64_t>::min();
+
+/// Adds term * 2^tk to the accumulator (m, k), whose exponent may differ. The accumulator's
+/// exponent becomes max(k, tk) even for a zero term: a term that underflowed is then small
+/// relative to the accumulator's unit, so the final dp_suspect check also covers it.
+inline void dp_merge(double& m, std::int64_t& k, double term, std::int64_t tk) {
+  if (tk > k) {
+    m = (m == 0 ? 0.0 : dp_ldexp(m, k - tk)) + term;
+    k = tk;
+  } else {
+    m += dp_ldexp(term, tk - k);
+  }
+}
+
+// Edge weights w(theta) = |theta|^s: fast() as a double (may overflow or underflow: the
+// careful path catches it), exact() as mantissa * 2^exponent with the mantissa in [0.25, 2),
+// returning false for a zero weight.
+struct DpPow0 {
+  static double fast(double /*t*/) { return 1.0; }
+  static bool exact(double /*t*/, double& m, std::int64_t& k) {
+    m = 1.0;
+    k = 0;
+    return true;
+  }
+};
+struct DpPow1 {
+  static double fast(double t) { return std::fabs(t); }
+  static bool exact(double t, double& m, std::int64_t& k) {
+    if (t == 0) {
+      return false;
+    }
+    int e = 0;
+    m = std::frexp(std::fabs(t), &e);
+    k = e;
+    return true;
+  }
+};
+struct DpPow2 {
+  static double fast(double t) { return t * t; }
+  static bool exact(double t, double& m, std::int64_t& k) {
+    if (t == 0) {
+      return false;
+    }
+    int e = 0;
+    const double f = std::frexp(t, &e);
+    m = f * f;
+    k = 2 * static_cast<std::int64_t>(e);
+    return true;
+  }
+};
+struct DpPowS {
+  double s;
+  [[nodiscard]] double fast(double t) const { return std::pow(std::fabs(t), s); }
+  bool exact(double t, double& m, std::int64_t& k) const {
+    if (t == 0) {
+      return false;
+    }
+    const double l = s * std::log2(std::fabs(t));
+    const double fl = std::floor(l);
+    m = std::exp2(l - fl);
+    k = static_cast<std::int64_t>(fl);
+    return true;
+  }
+};
+
+/// The network's arrays as raw pointers for the inner loops.
+struct DpGraph {
+  const Network* net;
+  Index n;
+  Index num_inputs;  // topological positions [0, num_inputs) are the inputs
+  const NodeId* topo;
+  const Index* in_off;
+  const EdgeId* in_list;
+  const Index* out_off;
+  const EdgeId* out_list;
+  const NodeId* src;
+  const NodeId* dst;
+  std::vector<std::uint8_t> is_output;
+
+  explicit DpGraph(const Network& network)
+      : net(&network),
+        n(network.num_nodes()),
+        num_inputs(static_cast<Index>(network.inputs().size())),
+        topo(network.topological_order().data()),
+        in_off(network.in_offsets().data()),
+        in_list(network.in_edge_list().data()),
+        out_off(network.out_offsets().data()),
+        out_list(network.out_edge_list().data()),
+        src(network.sources().data()),
+        dst(network.targets().data()),
+        is_output(static_cast<std::size_t>(n), 0) {
+    for (NodeId v : network.outputs()) {
+      is_output[static_cast<std::size_t>(v)] = 1;
+    }
+  }
+};
+
+[[noreturn]] inline void dp_throw_not_finite(const Network& net, const char* what, EdgeId e,
+                                             double value) {
+  throw std::invalid_argument(
+      fmt::format("{}[{}] (edge {}) is not finite: {}", what, e, net.edge_label(e), value));
+}
+[[noreturn]] inline void dp_throw_not_finite(const DpGraph& g, const char* what, EdgeId e,
+                                             double value) {
+  dp_throw_not_finite(*g.net, what, e, value);
+}
+
+/// Throws std::invalid_argument naming the first non-finite entry of x (d entries).
+inline void dp_check_finite(const Network& net, const char* what, const double* x) {
+  const Index d = net.num_edges();
+  // (bits & exponent mask) + one exponent unit carries into the sign bit exactly when the
+  // exponent is all ones (inf or NaN): and, add, or on 64-bit lanes vectorise with SSE2.
+  std::uint64_t bad = 0;
+  for (Index e = 0; e < d; ++e) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, x + e, sizeof bits);
+    bad |= (bits & 0x7ff0000000000000ULL) + 0x0010000000000000ULL;
+  }
+  if ((bad >> 63) == 0) {
+    return;
+  }
+  for (Index e = 0; e < d; ++e) {
+    if (!std::isfinite(x[e])) {
+      dp_throw_not_finite(net, what, static_cast<EdgeId>(e), x[e]);
+    }
+  }
+}
+inline void dp_check_finite(const DpGraph& g, const char* what, const double* x) {
+  dp_check_finite(*g.net, what, x);
+}
+
+/// Recomputes node v of a forward sum from its in-edges with exact weights.
+template <class W>
+void dp_forward_careful(const DpGraph& g, const double* theta, const W& w, NodeId v, double* m,
+                        std::int64_t* k) {
+  const Index b = g.in_off[v];
+  const Index end = g.in_off[v + 1];
+  std::int64_t kmax = std::numeric_limits<std::int64_t>::min();
+  for (Index i = b; i < end; ++i) {
+    const EdgeId e = g.in_list[i];
+    const NodeId u = g.src[e];
+    if (!std::isfinite(theta[e])) {
+      dp_throw_not_finite(g, "theta", e, theta[e]);
+    }
+    double wm = 0;
+    std::int64_t wk = 0;
+    if (m[u] != 0 && w.exact(theta[e], wm, wk)) {
+      kmax = std::max(kmax, k[u] + wk);
+    }
+  }
+  if (kmax == std::numeric_limits<std::int64_t>::min()) {
+    m[v] = 0;
+    k[v] = k[g.src[g.in_list[b]]];
+    return;
+  }
+  double acc = 0;
+  for (Index i = b; i < end; ++i) {
+    const EdgeId e = g.in_list[i];
+    const NodeId u = g.src[e];
+    double wm = 0;
+    std::int64_t wk = 0;
+    if (m[u] != 0 && w.exact(theta[e], wm, wk)) {
+      acc += dp_ldexp(m[u] * wm, k[u] + wk - kmax);
+    }
+  }
+  dp_normalize(acc, kmax, m[v], k[v]);
+}
+
+/// Forward sums F(v) = sum_{e = (u -> v)} w(theta_e) F(u) for the nodes at topological
+/// positions [first, n), from the values already in (m, k) at earlier positions, all of which
+/// must have exponent 0. Returns true when every exponent computed is 0 (plain doubles).
+/// Throws for a non-finite theta_e met on the way.
+template <class W>
+bool dp_forward(const DpGraph& g, const double* theta, const W& w, Index first, double* m,
+                std::int64_t* k) {
+  bool uniform = true;  // every exponent computed so far is 0
+  for (Index pos = first; pos < g.n; ++pos) {
+    const NodeId v = g.topo[pos];
+    const Index b = g.in_off[v];
+    const Index end = g.in_off[v + 1];
+    double a0 = 0;
+    double a1 = 0;
+    std::int64_t kv = 0;
+    bool suspect = false;
+    if (uniform) {
+      Index i = b;
+      for (; i + 1 < end; i += 2) {
+        const EdgeId e0 = g.in_list[i];
+        const EdgeId e1 = g.in_list[i + 1];
+        a0 += m[g.src[e0]] * w.fast(theta[e0]);
+        a1 += m[g.src[e1]] * w.fast(theta[e1]);
+      }
+      if (i < end) {
+        const EdgeId e0 = g.in_list[i];
+        a0 += m[g.src[e0]] * w.fast(theta[e0]);
+      }
+    } else {
+      kv = k[g.src[g.in_list[b]]];
+      std::int64_t diff = 0;
+      for (Index i = b; i < end; ++i) {
+        const EdgeId e = g.in_list[i];
+        const NodeId u = g.src[e];
+        a0 += m[u] * w.fast(theta[e]);
+        diff |= k[u] ^ kv;
+      }
+      suspect = diff != 0;
+    }
+    const double acc = a0 + a1;
+    if (suspect || dp_suspect(acc)) {
+      dp_forward_careful(g, theta, w, v, m, k);
+    } else {
+      dp_normalize(acc, kv, m[v], k[v]);
+    }
+    uniform = uniform && k[v] == 0;
+  }
+  return uniform;
+}
+
+/// Recomputes node v of a backward sum from its out-edges (final values) with exact weights.
+template <class W>
+void dp_backward_careful(const DpGraph& g, const double* theta, const W& w, NodeId v, double* m,
+                         std::int64_t* k) {
+  const Index b = g.out_off[v];
+  const Index end = g.out_off[v + 1];
+  const bool out = g.is_output[static_cast<std::size_t>(v)] != 0;
+  std::int64_t kmax = out ? 0 : std::numeric_limits<std::int64_t>::min();
+  for (Index i = b; i < end; ++i) {
+    const EdgeId e = g.out_list[i];
+    const NodeId y = g.dst[e];
+    if (!std::isfinite(theta[e])) {
+      dp_throw_not_finite(g, "theta", e, theta[e]);
+    }
+    double wm = 0;
+    std::int64_t wk = 0;
+    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
+      kmax = std::max(kmax, k[y] + wk);
+    }
+  }
+  if (kmax == std::numeric_limits<std::int64_t>::min()) {
+    m[v] = 0;
+    k[v] = 0;
+    return;
+  }
+  double acc = out ? dp_ldexp(1.0, -kmax) : 0.0;
+  for (Index i = b; i < end; ++i) {
+    const EdgeId e = g.out_list[i];
+    const NodeId y = g.dst[e];
+    double wm = 0;
+    std::int64_t wk = 0;
+    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
+      acc += dp_ldexp(m[y] * wm, k[y] + wk - kmax);
+    }
+  }
+  dp_normalize(acc, kmax, m[v], k[v]);
+}
+
+/// Backward sums G(v) = [v output] + sum_{e = (v -> y)} w(theta_e) G(y) for every node, in
+/// reverse topological order. Once G(v) is final, visit(v, G_m(v), G_k(v), i0, i1) is called
+/// with v's in-edges at in_list[i0, i1) (it loops over them itself, so its loop can be tight),
+/// then w(theta_e) G(v) is scattered into the accumulator of each source (in (m, k), which
+/// must hold zeros on entry). Throws for a non-finite theta.
+template <class W, class Visit>
+void dp_backward(const DpGraph& g, const double* theta, const W& w, double* m, std::int64_t* k,
+                 Visit&& visit) {
+  bool merged = false;  // some accumulator exponent is not 0
+  for (Index pos = g.n - 1; pos >= 0; --pos) {
+    const NodeId v = g.topo[pos];
+    double acc = m[v];
+    const std::int64_t kv = k[v];
+    if (g.is_output[static_cast<std::size_t>(v)] != 0) {
+      acc += dp_ldexp(1.0, -kv);
+    }
+    if (g.out_off[v + 1] > g.out_off[v] && dp_suspect(acc)) {
+      dp_backward_careful(g, theta, w, v, m, k);
+    } else {
+      dp_normalize(acc, kv, m[v], k[v]);
+    }
+    if (pos < g.num_inputs) {
+      continue;
+    }
+    const double gm = m[v];
+    const std::int64_t gk = k[v];
+    const Index b = g.in_off[v];
+    const Index end = g.in_off[v + 1];
+    visit(v, gm, gk, b, end);
+    if (gk == 0 && !merged) {
+      for (Index i = b; i < end; ++i) {
+        const EdgeId e = g.in_list[i];
+        m[g.src[e]] += gm * w.fast(theta[e]);
+      }
+    } else {
+      for (Index i = b; i < end; ++i) {
+        const EdgeId e = g.in_list[i];
+        const NodeId u = g.src[e];
+        const double term = gm * w.fast(theta[e]);
+        if (k[u] == gk) {
+          m[u] += term;
+        } else {
+          dp_merge(m[u], k[u], term, gk);
+          merged = true;
+        }
+      }
+    }
+  }
+}
+
+// The (value, derivative) semiring of the kernel product K v: a node carries (A, C) forward,
+// C(y) = sum_{e = (x -> y)} theta_e^2 C(x) + theta_e v_e A(x), or (B, E) backward. The value
+// and the derivative each keep their own exponent: C / A grows like |v_e / theta_e|, which is
+// unbounded. A's (B's) recurrence is the s = 2 path sum; C and E may cancel (signed terms).
+
+/// (x 2^k) * y for any finite y, as a normalised (m, k): y's exponent is split off first, so the
+/// product does not overflow on the way.
+inline void dp_scale_by(double y, double m, std::int64_t k, double& om, std::int64_t& ok) {
+  if (y == 0 || m == 0) {
+    om = 0;
+    ok = 0;
+    return;
+  }
+  int e = 0;
+  const double f = std::frexp(y, &e);
+  dp_normalize(f * m, k + e, om, ok);
+}
+
+/// Recomputes the derivative C at node v from its in-edges with exact (mantissa, exponent)
+/// terms, accumulated by dp_merge in one pass.
+inline void dp_forward_deriv_careful(const DpGraph& g, const double* theta, const double* dir,
+                                     NodeId v, const double* a, const std::int64_t* ka, double* c,
+                                     std::int64_t* kc) {
+  double m = 0;
+  std::int64_t k = dp_no_exponent;
+  for (Index i = g.in_off[v]; i < g.in_off[v + 1]; ++i) {
+    const EdgeId x = g.in_list[i];
+    const NodeId u = g.src[x];
+    if (theta[x] == 0) {
+      continue;
+    }
+    int te = 0;
+    const double tm = std::frexp(theta[x], &te);
+    if (c[u] != 0) {
+      dp_merge(m, k, c[u] * tm * tm, kc[u] + 2 * static_cast<std::int64_t>(te));
+    }
+    if (a[u] != 0 && dir[x] != 0) {
+      int ve = 0;
+      const double vm = std::frexp(dir[x], &ve);
+      dp_merge(m, k, a[u] * tm * vm, ka[u] + te + ve);
+    }
+  }
+  dp_normalize(m, m == 0 ? 0 : k, c[v], kc[v]);
+}
+
+/// Forward pair sums (A, C) at every node; inputs are (1, 0). Returns true when every
+/// exponent is 0 (the values are plain doubles). Throws for a non-finite theta.
+inline bool dp_forward_pair(const DpGraph& g, const double* theta, const double* dir, double* a,
+                            std::int64_t* ka, double* c, std::int64_t* kc) {
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    const NodeId v = g.topo[pos];
+    a[v] = 1;
+    ka[v] = 0;
+    c[v] = 0;
+    kc[v] = 0;
+  }
+  bool uniform = true;
+  for (Index pos = g.num_inputs; pos < g.n; ++pos) {
+    const NodeId v = g.topo[pos];
+    const Index b = g.in_off[v];
+    const Index end = g.in_off[v + 1];
+    double acc = 0;
+    double dacc = 0;
+    std::int64_t kv = 0;
+    std::int64_t diff = 0;
+    if (uniform) {
+      // Two edges a step into separate sums: the additions do not wait on each other.
+      double acc1 = 0;
+      double dacc1 = 0;
+      Index i = b;
+      for (; i + 1 < end; i += 2) {
+        const EdgeId e0 = g.in_list[i];
+        const EdgeId e1 = g.in_list[i + 1];
+        const NodeId u0 = g.src[e0];
+        const NodeId u1 = g.src[e1];
+        const double t0 = theta[e0];
+        const double t1 = theta[e1];
+        const double tt0 = t0 * t0;
+        const double tt1 = t1 * t1;
+        acc += a[u0] * tt0;
+        acc1 += a[u1] * tt1;
+        dacc += c[u0] * tt0 + a[u0] * (t0 * dir[e0]);
+        dacc1 += c[u1] * tt1 + a[u1] * (t1 * dir[e1]);
+      }
+      if (i < end) {
+        const EdgeId e0 = g.in_list[i];
+        const NodeId u0 = g.src[e0];
+        const double t0 = theta[e0];
+        const double tt0 = t0 * t0;
+        acc += a[u0] * tt0;
+        dacc += c[u0] * tt0 + a[u0] * (t0 * dir[e0]);
+      }
+      acc += acc1;
+      dacc += dacc1;
+    } else {
+      kv = ka[g.src[g.in_list[b]]];
+      for (Index i = b; i < end; ++i) {
+        const EdgeId e = g.in_list[i];
+        const NodeId u = g.src[e];
+        const double t = theta[e];
+        const double tt = t * t;
+        acc += a[u] * tt;
+        dacc += c[u] * tt + a[u] * (t * dir[e]);
+        diff |= (ka[u] ^ kv) | (kc[u] ^ kv);
+      }
+    }
+    if (diff != 0 || dp_suspect(acc)) {
+      dp_forward_careful(g, theta, DpPow2{}, v, a, ka);
+    } else {
+      dp_normalize(acc, kv, a[v], ka[v]);
+    }
+    if (diff != 0 || dp_suspect(dacc)) {
+      dp_forward_deriv_careful(g, theta, dir, v, a, ka, c, kc);
+    } else {
+      dp_normalize(dacc, kv, c[v], kc[v]);
+    }
+    uniform = uniform && ka[v] == 0 && kc[v] == 0;
+  }
+  return uniform;
+}
+
+/// Recomputes the derivative E at node v from its out-edges (final values).
+inline void dp_backward_deriv_careful(const DpGraph& g, const double* theta, const double* dir,
+                                      NodeId v, const double* b, const std::int64_t* kb, double* e,
+                                      std::int64_t* ke) {
+  double m = 0;
+  std::int64_t k = dp_no_exponent;
+  for (Index i = g.out_off[v]; i < g.out_off[v + 1]; ++i) {
+    const EdgeId x = g.out_list[i];
+    const NodeId y = g.dst[x];
+    if (theta[x] == 0) {
+      continue;
+    }
+    int te = 0;
+    const double tm = std::frexp(theta[x], &te);
+    if (e[y] != 0) {
+      dp_merge(m, k, e[y] * tm * tm, ke[y] + 2 * static_cast<std::int64_t>(te));
+    }
+    if (b[y] != 0 && dir[x] != 0) {
+      int ve = 0;
+      const double vm = std::frexp(dir[x], &ve);
+      dp_merge(m, k, b[y] * tm * vm, kb[y] + te + ve);
+    }
+  }
+  dp_normalize(m, m == 0 ? 0 : k, e[v], ke[v]);
+}
+
+/// Backward pair sums (B, E) for every node ((b, kb, e, ke) zero on entry). Once (B, E)(v) is
+/// final, its in-edges in_list[i0, i1) are visited, then scattered into: when v's exponents
+/// are 0 and `forward_uniform`, edge by edge in the scatter loop, fast(x, u, t, tv, B_m, E_m)
+/// with t = theta_x and tv = theta_x v_x; otherwise visit(B_m, B_k, E_m, E_k, i0, i1).
+template <class Fast, class Visit>
+void dp_backward_pair(const DpGraph& g, const double* theta, const double* dir, double* b,
+                      std::int64_t* kb, double* e, std::int64_t* ke, bool forward_uniform,
+                      Fast&& fast, Visit&& visit) {
+  bool merged = false;  // some accumulator exponent is not 0
+  for (Index pos = g.n - 1; pos >= 0; --pos) {
+    const NodeId v = g.topo[pos];
+    double acc = b[v];
+    const std::int64_t kv = kb[v];
+    if (g.is_output[static_cast<std::size_t>(v)] != 0) {
+      acc += dp_ldexp(1.0, -kv);
+    }
+    const bool has_out = g.out_off[v + 1] > g.out_off[v];
+    if (has_out && dp_suspect(acc)) {
+      dp_backward_careful(g, theta, DpPow2{}, v, b, kb);
+    } else {
+      dp_normalize(acc, kv, b[v], kb[v]);
+    }
+    if (has_out && dp_suspect(e[v])) {
+      dp_backward_deriv_careful(g, theta, dir, v, b, kb, e, ke);
+    } else {
+      dp_normalize(e[v], ke[v], e[v], ke[v]);
+    }
+    if (pos < g.num_inputs) {
+      continue;
+    }
+    const double gb = b[v];
+    const std::int64_t gkb = kb[v];
+    const double ge = e[v];
+    const std::int64_t gke = ke[v];
+    const Index i0 = g.in_off[v];
+    const Index i1 = g.in_off[v + 1];
+    const EdgeId* __restrict in_list = g.in_list;
+    const NodeId* __restrict src = g.src;
+    const double* __restrict th = theta;
+    const double* __restrict vd = dir;
+    double* __restrict bb = b;
+    double* __restrict ee = e;
+    if (gkb == 0 && gke == 0 && !merged && forward_uniform) {
+      for (Index i = i0; i < i1; ++i) {
+        const EdgeId x = in_list[i];
+        const NodeId u = src[x];
+        const double t = th[x];
+        const double tt = t * t;
+        const double tv = t * vd[x];
+        fast(x, u, t, tv, gb, ge);
+        bb[u] += gb * tt;
+        ee[u] += ge * tt + gb * tv;
+      }
+      continue;
+    }
+    visit(gb, gkb, ge, gke, i0, i1);
+    for (Index i = i0; i < i1; ++i) {
+      const EdgeId x = in_list[i];
+      const NodeId u = src[x];
+      const double t = th[x];
+      const double tt = t * t;
+      const double tv = t * vd[x];
+      if (kb[u] == gkb) {
+        bb[u] += gb * tt;
+      } else {
+        dp_merge(bb[u], kb[u], gb * tt, gkb);
+        merged = true;
+      }
+      if (ke[u] == gke && gke == gkb) {
+        ee[u] += ge * tt + gb * tv;
+      } else {
+        dp_merge(ee[u], ke[u], ge * tt, gke);
+        dp_merge(ee[u], ke[u], gb * tv, gkb);
+        merged = true;
+      }
+    }
+  }
+}
+
+}  // namespace pathlift::detail

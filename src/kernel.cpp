@@ -1,0 +1,691 @@
+#include "pathlift/kernel.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <Spectra/SymEigsSolver.h>
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
+#include "src/detail/dp_scaled.hpp"
+
+namespace pathlift {
+
+namespace {
+
+using detail::DpGraph;
+
+/// Threads for d x d work: one below 2^16 entries, where starting threads costs more than the
+/// work (the result is the same for any count).
+int parallel_threads(Index d, const EngineOptions& options) {
+  if (d * d < (Index{1} << 16)) {
+    return 1;
+  }
+  return options.threads > 0 ? options.threads : omp_get_max_threads();
+}
+
+/// Throws TooLarge when a dense d x d matrix of 8-byte entries exceeds the memory limit.
+void require_dense(Index d, std::size_t max_memory, const char* what) {
+  const std::size_t bytes = dense_bytes(d, d, sizeof(double));
+  const std::size_t limit = effective_max_memory(max_memory);
+  if (bytes > limit) {
+    throw TooLarge(fmt::format(
+        "{} is d x d = {} x {} 8-byte entries: it needs {} ({} bytes), over the memory limit of "
+        "{} (--max-memory); the diagonal, K v and the top eigenvalues need no d x d matrix",
+        what, d, d, format_bytes(static_cast<double>(bytes)), bytes,
+        format_bytes(static_cast<double>(limit))));
+  }
+}
+
+/// Runs body(i) for i in [0, n) on OpenMP threads (dynamic schedule), each thread on its own
+/// copy of `body` (its scratch buffers, allocated by init()); the first exception thrown is
+/// rethrown on the calling thread.
+template <class Body>
+void parallel_for(Index n, int threads, const Body& body) {
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  std::atomic<bool> failed{false};
+  const auto record = [&] {
+    const std::lock_guard<std::mutex> lock(error_mutex);
+    if (!error) {
+      error = std::current_exception();
+    }
+    failed = true;
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    // Exceptions must not cross the worksharing loop: each is caught where it is thrown.
+    std::unique_ptr<Body> local;
+    try {
+      local = std::make_unique<Body>(body);
+      local->init();
+    } catch (...) {
+      record();
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (Index i = 0; i < n; ++i) {
+      if (local && !failed) {
+        try {
+          (*local)(i);
+        } catch (...) {
+          record();
+        }
+      }
+    }
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+}
+
+/// A (s = 2) forward sums from the inputs and B (s = 2) backward sums, scaled. During the
+/// backward pass, visit(sums, gm, gk, i0, i1) is called once B(v) = gm 2^gk is final, for the
+/// in-edges in_list[i0, i1) of v.
+struct SquareSums {
+  Buffer<double> fm, gm;
+  Buffer<std::int64_t> fk, gk;
+  bool forward_uniform = true;  ///< every forward exponent is 0
+};
+
+template <class Visit>
+SquareSums square_sums(const DpGraph& g, const double* theta, Visit&& visit) {
+  const auto n = static_cast<std::size_t>(g.n);
+  SquareSums s;
+  s.fm.resize(n);
+  s.fk.resize(n);
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    const auto v = static_cast<std::size_t>(g.topo[pos]);
+    s.fm[v] = 1;
+    s.fk[v] = 0;
+  }
+  s.forward_uniform =
+      detail::dp_forward(g, theta, detail::DpPow2{}, g.num_inputs, s.fm.data(), s.fk.data());
+  s.gm.assign(n, 0.0);
+  s.gk.assign(n, 0);
+  detail::dp_backward(
+      g, theta, detail::DpPow2{}, s.gm.data(), s.gk.data(),
+      [&](NodeId /*v*/, double m, std::int64_t k, Index i0, Index i1) { visit(s, m, k, i0, i1); });
+  return s;
+}
+
+/// The diagonal K[e,e] = A(src e) B(dst e) (into out when not null) and the trace.
+ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, double* out) {
+  check_theta_size(net, theta.size());
+  const DpGraph g(net);
+  // Terms with exponent 0 go to plain sums, the others to (trace_m, trace_k). A zero term is
+  // an exact zero here (products of normalised mantissas do not underflow).
+  double t0 = 0;
+  double t1 = 0;
+  double trace_m = 0;
+  std::int64_t trace_k = detail::dp_no_exponent;
+  const EdgeId* in_list = g.in_list;
+  const NodeId* src = g.src;
+  square_sums(g, theta.data(),
+              [&](const SquareSums& sq, double gm, std::int64_t gk, Index i0, Index i1) {
+                const double* fm = sq.fm.data();
+                if (sq.forward_uniform && gk == 0) {
+                  // Two partial sums: the trace's additions do not wait on each other.
+                  Index i = i0;
+                  for (; i + 1 < i1; i += 2) {
+                    const EdgeId e0 = in_list[i];
+                    const EdgeId e1 = in_list[i + 1];
+                    const double x0 = fm[src[e0]] * gm;
+                    const double x1 = fm[src[e1]] * gm;
+                    t0 += x0;
+                    t1 += x1;
+                    if (out != nullptr) {
+                      out[e0] = x0;
+                      out[e1] = x1;
+                    }
+                  }
+                  if (i < i1) {
+                    const EdgeId e0 = in_list[i];
+                    const double x0 = fm[src[e0]] * gm;
+                    t0 += x0;
+                    if (out != nullptr) {
+                      out[e0] = x0;
+                    }
+                  }
+                  return;
+                }
+                for (Index i = i0; i < i1; ++i) {
+                  const EdgeId e = in_list[i];
+                  const NodeId u = src[e];
+                  const double x = fm[u] * gm;
+                  const std::int64_t k = sq.fk[static_cast<std::size_t>(u)] + gk;
+                  if (x != 0) {
+                    detail::dp_merge(trace_m, trace_k, x, k);
+                  }
+                  if (out != nullptr) {
+                    out[e] = detail::dp_ldexp(x, k);
+                  }
+                }
+              });
+  if (t0 + t1 != 0) {
+    detail::dp_merge(trace_m, trace_k, t0 + t1, 0);
+  }
+  ScaledReal r;
+  if (trace_m != 0) {
+    detail::dp_normalize(trace_m, trace_k, r.mantissa, r.exponent);
+  }
+  return r;
+}
+
+/// y * (m 2^k) for a finite double y.
+ScaledReal scaled_product(double y, double m, std::int64_t k) {
+  ScaledReal r;
+  detail::dp_scale_by(y, m, k, r.mantissa, r.exponent);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Diagonal and trace
+
+Buffer<double> kernel_diagonal(const Network& net, std::span<const double> theta) {
+  // A Buffer, not an Eigen vector: its pages are huge pages where available, so the first
+  // write to 80 MB of output costs tens of page faults, not tens of thousands.
+  Buffer<double> out(static_cast<std::size_t>(net.num_edges()));
+  diagonal_pass(net, theta, out.data());
+  return out;
+}
+
+ScaledReal kernel_trace(const Network& net, std::span<const double> theta) {
+  return diagonal_pass(net, theta, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// K v
+
+struct KernelOperator::State {
+  DpGraph g;
+  Buffer<double> a, c, b, e;
+  Buffer<std::int64_t> ka, kc, kb, ke;
+
+  explicit State(const Network& net) : g(net) {
+    const auto n = static_cast<std::size_t>(net.num_nodes());
+    for (auto* x : {&a, &c, &b, &e}) {
+      x->resize(n);
+    }
+    for (auto* x : {&ka, &kc, &kb, &ke}) {
+      x->resize(n);
+    }
+  }
+};
+
+KernelOperator::KernelOperator(const Network& net, std::span<const double> theta)
+    : m_net(&net), m_theta(theta), m_state(std::make_unique<State>(net)) {
+  check_theta_size(net, theta.size());
+  detail::dp_check_finite(m_state->g, "theta", theta.data());
+}
+
+KernelOperator::KernelOperator(KernelOperator&&) noexcept = default;
+KernelOperator::~KernelOperator() = default;
+
+Index KernelOperator::size() const {
+  return m_net->num_edges();
+}
+
+void KernelOperator::apply(const double* v, double* out) const {
+  State& s = *m_state;
+  const double* theta = m_theta.data();
+  const bool uniform =
+      detail::dp_forward_pair(s.g, theta, v, s.a.data(), s.ka.data(), s.c.data(), s.kc.data());
+  std::fill(s.b.begin(), s.b.end(), 0.0);
+  std::fill(s.e.begin(), s.e.end(), 0.0);
+  std::fill(s.kb.begin(), s.kb.end(), 0);
+  std::fill(s.ke.begin(), s.ke.end(), 0);
+  const double* a = s.a.data();
+  const double* c = s.c.data();
+  const std::int64_t* ka = s.ka.data();
+  const std::int64_t* kc = s.kc.data();
+  // (K v)_x = theta_x C(u) B(w) + v_x A(u) B(w) + theta_x A(u) E(w) for x = (u -> w).
+  const EdgeId* in_list = s.g.in_list;
+  const NodeId* src = s.g.src;
+  const double* __restrict vv = v;
+  double* __restrict oo = out;
+  detail::dp_backward_pair(
+      s.g, theta, v, s.b.data(), s.kb.data(), s.e.data(), s.ke.data(), uniform,
+      [a, c, vv, oo](EdgeId x, NodeId u, double t, double /*tv*/, double gb, double ge) {
+        oo[x] = t * (c[u] * gb + a[u] * ge) + vv[x] * (a[u] * gb);
+      },
+      [&](double gb, std::int64_t gkb, double ge, std::int64_t gke, Index i0, Index i1) {
+        for (Index i = i0; i < i1; ++i) {
+          const EdgeId x = in_list[i];
+          const NodeId u = src[x];
+          // Exponents of theta and v split off so that no product overflows on the way.
+          int te = 0;
+          int ve = 0;
+          const double tm = std::frexp(theta[x], &te);
+          const double vm = std::frexp(v[x], &ve);
+          out[x] = detail::dp_ldexp(tm * c[u] * gb, te + kc[u] + gkb) +
+                   detail::dp_ldexp(vm * a[u] * gb, ve + ka[u] + gkb) +
+                   detail::dp_ldexp(tm * a[u] * ge, te + ka[u] + gke);
+        }
+      });
+}
+
+Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
+                              std::span<const double> v) {
+  const KernelOperator op(net, theta);
+  if (v.size() != static_cast<std::size_t>(net.num_edges())) {
+    throw std::invalid_argument(
+        fmt::format("v has {} entries but the network has {} edges", v.size(), net.num_edges()));
+  }
+  detail::dp_check_finite(net, "v", v.data());
+  Eigen::VectorXd out(net.num_edges());
+  op.apply(v.data(), out.data());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The full kernel
+
+DenseMatrix kernel(const Network& net, std::span<const double> theta,
+                   const EngineOptions& options) {
+  check_theta_size(net, theta.size());
+  const Index d = net.num_edges();
+  require_dense(d, options.max_memory, "the full path kernel K");
+  const DpGraph g(net);
+  detail::dp_check_finite(g, "theta", theta.data());
+  const double* th = theta.data();
+  const SquareSums sq =
+      square_sums(g, th, [](const SquareSums&, double, std::int64_t, Index, Index) {});
+
+  // tb_j = theta_j B(dst j), the right factor of every entry of column j.
+  Buffer<double> tbm(static_cast<std::size_t>(d));
+  Buffer<std::int64_t> tbk(static_cast<std::size_t>(d));
+  for (Index j = 0; j < d; ++j) {
+    const auto y = static_cast<std::size_t>(g.dst[j]);
+    detail::dp_scale_by(th[j], sq.gm[y], sq.gk[y], tbm[static_cast<std::size_t>(j)],
+                        tbk[static_cast<std::size_t>(j)]);
+  }
+
+  // Not zeroed: every edge enters exactly one non-input node, so each row is written once, in
+  // full, by the task of that node (first touch on the thread that computes it).
+  DenseMatrix k(d, d);
+  double* kd = k.data();
+  const auto n = static_cast<std::size_t>(g.n);
+  // Row i (edge i into x) gets K[i, j] = theta_i A(src i) * M(x, src j) * tb_j for the edges
+  // j after i; K[j, i] is filled from it below by symmetry.
+  struct RowBody {
+    const DpGraph* g;
+    const double* th;
+    const SquareSums* sq;
+    const Buffer<double>* tbm;
+    const Buffer<std::int64_t>* tbk;
+    double* kd;
+    Index d;
+    std::size_t n;
+    Buffer<double> mm, rm;
+    Buffer<std::int64_t> mk, rk;
+
+    void init() {
+      mm.resize(n);
+      mk.resize(n);
+      rm.resize(static_cast<std::size_t>(d));
+      rk.resize(static_cast<std::size_t>(d));
+    }
+    void operator()(Index offset) {
+      const Index pos = g->num_inputs + offset;
+      const NodeId x = g->topo[pos];
+      std::fill(mm.begin(), mm.end(), 0.0);
+      std::fill(mk.begin(), mk.end(), 0);
+      mm[static_cast<std::size_t>(x)] = 1;
+      detail::dp_forward(*g, th, detail::DpPow2{}, pos + 1, mm.data(), mk.data());
+      for (Index j = 0; j < d; ++j) {
+        const auto sj = static_cast<std::size_t>(g->src[j]);
+        const auto jj = static_cast<std::size_t>(j);
+        rm[jj] = mm[sj] * (*tbm)[jj];
+        rk[jj] = mk[sj] + (*tbk)[jj];
+      }
+      const auto xi = static_cast<std::size_t>(x);
+      for (Index t = g->in_off[x]; t < g->in_off[x + 1]; ++t) {
+        const EdgeId i = g->in_list[t];
+        const auto u = static_cast<std::size_t>(g->src[i]);
+        const ScaledReal ci = scaled_product(th[i], sq->fm[u], sq->fk[u]);
+        double* row = kd + static_cast<std::size_t>(i) * static_cast<std::size_t>(d);
+        for (Index j = 0; j < d; ++j) {
+          const auto jj = static_cast<std::size_t>(j);
+          const double y = ci.mantissa * rm[jj];
+          const std::int64_t s = ci.exponent + rk[jj];
+          row[j] = s == 0 ? y : detail::dp_ldexp(y, s);
+        }
+        row[i] = detail::dp_ldexp(sq->fm[u] * sq->gm[xi], sq->fk[u] + sq->gk[xi]);
+      }
+    }
+  };
+  RowBody body{&g, th, &sq, &tbm, &tbk, kd, d, n, {}, {}, {}, {}};
+  const int threads = parallel_threads(d, options);
+  parallel_for(g.n - g.num_inputs, threads, body);
+
+  // Symmetrise: exactly one of K[i, j], K[j, i] was written (a DAG orders i and j at most one
+  // way), the other is 0.
+  constexpr Index block = 64;
+  const Index nb = (d + block - 1) / block;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (Index bi = 0; bi < nb; ++bi) {
+    for (Index bj = bi; bj < nb; ++bj) {
+      for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
+        for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
+          const double s = k(i, j) + k(j, i);
+          k(i, j) = s;
+          k(j, i) = s;
+        }
+      }
+    }
+  }
+  return k;
+}
+
+// ---------------------------------------------------------------------------------------------
+// B^T B
+
+namespace {
+
+/// Counts that saturate at 2^64 - 1 ("does not fit"), never wrap.
+struct CheckedCounts {
+  static constexpr std::uint64_t over = std::numeric_limits<std::uint64_t>::max();
+  [[nodiscard]] static std::uint64_t add(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t r = 0;
+    if (a == over || b == over || __builtin_add_overflow(a, b, &r)) {
+      return over;
+    }
+    return r;
+  }
+  [[nodiscard]] static std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
+    if (a == 0 || b == 0) {
+      return 0;
+    }
+    std::uint64_t r = 0;
+    if (a == over || b == over || __builtin_mul_overflow(a, b, &r)) {
+      return over;
+    }
+    return r;
+  }
+};
+
+/// Residues modulo p < 2^63.
+struct ModCounts {
+  std::uint64_t p;
+  [[nodiscard]] std::uint64_t add(std::uint64_t a, std::uint64_t b) const {
+    const std::uint64_t s = a + b;
+    return s >= p ? s - p : s;
+  }
+  [[nodiscard]] std::uint64_t mul(std::uint64_t a, std::uint64_t b) const {
+    __extension__ using u128 = unsigned __int128;
+    return static_cast<std::uint64_t>(static_cast<u128>(a) * b % p);
+  }
+};
+
+/// B^T B in the ring R (checked counts or residues) into out (d x d, row-major, zeroed).
+template <class R>
+void gram_counts(const Network& net, const R& ring, std::uint64_t one, std::uint64_t* out,
+                 const EngineOptions& options) {
+  const DpGraph g(net);
+  const Index d = net.num_edges();
+  const auto n = static_cast<std::size_t>(g.n);
+  // Forward counts A (partial paths input -> v) and backward counts B (paths v -> output).
+  std::vector<std::uint64_t> fa(n, 0), gb(n, 0);
+  for (Index pos = 0; pos < g.n; ++pos) {
+    const NodeId v = g.topo[pos];
+    std::uint64_t s = pos < g.num_inputs ? one : 0;
+    for (Index t = g.in_off[v]; t < g.in_off[v + 1]; ++t) {
+      s = ring.add(s, fa[static_cast<std::size_t>(g.src[g.in_list[t]])]);
+    }
+    fa[static_cast<std::size_t>(v)] = s;
+  }
+  for (Index pos = g.n - 1; pos >= 0; --pos) {
+    const NodeId v = g.topo[pos];
+    std::uint64_t s = g.is_output[static_cast<std::size_t>(v)] != 0 ? one : 0;
+    for (Index t = g.out_off[v]; t < g.out_off[v + 1]; ++t) {
+      s = ring.add(s, gb[static_cast<std::size_t>(g.dst[g.out_list[t]])]);
+    }
+    gb[static_cast<std::size_t>(v)] = s;
+  }
+
+  struct RowBody {
+    const DpGraph* g;
+    const R* ring;
+    std::uint64_t one;
+    const std::vector<std::uint64_t>* fa;
+    const std::vector<std::uint64_t>* gb;
+    std::uint64_t* out;
+    Index d;
+    std::size_t n;
+    std::vector<std::uint64_t> mc, r;
+
+    void init() {
+      mc.assign(n, 0);
+      r.assign(static_cast<std::size_t>(d), 0);
+    }
+    void operator()(Index offset) {
+      const Index pos = g->num_inputs + offset;
+      const NodeId x = g->topo[pos];
+      // M(x, v): partial paths x -> v (nodes before x in topological order get 0).
+      std::fill(mc.begin(), mc.end(), 0);
+      mc[static_cast<std::size_t>(x)] = one;
+      for (Index q = pos + 1; q < g->n; ++q) {
+        const NodeId v = g->topo[q];
+        std::uint64_t s = 0;
+        for (Index t = g->in_off[v]; t < g->in_off[v + 1]; ++t) {
+          s = ring->add(s, mc[static_cast<std::size_t>(g->src[g->in_list[t]])]);
+        }
+        mc[static_cast<std::size_t>(v)] = s;
+      }
+      for (Index j = 0; j < d; ++j) {
+        r[static_cast<std::size_t>(j)] = ring->mul(mc[static_cast<std::size_t>(g->src[j])],
+                                                   (*gb)[static_cast<std::size_t>(g->dst[j])]);
+      }
+      const std::uint64_t bx = (*gb)[static_cast<std::size_t>(x)];
+      for (Index t = g->in_off[x]; t < g->in_off[x + 1]; ++t) {
+        const EdgeId i = g->in_list[t];
+        const std::uint64_t ai = (*fa)[static_cast<std::size_t>(g->src[i])];
+        std::uint64_t* row = out + static_cast<std::size_t>(i) * static_cast<std::size_t>(d);
+        for (Index j = 0; j < d; ++j) {
+          row[j] = ring->mul(ai, r[static_cast<std::size_t>(j)]);
+        }
+        row[i] = ring->mul(ai, bx);
+      }
+    }
+  };
+  RowBody body{&g, &ring, one, &fa, &gb, out, d, n, {}, {}};
+  const int threads = parallel_threads(d, options);
+  parallel_for(g.n - g.num_inputs, threads, body);
+
+  constexpr Index block = 64;
+  const Index nb = (d + block - 1) / block;
+  const auto ud = static_cast<std::size_t>(d);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (Index bi = 0; bi < nb; ++bi) {
+    for (Index bj = bi; bj < nb; ++bj) {
+      for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
+        for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
+          const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
+          const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
+          const std::uint64_t s = ring.add(out[ij], out[ji]);
+          out[ij] = s;
+          out[ji] = s;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+CountMatrix skeleton_gram(const Network& net, const EngineOptions& options) {
+  const Index d = net.num_edges();
+  require_dense(d, options.max_memory, "B^T B");
+  CountMatrix out = CountMatrix::Zero(d, d);
+  gram_counts(net, CheckedCounts{}, 1, out.data(), options);
+  const std::uint64_t* p = out.data();
+  const auto total = static_cast<std::size_t>(d) * static_cast<std::size_t>(d);
+  const auto* hit = std::find(p, p + total, CheckedCounts::over);
+  if (hit != p + total) {
+    const auto at = static_cast<std::size_t>(hit - p);
+    const auto i = static_cast<EdgeId>(at / static_cast<std::size_t>(d));
+    const auto j = static_cast<EdgeId>(at % static_cast<std::size_t>(d));
+    throw CountOverflow(fmt::format(
+        "B^T B entry ({}, {}) (edges {} and {}): the number of paths through both does not fit "
+        "in 64 bits; skeleton_gram_mod (rank --no-enumerate) works modulo a prime instead",
+        i, j, net.edge_label(i), net.edge_label(j)));
+  }
+  return out;
+}
+
+ModMatrix skeleton_gram_mod(const Network& net, std::uint64_t prime, const EngineOptions& options) {
+  if (prime < 2 || prime >= (std::uint64_t{1} << 63)) {
+    throw std::invalid_argument(
+        fmt::format("modulus {} is out of range: B^T B mod p needs a prime 2 <= p < 2^63", prime));
+  }
+  const Index d = net.num_edges();
+  require_dense(d, options.max_memory, "B^T B mod p");
+  ModMatrix m;
+  m.prime = prime;
+  m.rows = d;
+  m.cols = d;
+  m.data.assign(static_cast<std::size_t>(d) * static_cast<std::size_t>(d), 0);
+  gram_counts(net, ModCounts{prime}, 1 % prime, m.data.data(), options);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Top eigenvalues
+
+namespace {
+
+/// Spectra's view of K: y = K x through the matrix-free product.
+class SpectraKernelOp {
+ public:
+  using Scalar = double;
+  explicit SpectraKernelOp(const KernelOperator& op) : m_op(&op) {}
+  [[nodiscard]] Eigen::Index rows() const { return m_op->size(); }
+  [[nodiscard]] Eigen::Index cols() const { return m_op->size(); }
+  void perform_op(const double* x, double* y) const {
+    m_op->apply(x, y);
+    ++m_products;
+  }
+  [[nodiscard]] Index products() const { return m_products; }
+
+ private:
+  const KernelOperator* m_op;
+  mutable Index m_products = 0;
+};
+
+}  // namespace
+
+namespace {
+
+KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const double> theta,
+                                        Index count, const EngineOptions& engine) {
+  const Index d = net.num_edges();
+  const DenseMatrix k = kernel(net, theta, engine);
+  // K is symmetric: its row-major storage read column-major is K itself.
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
+      Eigen::Map<const Eigen::MatrixXd>(k.data(), d, d), Eigen::EigenvaluesOnly);
+  KernelEigenvalues r;
+  r.dense = true;
+  if (es.info() != Eigen::Success) {
+    r.status = EigenStatus::numerical_issue;
+    return r;
+  }
+  r.values = es.eigenvalues().reverse().head(count);
+  return r;
+}
+
+KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
+                                          Index count, const EigenOptions& options) {
+  const Index d = net.num_edges();
+  if (count >= d) {
+    throw std::invalid_argument(fmt::format(
+        "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
+        d));
+  }
+  if (options.max_iterations < 1 || !(options.tolerance > 0)) {
+    throw std::invalid_argument(
+        fmt::format("Lanczos needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
+                    options.max_iterations, options.tolerance));
+  }
+  Index ncv = options.subspace > 0 ? options.subspace : std::max(2 * count + 1, count + 20);
+  ncv = std::min(ncv, d);
+  if (ncv <= count) {
+    throw std::invalid_argument(fmt::format(
+        "Lanczos subspace {} must exceed the number of eigenvalues {} (and be <= d = {})", ncv,
+        count, d));
+  }
+  const KernelOperator op(net, theta);
+  SpectraKernelOp sop(op);
+  Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
+  KernelEigenvalues r;
+  try {
+    eigs.init();
+    eigs.compute(Spectra::SortRule::LargestAlge, options.max_iterations, options.tolerance,
+                 Spectra::SortRule::LargestAlge);
+  } catch (const std::exception&) {
+    // Spectra throws when its small eigenproblem fails, e.g. when rank(K) < count and the
+    // Krylov space collapses: inconclusive, reported as a status.
+    r.status = EigenStatus::numerical_issue;
+    r.products = sop.products();
+    return r;
+  }
+  r.iterations = eigs.num_iterations();
+  r.products = sop.products();
+  switch (eigs.info()) {
+    case Spectra::CompInfo::Successful:
+      r.status = EigenStatus::converged;
+      break;
+    case Spectra::CompInfo::NotConverging:
+      r.status = EigenStatus::not_converged;
+      break;
+    default:
+      r.status = EigenStatus::numerical_issue;
+      break;
+  }
+  r.values = eigs.eigenvalues();
+  return r;
+}
+
+}  // namespace
+
+KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
+                                         Index count, const EigenOptions& options) {
+  check_theta_size(net, theta.size());
+  const Index d = net.num_edges();
+  if (count < 1 || count > d) {
+    throw std::invalid_argument(fmt::format(
+        "asked for {} eigenvalues of K, which is {} x {}: ask for 1 to {}", count, d, d, d));
+  }
+  switch (options.method) {
+    case EigenMethod::dense:
+      return dense_top_eigenvalues(net, theta, count, options.engine);
+    case EigenMethod::lanczos:
+      return lanczos_top_eigenvalues(net, theta, count, options);
+    default:
+      break;
+  }
+  if (d <= 256 || count > d / 2) {
+    return dense_top_eigenvalues(net, theta, count, options.engine);
+  }
+  KernelEigenvalues r = lanczos_top_eigenvalues(net, theta, count, options);
+  if (r.status != EigenStatus::converged &&
+      dense_bytes(d, d, sizeof(double)) <= effective_max_memory(options.engine.max_memory)) {
+    // Lanczos was inconclusive (typically rank(K) < count) and K fits: the dense solver decides.
+    const Index products = r.products;
+    r = dense_top_eigenvalues(net, theta, count, options.engine);
+    r.products = products;
+  }
+  return r;
+}
+
+}  // namespace pathlift

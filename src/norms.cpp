@@ -1,0 +1,152 @@
+#include "pathlift/norms.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+
+#include "src/detail/dp_scaled.hpp"
+
+namespace pathlift {
+
+// ---------------------------------------------------------------------------------------------
+// ScaledReal
+
+double ScaledReal::value() const {
+  return detail::dp_ldexp(mantissa, exponent);
+}
+
+double ScaledReal::log10() const {
+  if (mantissa == 0) {
+    return -std::numeric_limits<double>::infinity();
+  }
+  return std::log10(std::fabs(mantissa)) +
+         static_cast<double>(exponent) * std::numbers::ln2 / std::numbers::ln10;
+}
+
+bool ScaledReal::fits_double() const {
+  return mantissa == 0 || std::isnormal(value());
+}
+
+ScaledReal ScaledReal::from_double(double x) {
+  ScaledReal r;
+  detail::dp_normalize(x, 0, r.mantissa, r.exponent);
+  return r;
+}
+
+ScaledReal scaled_root(const ScaledReal& x, double s) {
+  if (x.mantissa == 0 || s == 1) {
+    return x;
+  }
+  ScaledReal r;
+  if (s == 2) {
+    // sqrt(m 2^k) with k even: sqrt(m) 2^(k/2); odd: sqrt(2m) 2^((k-1)/2). Exact to rounding.
+    const bool odd = (x.exponent & 1) != 0;
+    const double m = std::sqrt(odd ? 2 * x.mantissa : x.mantissa);
+    detail::dp_normalize(m, (odd ? x.exponent - 1 : x.exponent) / 2, r.mantissa, r.exponent);
+    return r;
+  }
+  // (f 2^k)^(1/s) = 2^((log2 f + k) / s) with f in [0.5, 1): k / s is split into an integer
+  // part q and a remainder computed exactly (fma), so a large k costs no precision.
+  int e = 0;
+  const double f = std::frexp(x.mantissa, &e);
+  const auto k = static_cast<double>(x.exponent) + e;
+  const double q0 = std::floor(k / s);
+  const double rem = std::fma(-q0, s, k);        // in [0, s)
+  const double frac = (std::log2(f) + rem) / s;  // in [-1/s, 1)
+  const double fi = std::floor(frac);
+  const double q = q0 + fi;
+  if (!(std::fabs(q0) < 0x1p62) || !(std::fabs(q) < 0x1p62)) {
+    // Only for absurd s (e.g. 1e-300): 2^(+-2^62) stands for "beyond any scale" (value() is
+    // inf or 0), and the exponent stays representable.
+    constexpr std::int64_t far = std::int64_t{1} << 62;
+    return ScaledReal{1.0, q > 0 ? far : -far};
+  }
+  detail::dp_normalize(std::exp2(frac - fi), static_cast<std::int64_t>(q), r.mantissa, r.exponent);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path-norms
+
+namespace {
+
+ScaledReal scaled_sum(const std::vector<ScaledReal>& xs) {
+  double m = 0;
+  std::int64_t k = detail::dp_no_exponent;
+  for (const auto& x : xs) {
+    if (x.mantissa != 0) {
+      detail::dp_merge(m, k, x.mantissa, x.exponent);
+    }
+  }
+  ScaledReal r;
+  if (m != 0) {
+    detail::dp_normalize(m, k, r.mantissa, r.exponent);
+  }
+  return r;
+}
+
+template <class W>
+void norm_passes(const detail::DpGraph& g, const double* theta, const W& w, PathNormDetail parts,
+                 Buffer<double>& m, Buffer<std::int64_t>& k, PathNorm& out) {
+  const Network& net = *g.net;
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    const NodeId v = g.topo[pos];
+    m[static_cast<std::size_t>(v)] = 1;
+    k[static_cast<std::size_t>(v)] = 0;
+  }
+  detail::dp_forward(g, theta, w, g.num_inputs, m.data(), k.data());
+  std::vector<ScaledReal> sums;
+  sums.reserve(net.outputs().size());
+  for (NodeId o : net.outputs()) {
+    sums.push_back({m[static_cast<std::size_t>(o)], k[static_cast<std::size_t>(o)]});
+  }
+  out.sum = scaled_sum(sums);
+  for (const auto& x : sums) {
+    out.per_output.push_back(out.s == 0 ? x : scaled_root(x, out.s));
+  }
+  if (parts == PathNormDetail::inputs_and_outputs) {
+    std::fill(m.begin(), m.end(), 0.0);
+    std::fill(k.begin(), k.end(), 0);
+    detail::dp_backward(g, theta, w, m.data(), k.data(),
+                        [](NodeId, double, std::int64_t, Index, Index) {});
+    for (NodeId i : net.inputs()) {
+      const ScaledReal x{m[static_cast<std::size_t>(i)], k[static_cast<std::size_t>(i)]};
+      out.per_input.push_back(out.s == 0 ? x : scaled_root(x, out.s));
+    }
+  }
+}
+
+}  // namespace
+
+PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
+                   PathNormDetail parts) {
+  check_theta_size(net, theta.size());
+  if (!(s >= 0) || !std::isfinite(s)) {
+    throw std::invalid_argument(
+        fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
+  }
+  const detail::DpGraph g(net);
+  const auto n = static_cast<std::size_t>(net.num_nodes());
+  Buffer<double> m(n);
+  Buffer<std::int64_t> k(n);
+  PathNorm out;
+  out.s = s;
+  if (s == 0) {
+    // Weights are not used at s = 0, so the passes would not meet a NaN: check them here.
+    detail::dp_check_finite(g, "theta", theta.data());
+    norm_passes(g, theta.data(), detail::DpPow0{}, parts, m, k, out);
+  } else if (s == 1) {
+    norm_passes(g, theta.data(), detail::DpPow1{}, parts, m, k, out);
+  } else if (s == 2) {
+    norm_passes(g, theta.data(), detail::DpPow2{}, parts, m, k, out);
+  } else {
+    norm_passes(g, theta.data(), detail::DpPowS{s}, parts, m, k, out);
+  }
+  out.norm = s == 0 ? out.sum : scaled_root(out.sum, s);
+  return out;
+}
+
+}  // namespace pathlift
