@@ -12,6 +12,7 @@
 #include "../registry.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/kernel.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/rank.hpp"
@@ -19,14 +20,6 @@
 namespace pathlift::cli {
 
 namespace {
-
-/// B^T B mod `prime` built without enumerating a path (dynamic programming), for --no-enumerate
-/// and for networks whose paths do not fit in memory. nullopt: this build has no such builder;
-/// `rank` then enumerates, or reports that it cannot. (Issue 8's skeleton_gram_mod() plugs in
-/// here.)
-std::optional<ModMatrix> gram_without_enumeration(const Network& /*net*/, std::uint64_t /*prime*/) {
-  return std::nullopt;
-}
 
 struct RankCommandOptions {
   NetworkOptions network;
@@ -178,16 +171,9 @@ void run_rank(const RankCommandOptions& opts) {
                                     rep.expected, why_no_j);
     }
   } else {
-    const std::optional<ModMatrix> gram = gram_without_enumeration(net, opts.prime);
-    if (!gram) {
-      if (opts.no_enumerate) {
-        throw std::invalid_argument(
-            "--no-enumerate needs B^T B built by dynamic programming, which this build of "
-            "pathlift does not have yet");
-      }
-      throw TooLarge(why_not_enumerated);
-    }
-    const RankCertificate cert = certify_rank_from_gram(net, *gram, engine.threads);
+    // B^T B mod p by dynamic programming: no path is enumerated.
+    const ModMatrix gram = skeleton_gram_mod(net, opts.prime, engine);
+    const RankCertificate cert = certify_rank_from_gram(net, gram, engine.threads);
     rep = rank_report(net, cert, std::nullopt, {});
     if (rep.status == RankStatus::rank_J_not_computed) {
       rep.explanation = fmt::format(
