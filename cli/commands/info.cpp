@@ -64,8 +64,11 @@ void run_info(const InfoOptions& opts) {
   }
 
   fmt::print("network          {}\n", description);
-  fmt::print("nodes            {}: {} input(s) ({} bias), {} hidden, {} output(s)\n", net.num_nodes(),
-             num_inputs, num_bias, h, num_outputs);
+  const auto plural = [](Index n, const char* word) {
+    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+  };
+  fmt::print("nodes            {}: {} ({} bias), {} hidden, {}\n", net.num_nodes(),
+             plural(num_inputs, "input"), num_bias, h, plural(num_outputs, "output"));
   fmt::print("d                {} parameters (edges)\n", d);
   fmt::print("h                {} hidden nodes\n", h);
   fmt::print("d - h            {}  (rank of B and of dPhi, Theorem 1)\n", d - h);
