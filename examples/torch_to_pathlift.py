@@ -1,5 +1,7 @@
 """A PyTorch model as a pathlift network: the path-lifting Phi, the skeleton B and the
-Jacobian dPhi, checked against torch's autograd.
+Jacobian dPhi (checked against torch's autograd), the certified rank (Theorem 1: rank(B) =
+d - h), the linearization f = L Phi on a batch (checked against the model), path-norms and the
+diagonal of the path kernel.
 
 Run from the repository root after building (build directory `build`):
 
@@ -7,6 +9,7 @@ Run from the repository root after building (build directory `build`):
 """
 import numpy as np
 import torch
+from functorch import jacrev
 from torch import nn
 
 import pathlift
@@ -34,17 +37,17 @@ for name, model in [
 ]:
     model = model.double().eval()
     net = pathlift.from_torch(model)  # edge k = k-th entry of the model's parameters
-    theta = pathlift.theta_from_torch(model)  # torch.cat([p.flatten() for p in parameters()])
-    # An identity skip adds fixed edges (weight 1) after the parameters; net.weights holds
-    # theta followed by those weights, and is used when theta is omitted.
-    full_theta = net.weights
+    # theta: the parameters in model.parameters() order, then the weights (+1) of the fixed
+    # edges an identity skip adds (the same vector as net.weights).
+    theta = pathlift.theta_from_torch(model)
+    n_params = sum(p.numel() for p in model.parameters())
     print(f"{name}: {net}")
-    print(f"  parameters = {theta.size}, d = {net.d} ({net.d - theta.size} fixed skip edges), "
+    print(f"  parameters = {n_params}, d = {net.d} ({net.d - n_params} fixed skip edges), "
           f"h = {net.h}, P = {pathlift.count_paths(net).paths}")
 
-    phi = pathlift.path_lifting(net, full_theta)  # numpy array, P entries
+    phi = pathlift.path_lifting(net, theta)  # numpy array, P entries
     B = pathlift.skeleton(net)  # scipy.sparse.csr_matrix, P x d, 0/1
-    J = pathlift.jacobian(net, full_theta)  # scipy.sparse.csr_matrix, P x d
+    J = pathlift.jacobian(net, theta)  # scipy.sparse.csr_matrix, P x d
     print(f"  Phi: {phi.shape}, B: {B.shape} nnz {B.nnz}, dPhi: {J.shape} nnz {J.nnz}")
 
     # The same Jacobian by torch autograd (functorch.jacrev of a vectorized Phi).
@@ -58,18 +61,32 @@ for name, model in [
     def phi_torch(t):
         return torch.cat([t, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
 
-    from functorch import jacrev
-
-    J_torch = jacrev(phi_torch)(torch.from_numpy(np.array(full_theta))).numpy()
+    J_torch = jacrev(phi_torch)(torch.from_numpy(theta)).numpy()
     print(f"  max |dPhi - torch autograd| = {np.abs(J.toarray() - J_torch).max():.2e}")
-    # Columns 0..len(theta)-1 are the PyTorch parameter entries.
-    print(f"  d Phi / d (fc-layer parameters): {J[:, : theta.size].shape}")
+    # Columns 0..n_params-1 are the PyTorch parameter entries.
+    print(f"  d Phi / d (model parameters): {J[:, :n_params].shape}")
 
-    # Theorem: rank(B) = d - h (numerically here; the certified rank binding comes later).
-    rank_b = np.linalg.matrix_rank(B.toarray())
-    print(f"  rank(B) = {rank_b}, d - h = {net.d - net.h}: rank(B) = d - h "
-          f"{'holds' if rank_b == net.d - net.h else 'FAILS'}")
+    # Theorem 1: rank(B) = d - h, certified (modular elimination + rescaling vectors), and
+    # rank(dPhi) = d - h numerically at this theta. The keys are those of `pathlift rank --json`.
+    r = pathlift.rank(net, theta)
+    print(f"  rank(B) = {r['rank_B']} (certified: {r['rank_B_certified']}), "
+          f"rank(dPhi) = {r['rank_J']}, d - h = {r['expected']}: rank(B) = d - h "
+          f"{'holds' if r['rank_B'] == r['expected'] else 'FAILS'} ({r['status']})")
 
-    # TODO(issue 4, 5): when the rank and linearization bindings land, add here:
-    #   the certified rank of B and the numerical rank of dPhi (pathlift.rank...), and
-    #   f = L Phi for a data batch X (pathlift.linearize...), compared with model(X).
+    # Proposition 1: on a batch X, f_theta(X) = L Phi(theta) with L sparse (n q) x P, and
+    # df/dtheta = L dPhi.
+    X = torch.randn(32, 5, dtype=torch.float64)
+    lin = pathlift.linearize(net, theta, X.numpy())
+    f = (lin.L @ phi).reshape(X.shape[0], -1)
+    with torch.no_grad():
+        f_torch = model(X).numpy()
+    print(f"  L: {lin.L.shape} nnz {lin.L.nnz}, margin {lin.pattern.margin:.2e}; "
+          f"max |L Phi - model(X)| = {np.abs(f - f_torch).max():.2e}")
+    grad = lin.L @ J  # d f / d theta, (n q) x d
+    print(f"  df/dtheta = L dPhi: {grad.shape}")
+
+    # Path-norms and the path kernel by dynamic programming (no path enumerated).
+    l1 = pathlift.path_norm(net, theta, 1)
+    K_diag = pathlift.kernel_diagonal(net, theta)  # diag(dPhi^T dPhi), one entry per edge
+    print(f"  ||Phi||_1 = {l1.norm:.4g}, trace K = {K_diag.sum():.4g} "
+          f"(= {pathlift.kernel_trace(net, theta):.4g} by its own pass)")

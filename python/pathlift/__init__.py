@@ -2,7 +2,13 @@
 
 The C++ engine (``pathlift._pathlift``) is re-exported here: networks (:class:`Network`, the
 file format, built-ins), path counts, paths (CSR numpy arrays), :func:`path_lifting`,
-:func:`skeleton` and :func:`jacobian` (``scipy.sparse.csr_matrix`` viewing the C++ buffers).
+:func:`skeleton` and :func:`jacobian` (``scipy.sparse.csr_matrix`` viewing the C++ buffers);
+the paper's checks (:func:`check_identities`); certified ranks and Theorem 1
+(:func:`rank`, :func:`certify_rank`, :func:`numerical_rank`, :func:`check_rank_theorem`) and
+its proof executed step by step (:func:`prove_rank`); the forward pass and the linearization
+f = L Phi (:func:`forward`, :func:`linearize`); path-norms and the path kernel by dynamic
+programming (:func:`path_norm`, :func:`kernel_diagonal`, :func:`kernel_matvec`,
+:func:`kernel`, :func:`skeleton_gram`).
 The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`to_torch` -- lives in
 ``pathlift.torch`` and is imported on first use, so ``import pathlift`` does not import torch.
 
@@ -13,6 +19,9 @@ Example::
     theta = numpy.random.default_rng(0).standard_normal(net.d)
     phi = pathlift.path_lifting(net, theta)          # numpy array, P entries
     J = pathlift.jacobian(net, theta)                # scipy.sparse.csr_matrix, P x d
+    pathlift.rank(net, theta)["rank_B"]              # d - h = 66 - 8 = 58, certified
+    X = pathlift.random_data(net, 10)                # 10 samples x 5 inputs
+    L = pathlift.linearize(net, theta, X).L          # f(X) = (L @ phi).reshape(10, 2)
 
 See docs/python.md for the full reference.
 """

@@ -18,9 +18,11 @@ entry of the trace is followed symbolically, one sample at a time:
   edges are those of both Linears (parallel edges when they share a source). A term that is
   already a node's value (``x`` in ``relu(L(x)) + x``) has no parameter: it enters the sum
   through a *fixed edge* of weight 1 (-1 for a subtraction). Fixed edges come after the
-  parameters in the edge order (so the first ``len(theta_from_torch(model))`` columns are
-  still the model's parameters) and their weights are stored with the network
-  (``net.weights``), so ``jacobian(net)`` with theta omitted uses the model's values. A sum
+  parameters in the edge order (so the first ``n = sum(p.numel() for p in
+  model.parameters())`` columns are still the model's parameters); their weights are stored
+  with the network (``net.weights``) and returned by ``theta_from_torch(model)`` after the
+  parameters, so ``jacobian(net, theta_from_torch(model))`` and ``jacobian(net)`` with theta
+  omitted both evaluate at the model's values. A sum
   that feeds a Linear becomes an identity node ``a<k>_<j>`` (``k``-th addition);
 * ``torch.cat`` (dim >= 1), ``nn.Flatten`` / ``torch.flatten`` (start_dim >= 1),
   ``nn.Identity``, ``nn.Dropout`` in eval mode only rearrange entries: no node, no edge;
@@ -54,16 +56,57 @@ from . import UnsupportedModelError, _pathlift
 __all__ = ["from_torch", "theta_from_torch", "to_torch", "UnsupportedModelError"]
 
 
-def theta_from_torch(model: nn.Module) -> np.ndarray:
-    """The model's parameters as one float64 numpy vector, in ``model.parameters()`` order:
-    ``torch.cat([p.flatten() for p in model.parameters()])``. This is theta for
-    ``from_torch(model)`` (followed by the fixed edges' weights when the model has identity
-    skip connections: see the module docstring; ``net.weights`` holds the full vector)."""
+def _parameter_vector(model: nn.Module) -> np.ndarray:
+    """``torch.cat([p.flatten() for p in model.parameters()])`` as float64 numpy (a copy)."""
     params = [p.detach().reshape(-1).to(device="cpu", dtype=torch.float64)
               for p in model.parameters()]
     if not params:
         return np.zeros(0)
     return torch.cat(params).numpy().copy()
+
+
+def _plain_sequential(model: nn.Module) -> bool:
+    """True for an ``nn.Sequential`` that from_torch maps without any fixed edge: optional
+    leading Flatten, then Linear layers each followed by at most one ReLU / LeakyReLU, with
+    Identity and eval-mode Dropout anywhere. (A ReLU of an input, an activation of an
+    activation or a skip would add fixed edges: those models take the traced route.)"""
+    if type(model) is not nn.Sequential:
+        return False
+    previous = "start"
+    for mod in model:
+        if isinstance(mod, nn.Identity) or (isinstance(mod, nn.Dropout) and
+                                            (not mod.training or mod.p == 0)):
+            continue
+        if isinstance(mod, nn.Flatten) and previous == "start":
+            continue
+        if type(mod) is nn.Linear:
+            previous = "linear"
+        elif type(mod) in (nn.ReLU, nn.LeakyReLU) and previous == "linear":
+            previous = "activation"
+        else:
+            return False
+    return previous != "start"
+
+
+def theta_from_torch(model: nn.Module,
+                     input_shape: Union[None, int, Sequence[int]] = None) -> np.ndarray:
+    """theta for ``from_torch(model, input_shape)``: the network's full parameter vector, a new
+    float64 numpy array. It is the model's parameters in ``model.parameters()`` order,
+    ``torch.cat([p.flatten() for p in model.parameters()])`` (n entries), FOLLOWED by the
+    weights (+1, or -1 for a subtraction) of the fixed edges that identity skip connections
+    add (``relu(L(x)) + x``: see the module docstring). So
+    ``pathlift.jacobian(pathlift.from_torch(m), pathlift.theta_from_torch(m))`` works for every
+    supported model, its first ``n = sum(p.numel() for p in m.parameters())`` columns are the
+    PyTorch parameter entries, and ``theta_from_torch(m)`` equals ``from_torch(m).weights``.
+    For an ``nn.Sequential`` of Linear / ReLU layers (no fixed edge) it is just the
+    parameters, computed without tracing.
+
+    input_shape: as in :func:`from_torch` (needed only when from_torch needs it). Raises what
+    from_torch raises (:class:`pathlift.UnsupportedModelError`) for a model it cannot map.
+    """
+    if _plain_sequential(model):
+        return _parameter_vector(model)
+    return np.array(from_torch(model, input_shape).weights, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,9 +423,10 @@ def from_torch(model: nn.Module, input_shape: Union[None, int, Sequence[int]] = 
     input_shape: the shape of one sample (without the batch dimension), e.g. ``(1, 28, 28)``;
     by default ``(in_features,)`` of the first Linear the input reaches.
 
-    Returns a :class:`pathlift.Network` storing the model's weights (``net.weights``). Identity
-    skips (``relu(L(x)) + x``) add fixed edges of weight 1 after the parameters: then
-    ``net.d > len(theta_from_torch(model))`` and ``net.weights`` ends with those weights. The
+    Returns a :class:`pathlift.Network` storing the model's weights (``net.weights``, equal to
+    ``theta_from_torch(model)``). Identity skips (``relu(L(x)) + x``) add fixed edges of
+    weight 1 after the parameters: then ``net.d`` exceeds the number n of parameter entries
+    and ``net.weights`` (and ``theta_from_torch(model)``) end with those weights. The
     mapping of modules to nodes is described in the ``pathlift.torch`` module docstring and
     docs/python.md.
 
@@ -591,7 +635,7 @@ def _assemble(b: _Builder, outputs: List[int]) -> "_pathlift.Network":
     src = np.concatenate([b.edge_src, fixed[:, 0]])
     dst = np.concatenate([b.edge_dst, fixed[:, 1]])
     edges = np.stack([new_id[src], new_id[dst]], axis=1)
-    weights = np.concatenate([theta_from_torch(b.model), [w for _, _, w in b.fixed]])
+    weights = np.concatenate([_parameter_vector(b.model), [w for _, _, w in b.fixed]])
     has_out = np.zeros(m, dtype=bool)
     has_out[src] = True
     has_in = np.zeros(m, dtype=bool)

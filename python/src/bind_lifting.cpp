@@ -69,18 +69,31 @@ py::object phi_of_paths(const PathSet& paths, const py::object& theta, const Eng
 }
 
 template <class T>
+using DenseOf = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <class T>
 py::object jacobian_of_net(const Network& net, const py::object& theta, bool dense,
                            const EngineOptions& o) {
   const auto t = theta_argument<T>(theta, net);
+  if (dense) {
+    // dPhi filled row by row from the path set (smaller than the sparse dPhi): no sparse
+    // intermediate.
+    DenseOf<T> full;
+    {
+      py::gil_scoped_release release;
+      check_theta_size(net, static_cast<std::size_t>(t.size()));
+      precheck_dense(net, sizeof(T), o.max_memory);
+      const PathSet paths = enumerate_paths(net, o);
+      full = dense_jacobian<T>(paths, as_span<T>(t), o);
+    }
+    return owning_matrix<T>(std::move(full));
+  }
   CsrMatrix<T> j;
   {
     py::gil_scoped_release release;
-    if (dense) {
-      precheck_dense(net, sizeof(T), o.max_memory);
-    }
     j = jacobian<T>(net, as_span<T>(t), o);
   }
-  return matrix_result<T>(std::move(j), dense, o.max_memory);
+  return matrix_result<T>(std::move(j), false, o.max_memory);
 }
 
 template <class T>
@@ -89,13 +102,19 @@ py::object jacobian_of_paths(const PathSet& paths, const py::object& theta, bool
   const auto t = vector_argument<T>(theta, "theta");
   if (dense) {
     require_dense(paths.size(), paths.num_edges, sizeof(T), o.max_memory);
+    DenseOf<T> full;
+    {
+      py::gil_scoped_release release;
+      full = dense_jacobian<T>(paths, as_span<T>(t), o);
+    }
+    return owning_matrix<T>(std::move(full));
   }
   CsrMatrix<T> j;
   {
     py::gil_scoped_release release;
     j = jacobian<T>(paths, as_span<T>(t), o);
   }
-  return matrix_result<T>(std::move(j), dense, o.max_memory);
+  return matrix_result<T>(std::move(j), false, o.max_memory);
 }
 
 template <class T>
@@ -254,7 +273,8 @@ dtype=numpy.float32) whose data array owns the C++ values and whose indices view
 column indices: no copy, except indptr copied once to int32 while nnz < 2^31. Arrays shared
 with a PathSet (and the other matrices built from it) are read-only.
 Rows follow the canonical path order, columns the parameters. dense=True returns a dense
-P x d numpy array instead (refused over max_memory before anything is computed).
+P x d numpy array instead, filled directly from the paths (no sparse intermediate; refused
+over max_memory before anything is computed).
 
 theta: d finite numbers; None uses the network's stored weights. ValueError for a wrong
 length, a non-1-D theta or a NaN/inf entry. Complexity: O(nnz). )doc") +
@@ -271,7 +291,8 @@ length, a non-1-D theta or a NaN/inf entry. Complexity: O(nnz). )doc") +
       },
       py::arg("paths"), py::arg("theta"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("dense") = false, py::arg("threads") = 0, py::arg("max_memory") = 0,
-      "dPhi from an enumerated PathSet; its pattern shares the skeleton's arrays.");
+      "dPhi from an enumerated PathSet; its pattern shares the skeleton's arrays. dense=True "
+      "fills a dense P x d array directly from the path set (no sparse intermediate).");
 
   m.def(
       "jacobian_paper_formula",

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
@@ -84,6 +87,132 @@ py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype) {
   py::module_ np = py::module_::import("numpy");
   py::array ones = np.attr("ones")(pattern.nnz(), py::arg("dtype") = numpy_dtype(dtype));
   return make_csr(ones, std::move(pattern));
+}
+
+py::array_t<double> owning_col_major(Eigen::MatrixXd&& m) {
+  auto* heap = new Eigen::MatrixXd(std::move(m));
+  py::capsule owner(heap, [](void* p) { delete static_cast<Eigen::MatrixXd*>(p); });
+  const auto rows = static_cast<py::ssize_t>(heap->rows());
+  const auto cols = static_cast<py::ssize_t>(heap->cols());
+  constexpr auto size = static_cast<py::ssize_t>(sizeof(double));
+  return py::array_t<double>({rows, cols}, {size, size * rows}, heap->data(), owner);
+}
+
+py::array_t<double> col_major_view(const Eigen::MatrixXd& m, const py::handle& base) {
+  const auto rows = static_cast<py::ssize_t>(m.rows());
+  const auto cols = static_cast<py::ssize_t>(m.cols());
+  constexpr auto size = static_cast<py::ssize_t>(sizeof(double));
+  py::array_t<double> a({rows, cols}, {size, size * rows}, m.data(), base);
+  set_read_only(a);
+  return a;
+}
+
+py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(const py::object& x) {
+  using Array = py::array_t<double, py::array::f_style | py::array::forcecast>;
+  if (x.is_none()) {
+    throw std::invalid_argument("X is required (n samples x r inputs)");
+  }
+  Array a;
+  try {
+    a = Array::ensure(x);
+  } catch (const py::error_already_set&) {
+    a = Array();
+  }
+  if (!a) {
+    PyErr_Clear();
+    throw std::invalid_argument(
+        fmt::format("X must be a 2-D array of numbers (n samples x r inputs), got {}", repr_of(x)));
+  }
+  if (a.ndim() != 2) {
+    throw std::invalid_argument(
+        fmt::format("X must be 2-D (n samples x r inputs), got an array of {} dims", a.ndim()));
+  }
+  return a;
+}
+
+namespace {
+
+std::pair<Index, Index> shape_of(const py::object& m) {
+  const auto shape = py::tuple(m.attr("shape"));
+  return {shape[0].cast<Index>(), shape[1].cast<Index>()};
+}
+
+/// scipy.sparse.csr_matrix(m, dtype=float64) in canonical format (sorted, no duplicates),
+/// copied first when it has to be changed (the caller's matrix is never modified).
+py::object canonical_csr(const py::object& m, const char* what, bool drop_zeros) {
+  py::module_ sparse = py::module_::import("scipy.sparse");
+  py::module_ np = py::module_::import("numpy");
+  py::object csr;
+  try {
+    csr = sparse.attr("csr_matrix")(m, py::arg("dtype") = np.attr("float64"));
+  } catch (const py::error_already_set& e) {
+    throw std::invalid_argument(
+        fmt::format("{} must be a scipy.sparse matrix or a 2-D array ({})", what, e.what()));
+  }
+  if (!csr.attr("has_canonical_format").cast<bool>() || drop_zeros) {
+    csr = csr.attr("copy")();
+    csr.attr("sum_duplicates")();
+    if (drop_zeros) {
+      csr.attr("eliminate_zeros")();
+    }
+  }
+  const auto shape = shape_of(csr);
+  if (shape.second > static_cast<Index>(std::numeric_limits<EdgeId>::max())) {
+    throw std::invalid_argument(
+        fmt::format("{} has {} columns, more than 2^31 - 1", what, shape.second));
+  }
+  return csr;
+}
+
+/// indptr and indices of a canonical csr_matrix as the engine's buffers (one copy).
+CsrPattern pattern_of(const py::object& csr) {
+  using I64 = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+  const auto shape = shape_of(csr);
+  const auto indptr = I64::ensure(csr.attr("indptr"));
+  const auto indices = I64::ensure(csr.attr("indices"));
+  auto offsets = std::make_shared<Buffer<Index>>(static_cast<std::size_t>(indptr.size()));
+  std::copy(indptr.data(), indptr.data() + indptr.size(), offsets->begin());
+  auto cols = std::make_shared<Buffer<EdgeId>>(static_cast<std::size_t>(indices.size()));
+  std::transform(indices.data(), indices.data() + indices.size(), cols->begin(),
+                 [](std::int64_t c) { return static_cast<EdgeId>(c); });
+  CsrPattern p;
+  p.rows = shape.first;
+  p.cols = shape.second;
+  p.row_offsets = std::move(offsets);
+  p.col_indices = std::move(cols);
+  return p;
+}
+
+}  // namespace
+
+CsrMatrix<double> csr_argument(const py::object& m, const char* what) {
+  const py::object csr = canonical_csr(m, what, false);
+  using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  const auto data = F64::ensure(csr.attr("data"));
+  CsrMatrix<double> out;
+  out.pattern = pattern_of(csr);
+  out.values.resize(static_cast<std::size_t>(data.size()));
+  for (py::ssize_t i = 0; i < data.size(); ++i) {
+    if (!std::isfinite(data.data()[i])) {
+      throw std::invalid_argument(
+          fmt::format("{} has a non-finite entry: {}", what, data.data()[i]));
+    }
+    out.values[static_cast<std::size_t>(i)] = data.data()[i];
+  }
+  return out;
+}
+
+CsrPattern pattern_argument(const py::object& m, const char* what) {
+  const py::object csr = canonical_csr(m, what, true);
+  using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  const auto data = F64::ensure(csr.attr("data"));
+  for (py::ssize_t i = 0; i < data.size(); ++i) {
+    if (data.data()[i] != 1.0) {
+      throw std::invalid_argument(fmt::format(
+          "{} must be a 0/1 matrix (the skeleton B): it has an entry {}", what, data.data()[i]));
+    }
+  }
+  return pattern_of(csr);
 }
 
 void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory) {

@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -85,6 +86,56 @@ py::array_t<T> owning_matrix(
       {static_cast<py::ssize_t>(sizeof(T)) * cols, static_cast<py::ssize_t>(sizeof(T))},
       heap->data(), owner);
 }
+
+/// A column-major dense matrix (Eigen's default) as a 2-D Fortran-ordered array owning it.
+/// No copy.
+py::array_t<double> owning_col_major(Eigen::MatrixXd&& m);
+
+/// A read-only 2-D view of a column-major matrix owned by the Python object `base`.
+py::array_t<double> col_major_view(const Eigen::MatrixXd& m, const py::handle& base);
+
+/// A rows x cols row-major array owning `items` (rows * cols of them). No copy.
+template <class T, class Alloc>
+py::array_t<T> owning_row_major(std::vector<T, Alloc>&& items, Index rows, Index cols) {
+  auto* heap = new std::vector<T, Alloc>(std::move(items));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T, Alloc>*>(p); });
+  const auto r = static_cast<py::ssize_t>(rows);
+  const auto c = static_cast<py::ssize_t>(cols);
+  return py::array_t<T>(
+      {r, c}, {static_cast<py::ssize_t>(sizeof(T)) * c, static_cast<py::ssize_t>(sizeof(T))},
+      heap->data(), owner);
+}
+
+/// A 1-D int64 array copying `items` (small index lists of results: sets of edges, orders).
+template <class T>
+py::array_t<std::int64_t> index_array(const std::vector<T>& items) {
+  py::array_t<std::int64_t> a(static_cast<py::ssize_t>(items.size()));
+  std::int64_t* out = a.mutable_data();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out[i] = static_cast<std::int64_t>(items[i]);
+  }
+  return a;
+}
+
+/// Data X as a Fortran-ordered float64 array, the layout Eigen::MatrixXd maps without a copy
+/// (converted once otherwise). ValueError unless 2-D (n x r). The width and finiteness are
+/// checked by the engine (FormatError / ValueError naming the numbers).
+py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(const py::object& x);
+
+/// The Eigen view of a checked data argument.
+inline Eigen::Map<const Eigen::MatrixXd> as_matrix(
+    const py::array_t<double, py::array::f_style | py::array::forcecast>& a) {
+  return {a.data(), static_cast<Eigen::Index>(a.shape(0)), static_cast<Eigen::Index>(a.shape(1))};
+}
+
+/// A scipy sparse matrix (or anything scipy.sparse.csr_matrix accepts, e.g. a dense array) as
+/// a CsrMatrix<double> with sorted, summed column indices: one copy. `what` names it in
+/// messages. ValueError for a matrix with non-finite values or more than 2^31 - 1 columns.
+CsrMatrix<double> csr_argument(const py::object& m, const char* what);
+
+/// A 0/1 sparse matrix (the skeleton B as scipy or numpy) as a CsrPattern: one copy of the
+/// indices. Explicit zeros are dropped; ValueError for any stored value other than 0 or 1.
+CsrPattern pattern_argument(const py::object& m, const char* what);
 
 /// scipy.sparse.csr_matrix((data, indices, indptr), shape) without copying `data` or the column
 /// indices (views of the pattern's arrays: read-only when shared with a path set or another

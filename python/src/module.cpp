@@ -14,7 +14,15 @@
   X(limits)                        \
   X(sparse)                        \
   X(paths)                         \
-  X(lifting)
+  X(lifting)                       \
+  X(modular)                       \
+  X(checks)                        \
+  X(rank)                          \
+  X(proof)                         \
+  X(forward)                       \
+  X(linearize)                     \
+  X(norms)                         \
+  X(kernel)
 
 namespace pathlift::python {
 #define PATHLIFT_DECLARE_BIND(name) void bind_##name(py::module_& m);
@@ -25,7 +33,10 @@ PATHLIFT_PYTHON_MODULES(PATHLIFT_DECLARE_BIND)
 PYBIND11_MODULE(_pathlift, m) {
   m.doc() =
       "pathlift's C++ engine: networks, path counts, paths, the path-lifting Phi, the "
-      "skeleton B and the Jacobian dPhi of DAG ReLU networks. Import the `pathlift` package, "
+      "skeleton B and the Jacobian dPhi of DAG ReLU networks; the paper's checks, certified "
+      "ranks and the executed proof of Theorem 1; the forward pass and the linearization "
+      "f = L Phi; path-norms and the path kernel by dynamic programming. Import the `pathlift` "
+      "package, "
       "which re-exports everything here and adds the PyTorch bridge.";
   m.attr("__version__") = pathlift::version_string;
 #define PATHLIFT_CALL_BIND(name) pathlift::python::bind_##name(m);

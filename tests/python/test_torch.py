@@ -110,16 +110,46 @@ def input_width(m):
 # --- theta and the mapping --------------------------------------------------------------------
 
 
-def test_theta_is_the_parameters_in_torch_order(pl, model):
+def parameter_count(m):
+    return sum(p.numel() for p in m.parameters())
+
+
+def test_theta_is_the_parameters_then_the_fixed_skip_weights(pl, model):
+    """theta_from_torch(m) is the network's full theta: the parameters in torch order, then
+    the fixed skip edges' weights (+-1), i.e. net.weights."""
     theta = pl.theta_from_torch(model)
     expected = torch.cat([p.detach().flatten() for p in model.parameters()]).numpy()
-    assert theta.dtype == np.float64 and np.array_equal(theta, expected)
     net = pl.from_torch(model)
-    n = theta.size
-    assert net.d >= n
-    assert np.array_equal(net.weights[:n], theta)
+    n = parameter_count(model)
+    assert theta.dtype == np.float64 and theta.shape == (net.d,)
+    assert np.array_equal(theta[:n], expected)
+    assert np.array_equal(theta, net.weights)
+    assert theta.flags.writeable and not np.shares_memory(theta, net.weights)
     # edges after the parameters are fixed skip edges of weight +-1
-    assert set(np.abs(net.weights[n:]).tolist()) <= {1.0}
+    assert set(np.abs(theta[n:]).tolist()) <= {1.0}
+    assert (net.d > n) == (type(model).__name__ in ("Residual", "OutputSkip"))
+    # so the obvious call works for every supported model
+    J = pl.jacobian(pl.from_torch(model), pl.theta_from_torch(model))
+    assert J.shape[1] == net.d
+    np.testing.assert_array_equal(J.toarray(), pl.jacobian(net).toarray())
+
+
+def test_theta_from_torch_traces_what_it_must(pl):
+    """Plain Sequentials skip the trace; anything else goes through from_torch (and raises
+    what it raises)."""
+    seq = make(lambda: nn.Sequential(nn.Flatten(), nn.Linear(3, 4), nn.ReLU(), nn.Dropout(0.2),
+                                     nn.Linear(4, 2), nn.LeakyReLU(0.1)))
+    assert np.array_equal(pl.theta_from_torch(seq), pl.from_torch(seq).weights)
+    relu_first = make(lambda: nn.Sequential(nn.ReLU(), nn.Linear(3, 2)))
+    net = pl.from_torch(relu_first, input_shape=3)
+    theta = pl.theta_from_torch(relu_first, input_shape=3)
+    assert theta.size == net.d == parameter_count(relu_first) + 3  # ReLU of each input
+    np.testing.assert_array_equal(theta, net.weights)
+    np.testing.assert_array_equal(pl.theta_from_torch(relu_first), theta)  # shape inferred
+    with pytest.raises(pl.UnsupportedModelError, match="Sigmoid"):
+        pl.theta_from_torch(nn.Sequential(nn.Linear(3, 3), nn.Sigmoid()))
+    with pytest.raises(pl.UnsupportedModelError, match="training mode"):
+        pl.theta_from_torch(nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).train())
 
 
 def test_from_torch_computes_what_the_model_computes(pl, model, reference):
@@ -190,15 +220,16 @@ def test_jacobian_columns_are_torch_parameter_entries(pl, reference):
     m = make(Residual)
     net = pl.from_torch(m)
     theta = pl.theta_from_torch(m)
-    n = theta.size
-    fixed = torch.tensor(net.weights[n:])
+    n = parameter_count(m)
+    assert net.d > n
+    fixed = torch.tensor(theta[n:])
     idx = padded_path_index([list(e) for e, _, _ in reference.paths(net)], net.d)
 
     def phi_of_params(t):
         return torch.cat([t, fixed, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
 
-    jac = functorch.jacrev(phi_of_params)(torch.tensor(theta)).numpy()
-    J = pl.jacobian(net)
+    jac = functorch.jacrev(phi_of_params)(torch.tensor(theta[:n])).numpy()
+    J = pl.jacobian(net, theta)
     np.testing.assert_allclose(J[:, :n].toarray(), jac, rtol=1e-10, atol=1e-12)
 
 
@@ -427,7 +458,11 @@ def test_example_script_runs(pl):
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "rank(B) = d - h" in out.stdout
+    assert "rank(B) = d - h holds (verified)" in out.stdout
+    assert "FAILS" not in out.stdout
+    errors = [float(line.rsplit("=", 1)[1]) for line in out.stdout.splitlines()
+              if "max |L Phi - model(X)|" in line]
+    assert len(errors) == 2 and max(errors) < 1e-12, out.stdout
 
 
 # --- more shapes of graphs: each must compute what the model computes -----------------------
@@ -511,5 +546,7 @@ def test_more_graph_shapes(pl, reference, cls):
     np.testing.assert_allclose(reference.forward(net, net.weights, X.numpy()), expected,
                                rtol=1e-12, atol=1e-12)
     assert np.linalg.matrix_rank(pl.skeleton(net, dense=True)) == net.d - net.h
-    n = pl.theta_from_torch(m).size
-    assert np.array_equal(net.weights[:n], pl.theta_from_torch(m))
+    theta = pl.theta_from_torch(m, input_shape=width)
+    assert np.array_equal(theta, net.weights)
+    n = parameter_count(m)
+    assert np.array_equal(theta[:n], torch.cat([p.detach().flatten() for p in m.parameters()]))

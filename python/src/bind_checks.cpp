@@ -1,0 +1,70 @@
+// checks.hpp: the paper's identities verified numerically at theta (Lemma 1, Proposition 2,
+// Corollary 1, finite differences), as a list of CheckResult.
+
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common.hpp"
+#include "pathlift/checks.hpp"
+
+namespace pathlift::python {
+
+void bind_checks(py::module_& m) {
+  py::class_<CheckResult>(m, "CheckResult", "One identity verified by check_identities.")
+      .def_readonly("name", &CheckResult::name,
+                    "'lemma1', 'proposition2', 'corollary1' or 'finite_differences'.")
+      .def_readonly("claim", &CheckResult::claim, "The identity, in words.")
+      .def_readonly("applicable", &CheckResult::applicable,
+                    "False when the identity does not apply (e.g. Proposition 2 with a zero "
+                    "weight).")
+      .def_readonly("passed", &CheckResult::passed,
+                    "True when applicable and max_error <= tolerance (or not applicable).")
+      .def_readonly("max_error", &CheckResult::max_error, "The largest relative error seen.")
+      .def_readonly("tolerance", &CheckResult::tolerance, "The relative tolerance applied.")
+      .def_readonly("entries", &CheckResult::entries, "Entries compared.")
+      .def_readonly("note", &CheckResult::note,
+                    "Why not applicable, or where the largest error is.")
+      .def("__bool__", [](const CheckResult& r) { return r.passed; })
+      .def("__repr__", [](const CheckResult& r) {
+        return fmt::format("<pathlift.CheckResult {}: {}, max error {:.3g} (tolerance {:.3g})>",
+                           r.name,
+                           !r.applicable ? "not applicable" : (r.passed ? "passed" : "FAILED"),
+                           r.max_error, r.tolerance);
+      });
+
+  m.def(
+      "check_identities",
+      [](const Network& net, const py::object& theta, Index fd_samples, std::uint64_t seed,
+         double tolerance, double fd_tolerance, int threads, std::size_t max_memory) {
+        CheckOptions o;
+        o.fd_samples = fd_samples;
+        o.seed = seed;
+        o.tolerance = tolerance;
+        o.fd_tolerance = fd_tolerance;
+        o.engine = engine_options(threads, max_memory);
+        const auto t = theta_argument<double>(theta, net);
+        py::gil_scoped_release release;
+        return check_identities(net, as_span<double>(t), o);
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
+      py::arg("fd_samples") = CheckOptions{}.fd_samples, py::arg("seed") = 0,
+      py::arg("tolerance") = CheckOptions{}.tolerance,
+      py::arg("fd_tolerance") = CheckOptions{}.fd_tolerance, py::arg("threads") = 0,
+      py::arg("max_memory") = 0,
+      R"doc(Verifies the paper's identities at theta and returns a list of CheckResult: Lemma 1
+(Phi = S exp(B log|theta|)), Proposition 2 (dPhi = diag(Phi) B diag(1/theta), not applicable
+when a weight is 0), Corollary 1 (B = dPhi(1_d)), and dPhi against central finite
+differences of Phi on fd_samples entries chosen by seed. Relative errors against tolerance
+(fd_tolerance for the finite differences).
+theta: d finite numbers; None uses the stored weights. ValueError for a bad theta, TooLarge
+(MemoryError) when the paths do not fit in max_memory. The GIL is released.
+Complexity: O(nnz) time and memory.)doc");
+  m.def("all_passed", &all_passed, py::arg("results"),
+        "True when every applicable check of check_identities passed.");
+}
+
+}  // namespace pathlift::python

@@ -1,0 +1,274 @@
+// kernel.hpp: the path kernel K = dPhi^T dPhi and the Gram matrix B^T B by dynamic programming
+// (no path enumerated): the diagonal, matrix-free products, the full matrix, the trace, the top
+// eigenvalues, and B^T B exactly (uint64) or modulo a prime.
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "common.hpp"
+#include "norms.hpp"
+#include "pathlift/kernel.hpp"
+
+namespace pathlift::python {
+
+namespace {
+
+const char* status_name(EigenStatus s) {
+  switch (s) {
+    case EigenStatus::converged:
+      return "converged";
+    case EigenStatus::not_converged:
+      return "not_converged";
+    case EigenStatus::numerical_issue:
+      return "numerical_issue";
+  }
+  return "?";
+}
+
+EigenMethod eigen_method(const std::string& s) {
+  if (s == "auto" || s == "automatic") {
+    return EigenMethod::automatic;
+  }
+  if (s == "lanczos") {
+    return EigenMethod::lanczos;
+  }
+  if (s == "dense") {
+    return EigenMethod::dense;
+  }
+  throw std::invalid_argument(
+      fmt::format("method must be 'auto', 'lanczos' or 'dense' (got '{}')", s));
+}
+
+/// v as a C-contiguous float64 array of d rows (1-D, or 2-D with one column per vector).
+py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(const py::object& v,
+                                                                                Index d) {
+  using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  Array a;
+  try {
+    a = Array::ensure(v);
+  } catch (const py::error_already_set&) {
+    a = Array();
+  }
+  if (!a) {
+    PyErr_Clear();
+    throw std::invalid_argument(
+        fmt::format("v must be a vector (or d x k matrix) of numbers, got {}", repr_of(v)));
+  }
+  if (a.ndim() != 1 && a.ndim() != 2) {
+    throw std::invalid_argument(
+        fmt::format("v must be 1-D (d) or 2-D (d x k), got an array of {} dims", a.ndim()));
+  }
+  if (a.shape(0) != d) {
+    throw std::invalid_argument(
+        fmt::format("v has {} rows but the network has {} edges", a.shape(0), d));
+  }
+  const double* x = a.data();
+  for (py::ssize_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(x[i])) {
+      throw std::invalid_argument(fmt::format("v has a non-finite entry: {}", x[i]));
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+void bind_kernel(py::module_& m) {
+  m.def(
+      "kernel_diagonal",
+      [](const Network& net, const py::object& theta) {
+        const auto t = theta_argument<double>(theta, net);
+        Buffer<double> diag;
+        {
+          py::gil_scoped_release release;
+          diag = kernel_diagonal(net, as_span<double>(t));
+        }
+        return owning_array(std::move(diag));
+      },
+      py::arg("net"), py::arg("theta") = py::none(),
+      R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p through
+edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums of
+theta^2, MATH.md), exact at theta_k = 0, without enumerating a path. A float64 numpy array
+of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
+theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.
+Complexity: O(m + d). The GIL is released.)doc");
+
+  m.def(
+      "kernel_trace",
+      [](const Network& net, const py::object& theta) {
+        const auto t = theta_argument<double>(theta, net);
+        ScaledReal tr;
+        {
+          py::gil_scoped_release release;
+          tr = kernel_trace(net, as_span<double>(t));
+        }
+        return scaled_to_python(tr);
+      },
+      py::arg("net"), py::arg("theta") = py::none(),
+      "trace(K) = sum_k K[k, k]: a float, or a ScaledReal (use .log10) beyond double's range. "
+      "Complexity: O(m + d).");
+
+  m.def(
+      "kernel_matvec",
+      [](const Network& net, const py::object& theta, const py::object& v) {
+        const auto t = theta_argument<double>(theta, net);
+        const Index d = net.num_edges();
+        check_theta_size(net, static_cast<std::size_t>(t.size()));
+        const auto vs = vectors_argument(v, d);
+        const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
+        if (vs.ndim() == 1) {
+          Eigen::VectorXd out;
+          {
+            py::gil_scoped_release release;
+            out = kernel_matvec(net, as_span<double>(t),
+                                std::span<const double>(vs.data(), static_cast<std::size_t>(d)));
+          }
+          std::vector<double> result(out.data(), out.data() + out.size());
+          return py::object(owning_array(std::move(result)));
+        }
+        // Several vectors: one operator (theta validated once), column by column.
+        std::vector<double> result(static_cast<std::size_t>(d * k));
+        {
+          py::gil_scoped_release release;
+          const KernelOperator op(net, as_span<double>(t));
+          std::vector<double> col(static_cast<std::size_t>(d));
+          std::vector<double> out(static_cast<std::size_t>(d));
+          for (Index c = 0; c < k; ++c) {
+            for (Index i = 0; i < d; ++i) {
+              col[static_cast<std::size_t>(i)] = vs.data()[i * k + c];
+            }
+            op.apply(col.data(), out.data());
+            for (Index i = 0; i < d; ++i) {
+              result[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(i)];
+            }
+          }
+        }
+        return py::object(owning_row_major(std::move(result), d, k));
+      },
+      py::arg("net"), py::arg("theta"), py::arg("v"),
+      R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over the
+DAG in the (value, derivative) semiring (MATH.md), O(m + d) per vector whatever the number of
+paths. v: d finite numbers (a float64 array of d entries is returned), or a d x k array (each
+column multiplied; a d x k array is returned).
+theta: d finite numbers, or None for the stored weights. ValueError for a wrong size or a
+non-finite entry. The GIL is released.)doc");
+
+  m.def(
+      "kernel",
+      [](const Network& net, const py::object& theta, int threads, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory);
+        const auto t = theta_argument<double>(theta, net);
+        DenseMatrix k;
+        {
+          py::gil_scoped_release release;
+          k = kernel(net, as_span<double>(t), o);
+        }
+        return owning_matrix<double>(std::move(k));
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
+      py::arg("max_memory") = 0,
+      R"doc(The full path kernel K = dPhi^T dPhi (d x d, symmetric, float64, dense numpy array
+owning the C++ matrix) without enumerating paths: K[i, j] = theta_i theta_j A(src i)
+M(dst i, src j) B(dst j) for edges on a common path, 0 otherwise; exact at zero weights.
+TooLarge (MemoryError) when d x d doubles exceed max_memory (0: half of RAM); ValueError for
+a bad theta. threads: 0 = all cores (identical results for any count). The GIL is released.
+Complexity: O(m (m + d) + d^2).)doc");
+
+  m.def(
+      "skeleton_gram",
+      [](const Network& net, int threads, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory);
+        CountMatrix g;
+        {
+          py::gil_scoped_release release;
+          g = skeleton_gram(net, o);
+        }
+        return owning_matrix<std::uint64_t>(std::move(g));
+      },
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      R"doc(B^T B (d x d) exactly, as a uint64 numpy array: entry (i, j) = the number of paths
+through both edges i and j (diagonal: paths through i), i.e. K at theta = 1, by dynamic
+programming (no path enumerated). rank(B^T B) = rank(B). Raises CountOverflow
+(OverflowError) naming the first entry beyond 64 bits (skeleton_gram_mod works modulo a
+prime instead), TooLarge (MemoryError) when d x d entries exceed max_memory.
+Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
+
+  m.def(
+      "skeleton_gram_mod",
+      [](const Network& net, std::uint64_t prime, int threads, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory);
+        ModMatrix g;
+        {
+          py::gil_scoped_release release;
+          g = skeleton_gram_mod(net, prime, o);
+        }
+        return owning_row_major(std::move(g.data), g.rows, g.cols);
+      },
+      py::arg("net"), py::arg("prime") = default_prime, py::kw_only(), py::arg("threads") = 0,
+      py::arg("max_memory") = 0,
+      R"doc(B^T B modulo prime (residues in [0, prime), a d x d uint64 numpy array), by dynamic
+programming: never overflows, so the skeleton of a network with 10^30 paths is fine. Its rank
+modulo a prime is a certified lower bound of rank(B) (certify_rank_from_gram).
+prime: in [2, 2^63), default 2^61 - 1 (primality is the caller's promise; is_prime checks).
+ValueError otherwise; TooLarge (MemoryError) when d x d residues exceed max_memory.
+Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
+
+  py::class_<KernelEigenvalues>(m, "KernelEigenvalues",
+                                "The largest eigenvalues of the path kernel "
+                                "(kernel_top_eigenvalues) and how they were obtained.")
+      .def_property_readonly(
+          "values",
+          [](const KernelEigenvalues& e) {
+            std::vector<double> v(e.values.data(), e.values.data() + e.values.size());
+            return owning_array(std::move(v));
+          },
+          "float64 array: the converged eigenvalues, largest first.")
+      .def_property_readonly(
+          "status", [](const KernelEigenvalues& e) { return status_name(e.status); },
+          "'converged', 'not_converged' (values holds the converged ones) or "
+          "'numerical_issue'.")
+      .def_readonly("iterations", &KernelEigenvalues::iterations,
+                    "Lanczos restarts (0 for the dense method).")
+      .def_readonly("products", &KernelEigenvalues::products,
+                    "Kernel products K v computed (0 for the dense method).")
+      .def_readonly("dense", &KernelEigenvalues::dense, "True when the dense method was used.")
+      .def("__repr__", [](const KernelEigenvalues& e) {
+        return fmt::format("<pathlift.KernelEigenvalues: {} values, {}, {}>", e.values.size(),
+                           status_name(e.status), e.dense ? "dense" : "Lanczos");
+      });
+
+  m.def(
+      "kernel_top_eigenvalues",
+      [](const Network& net, const py::object& theta, Index count, const std::string& method,
+         Index max_iterations, double tolerance, Index subspace, int threads,
+         std::size_t max_memory) {
+        EigenOptions o;
+        o.method = eigen_method(method);
+        o.max_iterations = max_iterations;
+        o.tolerance = tolerance;
+        o.subspace = subspace;
+        o.engine = engine_options(threads, max_memory);
+        const auto t = theta_argument<double>(theta, net);
+        py::gil_scoped_release release;
+        return kernel_top_eigenvalues(net, as_span<double>(t), count, o);
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
+      py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,
+      py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
+      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite):
+restarted Lanczos (Spectra) on the matrix-free products of kernel_matvec, so K is never
+formed, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
+or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive and d x d fits),
+'lanczos' (needs count < d) or 'dense'. Returns a KernelEigenvalues (values, status,
+iterations, products, dense): a status, not an exception, when Lanczos does not converge.
+ValueError unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense
+method needs more than max_memory. The GIL is released.)doc");
+}
+
+}  // namespace pathlift::python

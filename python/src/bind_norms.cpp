@@ -1,0 +1,159 @@
+// norms.hpp: path-norms by dynamic programming. A value that fits in a double is a Python
+// float; beyond (a norm of 10^400), a ScaledReal that knows its log10.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+#include "norms.hpp"
+
+namespace pathlift::python {
+
+py::object scaled_to_python(const ScaledReal& x) {
+  if (x.fits_double()) {
+    return py::float_(x.value());
+  }
+  return py::cast(x);
+}
+
+py::list scaled_list(const std::vector<ScaledReal>& xs) {
+  py::list out;
+  for (const ScaledReal& x : xs) {
+    out.append(scaled_to_python(x));
+  }
+  return out;
+}
+
+namespace {
+
+std::string scaled_string(const ScaledReal& x) {
+  if (x.fits_double()) {
+    return fmt::format("{}", x.value());
+  }
+  return fmt::format("{}10^{:.6f}", x.mantissa < 0 ? "-" : "", x.log10());
+}
+
+py::list log10_list(const std::vector<ScaledReal>& xs) {
+  py::list out;
+  for (const ScaledReal& x : xs) {
+    out.append(x.log10());
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_norms(py::module_& m) {
+  py::class_<ScaledReal>(m, "ScaledReal", R"doc(
+A real number that may lie outside double's range: mantissa * 2**exponent. The path-free
+computations return a plain float when the value fits in a double and a ScaledReal otherwise
+(an L1 path-norm of 10^400, say): use .log10 (exact to rounding whatever the exponent);
+float(x) is +-inf beyond double's range (0 below it).
+)doc")
+      .def(py::init([](double mantissa, std::int64_t exponent) {
+             if (!std::isfinite(mantissa)) {
+               throw std::invalid_argument("ScaledReal: the mantissa must be finite");
+             }
+             ScaledReal x = ScaledReal::from_double(mantissa);
+             x.exponent += exponent;
+             return x;
+           }),
+           py::arg("mantissa") = 0.0, py::arg("exponent") = 0,
+           "mantissa * 2**exponent (normalised).")
+      .def_readonly("mantissa", &ScaledReal::mantissa, "The mantissa (0 for zero).")
+      .def_readonly("exponent", &ScaledReal::exponent, "The binary exponent.")
+      .def_property_readonly("value", &ScaledReal::value,
+                             "The number as a float: +-inf beyond double's range, 0 (or a "
+                             "subnormal) below it.")
+      .def_property_readonly("log10", &ScaledReal::log10,
+                             "log10 |x|, exact to rounding whatever the exponent; -inf for 0.")
+      .def_property_readonly("fits_double", &ScaledReal::fits_double,
+                             "True when .value represents the number without overflow or "
+                             "underflow.")
+      .def_property_readonly("is_zero", &ScaledReal::is_zero, "True for 0.")
+      .def("__float__", &ScaledReal::value)
+      .def("__str__", &scaled_string)
+      .def("__repr__", [](const ScaledReal& x) {
+        return fmt::format("pathlift.ScaledReal({}, {})  # {}", x.mantissa, x.exponent,
+                           scaled_string(x));
+      });
+
+  py::class_<PathNorm>(m, "PathNorm", R"doc(
+The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) and its parts (path_norm).
+Each value is a float when it fits in a double, else a ScaledReal (use .log10); the log10_*
+members are floats in every case.
+)doc")
+      .def_readonly("s", &PathNorm::s, "The exponent s (0: the path count).")
+      .def_property_readonly(
+          "norm", [](const PathNorm& n) { return scaled_to_python(n.norm); },
+          "||Phi||_s = sum^(1/s) (for s = 0: P): a float, or a ScaledReal beyond double's range.")
+      .def_property_readonly(
+          "value", [](const PathNorm& n) { return scaled_to_python(n.norm); }, "The same as norm.")
+      .def_property_readonly(
+          "log10", [](const PathNorm& n) { return n.norm.log10(); },
+          "log10 of the norm, right far beyond double's range (-inf for a zero norm).")
+      .def_property_readonly(
+          "sum", [](const PathNorm& n) { return scaled_to_python(n.sum); },
+          "sum_p |Phi_p|^s (for s = 0: P): a float or a ScaledReal.")
+      .def_property_readonly(
+          "log10_sum", [](const PathNorm& n) { return n.sum.log10(); }, "log10 of sum.")
+      .def_property_readonly(
+          "per_output", [](const PathNorm& n) { return scaled_list(n.per_output); },
+          "The norm of Phi restricted to the paths ending at each output, in output order "
+          "(net.outputs): floats or ScaledReals.")
+      .def_property_readonly(
+          "log10_per_output", [](const PathNorm& n) { return log10_list(n.per_output); },
+          "log10 of each per_output entry.")
+      .def_property_readonly(
+          "per_input",
+          [](const PathNorm& n) -> py::object {
+            if (n.per_input.empty()) {
+              return py::none();
+            }
+            return scaled_list(n.per_input);
+          },
+          "The norm of Phi restricted to the paths starting at each input (bias included), in "
+          "input order (net.inputs); None unless path_norm(..., per_input=True).")
+      .def_property_readonly(
+          "log10_per_input",
+          [](const PathNorm& n) -> py::object {
+            if (n.per_input.empty()) {
+              return py::none();
+            }
+            return log10_list(n.per_input);
+          },
+          "log10 of each per_input entry, or None.")
+      .def("__float__", [](const PathNorm& n) { return n.norm.value(); })
+      .def("__repr__", [](const PathNorm& n) {
+        return fmt::format("<pathlift.PathNorm: s = {}, norm = {}>", n.s, scaled_string(n.norm));
+      });
+
+  m.def(
+      "path_norm",
+      [](const Network& net, const py::object& theta, double s, bool per_input) {
+        const auto t = theta_argument<double>(theta, net);
+        PathNorm n;
+        {
+          py::gil_scoped_release release;
+          n = path_norm(net, as_span<double>(t), s,
+                        per_input ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs);
+        }
+        return n;
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
+      py::arg("per_input") = false,
+      R"doc(The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) by dynamic programming
+over the DAG (MATH.md: sum_{o in O} F(o), forward sums of |theta_e|^s with inputs and bias
+counting 1), without enumerating a path: networks with 10^100 paths are fine. s = 0 gives
+the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308 comes
+back as a ScaledReal with the right .log10. Returns a PathNorm (norm, log10, sum,
+per_output, per_input).
+
+theta: d finite numbers; None uses the network's stored weights. s: >= 0 and finite.
+per_input: also the norm per input node (one more backward pass).
+ValueError for a wrong theta (size named) or a bad s. The GIL is released.
+Complexity: O(m + d), one pass over the edges (two with per_input).)doc");
+}
+
+}  // namespace pathlift::python

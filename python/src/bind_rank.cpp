@@ -1,0 +1,633 @@
+// rank.hpp: the certified rank of B (modular lower bound, rescaling-vector upper bound), the
+// numerical rank of dPhi, the theorem check, and pathlift.rank(): the CLI's `rank --json` as a
+// dict, choosing the path-free Gram route when the paths do not fit in memory.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "pathlift/builtins.hpp"
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
+#include "pathlift/rank.hpp"
+
+namespace pathlift::python {
+
+namespace {
+
+RankMethod rank_method(const std::string& s) {
+  if (s == "auto" || s == "automatic") {
+    return RankMethod::automatic;
+  }
+  if (s == "skeleton") {
+    return RankMethod::skeleton;
+  }
+  if (s == "gram") {
+    return RankMethod::gram;
+  }
+  throw std::invalid_argument(
+      fmt::format("method must be 'auto', 'skeleton' or 'gram' (got '{}')", s));
+}
+
+NumericalRankMethod numerical_method(const std::string& s) {
+  if (s == "auto" || s == "automatic") {
+    return NumericalRankMethod::automatic;
+  }
+  if (s == "svd") {
+    return NumericalRankMethod::svd;
+  }
+  if (s == "eig" || s == "gram_eigenvalues") {
+    return NumericalRankMethod::gram_eigenvalues;
+  }
+  throw std::invalid_argument(
+      fmt::format("jacobian_method must be 'auto', 'svd' or 'eig' (got '{}')", s));
+}
+
+RankOptions rank_options(const std::string& method, std::uint64_t prime, int threads,
+                         std::size_t max_memory) {
+  RankOptions o;
+  o.method = rank_method(method);
+  o.prime = prime;
+  o.engine = engine_options(threads, max_memory);
+  return o;
+}
+
+NumericalRankOptions numerical_options(const std::string& method, double tolerance, double min_gap,
+                                       std::size_t max_memory) {
+  if (!(min_gap > 0) || !std::isfinite(min_gap)) {
+    throw std::invalid_argument(fmt::format("min_gap must be > 0 (got {})", min_gap));
+  }
+  if (!std::isfinite(tolerance) || tolerance < 0) {
+    throw std::invalid_argument(
+        fmt::format("tolerance must be >= 0 (0: the default), got {}", tolerance));
+  }
+  NumericalRankOptions o;
+  o.method = numerical_method(method);
+  o.tolerance = tolerance;
+  o.min_gap = min_gap;
+  o.max_memory = max_memory;
+  return o;
+}
+
+py::object number_or_none(double x) {
+  return std::isfinite(x) ? py::object(py::float_(x)) : py::object(py::none());
+}
+
+py::object index_or_none(Index x) {
+  return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
+}
+
+/// The CLI's `rank --json` object (cli/commands/rank.cpp), key for key.
+py::dict report_dict(const RankReport& rep) {
+  const RankCertificate& c = rep.rank_B;
+  py::dict j;
+  j["d"] = rep.d;
+  j["h"] = rep.h;
+  j["expected"] = rep.expected;
+  j["rank_B"] = c.certified() ? py::object(py::int_(c.lower)) : py::object(py::none());
+  j["rank_B_lower"] = c.lower;
+  j["rank_B_upper"] = c.upper;
+  j["rank_B_certified"] = c.certified();
+  if (rep.rank_J) {
+    j["rank_J"] = rep.rank_J->rank;
+    j["rank_J_tolerance"] = number_or_none(rep.rank_J->tolerance);
+    j["rank_J_gap"] = number_or_none(rep.rank_J->gap);
+  } else {
+    j["rank_J"] = py::none();
+    j["rank_J_tolerance"] = py::none();
+    j["rank_J_gap"] = py::none();
+  }
+  j["status"] = std::string(to_string(rep.status));
+  return j;
+}
+
+/// Whether B and dPhi fit in memory, from the DP counts (the CLI's rule).
+bool fits_in_memory(const Network& net, std::size_t max_memory, std::string& why) {
+  const PathCounts counts = count_paths(net);
+  try {
+    const std::size_t bytes =
+        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
+    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
+                   "the Jacobian dPhi with its pattern B");
+  } catch (const TooLarge& e) {
+    why = e.what();
+    return false;
+  }
+  return true;
+}
+
+/// theta for the rank check: the argument, the stored weights, or the CLI's default
+/// normal_weights(d, 0).
+std::vector<double> rank_theta(const py::object& theta, const Network& net) {
+  if (theta.is_none() && !net.has_weights()) {
+    return normal_weights(net.num_edges(), 0);
+  }
+  const auto t = theta_argument<double>(theta, net);
+  check_theta_size(net, static_cast<std::size_t>(t.size()));
+  return {t.data(), t.data() + t.size()};
+}
+
+RankReport run_rank(const Network& net, const std::vector<double>& theta,
+                    std::optional<bool> enumerate, const RankOptions& ro,
+                    const NumericalRankOptions& no) {
+  std::string why_not_enumerated;
+  const bool enumerated =
+      enumerate ? *enumerate : fits_in_memory(net, ro.engine.max_memory, why_not_enumerated);
+  if (enumerated) {
+    const PathSet paths = enumerate_paths(net, ro.engine);
+    const CsrPattern b = skeleton(paths, ro.engine);
+    const RankCertificate cert = certify_rank(net, b, ro);
+    std::optional<NumericalRank> nr;
+    std::string why_no_j;
+    try {
+      const CsrMatrix<double> j =
+          jacobian<double>(paths, std::span<const double>(theta), ro.engine);
+      nr = numerical_rank(j, no);
+    } catch (const TooLarge& e) {
+      why_no_j = e.what();
+    }
+    RankReport rep = rank_report(net, cert, nr, theta);
+    if (!nr && rep.status == RankStatus::rank_J_not_computed) {
+      rep.explanation = fmt::format("rank(B) = d - h = {} certified; rank(dPhi) not computed: {}",
+                                    rep.expected, why_no_j);
+    }
+    return rep;
+  }
+  // B^T B mod p by dynamic programming: no path is enumerated.
+  const ModMatrix gram = skeleton_gram_mod(net, ro.prime, ro.engine);
+  const RankCertificate cert = certify_rank_from_gram(net, gram, ro.engine.threads);
+  RankReport rep = rank_report(net, cert, std::nullopt, {});
+  if (rep.status == RankStatus::rank_J_not_computed) {
+    rep.explanation = fmt::format(
+        "rank(B) = d - h = {} certified from B^T B; rank(dPhi) not computed: it needs the "
+        "paths, which were not enumerated ({})",
+        rep.expected, enumerate ? std::string("enumerate=False") : why_not_enumerated);
+  }
+  return rep;
+}
+
+/// `h` as a C-contiguous array of T (converted); ValueError when it cannot be.
+template <class T>
+py::array_t<T, py::array::c_style | py::array::forcecast> checked_array(const py::handle& h,
+                                                                        const char* what) {
+  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(h);
+  if (!a) {
+    PyErr_Clear();
+    throw std::invalid_argument(fmt::format("{} cannot be read as an array of numbers", what));
+  }
+  return a;
+}
+
+/// numpy's dtype.kind of an array: 'u', 'i', 'b', 'f', ...
+char dtype_kind(const py::handle& array) {
+  const auto kind = py::str(array.attr("dtype").attr("kind")).cast<std::string>();
+  return kind.empty() ? '?' : kind.front();
+}
+
+/// An integer matrix (numpy or scipy) reduced modulo `prime` into a dense ModMatrix.
+ModMatrix mod_matrix_argument(const py::object& obj, std::uint64_t prime, const char* what) {
+  py::module_ np = py::module_::import("numpy");
+  py::object dense = obj;
+  if (py::hasattr(obj, "toarray") && !py::isinstance<py::array>(obj)) {
+    dense = obj.attr("toarray")();
+  }
+  const py::object a = np.attr("asarray")(dense);
+  const auto ndim = a.attr("ndim").cast<Index>();
+  if (ndim != 2) {
+    throw std::invalid_argument(
+        fmt::format("{} must be a 2-D integer matrix, got {} dims", what, ndim));
+  }
+  const char kind = dtype_kind(a);
+  const auto shape = py::tuple(a.attr("shape"));
+  ModMatrix out;
+  out.prime = prime;
+  out.rows = shape[0].cast<Index>();
+  out.cols = shape[1].cast<Index>();
+  out.data.resize(static_cast<std::size_t>(out.rows * out.cols));
+  if (prime < 2) {
+    throw std::invalid_argument(fmt::format("prime must be a prime < 2^63 (got {})", prime));
+  }
+  if (kind == 'u') {
+    const auto u = checked_array<std::uint64_t>(a, what);
+    for (std::size_t i = 0; i < out.data.size(); ++i) {
+      out.data[i] = u.data()[i] % prime;
+    }
+  } else if (kind == 'i' || kind == 'b') {
+    const auto s = checked_array<std::int64_t>(a, what);
+    const auto p = static_cast<std::int64_t>(prime);
+    for (std::size_t i = 0; i < out.data.size(); ++i) {
+      std::int64_t r = s.data()[i] % p;
+      out.data[i] = static_cast<std::uint64_t>(r < 0 ? r + p : r);
+    }
+  } else if (kind == 'f') {
+    const auto f = checked_array<double>(a, what);
+    const auto p = static_cast<std::int64_t>(prime);
+    for (std::size_t i = 0; i < out.data.size(); ++i) {
+      const double x = f.data()[i];
+      if (!(std::fabs(x) < 9.2e18) || std::trunc(x) != x) {
+        throw std::invalid_argument(
+            fmt::format("{} must have integer entries, it has {}", what, x));
+      }
+      const std::int64_t r = static_cast<std::int64_t>(x) % p;
+      out.data[i] = static_cast<std::uint64_t>(r < 0 ? r + p : r);
+    }
+  } else {
+    throw std::invalid_argument(
+        fmt::format("{} must have integer entries, got dtype {}", what, repr_of(a.attr("dtype"))));
+  }
+  return out;
+}
+
+/// An integer matrix (scipy sparse, or anything it accepts) as a SparseIntMatrix. Floating
+/// values must be integers; unsigned values beyond int64 are reduced modulo `prime`.
+SparseIntMatrix int_matrix_argument(const py::object& obj, std::uint64_t prime, const char* what) {
+  py::module_ sparse = py::module_::import("scipy.sparse");
+  py::object csr;
+  try {
+    csr = sparse.attr("csr_matrix")(obj, py::arg("copy") = true);
+  } catch (const py::error_already_set& e) {
+    throw std::invalid_argument(
+        fmt::format("{} must be a scipy.sparse matrix or a 2-D array ({})", what, e.what()));
+  }
+  csr.attr("sum_duplicates")();
+  csr.attr("eliminate_zeros")();
+  const auto shape = py::tuple(csr.attr("shape"));
+  SparseIntMatrix out(shape[0].cast<Index>(), shape[1].cast<Index>());
+  const auto indptr = checked_array<std::int64_t>(csr.attr("indptr"), what);
+  const auto indices = checked_array<std::int64_t>(csr.attr("indices"), what);
+  const py::object data = csr.attr("data");
+  const char kind = dtype_kind(data);
+  std::vector<std::int64_t> values(static_cast<std::size_t>(indices.size()));
+  if (kind == 'u') {
+    const auto u = checked_array<std::uint64_t>(data, what);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::uint64_t x = u.data()[i];
+      values[i] = static_cast<std::int64_t>(
+          x > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? x % prime : x);
+    }
+  } else if (kind == 'i' || kind == 'b') {
+    const auto s = checked_array<std::int64_t>(data, what);
+    std::copy(s.data(), s.data() + s.size(), values.begin());
+  } else if (kind == 'f') {
+    const auto f = checked_array<double>(data, what);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double x = f.data()[i];
+      if (!(std::fabs(x) < 9.2e18) || std::trunc(x) != x) {
+        throw std::invalid_argument(
+            fmt::format("{} must have integer entries, it has {}", what, x));
+      }
+      values[i] = static_cast<std::int64_t>(x);
+    }
+  } else {
+    throw std::invalid_argument(fmt::format("{} must have integer entries, got dtype {}", what,
+                                            repr_of(data.attr("dtype"))));
+  }
+  for (Index r = 0; r < out.rows(); ++r) {
+    auto& row = out.row_entries[static_cast<std::size_t>(r)];
+    for (std::int64_t i = indptr.data()[r]; i < indptr.data()[r + 1]; ++i) {
+      row.push_back({static_cast<EdgeId>(indices.data()[i]), values[static_cast<std::size_t>(i)]});
+    }
+  }
+  return out;
+}
+
+std::vector<EdgeId> column_order_argument(const py::object& order) {
+  std::vector<EdgeId> out;
+  if (order.is_none()) {
+    return out;
+  }
+  const auto a = checked_array<std::int64_t>(order, "column_order");
+  if (a.ndim() != 1) {
+    throw std::invalid_argument("column_order must be a 1-D sequence of column indices");
+  }
+  for (py::ssize_t i = 0; i < a.size(); ++i) {
+    out.push_back(static_cast<EdgeId>(a.data()[i]));
+  }
+  return out;
+}
+
+constexpr const char* rank_engine_doc =
+    "\n\nmethod: the matrix the lower bound eliminates: 'auto' (B, sparse, fill-free pivot "
+    "order), 'skeleton' (B) or 'gram' (B^T B, dense). prime: a prime < 2^63 (default 2^61 - "
+    "1). threads: 0 = all cores. max_memory: bytes, 0 = half of RAM (TooLarge, a MemoryError, "
+    "over it). The GIL is released.";
+
+}  // namespace
+
+void bind_rank(py::module_& m) {
+  py::class_<RankCertificate>(m, "RankCertificate", R"doc(
+A certified rank of the skeleton B (certify_rank): lower <= rank(B) over Q <= upper, proved
+when the bounds meet. lower = rank modulo `prime` of the eliminated matrix (B, some of its
+rows, or B^T B); upper = d minus the number of rescaling vectors z_v (+1 on the edges into
+hidden node v, -1 on the edges out of it) verified in the kernel and independent.
+)doc")
+      .def_readonly("d", &RankCertificate::d, "Columns of B (edges).")
+      .def_readonly("h", &RankCertificate::h, "Hidden nodes.")
+      .def_readonly("expected", &RankCertificate::expected, "d - h (Theorem 1).")
+      .def_readonly("lower", &RankCertificate::lower, "The certified lower bound (rank mod p).")
+      .def_readonly("upper", &RankCertificate::upper,
+                    "The certified upper bound (d - verified rescaling vectors).")
+      .def_readonly("prime", &RankCertificate::prime, "The prime of the elimination.")
+      .def_property_readonly(
+          "method", [](const RankCertificate& c) { return std::string(to_string(c.method)); },
+          "The matrix eliminated: 'skeleton' (B) or 'gram' (B^T B).")
+      .def_readonly("rows_eliminated", &RankCertificate::rows_eliminated,
+                    "Rows of B eliminated (a subset suffices), or d for B^T B.")
+      .def_property_readonly(
+          "kernel_failures",
+          [](const RankCertificate& c) { return index_array(c.kernel_failures); },
+          "int64 array: hidden nodes whose z_v failed the kernel check (empty for a true "
+          "skeleton).")
+      .def_property_readonly(
+          "kernel_failure_row",
+          [](const RankCertificate& c) { return index_or_none(c.kernel_failure_row); },
+          "The first row (path, or Gram row) that showed a kernel failure, or None.")
+      .def_property_readonly("certified", &RankCertificate::certified,
+                             "True when lower == upper: rank(B) is then proved.")
+      .def_property_readonly(
+          "rank",
+          [](const RankCertificate& c) -> py::object {
+            return c.certified() ? py::object(py::int_(c.lower)) : py::object(py::none());
+          },
+          "rank(B) when certified, else None.")
+      .def("__repr__", [](const RankCertificate& c) {
+        return fmt::format("<pathlift.RankCertificate: {} <= rank(B) <= {}{}, d - h = {}>", c.lower,
+                           c.upper, c.certified() ? " (certified)" : "", c.expected);
+      });
+
+  py::class_<NumericalRank>(m, "NumericalRank",
+                            "The numerical rank of a matrix (dPhi) from its singular values "
+                            "(numerical_rank).")
+      .def_readonly("rank", &NumericalRank::rank, "Singular values above the tolerance.")
+      .def_readonly("tolerance", &NumericalRank::tolerance,
+                    "Absolute tolerance: singular values > tolerance are kept.")
+      .def_readonly("gap", &NumericalRank::gap,
+                    "sigma_rank / sigma_(rank+1), the last kept over the first dropped singular "
+                    "value (over the tolerance when none is dropped or it is exactly 0; inf for "
+                    "the zero matrix).")
+      .def_property_readonly(
+          "status", [](const NumericalRank& n) { return std::string(to_string(n.status)); },
+          "'conclusive' (gap >= min_gap) or 'inconclusive'.")
+      .def_property_readonly(
+          "method", [](const NumericalRank& n) { return std::string(to_string(n.method)); },
+          "'svd' or 'gram_eigenvalues': the method used.")
+      .def_property_readonly(
+          "singular_values",
+          [](const NumericalRank& n) {
+            std::vector<double> s = n.singular_values;
+            return owning_array(std::move(s));
+          },
+          "float64 array: the min(P, d) singular values, descending.")
+      .def("__repr__", [](const NumericalRank& n) {
+        return fmt::format("<pathlift.NumericalRank: rank {}, tolerance {:.3g}, gap {:.3g} ({})>",
+                           n.rank, n.tolerance, n.gap, to_string(n.status));
+      });
+
+  py::class_<RankReport>(m, "RankReport", R"doc(
+Theorem 1 checked at theta (check_rank_theorem): rank(B) certified, rank(dPhi) numerical,
+both compared with d - h. status: 'verified', 'theta_in_null_set' (rank(dPhi) < d - h at a
+theta with zero coordinates: the null set the theorem excludes, not a failure),
+'rank_J_inconclusive', 'rank_J_not_computed', 'rank_B_uncertified' or 'theorem_fails'.
+)doc")
+      .def_readonly("d", &RankReport::d, "Edges.")
+      .def_readonly("h", &RankReport::h, "Hidden nodes.")
+      .def_readonly("expected", &RankReport::expected, "d - h.")
+      .def_readonly("rank_B", &RankReport::rank_B, "The RankCertificate of B.")
+      .def_property_readonly(
+          "rank_J",
+          [](const RankReport& r) -> py::object {
+            return r.rank_J ? py::cast(*r.rank_J) : py::object(py::none());
+          },
+          "The NumericalRank of dPhi, or None when it was not computed.")
+      .def_property_readonly(
+          "zero_weights", [](const RankReport& r) { return index_array(r.zero_weights); },
+          "int64 array: the edges k with theta_k = 0.")
+      .def_property_readonly(
+          "status", [](const RankReport& r) { return std::string(to_string(r.status)); },
+          "The verdict (see the class docstring).")
+      .def_readonly("explanation", &RankReport::explanation, "One sentence saying why.")
+      .def_property_readonly(
+          "failed", [](const RankReport& r) { return is_failure(r.status); },
+          "True for the statuses that contradict the theorem's equalities "
+          "('rank_B_uncertified', 'theorem_fails'): the CLI exits 1.")
+      .def("to_dict", &report_dict,
+           "The CLI's `rank --json` object: keys d, h, expected, rank_B, rank_B_lower, "
+           "rank_B_upper, rank_B_certified, rank_J, rank_J_tolerance, rank_J_gap, status.")
+      .def("__repr__", [](const RankReport& r) {
+        return fmt::format("<pathlift.RankReport: d - h = {}, rank(B) {}, rank(dPhi) {}: {}>",
+                           r.expected,
+                           r.rank_B.certified() ? fmt::format("{}", r.rank_B.lower) : "?",
+                           r.rank_J ? fmt::format("{}", r.rank_J->rank) : "-", to_string(r.status));
+      });
+
+  m.def("is_prime", &is_prime, py::arg("n"),
+        "Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).");
+  m.def(
+      "rescaling_vector",
+      [](const Network& net, NodeId v) {
+        const std::vector<int> z = rescaling_vector(net, v);
+        return index_array(z);
+      },
+      py::arg("net"), py::arg("v"),
+      "The rescaling vector z_v of hidden node v (int64, d entries): +1 on the edges into v, "
+      "-1 on the edges out of v, 0 elsewhere. B z_v = 0 (a path through v uses one edge in and "
+      "one edge out). ValueError when v is not hidden. Complexity: O(d).");
+  m.def(
+      "rank_anchor_edges", [](const Network& net) { return index_array(rank_anchor_edges(net)); },
+      py::arg("net"),
+      "The anchor edge of each hidden node (its out-edge of smallest index), in net.hidden "
+      "order: the h x h triangular block that makes the z_v independent.");
+  m.def(
+      "rank_column_order", [](const Network& net) { return index_array(rank_column_order(net)); },
+      py::arg("net"),
+      "A fill-free pivot order for B (non-anchor edges by decreasing topological position of "
+      "their target, then the anchors): pass it as modular_rank(B, column_order=...).");
+
+  m.def(
+      "modular_rank",
+      [](const py::object& matrix, std::uint64_t prime, const py::object& column_order,
+         Index stop_at, int threads) -> Index {
+        if (threads < 0) {
+          throw std::invalid_argument(
+              fmt::format("threads must be >= 0 (0 = all cores), got {}", threads));
+        }
+        if (py::isinstance<py::array>(matrix)) {
+          if (!column_order.is_none() || stop_at != -1) {
+            throw std::invalid_argument(
+                "column_order and stop_at apply to sparse elimination: pass a scipy.sparse "
+                "matrix");
+          }
+          const ModMatrix mm = mod_matrix_argument(matrix, prime, "matrix");
+          py::gil_scoped_release release;
+          return modular_rank(mm, threads);
+        }
+        ModularRankOptions o;
+        o.prime = prime;
+        o.column_order = column_order_argument(column_order);
+        o.stop_at = stop_at;
+        const SparseIntMatrix sm = int_matrix_argument(matrix, prime, "matrix");
+        py::gil_scoped_release release;
+        return modular_rank(sm, o);
+      },
+      py::arg("matrix"), py::kw_only(), py::arg("prime") = default_prime,
+      py::arg("column_order") = py::none(), py::arg("stop_at") = -1, py::arg("threads") = 0,
+      R"doc(The rank of an integer matrix modulo a prime: a certified lower bound of its rank over Q.
+A scipy.sparse matrix (or a list of lists) goes through sparse Gaussian elimination
+(column_order: the pivot order, e.g. rank_column_order(net) for B; stop_at: stop once the
+rank reaches it); a 2-D numpy integer array (e.g. skeleton_gram) through dense elimination
+(entries reduced modulo prime; `threads` OpenMP threads). Float entries must be integers.
+prime: a prime < 2^63 (default 2^61 - 1); ValueError otherwise.
+Complexity: O(nnz) to O(rows * rank * cols) sparse; O(rows * cols * rank) dense.)doc");
+
+  m.def(
+      "certify_rank",
+      [](const Network& net, const py::object& b, const std::string& method, std::uint64_t prime,
+         int threads, std::size_t max_memory) {
+        const RankOptions o = rank_options(method, prime, threads, max_memory);
+        if (b.is_none()) {
+          py::gil_scoped_release release;
+          return certify_rank(net, o);
+        }
+        if (py::isinstance<PathSet>(b)) {
+          const auto paths = b.cast<std::shared_ptr<PathSet>>();
+          py::gil_scoped_release release;
+          return certify_rank(net, skeleton(*paths, o.engine), o);
+        }
+        const CsrPattern pattern = pattern_argument(b, "B");
+        py::gil_scoped_release release;
+        return certify_rank(net, pattern, o);
+      },
+      py::arg("net"), py::arg("B") = py::none(), py::kw_only(), py::arg("method") = "auto",
+      py::arg("prime") = default_prime, py::arg("threads") = 0, py::arg("max_memory") = 0,
+      (std::string(R"doc(Certifies rank(B) exactly, with no probability involved (Theorem 1 says
+d - h): a lower bound from Gaussian elimination modulo a prime, an upper bound from the h
+rescaling vectors checked in the kernel (B z_v = 0 on every row) and independent. Returns a
+RankCertificate (lower, upper, certified, rank, method, ...).
+
+B: None (the paths are enumerated: TooLarge when B does not fit), a PathSet of net, or the
+skeleton as a 0/1 matrix (scipy.sparse or numpy; P x d) -- e.g. a modified B, whose kernel
+failures the certificate then reports. ValueError when B has not d columns or is not 0/1.
+Complexity: O(nnz(B)) for the skeleton method.)doc") +
+       rank_engine_doc)
+          .c_str());
+
+  m.def(
+      "certify_rank_from_gram",
+      [](const Network& net, const py::object& gram, std::uint64_t prime, int threads) {
+        if (threads < 0) {
+          throw std::invalid_argument(
+              fmt::format("threads must be >= 0 (0 = all cores), got {}", threads));
+        }
+        const ModMatrix g = mod_matrix_argument(gram, prime, "gram");
+        py::gil_scoped_release release;
+        return certify_rank_from_gram(net, g, threads);
+      },
+      py::arg("net"), py::arg("gram"), py::arg("prime") = default_prime, py::kw_only(),
+      py::arg("threads") = 0,
+      R"doc(Certifies rank(B) from its Gram matrix B^T B (d x d integers, e.g. skeleton_gram(net) or
+skeleton_gram_mod(net, prime); reduced modulo prime), built without enumerating a path:
+lower bound rank(B^T B mod p), upper bound d - #{v : (B^T B) z_v = 0 mod p}. Returns a
+RankCertificate. ValueError for a matrix that is not d x d or a prime that is not a prime
+< 2^63. Complexity: O(d^2 h + d^3). The GIL is released.)doc");
+
+  m.def(
+      "numerical_rank",
+      [](const py::object& j, const std::string& method, double tolerance, double min_gap,
+         Index svd_max_entries, std::size_t max_memory) {
+        NumericalRankOptions o = numerical_options(method, tolerance, min_gap, max_memory);
+        o.svd_max_entries = svd_max_entries;
+        const CsrMatrix<double> jm = csr_argument(j, "J");
+        py::gil_scoped_release release;
+        return numerical_rank(jm, o);
+      },
+      py::arg("J"), py::kw_only(), py::arg("method") = "auto", py::arg("tolerance") = 0.0,
+      py::arg("min_gap") = NumericalRankOptions{}.min_gap,
+      py::arg("svd_max_entries") = NumericalRankOptions{}.svd_max_entries,
+      py::arg("max_memory") = 0,
+      R"doc(The numerical rank of J (dPhi: a scipy.sparse matrix or a dense array, copied once) from
+its singular values: dense SVD ('svd', when P * d <= svd_max_entries under 'auto') or the
+eigenvalues of J^T J ('eig'). tolerance: absolute, on the singular values; 0 = the default
+(max(P, d) eps sigma_max for svd, 10 sqrt(d eps) sigma_max for eig). The status is
+'inconclusive' when the gap at the cut is below min_gap. Returns a NumericalRank (rank,
+tolerance, gap, status, method, singular_values). TooLarge (MemoryError) when the dense
+matrix needed exceeds max_memory. The GIL is released.)doc");
+
+  m.def(
+      "check_rank_theorem",
+      [](const Network& net, const py::object& theta, const std::string& method,
+         std::uint64_t prime, const std::string& jacobian_method, double tolerance, double min_gap,
+         int threads, std::size_t max_memory) {
+        const RankOptions ro = rank_options(method, prime, threads, max_memory);
+        const NumericalRankOptions no =
+            numerical_options(jacobian_method, tolerance, min_gap, max_memory);
+        const auto t = theta_argument<double>(theta, net);
+        py::gil_scoped_release release;
+        return check_rank_theorem(net, as_span<double>(t), ro, no);
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("method") = "auto",
+      py::arg("prime") = default_prime, py::arg("jacobian_method") = "auto",
+      py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
+      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      (std::string(R"doc(Theorem 1 at theta: enumerates the paths, certifies rank(B), computes
+dPhi and its numerical rank, and concludes. Returns a RankReport (d, h, expected, rank_B,
+rank_J, zero_weights, status, explanation, failed; to_dict()). theta: d finite numbers, None
+for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_rank. TooLarge
+(MemoryError) when B does not fit: rank() then takes the path-free route.)doc") +
+       rank_engine_doc)
+          .c_str());
+
+  m.def(
+      "rank",
+      [](const Network& net, const py::object& theta, const py::object& enumerate,
+         const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
+         double tolerance, double min_gap, int threads, std::size_t max_memory) {
+        const RankOptions ro = rank_options(method, prime, threads, max_memory);
+        const NumericalRankOptions no =
+            numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
+        const std::vector<double> t = rank_theta(theta, net);
+        const std::optional<bool> enumerate_paths_flag =
+            enumerate.is_none() ? std::nullopt : std::optional<bool>(enumerate.cast<bool>());
+        RankReport rep;
+        {
+          py::gil_scoped_release release;
+          rep = run_rank(net, t, enumerate_paths_flag, ro, no);
+        }
+        return report_dict(rep);
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
+      py::arg("enumerate") = py::none(), py::arg("method") = "auto",
+      py::arg("prime") = default_prime, py::arg("jacobian_method") = "auto",
+      py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
+      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      (std::string(R"doc(`pathlift rank --json` as a dict, with exactly the CLI's keys: d, h,
+expected (d - h), rank_B (certified, else None), rank_B_lower, rank_B_upper,
+rank_B_certified, rank_J (numerical rank of dPhi at theta, or None), rank_J_tolerance,
+rank_J_gap (None when not finite or not computed), status (see RankReport).
+
+enumerate: None (default) enumerates the paths when B and dPhi fit in max_memory (judged from
+the DP counts) and otherwise certifies rank(B) from B^T B mod p built by dynamic programming
+(no path enumerated; rank_J is then None, status 'rank_J_not_computed'); True forces
+enumeration (TooLarge when it does not fit), False the path-free route.
+theta: d finite numbers; None uses the stored weights, else normal_weights(d, 0) (the CLI's
+default). jacobian_method, tolerance, min_gap: as in numerical_rank.
+
+Example::
+
+    pathlift.rank(pathlift.feed_forward(5, [16, 16], 2))["rank_B"]   # 402 - 32 = 370)doc") +
+       rank_engine_doc)
+          .c_str());
+}
+
+}  // namespace pathlift::python
