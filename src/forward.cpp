@@ -10,6 +10,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/lin_common.hpp"
+#include "src/detail/parallel.hpp"
 #include "src/detail/random.hpp"
 
 namespace pathlift {
@@ -102,51 +103,52 @@ ForwardResult forward(const Network& net, std::span<const double> theta,
   const auto topo = net.topological_order();
   const Index num_blocks = (n + k_block - 1) / k_block;
 
-#pragma omp parallel for schedule(static) \
-    num_threads(detail::lin_threads(options)) if (num_blocks > 1)
-  for (Index b = 0; b < num_blocks; ++b) {
-    const Index r0 = b * k_block;
-    const Index len = std::min(k_block, n - r0);
-    for (const NodeId v : topo) {
-      double* __restrict pre = pre_all + static_cast<Index>(v) * n + r0;
-      double* __restrict val = val_all + static_cast<Index>(v) * n + r0;
-      if (net.is_input(v)) {
-        const Index c = data_column[static_cast<std::size_t>(v)];
-        if (c < 0) {
-          std::fill(pre, pre + len, 1.0);  // bias
+  detail::run_team(detail::lin_threads(options), num_blocks > 1, [&] {
+#pragma omp for schedule(static)
+    for (Index b = 0; b < num_blocks; ++b) {
+      const Index r0 = b * k_block;
+      const Index len = std::min(k_block, n - r0);
+      for (const NodeId v : topo) {
+        double* __restrict pre = pre_all + static_cast<Index>(v) * n + r0;
+        double* __restrict val = val_all + static_cast<Index>(v) * n + r0;
+        if (net.is_input(v)) {
+          const Index c = data_column[static_cast<std::size_t>(v)];
+          if (c < 0) {
+            std::fill(pre, pre + len, 1.0);  // bias
+          } else {
+            const double* x = X.col(c).data() + r0;
+            std::copy(x, x + len, pre);
+          }
+          std::copy(pre, pre + len, val);
+          continue;
+        }
+        const auto in = net.in_edges(v);
+        {
+          const double t = theta[static_cast<std::size_t>(in[0])];
+          const double* __restrict src = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] = t * src[i];
+          }
+        }
+        for (std::size_t k = 1; k < in.size(); ++k) {
+          const double t = theta[static_cast<std::size_t>(in[k])];
+          const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] += t * src[i];
+          }
+        }
+        const double a = detail::lin_negative_slope(net.activation(v));
+        if (a == 1.0) {
+          std::copy(pre, pre + len, val);
         } else {
-          const double* x = X.col(c).data() + r0;
-          std::copy(x, x + len, pre);
-        }
-        std::copy(pre, pre + len, val);
-        continue;
-      }
-      const auto in = net.in_edges(v);
-      {
-        const double t = theta[static_cast<std::size_t>(in[0])];
-        const double* __restrict src = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
-        for (Index i = 0; i < len; ++i) {
-          pre[i] = t * src[i];
-        }
-      }
-      for (std::size_t k = 1; k < in.size(); ++k) {
-        const double t = theta[static_cast<std::size_t>(in[k])];
-        const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
-        for (Index i = 0; i < len; ++i) {
-          pre[i] += t * src[i];
-        }
-      }
-      const double a = detail::lin_negative_slope(net.activation(v));
-      if (a == 1.0) {
-        std::copy(pre, pre + len, val);
-      } else {
-        for (Index i = 0; i < len; ++i) {
-          // + 0.0 turns the -0 of a * (negative) with a = 0 into +0.
-          val[i] = (pre[i] > 0 ? pre[i] : a * pre[i]) + 0.0;
+          for (Index i = 0; i < len; ++i) {
+            // + 0.0 turns the -0 of a * (negative) with a = 0 into +0.
+            val[i] = (pre[i] > 0 ? pre[i] : a * pre[i]) + 0.0;
+          }
         }
       }
     }
-  }
+  });
 
   const auto outputs = net.outputs();
   for (std::size_t j = 0; j < outputs.size(); ++j) {

@@ -17,6 +17,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/dp_scaled.hpp"
+#include "src/detail/parallel.hpp"
 
 namespace pathlift {
 
@@ -61,8 +62,7 @@ void parallel_for(Index n, int threads, const Body& body) {
     }
     failed = true;
   };
-#pragma omp parallel num_threads(threads)
-  {
+  detail::run_team(threads, true, [&] {
     // Exceptions must not cross the worksharing loop: each is caught where it is thrown.
     std::unique_ptr<Body> local;
     try {
@@ -81,7 +81,7 @@ void parallel_for(Index n, int threads, const Body& body) {
         }
       }
     }
-  }
+  });
   if (error) {
     std::rethrow_exception(error);
   }
@@ -373,18 +373,20 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
   // way), the other is 0.
   constexpr Index block = 64;
   const Index nb = (d + block - 1) / block;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (Index bi = 0; bi < nb; ++bi) {
-    for (Index bj = bi; bj < nb; ++bj) {
-      for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
-        for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
-          const double s = k(i, j) + k(j, i);
-          k(i, j) = s;
-          k(j, i) = s;
+  detail::run_team(threads, true, [&] {
+#pragma omp for schedule(dynamic, 1)
+    for (Index bi = 0; bi < nb; ++bi) {
+      for (Index bj = bi; bj < nb; ++bj) {
+        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
+          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
+            const double s = k(i, j) + k(j, i);
+            k(i, j) = s;
+            k(j, i) = s;
+          }
         }
       }
     }
-  }
+  });
   return k;
 }
 
@@ -506,20 +508,22 @@ void gram_counts(const Network& net, const R& ring, std::uint64_t one, std::uint
   constexpr Index block = 64;
   const Index nb = (d + block - 1) / block;
   const auto ud = static_cast<std::size_t>(d);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (Index bi = 0; bi < nb; ++bi) {
-    for (Index bj = bi; bj < nb; ++bj) {
-      for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
-        for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
-          const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
-          const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
-          const std::uint64_t s = ring.add(out[ij], out[ji]);
-          out[ij] = s;
-          out[ji] = s;
+  detail::run_team(threads, true, [&] {
+#pragma omp for schedule(dynamic, 1)
+    for (Index bi = 0; bi < nb; ++bi) {
+      for (Index bj = bi; bj < nb; ++bj) {
+        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
+          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
+            const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
+            const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
+            const std::uint64_t s = ring.add(out[ij], out[ji]);
+            out[ij] = s;
+            out[ji] = s;
+          }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace

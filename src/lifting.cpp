@@ -8,6 +8,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/engine.hpp"
+#include "src/detail/parallel.hpp"
 #include "src/detail/sinks.hpp"
 
 namespace pathlift {
@@ -54,6 +55,62 @@ void check_paths_theta(const PathSet& paths, std::span<const T> theta) {
   check_finite(theta, nullptr);
 }
 
+/// Phi_p = theta_{e[0]} ... theta_{e[n-1]}, multiplied left to right from 1.
+template <class T>
+T path_product(const EdgeId* __restrict e, const T* __restrict th, Index n) {
+  T prod = T(1);
+  for (Index k = 0; k < n; ++k) {
+    prod *= th[e[k]];
+  }
+  return prod;
+}
+
+/// The same for a length known at compile time (unrolled; bit-identical).
+template <int N, class T>
+T path_product(const EdgeId* __restrict e, const T* __restrict th) {
+  T prod = T(1);
+  for (int k = 0; k < N; ++k) {
+    prod *= th[e[k]];
+  }
+  return prod;
+}
+
+/// One row of dPhi from a path's edges e (walk order): out[k] = (product of the weights
+/// before k) * (product of those after k), without division, so exact at zero weights.
+/// Prefix products first, then the suffix sweep.
+template <class T>
+void jacobian_row(const EdgeId* __restrict e, const T* __restrict th, T* __restrict out, Index n) {
+  T prefix = T(1);
+  for (Index k = 0; k < n; ++k) {
+    out[k] = prefix;
+    prefix *= th[e[k]];
+  }
+  T suffix = T(1);
+  for (Index k = n - 1; k >= 0; --k) {
+    out[k] *= suffix;
+    suffix *= th[e[k]];
+  }
+}
+
+/// The same for a length known at compile time (unrolled; bit-identical to the loop above).
+template <int N, class T>
+void jacobian_row(const EdgeId* __restrict e, const T* __restrict th, T* __restrict out) {
+  T w[N];
+  for (int k = 0; k < N; ++k) {
+    w[k] = th[e[k]];
+  }
+  T pre[N];
+  pre[0] = T(1);
+  for (int k = 1; k < N; ++k) {
+    pre[k] = pre[k - 1] * w[k - 1];
+  }
+  T suffix = T(1);
+  for (int k = N - 1; k >= 0; --k) {
+    out[k] = pre[k] * suffix;
+    suffix *= w[k];
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -80,15 +137,37 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
-#pragma omp parallel for schedule(static) \
-    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
-  for (Index p = 0; p < np; ++p) {
-    T prod = T(1);
-    for (Index k = off[p]; k < off[p + 1]; ++k) {
-      prod *= theta[static_cast<std::size_t>(edges[k])];
+  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < np; ++p) {
+      const EdgeId* e = edges + off[p];
+      T prod;
+      switch (off[p + 1] - off[p]) {  // the common short lengths unrolled: same products, order
+        case 1:
+          prod = path_product<1>(e, theta.data());
+          break;
+        case 2:
+          prod = path_product<2>(e, theta.data());
+          break;
+        case 3:
+          prod = path_product<3>(e, theta.data());
+          break;
+        case 4:
+          prod = path_product<4>(e, theta.data());
+          break;
+        case 5:
+          prod = path_product<5>(e, theta.data());
+          break;
+        case 6:
+          prod = path_product<6>(e, theta.data());
+          break;
+        default:
+          prod = path_product(e, theta.data(), off[p + 1] - off[p]);
+          break;
+      }
+      phi[static_cast<std::size_t>(p)] = prod;
     }
-    phi[static_cast<std::size_t>(p)] = prod;
-  }
+  });
   return phi;
 }
 
@@ -105,11 +184,12 @@ CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
   const Index np = paths.size();
   const Index* off = paths.offsets->data();
   EdgeId* c = cols->data();
-#pragma omp parallel for schedule(static) \
-    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
-  for (Index p = 0; p < np; ++p) {
-    detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
-  }
+  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < np; ++p) {
+      detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
+    }
+  });
   b.col_indices = std::move(cols);
   return b;
 }
@@ -176,33 +256,49 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
   const EdgeId* walk = paths.edges->data();
   T* val = j.values.data();
   const bool sorted = paths.walk_order_sorted;
-#pragma omp parallel num_threads(thread_count(options)) if (paths.nnz() >= \
-                                                            detail::k_parallel_min_entries)
-  {
-    std::vector<T> pre;
+  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
     std::vector<EdgeId> scratch_cols;
+    const T* th = theta.data();
 #pragma omp for schedule(static)
     for (Index p = 0; p < np; ++p) {
       const Index n = off[p + 1] - off[p];
-      const EdgeId* e = walk + off[p];
-      pre.resize(static_cast<std::size_t>(n) + 1);
-      pre[0] = T(1);
-      for (Index k = 0; k < n; ++k) {
-        pre[static_cast<std::size_t>(k) + 1] =
-            pre[static_cast<std::size_t>(k)] * theta[static_cast<std::size_t>(e[k])];
-      }
-      T* out = val + off[p];
-      T suffix = T(1);
-      for (Index k = n - 1; k >= 0; --k) {
-        out[k] = pre[static_cast<std::size_t>(k)] * suffix;
-        suffix *= theta[static_cast<std::size_t>(e[k])];
+      const EdgeId* __restrict e = walk + off[p];
+      T* __restrict out = val + off[p];
+      switch (n) {  // the common short lengths unrolled: same products, same order
+        case 1:
+          jacobian_row<1>(e, th, out);
+          break;
+        case 2:
+          jacobian_row<2>(e, th, out);
+          break;
+        case 3:
+          jacobian_row<3>(e, th, out);
+          break;
+        case 4:
+          jacobian_row<4>(e, th, out);
+          break;
+        case 5:
+          jacobian_row<5>(e, th, out);
+          break;
+        case 6:
+          jacobian_row<6>(e, th, out);
+          break;
+        case 7:
+          jacobian_row<7>(e, th, out);
+          break;
+        case 8:
+          jacobian_row<8>(e, th, out);
+          break;
+        default:
+          jacobian_row(e, th, out, n);
+          break;
       }
       if (!sorted) {
         scratch_cols.assign(e, e + n);
         detail::sort_row(scratch_cols.data(), out, n);
       }
     }
-  }
+  });
   return j;
 }
 
@@ -221,14 +317,15 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   const Index* off = j.pattern.row_offsets->data();
   const EdgeId* cols = j.pattern.col_indices->data();
   T* val = j.values.data();
-#pragma omp parallel for schedule(static) \
-    num_threads(thread_count(options)) if (paths.nnz() >= detail::k_parallel_min_entries)
-  for (Index p = 0; p < np; ++p) {
-    const T f = phi[static_cast<std::size_t>(p)];
-    for (Index k = off[p]; k < off[p + 1]; ++k) {
-      val[k] = f * (T(1) / theta[static_cast<std::size_t>(cols[k])]);
+  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
+#pragma omp for schedule(static)
+    for (Index p = 0; p < np; ++p) {
+      const T f = phi[static_cast<std::size_t>(p)];
+      for (Index k = off[p]; k < off[p + 1]; ++k) {
+        val[k] = f * (T(1) / theta[static_cast<std::size_t>(cols[k])]);
+      }
     }
-  }
+  });
   return j;
 }
 
@@ -251,9 +348,7 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian
   const Index* off = paths.offsets->data();
   const EdgeId* walk = paths.edges->data();
   T* base = out.data();
-#pragma omp parallel num_threads(thread_count(options)) if (np * d >= \
-                                                            detail::k_parallel_min_entries)
-  {
+  detail::run_team(thread_count(options), np * d >= detail::k_parallel_min_entries, [&] {
     std::vector<T> pre;
 #pragma omp for schedule(static)
     for (Index p = 0; p < np; ++p) {
@@ -273,7 +368,7 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian
         suffix *= theta[static_cast<std::size_t>(e[k])];
       }
     }
-  }
+  });
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "pathlift/limits.hpp"
 #include "src/detail/lin_common.hpp"
 #include "src/detail/lin_walk.hpp"
+#include "src/detail/parallel.hpp"
 #include "src/detail/random.hpp"
 
 namespace pathlift {
@@ -143,8 +144,7 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   // Small batches on small networks run on the calling thread (a thread team costs more).
   const bool parallel = n > 1 && n * (net.num_edges() + 1) >= (Index{1} << 14);
   // Pass 1: entries per row, by a DP over the nodes (O(m + d) per sample).
-#pragma omp parallel num_threads(threads) if (parallel)
-  {
+  detail::run_team(threads, parallel, [&] {
     std::vector<double> x;
     std::vector<double> s;
     std::vector<Index> partial;
@@ -153,7 +153,7 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
       gather_sample(t, X, pattern.slopes, i, x, s);
       detail::lin_count_sample(t, x.data(), s.data(), partial, off + i * q + 1);
     }
-  }
+  });
   for (Index r = 0; r < rows; ++r) {
     off[r + 1] += off[r];
   }
@@ -292,21 +292,23 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
   std::vector<double> err_f(static_cast<std::size_t>(rows));
   std::vector<double> lphi(static_cast<std::size_t>(rows));
   const bool parallel = L.nnz() >= k_parallel_entries;
-#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
-  for (Index r = 0; r < rows; ++r) {
-    double sum = 0;
-    double abs_sum = 0;
-    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
-         ++k) {
-      const double term = L.values[static_cast<std::size_t>(k)] *
-                          phi[static_cast<std::size_t>(col[static_cast<std::size_t>(k)])];
-      sum += term;
-      abs_sum += std::abs(term);
+  detail::run_team(threads, parallel, [&] {
+#pragma omp for schedule(static)
+    for (Index r = 0; r < rows; ++r) {
+      double sum = 0;
+      double abs_sum = 0;
+      for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
+           ++k) {
+        const double term = L.values[static_cast<std::size_t>(k)] *
+                            phi[static_cast<std::size_t>(col[static_cast<std::size_t>(k)])];
+        sum += term;
+        abs_sum += std::abs(term);
+      }
+      lphi[static_cast<std::size_t>(r)] = sum;
+      err_f[static_cast<std::size_t>(r)] =
+          relative_error(lin.forward.outputs(r / q, r % q), sum, abs_sum);
     }
-    lphi[static_cast<std::size_t>(r)] = sum;
-    err_f[static_cast<std::size_t>(r)] =
-        relative_error(lin.forward.outputs(r / q, r % q), sum, abs_sum);
-  }
+  });
   Index worst_f = -1;
   for (Index r = 0; r < rows; ++r) {
     const double e = err_f[static_cast<std::size_t>(r)];
@@ -333,25 +335,27 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
   std::vector<double> abs_grad(lin_grad.size(), 0.0);
   const auto doff = dphi.pattern.offsets();
   const auto dcol = dphi.pattern.indices();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel)
-  for (Index sr = 0; sr < ns * q; ++sr) {
-    const Index r = samples[static_cast<std::size_t>(sr / q)] * q + sr % q;
-    double* acc = lin_grad.data() + sr * nk;
-    double* abs_acc = abs_grad.data() + sr * nk;
-    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
-         ++k) {
-      const double l = L.values[static_cast<std::size_t>(k)];
-      const auto p = static_cast<std::size_t>(col[static_cast<std::size_t>(k)]);
-      for (Index e = doff[p]; e < doff[p + 1]; ++e) {
-        const Index b = slot[static_cast<std::size_t>(dcol[static_cast<std::size_t>(e)])];
-        if (b >= 0) {
-          const double term = l * dphi.values[static_cast<std::size_t>(e)];
-          acc[b] += term;
-          abs_acc[b] += std::abs(term);
+  detail::run_team(threads, parallel, [&] {
+#pragma omp for schedule(dynamic, 1)
+    for (Index sr = 0; sr < ns * q; ++sr) {
+      const Index r = samples[static_cast<std::size_t>(sr / q)] * q + sr % q;
+      double* acc = lin_grad.data() + sr * nk;
+      double* abs_acc = abs_grad.data() + sr * nk;
+      for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
+           ++k) {
+        const double l = L.values[static_cast<std::size_t>(k)];
+        const auto p = static_cast<std::size_t>(col[static_cast<std::size_t>(k)]);
+        for (Index e = doff[p]; e < doff[p + 1]; ++e) {
+          const Index b = slot[static_cast<std::size_t>(dcol[static_cast<std::size_t>(e)])];
+          if (b >= 0) {
+            const double term = l * dphi.values[static_cast<std::size_t>(e)];
+            acc[b] += term;
+            abs_acc[b] += std::abs(term);
+          }
         }
       }
     }
-  }
+  });
 
   struct Worst {
     double err = -1;

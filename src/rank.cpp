@@ -8,13 +8,18 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
+#include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/kernel.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/paths.hpp"
 #include "src/detail/modular_elimination.hpp"
 #include "src/detail/modular_field.hpp"
+#include "src/detail/parallel.hpp"
 
 namespace pathlift {
 
@@ -171,17 +176,19 @@ Index modular_rank(const ModMatrix& m, int threads) {
     const auto last = static_cast<std::ptrdiff_t>(n_rows);
     // Threads only pay off on large updates (a barrier per pivot otherwise dominates).
     const bool parallel = (n_rows - rank) * (n_cols - c) > (std::size_t{1} << 20);
-#pragma omp parallel for schedule(static) num_threads(nthreads) if (parallel)
-    for (std::ptrdiff_t i = first; i < last; ++i) {
-      std::uint64_t* row = a.data() + static_cast<std::size_t>(i) * n_cols;
-      if (row[c] == 0) {
-        continue;
+    detail::run_team(nthreads, parallel, [&] {
+#pragma omp for schedule(static)
+      for (std::ptrdiff_t i = first; i < last; ++i) {
+        std::uint64_t* row = a.data() + static_cast<std::size_t>(i) * n_cols;
+        if (row[c] == 0) {
+          continue;
+        }
+        const std::uint64_t factor = f.mul(row[c], inv);
+        for (std::size_t j = c; j < n_cols; ++j) {
+          row[j] = f.sub(row[j], f.mul(factor, pivot_row[j]));
+        }
       }
-      const std::uint64_t factor = f.mul(row[c], inv);
-      for (std::size_t j = c; j < n_cols; ++j) {
-        row[j] = f.sub(row[j], f.mul(factor, pivot_row[j]));
-      }
-    }
+    });
     ++rank;
   }
   return static_cast<Index>(rank);
@@ -656,18 +663,64 @@ RankReport rank_report(const Network& net, const RankCertificate& rank_b,
   return rep;
 }
 
+namespace {
+
+/// Whether B and dPhi fit in max_memory, from the DP counts; `why` quotes the sizes when not.
+bool jacobian_fits(const Network& net, std::size_t max_memory, std::string& why) {
+  const PathCounts counts = count_paths(net);
+  try {
+    const std::size_t bytes =
+        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
+    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
+                   "the Jacobian dPhi with its pattern B");
+  } catch (const TooLarge& e) {
+    why = e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
-                              const RankOptions& options, const NumericalRankOptions& numerical) {
+                              const RankOptions& options, const NumericalRankOptions& numerical,
+                              RankRoute route) {
+  std::string why_path_free = "the path-free route was asked for";
+  const bool enumerate = route == RankRoute::enumerate ||
+                         (route == RankRoute::automatic &&
+                          jacobian_fits(net, options.engine.max_memory, why_path_free));
+  if (!enumerate) {
+    const ModMatrix gram = skeleton_gram_mod(net, options.prime, options.engine);
+    const RankCertificate cert = certify_rank_from_gram(net, gram, options.engine.threads);
+    RankReport rep = rank_report(net, cert, std::nullopt, {});
+    if (rep.status == RankStatus::rank_J_not_computed) {
+      rep.explanation = fmt::format(
+          "rank(B) = d - h = {} certified from B^T B; rank(dPhi) not computed: it needs the "
+          "paths, which were not enumerated ({})",
+          rep.expected, why_path_free);
+    }
+    return rep;
+  }
   check_theta_size(net, theta.size());
   const PathSet paths = enumerate_paths(net, options.engine);
-  const CsrPattern b = skeleton(paths, options.engine);
-  const RankCertificate cert = certify_rank(net, b, options);
-  const CsrMatrix<double> j = jacobian<double>(paths, theta, options.engine);
+  const RankCertificate cert = certify_rank(net, skeleton(paths, options.engine), options);
   NumericalRankOptions nopt = numerical;
   if (nopt.max_memory == 0) {
     nopt.max_memory = options.engine.max_memory;
   }
-  return rank_report(net, cert, numerical_rank(j, nopt), theta);
+  std::optional<NumericalRank> rank_j;
+  std::string why_no_j;
+  try {
+    rank_j = numerical_rank(jacobian<double>(paths, theta, options.engine), nopt);
+  } catch (const TooLarge& e) {
+    why_no_j = e.what();
+  }
+  RankReport rep = rank_report(net, cert, rank_j, theta);
+  if (!rank_j && rep.status == RankStatus::rank_J_not_computed) {
+    rep.explanation = fmt::format("rank(B) = d - h = {} certified; rank(dPhi) not computed: {}",
+                                  rep.expected, why_no_j);
+  }
+  return rep;
 }
 
 }  // namespace pathlift

@@ -626,5 +626,38 @@ TEST(RankTheorem, ReportStatuses) {
   }
 }
 
+TEST(RankTheorem, Routes) {
+  // P = 5,102 paths, d = 77: B and dPhi need ~400 KB, B^T B 47 KB.
+  const Network net = builtin_network("ff:2,3,3,3,3,3,3,2");
+  const auto theta = normal_weights(net.num_edges(), 2);
+  const Index expected = net.num_edges() - net.num_hidden();
+
+  // automatic = enumerate when B and dPhi fit: rank(dPhi) computed.
+  const RankReport full = check_rank_theorem(net, theta, {}, {}, RankRoute::automatic);
+  EXPECT_EQ(full.status, RankStatus::verified) << full.explanation;
+  ASSERT_TRUE(full.rank_J);
+  EXPECT_EQ(full.rank_J->rank, expected);
+  EXPECT_EQ(full.rank_B.method, RankMethod::skeleton);
+
+  // path_free: certified from B^T B mod p, no path enumerated, theta not read.
+  const RankReport dp = check_rank_theorem(net, {}, {}, {}, RankRoute::path_free);
+  EXPECT_EQ(dp.status, RankStatus::rank_J_not_computed);
+  EXPECT_FALSE(dp.rank_J);
+  EXPECT_EQ(dp.rank_B.method, RankMethod::gram);
+  EXPECT_EQ(dp.rank_B.rank(), std::optional<Index>(expected));
+  EXPECT_NE(dp.explanation.find("asked for"), std::string::npos) << dp.explanation;
+
+  // automatic with B over the memory limit: the path-free route, and the reason quoted.
+  RankOptions tight;
+  tight.engine.max_memory = 100 * 1024;
+  const RankReport small = check_rank_theorem(net, theta, tight, {}, RankRoute::automatic);
+  EXPECT_EQ(small.status, RankStatus::rank_J_not_computed);
+  EXPECT_EQ(small.rank_B.rank(), std::optional<Index>(expected));
+  EXPECT_NE(small.explanation.find("not enumerated"), std::string::npos) << small.explanation;
+  EXPECT_NE(small.explanation.find("memory"), std::string::npos) << small.explanation;
+  // enumerate over the limit: refused with the sizes.
+  EXPECT_THROW((void)check_rank_theorem(net, theta, tight, {}, RankRoute::enumerate), TooLarge);
+}
+
 }  // namespace
 }  // namespace pathlift

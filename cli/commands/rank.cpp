@@ -10,11 +10,7 @@
 
 #include "../common.hpp"
 #include "../registry.hpp"
-#include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
-#include "pathlift/kernel.hpp"
-#include "pathlift/lifting.hpp"
-#include "pathlift/limits.hpp"
 #include "pathlift/rank.hpp"
 
 namespace pathlift::cli {
@@ -55,21 +51,6 @@ NumericalRankMethod parse_jacobian_method(const std::string& s) {
 
 nlohmann::ordered_json number_or_null(double x) {
   return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
-}
-
-/// Whether B and dPhi fit in memory (the DP counts say so before anything is enumerated).
-bool fits_in_memory(const Network& net, std::size_t max_memory, std::string& why) {
-  const PathCounts counts = count_paths(net);
-  try {
-    const std::size_t bytes =
-        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
-    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
-                   "the Jacobian dPhi with its pattern B");
-  } catch (const TooLarge& e) {
-    why = e.what();
-    return false;
-  }
-  return true;
 }
 
 void print_report(const RankReport& rep, const std::string& description,
@@ -140,53 +121,19 @@ void run_rank(const RankCommandOptions& opts) {
   ro.prime = opts.prime;
   ro.engine = engine;
 
-  std::string why_not_enumerated;
-  const bool enumerate =
-      !opts.no_enumerate && fits_in_memory(net, engine.max_memory, why_not_enumerated);
-  RankReport rep;
-  std::string theta_source;
-  if (enumerate) {
-    const LoadedTheta theta = load_theta(net, opts.compute);
-    theta_source = theta.source;
-    const PathSet paths = enumerate_paths(net, engine);
-    const CsrPattern b = skeleton(paths, engine);
-    const RankCertificate cert = certify_rank(net, b, ro);
-    NumericalRankOptions no;
-    no.method = parse_jacobian_method(opts.jacobian_method);
-    no.tolerance = opts.tolerance;
-    no.min_gap = opts.min_gap;
-    no.max_memory = engine.max_memory;
-    std::optional<NumericalRank> nr;
-    std::string why_no_j;
-    try {
-      const CsrMatrix<double> j =
-          jacobian<double>(paths, std::span<const double>(theta.theta), engine);
-      nr = numerical_rank(j, no);
-    } catch (const TooLarge& e) {
-      why_no_j = e.what();
-    }
-    rep = rank_report(net, cert, nr, theta.theta);
-    if (!nr && rep.status == RankStatus::rank_J_not_computed) {
-      rep.explanation = fmt::format("rank(B) = d - h = {} certified; rank(dPhi) not computed: {}",
-                                    rep.expected, why_no_j);
-    }
-  } else {
-    // B^T B mod p by dynamic programming: no path is enumerated.
-    const ModMatrix gram = skeleton_gram_mod(net, opts.prime, engine);
-    const RankCertificate cert = certify_rank_from_gram(net, gram, engine.threads);
-    rep = rank_report(net, cert, std::nullopt, {});
-    if (rep.status == RankStatus::rank_J_not_computed) {
-      rep.explanation = fmt::format(
-          "rank(B) = d - h = {} certified from B^T B; rank(dPhi) not computed: it needs the "
-          "paths, which were not enumerated ({})",
-          rep.expected, opts.no_enumerate ? std::string("--no-enumerate") : why_not_enumerated);
-    }
-  }
+  NumericalRankOptions no;
+  no.method = parse_jacobian_method(opts.jacobian_method);
+  no.tolerance = opts.tolerance;
+  no.min_gap = opts.min_gap;
+  no.max_memory = engine.max_memory;
+  const LoadedTheta theta = load_theta(net, opts.compute);
+  const RankReport rep = check_rank_theorem(
+      net, theta.theta, ro, no, opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
 
   if (opts.json) {
     fmt::print("{}\n", report_json(rep).dump(2));
   } else {
-    print_report(rep, description, theta_source);
+    print_report(rep, description, theta.source);
   }
   if (is_failure(rep.status)) {
     throw CLI::RuntimeError(1);

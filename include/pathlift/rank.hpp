@@ -284,11 +284,28 @@ struct RankReport {
 RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta);
 
-/// The theorem check at theta: enumerates the paths, certifies rank(B), computes dPhi and its
-/// numerical rank, and concludes (see RankStatus). Throws TooLarge when B does not fit.
-/// Complexity: that of certify_rank() plus numerical_rank().
+/// How check_rank_theorem() gets at B.
+enum class RankRoute : std::uint8_t {
+  /// Enumerate the paths: certify rank(B) from B, compute dPhi and its numerical rank.
+  /// Throws TooLarge when B does not fit in options.engine.max_memory.
+  enumerate,
+  /// Certify rank(B) from B^T B mod p built by dynamic programming (skeleton_gram_mod): no
+  /// path is enumerated, rank(dPhi) is not computed (status rank_J_not_computed at best).
+  path_free,
+  /// enumerate when B and dPhi fit in options.engine.max_memory (judged from the DP counts,
+  /// before anything is enumerated), else path_free; the explanation says which and why.
+  automatic
+};
+
+/// The theorem check at theta: certifies rank(B) (by `route`), computes dPhi and its numerical
+/// rank when the paths are enumerated, and concludes (see RankStatus). When dPhi or its
+/// numerical rank would exceed the memory limit, rank_J is absent and the explanation quotes
+/// the sizes. theta is not read on the path-free route (it may be empty there).
+/// Complexity: that of certify_rank() plus numerical_rank(), or certify_rank_from_gram() plus
+/// skeleton_gram_mod() on the path-free route.
 RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const RankOptions& options = {},
-                              const NumericalRankOptions& numerical = {});
+                              const NumericalRankOptions& numerical = {},
+                              RankRoute route = RankRoute::enumerate);
 
 }  // namespace pathlift

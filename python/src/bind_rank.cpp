@@ -113,21 +113,6 @@ py::dict report_dict(const RankReport& rep) {
   return j;
 }
 
-/// Whether B and dPhi fit in memory, from the DP counts (the CLI's rule).
-bool fits_in_memory(const Network& net, std::size_t max_memory, std::string& why) {
-  const PathCounts counts = count_paths(net);
-  try {
-    const std::size_t bytes =
-        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
-    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
-                   "the Jacobian dPhi with its pattern B");
-  } catch (const TooLarge& e) {
-    why = e.what();
-    return false;
-  }
-  return true;
-}
-
 /// theta for the rank check: the argument, the stored weights, or the CLI's default
 /// normal_weights(d, 0).
 std::vector<double> rank_theta(const py::object& theta, const Network& net) {
@@ -137,45 +122,6 @@ std::vector<double> rank_theta(const py::object& theta, const Network& net) {
   const auto t = theta_argument<double>(theta, net);
   check_theta_size(net, static_cast<std::size_t>(t.size()));
   return {t.data(), t.data() + t.size()};
-}
-
-RankReport run_rank(const Network& net, const std::vector<double>& theta,
-                    std::optional<bool> enumerate, const RankOptions& ro,
-                    const NumericalRankOptions& no) {
-  std::string why_not_enumerated;
-  const bool enumerated =
-      enumerate ? *enumerate : fits_in_memory(net, ro.engine.max_memory, why_not_enumerated);
-  if (enumerated) {
-    const PathSet paths = enumerate_paths(net, ro.engine);
-    const CsrPattern b = skeleton(paths, ro.engine);
-    const RankCertificate cert = certify_rank(net, b, ro);
-    std::optional<NumericalRank> nr;
-    std::string why_no_j;
-    try {
-      const CsrMatrix<double> j =
-          jacobian<double>(paths, std::span<const double>(theta), ro.engine);
-      nr = numerical_rank(j, no);
-    } catch (const TooLarge& e) {
-      why_no_j = e.what();
-    }
-    RankReport rep = rank_report(net, cert, nr, theta);
-    if (!nr && rep.status == RankStatus::rank_J_not_computed) {
-      rep.explanation = fmt::format("rank(B) = d - h = {} certified; rank(dPhi) not computed: {}",
-                                    rep.expected, why_no_j);
-    }
-    return rep;
-  }
-  // B^T B mod p by dynamic programming: no path is enumerated.
-  const ModMatrix gram = skeleton_gram_mod(net, ro.prime, ro.engine);
-  const RankCertificate cert = certify_rank_from_gram(net, gram, ro.engine.threads);
-  RankReport rep = rank_report(net, cert, std::nullopt, {});
-  if (rep.status == RankStatus::rank_J_not_computed) {
-    rep.explanation = fmt::format(
-        "rank(B) = d - h = {} certified from B^T B; rank(dPhi) not computed: it needs the "
-        "paths, which were not enumerated ({})",
-        rep.expected, enumerate ? std::string("enumerate=False") : why_not_enumerated);
-  }
-  return rep;
 }
 
 /// `h` as a C-contiguous array of T (converted); ValueError when it cannot be.
@@ -597,12 +543,13 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
         const NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
         const std::vector<double> t = rank_theta(theta, net);
-        const std::optional<bool> enumerate_paths_flag =
-            enumerate.is_none() ? std::nullopt : std::optional<bool>(enumerate.cast<bool>());
+        const RankRoute route = enumerate.is_none()      ? RankRoute::automatic
+                                : enumerate.cast<bool>() ? RankRoute::enumerate
+                                                         : RankRoute::path_free;
         RankReport rep;
         {
           py::gil_scoped_release release;
-          rep = run_rank(net, t, enumerate_paths_flag, ro, no);
+          rep = check_rank_theorem(net, t, ro, no, route);
         }
         return report_dict(rep);
       },

@@ -15,6 +15,9 @@ void bind_sparse(py::module_& m) {
       py::arg("rows"), py::arg("cols"), py::arg("dtype") = py::none(),
       "Bytes a dense rows x cols matrix of dtype (default float64) needs: what dense=True "
       "checks against max_memory.");
+  m.def("_csr_fast_path", &csr_assembly_fast_path,
+        "Whether sparse results are assembled without scipy's validating constructor (checked "
+        "once against it at first use); for tests.");
 }
 
 }  // namespace pathlift::python

@@ -59,11 +59,78 @@ void set_read_only(const py::array& a) {
   a.attr("setflags")(py::arg("write") = false);
 }
 
+namespace {
+
+/// csr_matrix((data, indices, indptr), shape) validates its arrays: about 12 us a call, most
+/// of the time of a small Jacobian. Ours are valid by construction (offsets from 0 to nnz,
+/// non-decreasing; column indices sorted, unique within a row and < cols; int32 or int64
+/// alike), so the matrix is assembled as that constructor leaves it: csr_matrix.__new__, then
+/// its instance attributes. Whether this scipy's constructor leaves exactly those attributes
+/// is checked once, on a small matrix built both ways (and fully validated); if not, every
+/// call goes through the constructor.
+py::object assemble_csr(const py::object& cls, const py::array& data, const py::array& indices,
+                        const py::array& indptr, const py::tuple& shape) {
+  py::object m = cls.attr("__new__")(cls);
+  m.attr("_shape") = shape;
+  m.attr("maxprint") = 50;
+  m.attr("data") = data;
+  m.attr("indices") = indices;
+  m.attr("indptr") = indptr;
+  // Column indices are sorted within each row and never repeat (a path visits an edge once).
+  m.attr("has_canonical_format") = true;
+  return m;
+}
+
+py::object construct_csr(const py::object& cls, const py::array& data, const py::array& indices,
+                         const py::array& indptr, const py::tuple& shape) {
+  py::object m =
+      cls(py::make_tuple(data, indices, indptr), py::arg("shape") = shape, py::arg("copy") = false);
+  m.attr("has_canonical_format") = true;
+  return m;
+}
+
+bool assembly_matches_constructor(const py::object& cls) {
+  try {
+    py::array_t<double> data(std::vector<py::ssize_t>{3});
+    py::array_t<std::int32_t> indices(std::vector<py::ssize_t>{3});
+    py::array_t<std::int32_t> indptr(std::vector<py::ssize_t>{3});
+    const double dv[] = {1.5, 2.0, -3.0};
+    const std::int32_t iv[] = {0, 2, 1};
+    const std::int32_t pv[] = {0, 2, 3};
+    std::copy(dv, dv + 3, data.mutable_data());
+    std::copy(iv, iv + 3, indices.mutable_data());
+    std::copy(pv, pv + 3, indptr.mutable_data());
+    const py::tuple shape = py::make_tuple(2, 3);
+    const py::object slow = construct_csr(cls, data, indices, indptr, shape);
+    const py::object fast = assemble_csr(cls, data, indices, indptr, shape);
+    fast.attr("check_format")(py::arg("full_check") = true);
+    const py::object keys = py::module_::import("builtins").attr("vars");
+    const py::object slow_keys = py::module_::import("builtins").attr("sorted")(keys(slow));
+    const py::object fast_keys = py::module_::import("builtins").attr("sorted")(keys(fast));
+    return slow_keys.equal(fast_keys) && fast.attr("shape").equal(slow.attr("shape")) &&
+           py::module_::import("numpy")
+               .attr("array_equal")(fast.attr("toarray")(), slow.attr("toarray")())
+               .cast<bool>();
+  } catch (const py::error_already_set&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+bool csr_assembly_fast_path() {
+  static const bool fast =
+      assembly_matches_constructor(py::module_::import("scipy.sparse").attr("csr_matrix"));
+  return fast;
+}
+
 py::object make_csr(py::array data, CsrPattern pattern) {
-  py::module_ sparse = py::module_::import("scipy.sparse");
+  py::object cls = py::module_::import("scipy.sparse").attr("csr_matrix");
   constexpr auto int32_max = static_cast<Index>(std::numeric_limits<std::int32_t>::max());
   py::array indptr;
-  if (pattern.nnz() <= int32_max && pattern.rows <= int32_max && pattern.cols <= int32_max) {
+  const bool small_indices =
+      pattern.nnz() <= int32_max && pattern.rows <= int32_max && pattern.cols <= int32_max;
+  if (small_indices) {
     const auto offsets = pattern.offsets();
     py::array_t<std::int32_t> small(static_cast<py::ssize_t>(offsets.size()));
     std::int32_t* out = small.mutable_data();
@@ -75,12 +142,12 @@ py::object make_csr(py::array data, CsrPattern pattern) {
     indptr = shared_array<Index>(std::move(pattern.row_offsets), true);
   }
   py::array indices = shared_array<EdgeId>(std::move(pattern.col_indices), true);
-  py::object m = sparse.attr("csr_matrix")(
-      py::make_tuple(data, indices, indptr),
-      py::arg("shape") = py::make_tuple(pattern.rows, pattern.cols), py::arg("copy") = false);
-  // Column indices are sorted within each row and never repeat (a path visits an edge once).
-  m.attr("has_canonical_format") = true;
-  return m;
+  const py::tuple shape = py::make_tuple(pattern.rows, pattern.cols);
+  // Large matrices (int64 offsets, int32 columns) go through the constructor, which gives
+  // both arrays one index type as scipy's routines expect.
+  return small_indices && csr_assembly_fast_path()
+             ? assemble_csr(cls, data, indices, indptr, shape)
+             : construct_csr(cls, data, indices, indptr, shape);
 }
 
 py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype) {

@@ -144,6 +144,10 @@ CsrPattern pattern_argument(const py::object& m, const char* what);
 /// indptr is a view and scipy converts the indices to int64 (its one copy).
 py::object make_csr(py::array data, CsrPattern pattern);
 
+/// Whether make_csr assembles the csr_matrix directly (checked once against this scipy's
+/// constructor; see common.cpp) instead of calling the validating constructor.
+bool csr_assembly_fast_path();
+
 /// The pattern with values `numpy.ones(nnz, dtype)`: the skeleton B as a csr_matrix.
 py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype);
 

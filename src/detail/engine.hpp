@@ -26,6 +26,7 @@
 
 #include "pathlift/network.hpp"
 #include "pathlift/types.hpp"
+#include "src/detail/parallel.hpp"
 
 namespace pathlift::detail {
 
@@ -178,8 +179,7 @@ void run_plan(const WalkTables& t, const WalkPlan& plan, const T* theta, int thr
   const double total = static_cast<double>(std::max<Index>(t.num_paths, 1));
   // Small walks run on the calling thread: starting a thread team costs more than they do.
   const bool parallel = num_tasks > 1 && t.nnz >= k_parallel_min_entries;
-#pragma omp parallel num_threads(nthreads) if (parallel)
-  {
+  run_team(nthreads, parallel, [&] {
     Prefix<T> prefix(t.max_length);
     double reported = 0.0;
 #pragma omp for schedule(dynamic, 1)
@@ -205,7 +205,7 @@ void run_plan(const WalkTables& t, const WalkPlan& plan, const T* theta, int thr
         }
       }
     }
-  }
+  });
   if (progress) {
     progress(1.0);
   }

@@ -20,8 +20,13 @@ struct StructureSink {
   Index row;
   Index entry;
 
+  // Paths are short (a few edges): plain loops beat memcpy calls here.
   void single(const Prefix<T>& p, NodeId w) {
-    std::memcpy(edges + entry, p.edges.data(), static_cast<std::size_t>(p.length) * sizeof(EdgeId));
+    EdgeId* __restrict out = edges + entry;
+    const EdgeId* __restrict pe = p.edges.data();
+    for (Index i = 0; i < p.length; ++i) {
+      out[i] = pe[i];
+    }
     entry += p.length;
     if (start != nullptr) {
       start[row] = p.start;
@@ -37,13 +42,19 @@ struct StructureSink {
     const Index r1 = r0 + static_cast<Index>(t->suffix_count[static_cast<std::size_t>(v)]);
     const Index* moff = t->memo_offsets.data();
     const EdgeId* medges = t->memo_edges.data();
-    const auto plen = static_cast<std::size_t>(p.length);
+    const Index a = p.length;
+    const EdgeId* pe = p.edges.data();
     for (Index r = r0; r < r1; ++r) {
-      std::memcpy(edges + entry, p.edges.data(), plen * sizeof(EdgeId));
-      entry += p.length;
-      const Index n = moff[r + 1] - moff[r];
-      std::memcpy(edges + entry, medges + moff[r], static_cast<std::size_t>(n) * sizeof(EdgeId));
-      entry += n;
+      const Index b = moff[r + 1] - moff[r];
+      EdgeId* __restrict out = edges + entry;
+      for (Index i = 0; i < a; ++i) {
+        out[i] = pe[i];
+      }
+      const EdgeId* __restrict me = medges + moff[r];
+      for (Index k = 0; k < b; ++k) {
+        out[a + k] = me[k];
+      }
+      entry += a + b;
       if (start != nullptr) {
         start[row] = p.start;
       }

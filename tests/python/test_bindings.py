@@ -572,3 +572,29 @@ def test_cmake_install_into_a_temporary_root(build_dir, tmp_path):
     file_line, phi_line = out.stdout.splitlines()
     assert file_line.startswith(str(root))
     assert phi_line == "[5.0, 12.0, 15.0, 24.0, 7.0]"
+
+
+def test_csr_results_are_valid_scipy_matrices(pathlift_module):
+    """Sparse results are assembled without scipy's validating constructor when this scipy
+    allows it: the matrices must still pass scipy's full check, have one index dtype, be
+    canonical, and behave like constructed ones in arithmetic."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    pl = pathlift_module
+    assert pl._pathlift._csr_fast_path()  # Debian 12's scipy 1.10: the fast path is taken
+    net = pl.random_dag(12, 0.5, 3, shuffle=True)  # unsorted walk order: rows get sorted
+    theta = pl.normal_weights(net.d, 1)
+    for m in (pl.jacobian(net, theta), pl.skeleton(net), pl.jacobian(pl.enumerate_paths(net),
+                                                                      theta)):
+        assert type(m) is sp.csr_matrix
+        m.check_format(full_check=True)
+        assert m.indices.dtype == m.indptr.dtype == np.int32
+        assert m.has_canonical_format and m.has_sorted_indices
+        ref = sp.csr_matrix((m.data.copy(), m.indices.copy(), m.indptr.copy()), shape=m.shape)
+        ref.has_canonical_format = True
+        assert sorted(vars(m)) == sorted(vars(ref))
+        v = np.arange(m.shape[1], dtype=float)
+        assert np.array_equal(m @ v, ref @ v)
+        assert np.array_equal((m.T @ m).toarray(), (ref.T @ ref).toarray())
+        assert np.array_equal(m.toarray(), ref.toarray())
