@@ -68,11 +68,38 @@ METHODS = [
 ]
 
 CSV_FIELDS = ["method", "shape", "L", "w", "P", "d", "nnz", "P*d", "median", "min", "max",
-              "status", "dtype", "threads", "reps"]
+              "status", "dtype", "threads", "reps", "calls"]
 
 # A warm-up call is made and discarded (first-touch page faults, thread start, allocator) when
 # the first call is faster than this; slower methods are timed from their first call.
 WARMUP_BELOW_S = 2.0
+
+# A repetition of a method faster than this is the mean of n back-to-back calls, n chosen so the
+# repetition lasts about this long (as timeit does): the clock's resolution and the scheduler's
+# noise then stay far below the figure. Every method is timed this way.
+MIN_REPETITION_S = 0.02
+
+
+def steady_allocator():
+    """glibc malloc, as configured here, returns large blocks to the system on free and maps
+    them afresh on the next allocation: on this kind of virtual machine every first touch of a
+    4 KiB page then costs a page fault of several microseconds, so a 5 MB tensor costs 15-30 ms
+    to fill whatever computes it, and a method's time depends on what ran before it in the
+    process. Keeping freed memory (mmap threshold 32 MiB, no trimming) times every method --
+    PyTorch's and pathlift's alike -- on memory already mapped: the steady state of a loop.
+    Returns a description for the report, or None when mallopt is unavailable."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+        ok = (libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1
+              and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1
+              and libc.mallopt(M_TOP_PAD, 64 << 20) == 1)
+    except (OSError, AttributeError):
+        return None
+    return "malloc: freed memory kept (mmap threshold 32 MiB, no trim)" if ok else None
 
 
 # --- the grids ---------------------------------------------------------------------------------
@@ -268,6 +295,7 @@ class Result:
         self.status = status
         self.estimate = estimate  # seconds, for a method skipped on time
         self.last = None  # the last call's output, when measure(keep=True)
+        self.calls = 1  # calls per repetition (their mean is the repetition's time)
 
     @property
     def ran(self):
@@ -280,9 +308,11 @@ class Result:
 
 
 def measure(fn, reps, max_seconds, after_first=None, keep=False):
-    """Median/min/max of `reps` calls of fn(). A first call faster than WARMUP_BELOW_S is a
-    discarded warm-up; a first call over max_seconds is the only one (status says so). One
-    output is alive at a time; keep=True returns the last one in Result.last."""
+    """Median/min/max of `reps` repetitions of fn(). A first call faster than WARMUP_BELOW_S is
+    a discarded warm-up; a first call over max_seconds is the only one (status says so). A
+    repetition is the mean of n calls, n = MIN_REPETITION_S / (the faster of two calibration
+    calls), at least 1. One output is alive at a time; keep=True returns the last one in
+    Result.last."""
     t0 = time.perf_counter()
     out = fn()
     first = time.perf_counter() - t0
@@ -290,15 +320,25 @@ def measure(fn, reps, max_seconds, after_first=None, keep=False):
         after_first(out)
     times = []
     result = Result(times)
+    number = 1
     if first >= WARMUP_BELOW_S:
         times.append(first)
         if first > max_seconds:
             result.status = f"ok (1 rep: {first:.3g} s > --max-seconds {max_seconds:g})"
-    while len(times) < reps and result.status == "ok":
-        del out
+    elif first < MIN_REPETITION_S:
+        out = None
         t0 = time.perf_counter()
         out = fn()
-        times.append(time.perf_counter() - t0)
+        calibration = min(first, time.perf_counter() - t0)
+        number = max(1, int(MIN_REPETITION_S / max(calibration, 1e-9)))
+    while len(times) < reps and result.status == "ok":
+        out = None
+        t0 = time.perf_counter()
+        for _ in range(number):
+            out = None
+            out = fn()
+        times.append((time.perf_counter() - t0) / number)
+    result.calls = number
     if keep:
         result.last = out
     return result
@@ -538,6 +578,7 @@ class Experiment:
                 "w": widths[0] if widths else 0, "P": P, "d": d, "nnz": nnz, "P*d": P * d,
                 "median": med, "min": lo, "max": hi, "status": rr.status,
                 "dtype": np.dtype(self.np_dtype).name, "threads": T, "reps": len(rr.times),
+                "calls": rr.calls,
             })
         worst = max(errors.values())
         self.log(f"  check: {', '.join(errors)} agree with pathlift's float64 Jacobian "
@@ -686,7 +727,8 @@ def read_csv(paths):
     for p in paths:
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
-                for k in ("L", "w", "P", "d", "nnz", "P*d", "threads", "reps"):
+                r.setdefault("calls", "1")
+                for k in ("L", "w", "P", "d", "nnz", "P*d", "threads", "reps", "calls"):
                     r[k] = int(r[k])
                 for k in ("median", "min", "max"):
                     r[k] = float(r[k]) if r[k] else float("nan")
@@ -804,6 +846,9 @@ def main(argv=None):
     ap.add_argument("--png", help="figure (default docs/figures/paper_experiment[_scale].png)")
     ap.add_argument("--plot", nargs="+", metavar="CSV", help="only redraw the figure from CSV files")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ap.add_argument("--malloc-default", action="store_true",
+                    help="leave glibc malloc as it is (default: keep freed memory mapped, so that "
+                         "no method is timed on page faults; see steady_allocator)")
     args = ap.parse_args(argv)
     stem = "paper_experiment_scale" if args.scale else "paper_experiment"
     png = args.png or FIGURES / f"{stem}.png"
@@ -815,6 +860,7 @@ def main(argv=None):
         print(f"wrote {png}", file=sys.stderr)
         return 0
 
+    allocator = None if args.malloc_default else steady_allocator()
     import torch
     import functorch
     import pathlift
@@ -829,6 +875,7 @@ def main(argv=None):
     exp = Experiment(args, torch, functorch, pathlift)
     dtype = "float64" if args.float64 else "float32"
     machine = machine_line(threads, dtype, args.reps)
+    machine += f"; {allocator or 'malloc: glibc defaults'}"
     print(f"paper_experiment: {machine}; torch {torch.__version__} "
           f"(torch.get_num_threads() = {torch.get_num_threads()}), pathlift {pathlift.__version__}; "
           f"max-seconds {args.max_seconds:g}, max-memory {fmt_bytes(exp.limit)}", flush=True)

@@ -11,12 +11,16 @@
 namespace pathlift {
 
 std::size_t default_max_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) {
-    return std::size_t{4} << 30;  // unknown: assume 8 GiB of RAM
-  }
-  return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
+  // Asked once: sysconf(_SC_PHYS_PAGES) is a system call, and every engine call checks a limit.
+  static const std::size_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) {
+      return std::size_t{4} << 30;  // unknown: assume 8 GiB of RAM
+    }
+    return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
+  }();
+  return limit;
 }
 
 std::size_t effective_max_memory(std::size_t max_memory) {

@@ -76,8 +76,10 @@ py::object assemble_csr(const py::object& cls, const py::array& data, const py::
   m.attr("data") = data;
   m.attr("indices") = indices;
   m.attr("indptr") = indptr;
-  // Column indices are sorted within each row and never repeat (a path visits an edge once).
-  m.attr("has_canonical_format") = true;
+  // Column indices are sorted within each row and never repeat (a path visits an edge once):
+  // what the has_canonical_format setter records, set directly.
+  m.attr("_has_canonical_format") = true;
+  m.attr("_has_sorted_indices") = true;
   return m;
 }
 
@@ -118,14 +120,20 @@ bool assembly_matches_constructor(const py::object& cls) {
 
 }  // namespace
 
+/// scipy.sparse.csr_matrix, imported once (a leaked reference: it must outlive no interpreter,
+/// and destroying it at exit, after the interpreter, would crash).
+const py::object& csr_class() {
+  static const auto* cls = new py::object(py::module_::import("scipy.sparse").attr("csr_matrix"));
+  return *cls;
+}
+
 bool csr_assembly_fast_path() {
-  static const bool fast =
-      assembly_matches_constructor(py::module_::import("scipy.sparse").attr("csr_matrix"));
+  static const bool fast = assembly_matches_constructor(csr_class());
   return fast;
 }
 
 py::object make_csr(py::array data, CsrPattern pattern) {
-  py::object cls = py::module_::import("scipy.sparse").attr("csr_matrix");
+  const py::object& cls = csr_class();
   constexpr auto int32_max = static_cast<Index>(std::numeric_limits<std::int32_t>::max());
   py::array indptr;
   const bool small_indices =
@@ -150,10 +158,29 @@ py::object make_csr(py::array data, CsrPattern pattern) {
              : construct_csr(cls, data, indices, indptr, shape);
 }
 
+namespace {
+
+template <class T>
+py::array ones(Index n) {
+  py::array_t<T> a(static_cast<py::ssize_t>(n));
+  std::fill_n(a.mutable_data(), n, T(1));
+  return a;
+}
+
+}  // namespace
+
 py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype) {
-  py::module_ np = py::module_::import("numpy");
-  py::array ones = np.attr("ones")(pattern.nnz(), py::arg("dtype") = numpy_dtype(dtype));
-  return make_csr(ones, std::move(pattern));
+  const py::dtype dt = numpy_dtype(dtype);
+  const Index nnz = pattern.nnz();
+  py::array values;
+  if (dt.equal(py::dtype::of<double>())) {
+    values = ones<double>(nnz);
+  } else if (dt.equal(py::dtype::of<float>())) {
+    values = ones<float>(nnz);
+  } else {
+    values = py::module_::import("numpy").attr("ones")(nnz, py::arg("dtype") = dt);
+  }
+  return make_csr(values, std::move(pattern));
 }
 
 py::array_t<double> owning_col_major(Eigen::MatrixXd&& m) {
