@@ -18,6 +18,7 @@
 #include "pathlift/forward.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/linearize.hpp"
+#include "pathlift/types.hpp"
 
 namespace {
 
@@ -68,6 +69,8 @@ void measure(benchmark::State& state, Work&& work) {
   bool have_peak = true;
   for (auto _ : state) {
     state.PauseTiming();
+    // Fresh memory for every call: blocks recycled from the previous one would hide its peak.
+    (void)pathlift::release_cached_buffers();
     have_peak = reset_peak() && have_peak;
     const double before = status_kib("VmRSS");
     state.ResumeTiming();

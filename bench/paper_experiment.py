@@ -310,9 +310,9 @@ class Result:
 def measure(fn, reps, max_seconds, after_first=None, keep=False):
     """Median/min/max of `reps` repetitions of fn(). A first call faster than WARMUP_BELOW_S is
     a discarded warm-up; a first call over max_seconds is the only one (status says so). A
-    repetition is the mean of n calls, n = MIN_REPETITION_S / (the faster of two calibration
-    calls), at least 1. One output is alive at a time; keep=True returns the last one in
-    Result.last."""
+    repetition is the mean of n calls, n = MIN_REPETITION_S / (a second, calibration call), at
+    least 1. Garbage collection is off while timing. One output is alive at a time; keep=True
+    returns the last one in Result.last."""
     t0 = time.perf_counter()
     out = fn()
     first = time.perf_counter() - t0
@@ -325,19 +325,28 @@ def measure(fn, reps, max_seconds, after_first=None, keep=False):
         times.append(first)
         if first > max_seconds:
             result.status = f"ok (1 rep: {first:.3g} s > --max-seconds {max_seconds:g})"
-    elif first < MIN_REPETITION_S:
+    else:
         out = None
         t0 = time.perf_counter()
         out = fn()
-        calibration = min(first, time.perf_counter() - t0)
-        number = max(1, int(MIN_REPETITION_S / max(calibration, 1e-9)))
-    while len(times) < reps and result.status == "ok":
-        out = None
-        t0 = time.perf_counter()
-        for _ in range(number):
+        calibration = time.perf_counter() - t0  # the first call may include one-time costs
+        if calibration < MIN_REPETITION_S:
+            number = max(1, int(MIN_REPETITION_S / max(calibration, 1e-9)))
+    # As timeit does: no garbage collection while timing (a collection walks every object the
+    # process holds, which depends on what ran before, not on the method timed).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while len(times) < reps and result.status == "ok":
             out = None
-            out = fn()
-        times.append((time.perf_counter() - t0) / number)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                out = None
+                out = fn()
+            times.append((time.perf_counter() - t0) / number)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     result.calls = number
     if keep:
         result.last = out
@@ -776,15 +785,18 @@ def plot(rows, png, title):
             ax.plot([r["P*d"] for r in est], [r["median"] for r in est], linestyle=":",
                     marker=marker, markerfacecolor="none", color=color, markersize=4,
                     label=f"{label.split(':')[0]}: estimated (not run)" if not pts else None)
-    # the points where dense methods did not fit
-    dense = sorted({(r["P*d"], r["shape"]) for r in rows if r["status"].startswith("needs")
-                    and r["method"] in ("paper_einsum", "functorch_jacfwd", "functorch_jacrev",
-                                        "pathlift_dense_jacobian")})
-    for x, shape in dense:
-        axes[0].axvline(x, color="0.6", linestyle="--", linewidth=0.7)
-        axes[0].annotate(f"{shape}: PyTorch\nmethods need\n> memory", (x, 0.02),
-                         xycoords=("data", "axes fraction"), fontsize=6, color="0.35",
-                         rotation=90, ha="right", va="bottom")
+    # the points where no PyTorch method could compute the Jacobian (all need too much memory)
+    torch_methods = ("paper_einsum", "autograd_loop", "functorch_jacfwd", "functorch_jacrev")
+    shapes = {}
+    for r in rows:
+        if r["method"] in torch_methods:
+            shapes.setdefault((r["P*d"], r["shape"]), []).append(r["status"].startswith("needs"))
+    for (x, shape), fits in sorted(shapes.items()):
+        if all(fits):
+            axes[0].axvline(x, color="0.6", linestyle="--", linewidth=0.7)
+            axes[0].annotate(f"{shape}: no PyTorch\nmethod fits", (x, 0.02),
+                             xycoords=("data", "axes fraction"), fontsize=6, color="0.35",
+                             rotation=90, ha="right", va="bottom")
     axes[0].set_title("Jacobian of the path-lifting")
     axes[1].set_title("Build (once per network, independent of theta)")
     for ax in axes:

@@ -34,6 +34,27 @@ int parallel_threads(Index d, const EngineOptions& options) {
   return options.threads > 0 ? options.threads : omp_get_max_threads();
 }
 
+/// Calls f(i, j) for every pair i < j < d, in 64 x 64 blocks of the upper triangle shared among
+/// `threads` threads (each pair once): the symmetrisation of a d x d matrix of which exactly
+/// one of (i, j), (j, i) was written.
+template <class F>
+void for_each_upper_pair(Index d, int threads, const F& f) {
+  constexpr Index block = 64;
+  const Index nb = (d + block - 1) / block;
+  detail::run_team(threads, true, [&] {
+#pragma omp for schedule(dynamic, 1)
+    for (Index bi = 0; bi < nb; ++bi) {
+      for (Index bj = bi; bj < nb; ++bj) {
+        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
+          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
+            f(i, j);
+          }
+        }
+      }
+    }
+  });
+}
+
 /// Throws TooLarge when a dense d x d matrix of 8-byte entries exceeds the memory limit.
 void require_dense(Index d, std::size_t max_memory, const char* what) {
   const std::size_t bytes = dense_bytes(d, d, sizeof(double));
@@ -371,21 +392,10 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
 
   // Symmetrise: exactly one of K[i, j], K[j, i] was written (a DAG orders i and j at most one
   // way), the other is 0.
-  constexpr Index block = 64;
-  const Index nb = (d + block - 1) / block;
-  detail::run_team(threads, true, [&] {
-#pragma omp for schedule(dynamic, 1)
-    for (Index bi = 0; bi < nb; ++bi) {
-      for (Index bj = bi; bj < nb; ++bj) {
-        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
-          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
-            const double s = k(i, j) + k(j, i);
-            k(i, j) = s;
-            k(j, i) = s;
-          }
-        }
-      }
-    }
+  for_each_upper_pair(d, threads, [&](Index i, Index j) {
+    const double s = k(i, j) + k(j, i);
+    k(i, j) = s;
+    k(j, i) = s;
   });
   return k;
 }
@@ -505,24 +515,13 @@ void gram_counts(const Network& net, const R& ring, std::uint64_t one, std::uint
   const int threads = parallel_threads(d, options);
   parallel_for(g.n - g.num_inputs, threads, body);
 
-  constexpr Index block = 64;
-  const Index nb = (d + block - 1) / block;
   const auto ud = static_cast<std::size_t>(d);
-  detail::run_team(threads, true, [&] {
-#pragma omp for schedule(dynamic, 1)
-    for (Index bi = 0; bi < nb; ++bi) {
-      for (Index bj = bi; bj < nb; ++bj) {
-        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
-          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
-            const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
-            const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
-            const std::uint64_t s = ring.add(out[ij], out[ji]);
-            out[ij] = s;
-            out[ji] = s;
-          }
-        }
-      }
-    }
+  for_each_upper_pair(d, threads, [&](Index i, Index j) {
+    const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
+    const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
+    const std::uint64_t s = ring.add(out[ij], out[ji]);
+    out[ij] = s;
+    out[ji] = s;
   });
 }
 

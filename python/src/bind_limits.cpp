@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/types.hpp"
 
 namespace pathlift::python {
 
@@ -43,6 +44,10 @@ void bind_limits(py::module_& m) {
   m.def("effective_max_memory", &effective_max_memory, py::arg("max_memory"),
         "max_memory, or default_max_memory() when it is 0.");
   m.def("format_bytes", &format_bytes, py::arg("bytes"), "'1.50 GiB' style.");
+  m.def(
+      "release_cached_buffers", [] { return release_cached_buffers(); },
+      "Returns to the system the large result buffers pathlift keeps for reuse (up to 8 blocks "
+      "of 2 MiB or more, 1 GiB in all, freed recently) and their total bytes.");
   m.def(
       "estimate_bytes",
       [](const Network& net, const std::string& what, const py::object& dtype) {

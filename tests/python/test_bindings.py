@@ -598,3 +598,19 @@ def test_csr_results_are_valid_scipy_matrices(pathlift_module):
         assert np.array_equal(m @ v, ref @ v)
         assert np.array_equal((m.T @ m).toarray(), (ref.T @ ref).toarray())
         assert np.array_equal(m.toarray(), ref.toarray())
+
+
+def test_release_cached_buffers(pathlift_module):
+    """A large result, once freed, is kept for reuse; release_cached_buffers hands it back."""
+    import numpy as np
+
+    pl = pathlift_module
+    pl.release_cached_buffers()
+    net = pl.feed_forward(5, [32, 32, 32], 2)  # P = 395,330: Phi is 3.2 MB
+    phi = pl.path_lifting(net, pl.normal_weights(net.d, 0))
+    nbytes = phi.nbytes
+    again = pl.path_lifting(net, pl.normal_weights(net.d, 0))
+    assert np.array_equal(phi, again)  # two live results: two blocks
+    del phi, again
+    assert pl.release_cached_buffers() >= 2 * nbytes
+    assert pl.release_cached_buffers() == 0
