@@ -55,26 +55,6 @@ void check_paths_theta(const PathSet& paths, std::span<const T> theta) {
   check_finite(theta, nullptr);
 }
 
-/// Phi_p = theta_{e[0]} ... theta_{e[n-1]}, multiplied left to right from 1.
-template <class T>
-T path_product(const EdgeId* __restrict e, const T* __restrict th, Index n) {
-  T prod = T(1);
-  for (Index k = 0; k < n; ++k) {
-    prod *= th[e[k]];
-  }
-  return prod;
-}
-
-/// The same for a length known at compile time (unrolled; bit-identical).
-template <int N, class T>
-T path_product(const EdgeId* __restrict e, const T* __restrict th) {
-  T prod = T(1);
-  for (int k = 0; k < N; ++k) {
-    prod *= th[e[k]];
-  }
-  return prod;
-}
-
 /// One row of dPhi from a path's edges e (walk order): out[k] = (product of the weights
 /// before k) * (product of those after k), without division, so exact at zero weights.
 /// Prefix products first, then the suffix sweep.
@@ -140,30 +120,9 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
 #pragma omp for schedule(static)
     for (Index p = 0; p < np; ++p) {
-      const EdgeId* e = edges + off[p];
-      T prod;
-      switch (off[p + 1] - off[p]) {  // the common short lengths unrolled: same products, order
-        case 1:
-          prod = path_product<1>(e, theta.data());
-          break;
-        case 2:
-          prod = path_product<2>(e, theta.data());
-          break;
-        case 3:
-          prod = path_product<3>(e, theta.data());
-          break;
-        case 4:
-          prod = path_product<4>(e, theta.data());
-          break;
-        case 5:
-          prod = path_product<5>(e, theta.data());
-          break;
-        case 6:
-          prod = path_product<6>(e, theta.data());
-          break;
-        default:
-          prod = path_product(e, theta.data(), off[p + 1] - off[p]);
-          break;
+      T prod = T(1);
+      for (Index k = off[p]; k < off[p + 1]; ++k) {
+        prod *= theta[static_cast<std::size_t>(edges[k])];
       }
       phi[static_cast<std::size_t>(p)] = prod;
     }
