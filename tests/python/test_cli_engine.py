@@ -204,3 +204,28 @@ def test_report_is_the_main_job(run_cli):
     assert "P = 3106" in big.stdout and "nnz" in big.stdout
     huge = run_cli("report", "--ff", "10,64,64,64,64,64,64,64,64,64,64,64,64,2", check=True)
     assert "too large to enumerate" in huge.stdout
+
+
+def test_bench_table_and_csv(run_cli, tmp_path):
+    """pathlift bench (issue 7): a row per shape on stdout, and in the CSV a row per shape and
+    method with the DP sizes and ordered timings."""
+    import csv
+
+    out = tmp_path / "bench.csv"
+    r = run_cli("bench", "--grid", "5,2,2", "--grid", "5,3,3,2", "--reps", "3", "--threads", "1",
+                "--csv", out, check=True)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("5,")]
+    assert [l.split()[0] for l in lines] == ["5,2,2", "5,3,3,2"]
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    methods = ["pathlift_build", "pathlift_phi", "pathlift_sparse_jacobian",
+               "pathlift_dense_jacobian"]
+    assert [(r["shape"], r["method"]) for r in rows] == [
+        (s, m) for s in ("5,2,2", "5,3,3,2") for m in methods]
+    # P = q (r w^L + w^L + ... + 1), d = sum (in + 1) out, from the DP (MATH.md's formulas)
+    sizes = {r["shape"]: (int(r["P"]), int(r["d"]), int(r["nnz"])) for r in rows}
+    assert sizes == {"5,2,2": (26, 18, 50), "5,3,3,2": (116, 38, 338)}
+    for row in rows:
+        assert row["status"] == "ok" and row["reps"] == "3" and row["dtype"] == "float32"
+        assert 0 < float(row["min_s"]) <= float(row["median_s"]) <= float(row["max_s"])
+    assert run_cli("bench", "--grid", "5,0,2").returncode != 0
