@@ -80,6 +80,9 @@ void run_bench_t(const BenchOptions& opts) {
   if (grid.empty()) {
     grid = opts.scale ? scale_grid() : paper_grid();
   }
+  for (const std::string& shape : grid) {
+    (void)parse_layer_sizes(shape);  // every shape checked before anything is printed or timed
+  }
   EngineOptions engine;
   engine.threads = opts.threads;
   engine.max_memory = parse_memory_size(opts.max_memory);
