@@ -11,7 +11,9 @@
 
 #include "matrix_io.hpp"
 #include "pathlift/builtins.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
+#include "pathlift/rank.hpp"
 
 namespace pathlift::cli {
 
@@ -60,6 +62,31 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts) {
   cmd.add_option("--max-memory", opts.max_memory,
                  "Refuse work needing more memory than this (e.g. 8G, 512M; default: half of "
                  "physical RAM)");
+}
+
+void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description) {
+  cmd.add_option("--prime", prime, description)->check([](const std::string& text) -> std::string {
+    try {
+      const auto p = std::stoull(text);
+      return (p < (std::uint64_t{1} << 63) && is_prime(p)) ? ""
+                                                           : text + " is not a prime below 2^63";
+    } catch (const std::exception&) {
+      return text + " is not a number";
+    }
+  });
+}
+
+Eigen::MatrixXd read_data(const std::string& path, const Network& net,
+                          const std::string& description) {
+  Eigen::MatrixXd X = read_matrix(path);
+  const auto r = static_cast<Index>(net.data_inputs().size());
+  if (X.cols() != r) {
+    throw FormatError(
+        fmt::format("'{}' has {} columns but the network {} has {} data inputs (bias nodes "
+                    "excluded)",
+                    path, X.cols(), description, r));
+  }
+  return X;
 }
 
 LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {

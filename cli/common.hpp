@@ -2,6 +2,7 @@
 // Options and helpers shared by the CLI's subcommands.
 
 #include <CLI/CLI.hpp>
+#include <Eigen/Dense>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -44,6 +45,14 @@ struct ComputeOptions {
 void add_theta_options(CLI::App& cmd, ComputeOptions& opts);
 /// --threads N and --max-memory SIZE.
 void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
+
+/// --prime P, checked to be a prime below 2^63 (the modular ranks of rank and prove).
+void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description);
+
+/// The data X (n x r) of --data FILE for `net` (.npy or text): FormatError when its width is
+/// not the number of data inputs, naming the file, both numbers and `description`.
+Eigen::MatrixXd read_data(const std::string& path, const Network& net,
+                          const std::string& description);
 
 /// theta for the network, and where it came from ("--theta FILE", "network file", "--seed 0").
 struct LoadedTheta {

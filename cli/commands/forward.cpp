@@ -27,13 +27,7 @@ using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 void run_forward(const ForwardOptions& opts) {
   const auto [net, description] = load_network(opts.network);
   const LoadedTheta theta = load_theta(net, opts.compute);
-  const Eigen::MatrixXd X = read_matrix(opts.data);
-  const auto r = static_cast<Index>(net.data_inputs().size());
-  if (X.cols() != r) {
-    throw FormatError(fmt::format(
-        "'{}' has {} columns but the network {} has {} data inputs (bias nodes excluded)",
-        opts.data, X.cols(), description, r));
-  }
+  const Eigen::MatrixXd X = read_data(opts.data, net, description);
   const EngineOptions engine = engine_options(opts.compute, "forward");
   const ForwardResult fw = forward(net, theta.theta, X, engine);
   const ActivationPattern pattern = activation_pattern(net, fw);

@@ -42,13 +42,7 @@ void run_linearize(const LinearizeOptions& opts) {
   }
   const auto [net, description] = load_network(opts.network);
   const LoadedTheta theta = load_theta(net, opts.compute);
-  const Eigen::MatrixXd X = read_matrix(opts.data);
-  const auto r = static_cast<Index>(net.data_inputs().size());
-  if (X.cols() != r) {
-    throw FormatError(fmt::format(
-        "'{}' has {} columns but the network {} has {} data inputs (bias nodes excluded)",
-        opts.data, X.cols(), description, r));
-  }
+  const Eigen::MatrixXd X = read_data(opts.data, net, description);
   const EngineOptions engine = engine_options(opts.compute, "linearize");
   const Linearization lin = linearize(net, theta.theta, X, engine);
   if (!opts.output.empty()) {
@@ -78,7 +72,7 @@ void run_linearize(const LinearizeOptions& opts) {
   } else {
     const double entries = static_cast<double>(check.n * check.q) * static_cast<double>(check.P);
     fmt::print("network      {} (theta: {})\n", description, theta.source);
-    fmt::print("data         {}: n = {} samples x r = {} inputs\n", opts.data, check.n, r);
+    fmt::print("data         {}: n = {} samples x r = {} inputs\n", opts.data, check.n, X.cols());
     fmt::print("L            (n q) x P = {} x {}, nnz {} ({:.3g}% of the entries)\n",
                check.n * check.q, check.P, check.nnz_L,
                entries > 0 ? 100.0 * static_cast<double>(check.nnz_L) / entries : 0.0);

@@ -228,18 +228,8 @@ void add_prove_command(CLI::App& app) {
   cmd->add_flag("--verbose", opts->verbose,
                 "Also print each step's matrices (B, B', B'', B~, B~', B~''; B, B~ for the base "
                 "case) in the paper's row and column order");
-  cmd->add_option("--prime", opts->prime,
-                  "The prime of the modular ranks (a prime below 2^63; default 2^61 - 1)")
-      ->check([](const std::string& text) -> std::string {
-        try {
-          const auto p = std::stoull(text);
-          return (p < (std::uint64_t{1} << 63) && is_prime(p))
-                     ? ""
-                     : text + " is not a prime below 2^63";
-        } catch (const std::exception&) {
-          return text + " is not a number";
-        }
-      });
+  add_prime_option(*cmd, opts->prime,
+                   "The prime of the modular ranks (a prime below 2^63; default 2^61 - 1)");
   cmd->callback([opts] { run_prove(*opts); });
 }
 

@@ -155,18 +155,8 @@ void add_rank_command(CLI::App& app) {
   cmd->add_flag("--no-enumerate", opts->no_enumerate,
                 "Certify rank(B) from B^T B built without enumerating paths (rank_J is then "
                 "null); chosen automatically when the paths do not fit in memory");
-  cmd->add_option("--prime", opts->prime,
-                  "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)")
-      ->check([](const std::string& text) -> std::string {
-        try {
-          const auto p = std::stoull(text);
-          return (p < (std::uint64_t{1} << 63) && is_prime(p))
-                     ? ""
-                     : text + " is not a prime below 2^63";
-        } catch (const std::exception&) {
-          return text + " is not a number";
-        }
-      });
+  add_prime_option(*cmd, opts->prime,
+                   "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
   cmd->add_option("--method", opts->method,
                   "Matrix eliminated for the lower bound: auto (B when enumerated), skeleton "
                   "(B, sparse), gram (B^T B, dense)")
