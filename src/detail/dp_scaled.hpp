@@ -385,31 +385,34 @@ inline void dp_scale_by(double y, double m, std::int64_t k, double& om, std::int
   dp_normalize(f * m, k + e, om, ok);
 }
 
-/// Recomputes the derivative C at node v from its in-edges with exact (mantissa, exponent)
-/// terms, accumulated by dp_merge in one pass.
-inline void dp_forward_deriv_careful(const DpGraph& g, const double* theta, const double* dir,
-                                     NodeId v, const double* a, const std::int64_t* ka, double* c,
-                                     std::int64_t* kc) {
+/// Recomputes a derivative at node v from its edges on one side, with exact (mantissa,
+/// exponent) terms accumulated by dp_merge in one pass: sum over the edges x = (v, w) of
+/// theta_x^2 d[w] + theta_x dir_x s[w], where (s, ks) are the pair sums and (d, kd) the
+/// derivatives already final at the far ends w. `off`/`list` are the edge lists of that side
+/// (in-edges for the forward pass, out-edges for the backward one), `far` the far end of an edge.
+inline void dp_deriv_careful(const Index* off, const EdgeId* list, const NodeId* far,
+                             const double* theta, const double* dir, NodeId v, const double* s,
+                             const std::int64_t* ks, double* d, std::int64_t* kd) {
   double m = 0;
   std::int64_t k = dp_no_exponent;
-  for (Index i = g.in_off[v]; i < g.in_off[v + 1]; ++i) {
-    const EdgeId x = g.in_list[i];
-    const NodeId u = g.src[x];
+  for (Index i = off[v]; i < off[v + 1]; ++i) {
+    const EdgeId x = list[i];
+    const NodeId w = far[x];
     if (theta[x] == 0) {
       continue;
     }
     int te = 0;
     const double tm = std::frexp(theta[x], &te);
-    if (c[u] != 0) {
-      dp_merge(m, k, c[u] * tm * tm, kc[u] + 2 * static_cast<std::int64_t>(te));
+    if (d[w] != 0) {
+      dp_merge(m, k, d[w] * tm * tm, kd[w] + 2 * static_cast<std::int64_t>(te));
     }
-    if (a[u] != 0 && dir[x] != 0) {
+    if (s[w] != 0 && dir[x] != 0) {
       int ve = 0;
       const double vm = std::frexp(dir[x], &ve);
-      dp_merge(m, k, a[u] * tm * vm, ka[u] + te + ve);
+      dp_merge(m, k, s[w] * tm * vm, ks[w] + te + ve);
     }
   }
-  dp_normalize(m, m == 0 ? 0 : k, c[v], kc[v]);
+  dp_normalize(m, m == 0 ? 0 : k, d[v], kd[v]);
 }
 
 /// Forward pair sums (A, C) at every node; inputs are (1, 0). Returns true when every
@@ -479,39 +482,13 @@ inline bool dp_forward_pair(const DpGraph& g, const double* theta, const double*
       dp_normalize(acc, kv, a[v], ka[v]);
     }
     if (diff != 0 || dp_suspect(dacc)) {
-      dp_forward_deriv_careful(g, theta, dir, v, a, ka, c, kc);
+      dp_deriv_careful(g.in_off, g.in_list, g.src, theta, dir, v, a, ka, c, kc);
     } else {
       dp_normalize(dacc, kv, c[v], kc[v]);
     }
     uniform = uniform && ka[v] == 0 && kc[v] == 0;
   }
   return uniform;
-}
-
-/// Recomputes the derivative E at node v from its out-edges (final values).
-inline void dp_backward_deriv_careful(const DpGraph& g, const double* theta, const double* dir,
-                                      NodeId v, const double* b, const std::int64_t* kb, double* e,
-                                      std::int64_t* ke) {
-  double m = 0;
-  std::int64_t k = dp_no_exponent;
-  for (Index i = g.out_off[v]; i < g.out_off[v + 1]; ++i) {
-    const EdgeId x = g.out_list[i];
-    const NodeId y = g.dst[x];
-    if (theta[x] == 0) {
-      continue;
-    }
-    int te = 0;
-    const double tm = std::frexp(theta[x], &te);
-    if (e[y] != 0) {
-      dp_merge(m, k, e[y] * tm * tm, ke[y] + 2 * static_cast<std::int64_t>(te));
-    }
-    if (b[y] != 0 && dir[x] != 0) {
-      int ve = 0;
-      const double vm = std::frexp(dir[x], &ve);
-      dp_merge(m, k, b[y] * tm * vm, kb[y] + te + ve);
-    }
-  }
-  dp_normalize(m, m == 0 ? 0 : k, e[v], ke[v]);
 }
 
 /// Backward pair sums (B, E) for every node ((b, kb, e, ke) zero on entry). Once (B, E)(v) is
@@ -537,7 +514,7 @@ void dp_backward_pair(const DpGraph& g, const double* theta, const double* dir, 
       dp_normalize(acc, kv, b[v], kb[v]);
     }
     if (has_out && dp_suspect(e[v])) {
-      dp_backward_deriv_careful(g, theta, dir, v, b, kb, e, ke);
+      dp_deriv_careful(g.out_off, g.out_list, g.dst, theta, dir, v, b, kb, e, ke);
     } else {
       dp_normalize(e[v], ke[v], e[v], ke[v]);
     }
