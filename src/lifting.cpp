@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
@@ -91,6 +94,114 @@ void jacobian_row(const EdgeId* __restrict e, const T* __restrict th, T* __restr
   }
 }
 
+/// Phi of one path: the product of its weights in walk order.
+template <class T>
+T path_product(const EdgeId* __restrict e, const T* __restrict th, Index n) {
+  T prod = T(1);
+  for (Index k = 0; k < n; ++k) {
+    prod *= th[e[k]];
+  }
+  return prod;
+}
+
+/// `rows` consecutive paths of length N (edges e, N per path): their rows of dPhi (out, N per
+/// path) and products (phi, one per path); either may be null.
+template <int N, class T>
+void run_of_length(const EdgeId* __restrict e, const T* __restrict th, T* __restrict out,
+                   T* __restrict phi, Index rows) {
+  if (out != nullptr) {
+    for (Index r = 0; r < rows; ++r) {
+      jacobian_row<N>(e + r * N, th, out + r * N);
+    }
+  }
+  if (phi != nullptr) {
+    for (Index r = 0; r < rows; ++r) {
+      const EdgeId* __restrict er = e + r * N;
+      T prod = T(1);
+      for (int k = 0; k < N; ++k) {
+        prod *= th[er[k]];
+      }
+      phi[r] = prod;
+    }
+  }
+}
+
+/// Rows [p0, p1) of a path set: dPhi values (out, indexed like the edges) and/or Phi (phi,
+/// indexed by path). Paths come in runs of equal length (all the paths of one input of a
+/// layered network have the same length), and each run is computed by a loop with the length
+/// known at compile time: the same products in the same order as path by path, without
+/// a length test per path.
+template <class T>
+void path_rows(const Index* __restrict off, const EdgeId* __restrict edges, const T* __restrict th,
+               T* out, T* phi, Index p0, Index p1) {
+  Index p = p0;
+  while (p < p1) {
+    const Index n = off[p + 1] - off[p];
+    Index q = p + 1;
+    while (q < p1 && off[q + 1] - off[q] == n) {
+      ++q;
+    }
+    const EdgeId* e = edges + off[p];
+    T* o = out != nullptr ? out + off[p] : nullptr;
+    T* f = phi != nullptr ? phi + p : nullptr;
+    switch (n) {
+      case 1:
+        run_of_length<1>(e, th, o, f, q - p);
+        break;
+      case 2:
+        run_of_length<2>(e, th, o, f, q - p);
+        break;
+      case 3:
+        run_of_length<3>(e, th, o, f, q - p);
+        break;
+      case 4:
+        run_of_length<4>(e, th, o, f, q - p);
+        break;
+      case 5:
+        run_of_length<5>(e, th, o, f, q - p);
+        break;
+      case 6:
+        run_of_length<6>(e, th, o, f, q - p);
+        break;
+      case 7:
+        run_of_length<7>(e, th, o, f, q - p);
+        break;
+      case 8:
+        run_of_length<8>(e, th, o, f, q - p);
+        break;
+      default:
+        for (Index r = p; r < q; ++r) {
+          const Index len = off[r + 1] - off[r];
+          if (o != nullptr) {
+            jacobian_row(edges + off[r], th, out + off[r], len);
+          }
+          if (f != nullptr) {
+            phi[r] = path_product(edges + off[r], th, len);
+          }
+        }
+        break;
+    }
+    p = q;
+  }
+}
+
+/// This thread's share [first, last) of the np rows of a CSR layout with row offsets `off`:
+/// contiguous, in thread order, about equal in entries (the rows are computed the same way
+/// whichever thread takes them, so the result does not depend on the team size).
+std::pair<Index, Index> team_share(const Index* off, Index np) {
+  const auto t = static_cast<Index>(omp_get_thread_num());
+  const auto nt = static_cast<Index>(omp_get_num_threads());
+  const Index nnz = off[np];
+  const auto bound = [&](Index k) -> Index {
+    if (k == nt) {
+      return np;
+    }
+    const Index target = nnz / nt * k + std::min(k, nnz % nt);
+    return std::lower_bound(off, off + np, target) - off;
+  };
+  return {bound(t), bound(t + 1)};
+}
+
 }  // namespace
 
 template <class T>
@@ -117,15 +228,10 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
+  T* out = phi.data();
   detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
-#pragma omp for schedule(static)
-    for (Index p = 0; p < np; ++p) {
-      T prod = T(1);
-      for (Index k = off[p]; k < off[p + 1]; ++k) {
-        prod *= theta[static_cast<std::size_t>(edges[k])];
-      }
-      phi[static_cast<std::size_t>(p)] = prod;
-    }
+    const auto [first, last] = team_share(off, np);
+    path_rows<T>(off, edges, theta.data(), nullptr, out, first, last);
   });
   return phi;
 }
@@ -216,45 +322,13 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
   T* val = j.values.data();
   const bool sorted = paths.walk_order_sorted;
   detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
-    std::vector<EdgeId> scratch_cols;
-    const T* th = theta.data();
-#pragma omp for schedule(static)
-    for (Index p = 0; p < np; ++p) {
-      const Index n = off[p + 1] - off[p];
-      const EdgeId* __restrict e = walk + off[p];
-      T* __restrict out = val + off[p];
-      switch (n) {  // the common short lengths unrolled: same products, same order
-        case 1:
-          jacobian_row<1>(e, th, out);
-          break;
-        case 2:
-          jacobian_row<2>(e, th, out);
-          break;
-        case 3:
-          jacobian_row<3>(e, th, out);
-          break;
-        case 4:
-          jacobian_row<4>(e, th, out);
-          break;
-        case 5:
-          jacobian_row<5>(e, th, out);
-          break;
-        case 6:
-          jacobian_row<6>(e, th, out);
-          break;
-        case 7:
-          jacobian_row<7>(e, th, out);
-          break;
-        case 8:
-          jacobian_row<8>(e, th, out);
-          break;
-        default:
-          jacobian_row(e, th, out, n);
-          break;
-      }
-      if (!sorted) {
-        scratch_cols.assign(e, e + n);
-        detail::sort_row(scratch_cols.data(), out, n);
+    const auto [first, last] = team_share(off, np);
+    path_rows<T>(off, walk, theta.data(), val, nullptr, first, last);
+    if (!sorted) {  // rows in column order, values carried along
+      std::vector<EdgeId> cols;
+      for (Index p = first; p < last; ++p) {
+        cols.assign(walk + off[p], walk + off[p + 1]);
+        detail::sort_row(cols.data(), val + off[p], off[p + 1] - off[p]);
       }
     }
   });
