@@ -20,16 +20,20 @@ constexpr bool k_cache_enabled = false;  // keep use-after-free detectable under
 constexpr bool k_cache_enabled = true;
 #endif
 
-/// Large blocks freed recently, kept for the next allocation of about their size.
+/// Blocks freed recently, kept for the next allocation of about their size, in two tiers.
 ///
-/// A fresh large block costs the kernel a page zeroing at first touch (and glibc maps every
-/// block above its mmap threshold afresh, however often the same size comes back): for Phi of
-/// ff:5,64,64,64,2 (25 MB) that is half the time of the call, and it does not scale with
-/// threads. Results computed again and again (a training loop, a benchmark) reuse the pages of
-/// the previous result instead. At most k_cache_blocks blocks and k_cache_max_bytes bytes are
-/// held; release_cached_buffers() returns them to the system.
-constexpr std::size_t k_cache_blocks = 8;
-constexpr std::size_t k_cache_max_bytes = std::size_t{1} << 30;
+/// Large blocks (2 MiB or more): a fresh one costs the kernel a page zeroing at first touch
+/// (and glibc maps every block above its mmap threshold afresh, however often the same size
+/// comes back): for Phi of ff:5,64,64,64,2 (25 MB) that is half the time of the call, and it
+/// does not scale with threads. Medium blocks (64 KiB to 2 MiB): glibc returns the top of its
+/// heap to the system when a few hundred KiB are freed there, so a small network's Jacobian
+/// (100-300 KiB of results) faulted its pages in afresh at every call, 4x the time of the
+/// computation itself. Results computed again and again (a training loop, a benchmark) reuse
+/// the pages of the previous result instead. Each tier holds a few blocks and a bounded number
+/// of bytes; release_cached_buffers() returns them to the system.
+constexpr std::size_t k_medium_min = std::size_t{64} << 10;
+constexpr std::size_t k_page = 4096;
+constexpr std::size_t k_max_slots = 16;
 
 struct Block {
   void* p = nullptr;
@@ -38,24 +42,32 @@ struct Block {
 };
 
 struct BlockCache {
+  std::size_t slots;      // blocks held at most (<= k_max_slots)
+  std::size_t max_bytes;  // bytes held at most; a block over half of it is not kept
   std::mutex mutex;
-  std::array<Block, k_cache_blocks> blocks{};
+  std::array<Block, k_max_slots> blocks{};
   std::size_t bytes = 0;
   std::uint64_t clock = 0;
+  BlockCache(std::size_t slots_, std::size_t max_bytes_) : slots(slots_), max_bytes(max_bytes_) {}
 };
 
-BlockCache& cache() {
+BlockCache& large_cache() {
   // Never destroyed: buffers of static objects may be freed after it would have been.
-  static auto* c = new BlockCache;
+  static auto* c = new BlockCache(8, std::size_t{1} << 30);
+  return *c;
+}
+
+BlockCache& medium_cache() {
+  static auto* c = new BlockCache(16, std::size_t{16} << 20);
   return *c;
 }
 
 /// A cached block of at least `rounded` bytes and at most twice that, or null.
-void* take_cached(std::size_t rounded) {
-  BlockCache& c = cache();
+void* take_cached(BlockCache& c, std::size_t rounded) {
   const std::lock_guard<std::mutex> lock(c.mutex);
   Block* best = nullptr;
-  for (Block& b : c.blocks) {
+  for (std::size_t i = 0; i < c.slots; ++i) {
+    Block& b = c.blocks[i];
     if (b.p != nullptr && b.bytes >= rounded && b.bytes <= 2 * rounded &&
         (best == nullptr || b.bytes < best->bytes)) {
       best = &b;
@@ -71,31 +83,30 @@ void* take_cached(std::size_t rounded) {
 }
 
 /// Keeps the block (evicting the oldest ones to make room); false when it is too large.
-bool put_cached(void* p, std::size_t rounded) {
-  if (rounded > k_cache_max_bytes / 2) {
+bool put_cached(BlockCache& c, void* p, std::size_t rounded) {
+  if (rounded > c.max_bytes / 2) {
     return false;
   }
-  std::array<void*, k_cache_blocks + 1> evicted{};
+  std::array<void*, k_max_slots + 1> evicted{};
   {
-    BlockCache& c = cache();
     const std::lock_guard<std::mutex> lock(c.mutex);
-    for (std::size_t round = 0; round <= k_cache_blocks; ++round) {
-      std::size_t slot = k_cache_blocks;    // a free slot
-      std::size_t oldest = k_cache_blocks;  // the block freed first
-      for (std::size_t i = 0; i < k_cache_blocks; ++i) {
+    for (std::size_t round = 0; round <= c.slots; ++round) {
+      std::size_t slot = c.slots;    // a free slot
+      std::size_t oldest = c.slots;  // the block freed first
+      for (std::size_t i = 0; i < c.slots; ++i) {
         if (c.blocks[i].p == nullptr) {
           slot = i;
-        } else if (oldest == k_cache_blocks || c.blocks[i].stamp < c.blocks[oldest].stamp) {
+        } else if (oldest == c.slots || c.blocks[i].stamp < c.blocks[oldest].stamp) {
           oldest = i;
         }
       }
-      if (slot < k_cache_blocks && c.bytes + rounded <= k_cache_max_bytes) {
+      if (slot < c.slots && c.bytes + rounded <= c.max_bytes) {
         c.blocks[slot] = Block{p, rounded, ++c.clock};
         c.bytes += rounded;
         break;
       }
-      // No room: the oldest block goes (there is one, since rounded <= k_cache_max_bytes / 2
-      // and the slots are not all free).
+      // No room: the oldest block goes (there is one, since rounded <= max_bytes / 2 and the
+      // slots are not all free).
       evicted[round] = c.blocks[oldest].p;
       c.bytes -= c.blocks[oldest].bytes;
       c.blocks[oldest] = Block{};
@@ -107,19 +118,52 @@ bool put_cached(void* p, std::size_t rounded) {
   return true;
 }
 
+std::size_t release(BlockCache& c) {
+  std::array<void*, k_max_slots> blocks{};
+  std::size_t released = 0;
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    for (std::size_t i = 0; i < c.slots; ++i) {
+      blocks[i] = c.blocks[i].p;
+      released += c.blocks[i].bytes;
+      c.blocks[i] = Block{};
+    }
+    c.bytes = 0;
+  }
+  for (void* p : blocks) {
+    std::free(p);
+  }
+  return released;
+}
+
+/// The tier of a block of `bytes` (null: not cached) and its rounded size.
+BlockCache* tier_of(std::size_t bytes, std::size_t& rounded) {
+  if (bytes >= k_huge_page) {
+    rounded = (bytes + k_huge_page - 1) / k_huge_page * k_huge_page;
+    return k_cache_enabled ? &large_cache() : nullptr;
+  }
+  if (bytes >= k_medium_min) {
+    rounded = (bytes + k_page - 1) / k_page * k_page;
+    return k_cache_enabled ? &medium_cache() : nullptr;
+  }
+  rounded = (bytes + k_alignment - 1) / k_alignment * k_alignment;
+  return nullptr;
+}
+
 }  // namespace
 
 void* buffer_allocate(std::size_t bytes) {
   if (bytes == 0) {
     bytes = 1;
   }
-  const std::size_t align = bytes >= k_huge_page ? k_huge_page : k_alignment;
-  const std::size_t rounded = (bytes + align - 1) / align * align;
-  if (k_cache_enabled && align == k_huge_page) {
-    if (void* p = take_cached(rounded)) {
+  std::size_t rounded = 0;
+  BlockCache* tier = tier_of(bytes, rounded);
+  if (tier != nullptr) {
+    if (void* p = take_cached(*tier, rounded)) {
       return p;
     }
   }
+  const std::size_t align = bytes >= k_huge_page ? k_huge_page : k_alignment;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) {
     // Memory held by the cache may be what is missing.
@@ -138,10 +182,14 @@ void* buffer_allocate(std::size_t bytes) {
 }
 
 void buffer_deallocate(void* p, std::size_t bytes) noexcept {
-  if (k_cache_enabled && p != nullptr && bytes >= k_huge_page) {
-    const std::size_t rounded = (bytes + k_huge_page - 1) / k_huge_page * k_huge_page;
+  if (p == nullptr) {
+    return;
+  }
+  std::size_t rounded = 0;
+  BlockCache* tier = tier_of(bytes == 0 ? 1 : bytes, rounded);
+  if (tier != nullptr) {
     try {
-      if (put_cached(p, rounded)) {
+      if (put_cached(*tier, p, rounded)) {
         return;
       }
     } catch (...) {  // a mutex that cannot lock: free it as before
@@ -155,22 +203,7 @@ void buffer_deallocate(void* p, std::size_t bytes) noexcept {
 namespace pathlift {
 
 std::size_t release_cached_buffers() {
-  detail::BlockCache& c = detail::cache();
-  std::array<void*, detail::k_cache_blocks> blocks{};
-  std::size_t released = 0;
-  {
-    const std::lock_guard<std::mutex> lock(c.mutex);
-    for (std::size_t i = 0; i < c.blocks.size(); ++i) {
-      blocks[i] = c.blocks[i].p;
-      released += c.blocks[i].bytes;
-      c.blocks[i] = detail::Block{};
-    }
-    c.bytes = 0;
-  }
-  for (void* p : blocks) {
-    std::free(p);
-  }
-  return released;
+  return detail::release(detail::large_cache()) + detail::release(detail::medium_cache());
 }
 
 }  // namespace pathlift
