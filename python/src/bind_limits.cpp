@@ -46,8 +46,9 @@ void bind_limits(py::module_& m) {
   m.def("format_bytes", &format_bytes, py::arg("bytes"), "'1.50 GiB' style.");
   m.def(
       "release_cached_buffers", [] { return release_cached_buffers(); },
-      "Returns to the system the large result buffers pathlift keeps for reuse (up to 8 blocks "
-      "of 2 MiB or more, 1 GiB in all, freed recently) and their total bytes.");
+      "Returns to the system the result buffers pathlift keeps for reuse (freed recently: up to "
+      "8 blocks of 2 MiB or more, 1 GiB in all, and 16 of 64 KiB to 2 MiB, 16 MiB in all) and "
+      "their total bytes.");
   m.def(
       "estimate_bytes",
       [](const Network& net, const std::string& what, const py::object& dtype) {
