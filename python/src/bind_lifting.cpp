@@ -231,7 +231,7 @@ Complexity: O(P) after O(m + d) set-up. )doc") +
            R"doc(The skeleton B (paper, Definition 2), P x d: B[p, k] = 1 iff edge k is on path p. A
 scipy.sparse.csr_matrix whose data are numpy.ones(nnz, dtype) (default float64) and whose
 indices view the C++ column indices (no copy; read-only when shared with a PathSet; indptr is
-one int32 copy while nnz < 2^31). dense=True returns a dense numpy array instead (refused over max_memory).
+an int32 copy while nnz < 2^31, made once per path set). dense=True returns a dense numpy array instead (refused over max_memory).
 Complexity: O(nnz). )doc") +
        engine_doc)
           .c_str());
@@ -270,7 +270,8 @@ Complexity: O(nnz). )doc") +
 dPhi[p, k] = prod of theta_e over the edges e != k of path p (prefix x suffix products: exact
 when some theta_k = 0). A scipy.sparse.csr_matrix (float64, or float32 with
 dtype=numpy.float32) whose data array owns the C++ values and whose indices view the C++
-column indices: no copy, except indptr copied once to int32 while nnz < 2^31. Arrays shared
+column indices: no copy, except indptr copied to int32 while nnz < 2^31 (once per path set,
+shared by the matrices computed from it). Arrays shared
 with a PathSet (and the other matrices built from it) are read-only.
 Rows follow the canonical path order, columns the parameters. dense=True returns a dense
 P x d numpy array instead, filled directly from the paths (no sparse intermediate; refused

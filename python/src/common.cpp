@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
@@ -132,6 +134,51 @@ bool csr_assembly_fast_path() {
   return fast;
 }
 
+namespace {
+
+py::array to_int32(std::span<const Index> offsets) {
+  py::array_t<std::int32_t> small(static_cast<py::ssize_t>(offsets.size()));
+  std::int32_t* out = small.mutable_data();
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    out[i] = static_cast<std::int32_t>(offsets[i]);
+  }
+  return small;
+}
+
+/// The int32 indptr of row offsets shared with a path set, converted once: a path set's
+/// offsets are the row offsets of its skeleton and of every Jacobian computed from it, and
+/// converting them again at each call was a tenth of a small Jacobian's time. The last few
+/// conversions are kept (read-only, shared by the matrices) while their offsets live; entries
+/// whose offsets are gone are dropped at the next call. Offsets that nothing else holds (a
+/// matrix computed from a network) and large ones are converted each time, not kept.
+py::array shared_indptr32(const std::shared_ptr<const Buffer<Index>>& offsets) {
+  constexpr std::size_t k_entries = 8;
+  constexpr std::size_t k_max_rows = std::size_t{1} << 20;
+  struct Entry {
+    std::weak_ptr<const Buffer<Index>> source;
+    py::object array;
+  };
+  // Leaked: touched under the GIL only, and never destroyed after the interpreter.
+  static auto* cache = new std::vector<Entry>();
+  std::erase_if(*cache, [](const Entry& e) { return e.source.expired(); });
+  for (const Entry& e : *cache) {
+    if (e.source.lock() == offsets) {
+      return py::reinterpret_borrow<py::array>(e.array);
+    }
+  }
+  py::array converted = to_int32(*offsets);
+  if (offsets.use_count() > 1 && offsets->size() <= k_max_rows) {
+    set_read_only(converted);
+    if (cache->size() == k_entries) {
+      cache->erase(cache->begin());
+    }
+    cache->push_back(Entry{offsets, converted});
+  }
+  return converted;
+}
+
+}  // namespace
+
 py::object make_csr(py::array data, CsrPattern pattern) {
   const py::object& cls = csr_class();
   constexpr auto int32_max = static_cast<Index>(std::numeric_limits<std::int32_t>::max());
@@ -139,13 +186,7 @@ py::object make_csr(py::array data, CsrPattern pattern) {
   const bool small_indices =
       pattern.nnz() <= int32_max && pattern.rows <= int32_max && pattern.cols <= int32_max;
   if (small_indices) {
-    const auto offsets = pattern.offsets();
-    py::array_t<std::int32_t> small(static_cast<py::ssize_t>(offsets.size()));
-    std::int32_t* out = small.mutable_data();
-    for (std::size_t i = 0; i < offsets.size(); ++i) {
-      out[i] = static_cast<std::int32_t>(offsets[i]);
-    }
-    indptr = small;
+    indptr = shared_indptr32(pattern.row_offsets);
   } else {
     indptr = shared_array<Index>(std::move(pattern.row_offsets), true);
   }

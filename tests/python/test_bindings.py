@@ -367,6 +367,22 @@ def test_zero_copy_results(pl):
     Jp = pl.jacobian(ps, theta)
     assert np.shares_memory(B.indices, ps.edges) and np.shares_memory(Jp.indices, ps.edges)
     assert not B.indices.flags.writeable  # shared: writing through one would change the others
+    # the int32 indptr of a path set is converted once, shared read-only by its matrices
+    assert Jp.indptr is B.indptr and not B.indptr.flags.writeable
+    assert np.array_equal(B.indptr, ps.offsets) and B.indptr.dtype == np.int32
+    Jp32 = pl.jacobian(ps, theta, dtype=np.float32)
+    assert Jp32.indptr is B.indptr
+    ps2 = pl.enumerate_paths(net)  # same paths, another path set: its own conversion
+    assert pl.skeleton(ps2).indptr is not B.indptr
+    assert np.array_equal(pl.skeleton(ps2).indptr, B.indptr)
+    # a path set that is gone takes its conversion with it: a new one is made correctly
+    del ps, ps2, B, Jp, Jp32
+    for widths in ([4, 5], [3], [5, 2, 2]):
+        n2 = pl.feed_forward(3, widths, 2)
+        p2 = pl.enumerate_paths(n2)
+        assert np.array_equal(pl.skeleton(p2).indptr, p2.offsets)
+    J.eliminate_zeros()  # J was computed from the network: its indptr is its own, writable
+    assert J.indptr.flags.writeable
     dense = pl.jacobian(net, theta, dense=True)
     assert capsule_owned(dense) and dense.flags.c_contiguous and dense.shape == J.shape
     # arrays stay valid after their producers are gone
