@@ -207,7 +207,7 @@ std::pair<Index, Index> team_share(const Index* off, Index np) {
 template <class T>
 Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const EngineOptions& options) {
   check_theta(net, theta);
-  const detail::WalkTables t = detail::make_walk_tables(net);
+  const detail::WalkTables t = detail::make_walk_tables(net, /*memo_structure=*/false);
   require<T>(t, net.num_edges(), PathObject::path_lifting, options, "the path-lifting Phi");
   Buffer<T> memo_phi;
   detail::compute_memo_values<T>(t, theta.data(), memo_phi, nullptr);

@@ -13,28 +13,33 @@ namespace {
 constexpr std::uint64_t k_memo_paths = 512;
 constexpr std::uint64_t k_memo_pool_entries = std::uint64_t{1} << 22;
 
+[[noreturn]] void throw_overflow(const char* what) {
+  throw TooLarge(
+      fmt::format("the number of {} does not fit in 64 bits: the paths cannot be "
+                  "enumerated (pathlift info gives the count)",
+                  what));
+}
+
 std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what) {
   std::uint64_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) {
-    throw TooLarge(
-        fmt::format("the number of {} does not fit in 64 bits: the paths cannot be "
-                    "enumerated (pathlift info gives the count)",
-                    what));
+    throw_overflow(what);
   }
   return r;
 }
 
 }  // namespace
 
-WalkTables make_walk_tables(const Network& net) {
+WalkTables make_walk_tables(const Network& net, bool memo_structure) {
   WalkTables t;
   const auto m = static_cast<std::size_t>(net.num_nodes());
   const auto d = static_cast<std::size_t>(net.num_edges());
   t.out_offsets.assign(net.out_offsets().begin(), net.out_offsets().end());
   t.out_edge.assign(net.out_edge_list().begin(), net.out_edge_list().end());
   t.out_target.resize(d);
+  const auto targets = net.targets();  // edge ids are valid: the network checked them
   for (std::size_t k = 0; k < d; ++k) {
-    t.out_target[k] = net.target(t.out_edge[k]);
+    t.out_target[k] = targets[static_cast<std::size_t>(t.out_edge[k])];
   }
   t.edge_source.assign(net.sources().begin(), net.sources().end());
   t.is_output.resize(m);
@@ -53,13 +58,19 @@ WalkTables make_walk_tables(const Network& net) {
     const auto v = static_cast<std::size_t>(*it);
     std::uint64_t count = 0;
     std::uint64_t length = 0;
+    bool count_overflow = false;  // checked once per node: the loop stays branch-free
+    bool length_overflow = false;
     for (Index c = t.out_offsets[v]; c < t.out_offsets[v + 1]; ++c) {
       const auto w = static_cast<std::size_t>(t.out_target[static_cast<std::size_t>(c)]);
       const std::uint64_t through = t.is_output[w] + t.suffix_count[w];  // suffixes via this edge
-      count = checked_add(count, through, "paths");
-      length = checked_add(length, checked_add(through, t.suffix_length[w], "path entries"),
-                           "path entries");
+      std::uint64_t entries = 0;
+      count_overflow |= __builtin_add_overflow(count, through, &count);
+      length_overflow |= __builtin_add_overflow(through, t.suffix_length[w], &entries);
+      length_overflow |= __builtin_add_overflow(length, entries, &length);
       height[v] = std::max(height[v], height[w] + 1);
+    }
+    if (count_overflow || length_overflow) {
+      throw_overflow(count_overflow ? "paths" : "path entries");
     }
     t.suffix_count[v] = count;
     t.suffix_length[v] = length;
@@ -92,6 +103,11 @@ WalkTables make_walk_tables(const Network& net) {
     t.memo_nodes.push_back(static_cast<NodeId>(v));
     pool_rows += s;
     pool_entries += t.suffix_length[v];
+  }
+  t.memo_rows = static_cast<Index>(pool_rows);
+  t.has_memo_structure = memo_structure;
+  if (!memo_structure) {
+    return t;
   }
   t.memo_offsets.resize(pool_rows + 1);
   t.memo_edges.resize(pool_entries);

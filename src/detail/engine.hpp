@@ -51,14 +51,19 @@ struct WalkTables {
   // Memo blocks: the suffixes of node v are rows memo_row[v] .. memo_row[v] + S[v] of a pool
   // (CSR: memo_offsets, memo_edges, memo_end) when memo_row[v] >= 0.
   std::vector<Index> memo_row;
-  std::vector<NodeId> memo_nodes;  ///< children before parents
-  Buffer<Index> memo_offsets;      ///< pool rows + 1
-  Buffer<EdgeId> memo_edges;       ///< walk order
-  Buffer<NodeId> memo_end;         ///< output node of each pool row
+  std::vector<NodeId> memo_nodes;   ///< children before parents
+  Index memo_rows = 0;              ///< pool rows
+  bool has_memo_structure = false;  ///< whether the three arrays below are filled
+  Buffer<Index> memo_offsets;       ///< pool rows + 1
+  Buffer<EdgeId> memo_edges;        ///< walk order
+  Buffer<NodeId> memo_end;          ///< output node of each pool row
 };
 
-/// Builds the tables. Throws TooLarge when P or nnz does not fit in 64 bits.
-WalkTables make_walk_tables(const Network& net);
+/// Builds the tables. The pool's edges (memo_offsets, memo_edges, memo_end) are what path
+/// structure and dPhi need; Phi needs only the pool's layout, so `memo_structure = false`
+/// skips them (a tenth of Phi's time on one core at ff:5,64,64,64,2, all of it serial).
+/// Throws TooLarge when P or nnz does not fit in 64 bits.
+WalkTables make_walk_tables(const Network& net, bool memo_structure = true);
 
 /// The prefix the walk is on: its edges, and pre[k] = product of the first k weights.
 template <class T>

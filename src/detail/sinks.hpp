@@ -4,6 +4,7 @@
 // arrays sized from the DP counts.
 
 #include <cstring>
+#include <stdexcept>
 
 #include "src/detail/engine.hpp"
 
@@ -175,16 +176,19 @@ struct JacobianSink {
 template <class T>
 void compute_memo_values(const WalkTables& t, const T* theta, Buffer<T>& memo_phi,
                          Buffer<T>* memo_others) {
-  const auto rows = static_cast<Index>(t.memo_end.size());
+  const Index rows = t.memo_rows;
   memo_phi.resize(static_cast<std::size_t>(rows));
   if (memo_others != nullptr) {
     memo_others->resize(t.memo_edges.size());
   }
   Prefix<T> prefix(t.max_length);
   // Pool offsets are theta-independent, so the sink rewrites them with equal values into a
-  // scratch copy rather than the shared tables.
-  Buffer<Index> scratch_offsets(t.memo_offsets.size());
-  Buffer<EdgeId> scratch_cols(t.memo_edges.size());
+  // scratch copy rather than the shared tables (only the Jacobian's sink writes them).
+  if (memo_others != nullptr && !t.has_memo_structure) {
+    throw std::logic_error("compute_memo_values: the Jacobian needs the pool's structure");
+  }
+  Buffer<Index> scratch_offsets(memo_others != nullptr ? t.memo_offsets.size() : 0);
+  Buffer<EdgeId> scratch_cols(memo_others != nullptr ? t.memo_edges.size() : 0);
   for (NodeId v : t.memo_nodes) {
     const Index r0 = t.memo_row[static_cast<std::size_t>(v)];
     prefix.length = 0;
