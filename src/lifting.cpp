@@ -212,11 +212,12 @@ Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const Engin
   Buffer<T> memo_phi;
   detail::compute_memo_values<T>(t, theta.data(), memo_phi, nullptr);
   Buffer<T> phi(static_cast<std::size_t>(t.num_paths));
+  const bool stream = phi.size() * sizeof(T) >= detail::k_stream_min_bytes;
   const detail::WalkPlan plan = detail::plan_walk(t, detail::walk_grain(t.num_paths));
-  detail::run_plan<T>(t, plan, theta.data(), options.threads, options.progress,
-                      [&](const detail::WalkTask& task) {
-                        return detail::PhiSink<T>{&t, memo_phi.data(), phi.data(), task.first_path};
-                      });
+  detail::run_plan<T>(
+      t, plan, theta.data(), options.threads, options.progress, [&](const detail::WalkTask& task) {
+        return detail::PhiSink<T>{&t, memo_phi.data(), phi.data(), task.first_path, stream};
+      });
   return phi;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "pathlift/builtins.hpp"
@@ -11,6 +12,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/types.hpp"
 #include "reference.hpp"
 
 namespace pathlift {
@@ -228,6 +230,87 @@ TEST(Reference, ZeroWeightsStayExact) {
   }
 }
 
+// Phi and dPhi from a path set take the paths in runs of equal length with loops unrolled per
+// length; each value must be exactly the product the path-by-path definition computes (Phi:
+// left to right; dPhi: prefix product times the suffix product accumulated from the end), for
+// every length (1 to 8 unrolled, longer ones generic) and with runs broken at every length
+// change. float32 too: the rounding is the same sequence of operations.
+template <class T>
+void expect_path_by_path(const PathSet& ps, const std::vector<T>& theta, const std::string& what) {
+  EngineOptions one;
+  one.threads = 1;
+  const auto span = std::span<const T>(theta);
+  const Buffer<T> phi = path_lifting<T>(ps, span, one);
+  const CsrMatrix<T> jac = jacobian<T>(ps, span, one);
+  ASSERT_TRUE(ps.walk_order_sorted) << what;  // values in walk order = CSR order
+  for (Index p = 0; p < ps.size(); ++p) {
+    const auto e = ps.path(p);
+    const auto n = static_cast<Index>(e.size());
+    T prod = T(1);
+    for (Index k = 0; k < n; ++k) {
+      prod *= theta[static_cast<std::size_t>(e[static_cast<std::size_t>(k)])];
+    }
+    ASSERT_EQ(phi[static_cast<std::size_t>(p)], prod) << what << ", path " << p;
+    std::vector<T> pre(static_cast<std::size_t>(n));
+    T running = T(1);
+    for (Index k = 0; k < n; ++k) {
+      pre[static_cast<std::size_t>(k)] = running;
+      running *= theta[static_cast<std::size_t>(e[static_cast<std::size_t>(k)])];
+    }
+    T suffix = T(1);
+    const Index base = (*ps.offsets)[static_cast<std::size_t>(p)];
+    for (Index k = n - 1; k >= 0; --k) {
+      ASSERT_EQ(jac.values[static_cast<std::size_t>(base + k)],
+                pre[static_cast<std::size_t>(k)] * suffix)
+          << what << ", path " << p << ", entry " << k;
+      suffix *= theta[static_cast<std::size_t>(e[static_cast<std::size_t>(k)])];
+    }
+  }
+}
+
+TEST(PathSetKernels, SameProductsAsPathByPath) {
+  // ff-nobias with L hidden layers: all paths have length L + 1 (one run); with biases the
+  // lengths change between runs; a chain gives one long path beyond the unrolled lengths.
+  std::vector<std::string> names = {"ff:3,4,2", "ff:5,8,8,8,2", "ff:2,3,3,3,3,3,3,3,2",
+                                    "ff-nobias:2,2,2,2,2,2,2,2,2,2,2,1"};
+  for (const auto& name : names) {
+    const Network net = builtin_network(name);
+    const PathSet ps = enumerate_paths(net);
+    const auto theta = normal_weights(net.num_edges(), 5);
+    expect_path_by_path<double>(ps, theta, name);
+    expect_path_by_path<float>(ps, std::vector<float>(theta.begin(), theta.end()), name);
+  }
+}
+
+TEST(PathSetKernels, LargePhiWrittenWithStreamingStores) {
+  // Phi of ff:5,64,64,64,2 (3.15 M paths: 25 MB in float64, 12.6 MB in float32) is over the
+  // size from which the walk writes its blocks with non-temporal stores; every value must
+  // still be there, equal to the path set's product up to rounding, for 1 and 2 threads.
+  const Network net = builtin_network("ff:5,64,64,64,2");
+  const auto theta = normal_weights(net.num_edges(), 8);
+  const std::vector<float> theta32(theta.begin(), theta.end());
+  const PathSet ps = enumerate_paths(net);
+  const Buffer<double> ref = path_lifting<double>(ps, std::span<const double>(theta));
+  const Buffer<float> ref32 = path_lifting<float>(ps, std::span<const float>(theta32));
+  for (int threads : {1, 2}) {
+    EngineOptions o;
+    o.threads = threads;
+    // The result blocks come from the buffer cache: fill them with NaN first, so that a value
+    // not written shows (outside AddressSanitizer, where the cache is off).
+    (void)release_cached_buffers();
+    { const Buffer<double> poison(ref.size(), std::numeric_limits<double>::quiet_NaN()); }
+    const Buffer<double> phi = path_lifting<double>(net, std::span<const double>(theta), o);
+    { const Buffer<float> poison(ref32.size(), std::numeric_limits<float>::quiet_NaN()); }
+    const Buffer<float> phi32 = path_lifting<float>(net, std::span<const float>(theta32), o);
+    ASSERT_EQ(phi.size(), ref.size());
+    ASSERT_EQ(phi32.size(), ref32.size());
+    for (std::size_t p = 0; p < phi.size(); ++p) {
+      ASSERT_TRUE(close(phi[p], ref[p], 1e-14)) << "path " << p << ", threads " << threads;
+      ASSERT_TRUE(close(phi32[p], ref32[p], 1e-6)) << "path " << p << ", threads " << threads;
+    }
+  }
+}
+
 TEST(Threads, BitIdenticalForAnyThreadCount) {
   for (const char* name : {"ff:5,16,16,16,2", "random-dag:26,0.45,9"}) {
     const Network net = builtin_network(name);
@@ -307,6 +390,13 @@ TEST(PaperFormula, EqualsJacobianAwayFromZero) {
   EXPECT_TRUE(paper_has_nan || ps.nnz() == 0);
 }
 
+/// prefix followed by i ("h1_" and 2 give "h1_2").
+std::string indexed(const char* prefix, int i) {
+  std::string s(prefix);
+  s.append(std::to_string(i));
+  return s;
+}
+
 TEST(Layout, GroupByOutputIsThePapersCartesianOrder) {
   // ff:2,3,2,2 with biases: within each output, paths from the data inputs in lexicographic
   // (x, h1, h2) order, then from b1 (h1, h2), b2 (h2), b3 (): the paper's (q, P1) tensor.
@@ -316,22 +406,21 @@ TEST(Layout, GroupByOutputIsThePapersCartesianOrder) {
   ASSERT_EQ(g.counts, (std::vector<Index>{ps.size() / 2, ps.size() / 2}));
   std::vector<std::vector<std::string>> expected;
   for (int y = 0; y < 2; ++y) {
-    const std::string out = "y" + std::to_string(y);
+    const std::string out = indexed("y", y);
     for (int x = 0; x < 2; ++x) {
       for (int a = 0; a < 3; ++a) {
         for (int b = 0; b < 2; ++b) {
-          expected.push_back(
-              {"x" + std::to_string(x), "h1_" + std::to_string(a), "h2_" + std::to_string(b), out});
+          expected.push_back({indexed("x", x), indexed("h1_", a), indexed("h2_", b), out});
         }
       }
     }
     for (int a = 0; a < 3; ++a) {
       for (int b = 0; b < 2; ++b) {
-        expected.push_back({"b1", "h1_" + std::to_string(a), "h2_" + std::to_string(b), out});
+        expected.push_back({"b1", indexed("h1_", a), indexed("h2_", b), out});
       }
     }
     for (int b = 0; b < 2; ++b) {
-      expected.push_back({"b2", "h2_" + std::to_string(b), out});
+      expected.push_back({"b2", indexed("h2_", b), out});
     }
     expected.push_back({"b3", out});
   }

@@ -16,6 +16,9 @@
 // floating-point operations whatever thread runs it.
 
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -210,6 +213,9 @@ void run_plan(const WalkTables& t, const WalkPlan& plan, const T* theta, int thr
         }
       }
     }
+#if defined(__SSE2__)
+    _mm_sfence();  // streaming stores (PhiSink) are visible before the team's barrier
+#endif
   });
   if (progress) {
     progress(1.0);

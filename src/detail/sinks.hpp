@@ -3,8 +3,14 @@
 // of B and dPhi. Each sink writes rows [first_path, ...) and entries [first_entry, ...) of
 // arrays sized from the DP counts.
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "src/detail/engine.hpp"
 
@@ -68,12 +74,16 @@ struct StructureSink {
 };
 
 /// Phi: one value per path. memo_phi holds the suffix products of the memo pool's rows.
+/// With `stream`, blocks are written with non-temporal stores: a result much larger than the
+/// caches then skips the read-for-ownership of every line it writes, which halves the memory
+/// traffic (run_plan fences the stores before its barrier). The values are the same.
 template <class T>
 struct PhiSink {
   const WalkTables* t;
   const T* memo_phi;
   T* out;
   Index row;
+  bool stream = false;
 
   void single(const Prefix<T>& p, NodeId /*w*/) { out[row++] = p.product(); }
 
@@ -83,12 +93,35 @@ struct PhiSink {
     const T pp = p.product();
     const T* __restrict src = memo_phi + r0;
     T* __restrict dst = out + row;
-    for (Index j = 0; j < n; ++j) {
+    Index j = 0;
+#if defined(__SSE2__)
+    if (stream) {
+      // Plain stores up to a 16-byte boundary, then two doubles or four floats a store.
+      for (; j < n && (reinterpret_cast<std::uintptr_t>(dst + j) & 15U) != 0; ++j) {
+        dst[j] = pp * src[j];
+      }
+      if constexpr (std::is_same_v<T, double>) {
+        const __m128d vp = _mm_set1_pd(pp);
+        for (; j + 2 <= n; j += 2) {
+          _mm_stream_pd(dst + j, _mm_mul_pd(vp, _mm_loadu_pd(src + j)));
+        }
+      } else if constexpr (std::is_same_v<T, float>) {
+        const __m128 vp = _mm_set1_ps(pp);
+        for (; j + 4 <= n; j += 4) {
+          _mm_stream_ps(dst + j, _mm_mul_ps(vp, _mm_loadu_ps(src + j)));
+        }
+      }
+    }
+#endif
+    for (; j < n; ++j) {
       dst[j] = pp * src[j];
     }
     row += n;
   }
 };
+
+/// Results at least this large are written with streaming stores where a sink supports them.
+inline constexpr std::size_t k_stream_min_bytes = std::size_t{8} << 20;
 
 /// CSR rows of B (column indices, sorted) and optionally dPhi (values) and Phi (products).
 /// memo_phi / memo_others hold the memo pool's suffix products and, per entry, the product of
@@ -206,7 +239,7 @@ void compute_memo_values(const WalkTables& t, const T* theta, Buffer<T>& memo_ph
                            /*sort_rows=*/false};  // memo rows stay in walk order
       walk_from(t, v, prefix, theta, sink, /*memo_at_root=*/false);
     } else {
-      PhiSink<T> sink{&t, memo_phi.data(), memo_phi.data(), r0};
+      PhiSink<T> sink{&t, memo_phi.data(), memo_phi.data(), r0, false};
       walk_from(t, v, prefix, theta, sink, /*memo_at_root=*/false);
     }
   }
