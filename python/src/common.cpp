@@ -74,7 +74,8 @@ namespace {
 /// call goes through the constructor.
 py::object assemble_csr(const py::object& cls, const py::array& data, const py::array& indices,
                         const py::array& indptr, const py::tuple& shape) {
-  // Attribute names interned once (leaked: they must outlive no interpreter).
+  // Attribute names made into Python strings once, not at every call (leaked, like
+  // csr_class(): never destroyed after the interpreter).
   struct Names {
     py::str new_ = "__new__", shape = "_shape", maxprint = "maxprint", data = "data",
             indices = "indices", indptr = "indptr", canonical = "_has_canonical_format",
