@@ -4,10 +4,20 @@
 // Counters: paths/s and nnz/s (entries of B / dPhi per second).
 
 #include <benchmark/benchmark.h>
+#include <omp.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <span>
+#include <type_traits>
+#include <vector>
 
 #include "pathlift/builtins.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/types.hpp"
 
 namespace {
 
@@ -18,7 +28,17 @@ const char* const k_networks[] = {"ff:5,8,8,8,2", "ff:5,64,64,64,2", "random-dag
 struct Fixture {
   Network net;
   std::vector<double> theta;
+  std::vector<float> theta32;  // theta rounded to float32 (the paper's experiment's dtype)
   PathSet paths;
+
+  template <class T>
+  [[nodiscard]] std::span<const T> weights() const {
+    if constexpr (std::is_same_v<T, float>) {
+      return theta32;
+    } else {
+      return theta;
+    }
+  }
 };
 
 const Fixture& fixture(int which) {
@@ -28,7 +48,9 @@ const Fixture& fixture(int which) {
     Network net = builtin_network(k_networks[which]);
     auto theta = normal_weights(net.num_edges(), 1);
     PathSet paths = enumerate_paths(net);
-    slot = std::make_unique<Fixture>(Fixture{std::move(net), std::move(theta), std::move(paths)});
+    std::vector<float> theta32(theta.begin(), theta.end());
+    slot = std::make_unique<Fixture>(
+        Fixture{std::move(net), std::move(theta), std::move(theta32), std::move(paths)});
   }
   return *slot;
 }
@@ -88,14 +110,68 @@ void BM_EnumeratePaths(benchmark::State& state) {
   set_counters(state, f);
 }
 
+template <class T>
 void BM_JacobianFromPathSet(benchmark::State& state) {
   const Fixture& f = fixture(static_cast<int>(state.range(0)));
   const EngineOptions o = options(state);
   for (auto _ : state) {
-    auto j = jacobian<double>(f.paths, std::span<const double>(f.theta), o);
+    auto j = jacobian<T>(f.paths, f.weights<T>(), o);
     benchmark::DoNotOptimize(j.values.data());
   }
   set_counters(state, f);
+}
+
+template <class T>
+void BM_PhiFromPathSet(benchmark::State& state) {
+  const Fixture& f = fixture(static_cast<int>(state.range(0)));
+  const EngineOptions o = options(state);
+  for (auto _ : state) {
+    auto phi = path_lifting<T>(f.paths, f.weights<T>(), o);
+    benchmark::DoNotOptimize(phi.data());
+  }
+  set_counters(state, f);
+}
+
+/// The machine's ceiling for BM_Phi on ff:5,64,64,64,2: writing as many doubles as it has paths
+/// (25 MB), split between the threads like the walk's tasks, with plain stores (mode 0) or
+/// non-temporal ones (mode 1, as PhiSink does for results of 8 MiB or more). Args: mode, threads.
+/// When two threads write no faster than one, no Phi can be 2x faster on two threads either.
+void BM_WriteBandwidth(benchmark::State& state) {
+  const bool stream = state.range(0) == 1;
+  const int threads = static_cast<int>(state.range(1));
+  const Index n = fixture(1).paths.size();
+  Buffer<double> out(static_cast<std::size_t>(n));
+  double* dst = out.data();
+  double value = 0.0;
+  for (auto _ : state) {
+    value += 1.0;
+#pragma omp parallel num_threads(threads)
+    {
+      const Index nt = omp_get_num_threads();
+      const Index id = omp_get_thread_num();
+      const Index first = n / nt * id / 8 * 8;  // 64-byte aligned shares
+      const Index last = id == nt - 1 ? n : n / nt * (id + 1) / 8 * 8;
+      Index i = first;
+#if defined(__SSE2__)
+      if (stream) {
+        const __m128d v = _mm_set1_pd(value);
+        for (; i + 2 <= last; i += 2) {
+          _mm_stream_pd(dst + i, v);
+        }
+        _mm_sfence();
+      }
+#endif
+      for (; i < last; ++i) {
+        dst[i] = value + static_cast<double>(i);
+      }
+    }
+    benchmark::DoNotOptimize(dst);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(stream ? "streaming stores" : "plain stores");
+  state.counters["threads"] = threads;
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(n) * sizeof(double),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void args(benchmark::internal::Benchmark* b) {
@@ -111,6 +187,14 @@ BENCHMARK(BM_Phi)->Apply(args);
 BENCHMARK(BM_SkeletonAndJacobian)->Apply(args);
 BENCHMARK(BM_Skeleton)->Apply(args);
 BENCHMARK(BM_EnumeratePaths)->Apply(args);
-BENCHMARK(BM_JacobianFromPathSet)->Apply(args);
+BENCHMARK_TEMPLATE(BM_JacobianFromPathSet, double)->Apply(args);
+BENCHMARK_TEMPLATE(BM_JacobianFromPathSet, float)->Apply(args);
+BENCHMARK_TEMPLATE(BM_PhiFromPathSet, double)->Apply(args);
+BENCHMARK_TEMPLATE(BM_PhiFromPathSet, float)->Apply(args);
+BENCHMARK(BM_WriteBandwidth)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"stream", "threads"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
