@@ -1,7 +1,9 @@
-// Path engine throughput: Phi, B + dPhi (one walk), path enumeration, dPhi from a path set,
-// on the paper's largest setting, ff:5,64,64,64,2 and a random DAG, with 1 and 2 threads.
+// Path engine throughput: Phi, B + dPhi (one walk), path enumeration, Phi and dPhi from a path
+// set (float64 and float32), on the paper's largest setting, ff:5,64,64,64,2 and a random DAG,
+// with 1 and 2 threads; and the machine's write bandwidth (BM_WriteBandwidth), the ceiling of
+// Phi on ff:5,64,64,64,2.
 //   build/bench/engine_bench --benchmark_counters_tabular=true
-// Counters: paths/s and nnz/s (entries of B / dPhi per second).
+// Counters: paths/s and nnz/s (entries of B / dPhi per second), bytes/s.
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
