@@ -169,6 +169,12 @@ void ProgressBar::operator()(double fraction) {
   if (seconds_since(m_start) < 1.0) {
     return;
   }
+  if (fraction < 0) {
+    std::fprintf(stderr, "\r%s ... %.0f s", m_label.c_str(), seconds_since(m_start));
+    std::fflush(stderr);
+    m_drawn = true;
+    return;
+  }
   const int percent = static_cast<int>(fraction * 100.0);
   if (percent == m_last_percent) {
     return;
@@ -181,6 +187,24 @@ void ProgressBar::operator()(double fraction) {
   std::fprintf(stderr, "\r%s [%s] %3d%%", m_label.c_str(), bar.c_str(), percent);
   std::fflush(stderr);
   m_drawn = true;
+}
+
+PhaseProgress phase_progress() {
+  struct State {
+    std::string phase;
+    std::unique_ptr<ProgressBar> bar;
+  };
+  auto state = std::make_shared<State>();
+  return [state](std::string_view phase, double fraction) {
+    if (!state->bar || state->phase != phase) {
+      if (state->bar) {
+        (*state->bar)(1.0);
+      }
+      state->phase = std::string(phase);
+      state->bar = std::make_unique<ProgressBar>(state->phase);
+    }
+    (*state->bar)(fraction);
+  };
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pathlift/certificate.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
 
@@ -69,7 +70,8 @@ std::size_t parse_memory_size(const std::string& text);
 EngineOptions engine_options(const ComputeOptions& opts, const std::string& label);
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the work has run for
-/// about a second; cleared when done.
+/// about a second; cleared when done. A negative fraction means "running, extent unknown": the
+/// label is shown with the seconds elapsed.
 class ProgressBar {
  public:
   explicit ProgressBar(std::string label);
@@ -82,6 +84,10 @@ class ProgressBar {
   bool m_drawn = false;
   int m_last_percent = -1;
 };
+
+/// A display for the phases of long library work (PhaseProgress): one ProgressBar per phase,
+/// labelled with the phase's name, on stderr when it is a terminal.
+PhaseProgress phase_progress();
 
 /// Seconds since `start`, for the timings the commands print.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make git ca-certificates
-  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev
+  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev liblapacke-dev
   libgtest-dev libbenchmark-dev clang-format
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
   python3-torch python3-matplotlib

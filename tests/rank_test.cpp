@@ -610,18 +610,43 @@ TEST(RankTheorem, ReportStatuses) {
   c.lower = c.upper = 5;
   EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::verified);
   EXPECT_EQ(rank_report(net, c, std::nullopt, {}).status, RankStatus::rank_J_not_computed);
+  // No theta_k is 0: rank(dPhi) = rank(B) exactly, so a numerical rank that disagrees or has
+  // no clear gap is a floating-point outcome, never a failure of the theorem.
   j.status = NumericalRankStatus::inconclusive;
-  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::rank_J_inconclusive);
+  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::ill_conditioned);
   j.status = NumericalRankStatus::conclusive;
   j.rank = 4;
-  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::theorem_fails);
+  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::ill_conditioned);
+  // A numerical rank above the certified rank(B), or non-finite singular values: a failed
+  // computation.
+  j.rank = 6;
+  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::numerical_failure);
+  j.rank = 5;
+  j.status = NumericalRankStatus::failed;
+  EXPECT_EQ(rank_report(net, c, j, theta).status, RankStatus::numerical_failure);
+  j.status = NumericalRankStatus::conclusive;
+  // Only exact ranks make theorem_fails: a certified rank(dPhi) != d - h with no zero weight.
+  JacobianRankCertificate exact;
+  exact.lower = exact.upper = 4;
+  exact.method = JacobianRankMethod::elimination;
+  EXPECT_EQ(rank_report(net, c, exact, j, theta).status, RankStatus::theorem_fails);
+  // Zero weights: the exact rank below d - h is the null set; without an exact lower bound the
+  // numerical rank decides between null set and inconclusive.
   std::vector<double> zero = theta;
   zero[3] = 0;
+  exact.zero_weights = 1;
+  EXPECT_EQ(rank_report(net, c, exact, j, zero).status, RankStatus::theta_in_null_set);
+  j.rank = 4;
   const RankReport rep = rank_report(net, c, j, zero);
   EXPECT_EQ(rep.status, RankStatus::theta_in_null_set);
   EXPECT_EQ(rep.zero_weights, std::vector<EdgeId>{3});
+  ASSERT_TRUE(rep.rank_J_exact);
+  EXPECT_EQ(rep.rank_J_exact->method, JacobianRankMethod::none);
+  j.status = NumericalRankStatus::inconclusive;
+  EXPECT_EQ(rank_report(net, c, j, zero).status, RankStatus::rank_J_inconclusive);
   for (const auto s : {RankStatus::verified, RankStatus::theta_in_null_set,
-                       RankStatus::rank_J_inconclusive, RankStatus::rank_J_not_computed}) {
+                       RankStatus::rank_J_inconclusive, RankStatus::rank_J_not_computed,
+                       RankStatus::ill_conditioned, RankStatus::numerical_failure}) {
     EXPECT_FALSE(is_failure(s));
   }
 }
@@ -639,22 +664,36 @@ TEST(RankTheorem, Routes) {
   EXPECT_EQ(full.rank_J->rank, expected);
   EXPECT_EQ(full.rank_B.method, RankMethod::skeleton);
 
-  // path_free: certified from B^T B mod p, no path enumerated, theta not read.
+  // path_free: certified by the path basis, no path enumerated; without theta rank(dPhi) is
+  // neither certified nor computed.
   const RankReport dp = check_rank_theorem(net, {}, {}, {}, RankRoute::path_free);
   EXPECT_EQ(dp.status, RankStatus::rank_J_not_computed);
   EXPECT_FALSE(dp.rank_J);
-  EXPECT_EQ(dp.rank_B.method, RankMethod::gram);
+  EXPECT_FALSE(dp.rank_J_exact);
+  EXPECT_EQ(dp.rank_B.method, RankMethod::path_basis);
   EXPECT_EQ(dp.rank_B.rank(), std::optional<Index>(expected));
-  EXPECT_NE(dp.explanation.find("asked for"), std::string::npos) << dp.explanation;
+  EXPECT_NE(dp.rank_J_note.find("asked for"), std::string::npos) << dp.rank_J_note;
+  // With method gram: B^T B mod p by dynamic programming.
+  RankOptions gram;
+  gram.method = RankMethod::gram;
+  const RankReport dpg = check_rank_theorem(net, theta, gram, {}, RankRoute::path_free);
+  EXPECT_EQ(dpg.rank_B.method, RankMethod::gram);
+  EXPECT_EQ(dpg.rank_B.rank(), std::optional<Index>(expected));
+  // With theta (no zero), rank(dPhi) = rank(B) by the identity: verified without enumeration.
+  EXPECT_EQ(dpg.status, RankStatus::verified) << dpg.explanation;
+  ASSERT_TRUE(dpg.rank_J_exact);
+  EXPECT_EQ(dpg.rank_J_exact->method, JacobianRankMethod::identity);
+  EXPECT_EQ(dpg.rank_J_exact->rank(), std::optional<Index>(expected));
 
   // automatic with B over the memory limit: the path-free route, and the reason quoted.
   RankOptions tight;
   tight.engine.max_memory = 100 * 1024;
   const RankReport small = check_rank_theorem(net, theta, tight, {}, RankRoute::automatic);
-  EXPECT_EQ(small.status, RankStatus::rank_J_not_computed);
+  EXPECT_EQ(small.status, RankStatus::verified) << small.explanation;
+  EXPECT_FALSE(small.rank_J);
   EXPECT_EQ(small.rank_B.rank(), std::optional<Index>(expected));
-  EXPECT_NE(small.explanation.find("not enumerated"), std::string::npos) << small.explanation;
-  EXPECT_NE(small.explanation.find("memory"), std::string::npos) << small.explanation;
+  EXPECT_NE(small.rank_J_note.find("not enumerated"), std::string::npos) << small.rank_J_note;
+  EXPECT_NE(small.rank_J_note.find("memory"), std::string::npos) << small.rank_J_note;
   // enumerate over the limit: refused with the sizes.
   EXPECT_THROW((void)check_rank_theorem(net, theta, tight, {}, RankRoute::enumerate), TooLarge);
 }

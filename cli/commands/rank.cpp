@@ -27,6 +27,8 @@ struct RankCommandOptions {
   std::string jacobian_method = "auto";
   double tolerance = 0;
   double min_gap = NumericalRankOptions{}.min_gap;
+  bool numerical = false;
+  bool no_numerical = false;
 };
 
 RankMethod parse_method(const std::string& s) {
@@ -35,6 +37,9 @@ RankMethod parse_method(const std::string& s) {
   }
   if (s == "skeleton") {
     return RankMethod::skeleton;
+  }
+  if (s == "path-basis") {
+    return RankMethod::path_basis;
   }
   return RankMethod::gram;
 }
@@ -49,10 +54,6 @@ NumericalRankMethod parse_jacobian_method(const std::string& s) {
   return NumericalRankMethod::gram_eigenvalues;
 }
 
-nlohmann::ordered_json number_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
-}
-
 void print_report(const RankReport& rep, const std::string& description,
                   const std::string& theta_source) {
   const RankCertificate& c = rep.rank_B;
@@ -60,57 +61,62 @@ void print_report(const RankReport& rep, const std::string& description,
   fmt::print("d            {} parameters (edges)\n", rep.d);
   fmt::print("h            {} hidden nodes\n", rep.h);
   fmt::print("d - h        {}  (Theorem 1)\n", rep.expected);
-  const std::string eliminated =
-      c.method == RankMethod::gram
-          ? fmt::format("B^T B ({} x {})", rep.d, rep.d)
-          : fmt::format("{} row{} of B", c.rows_eliminated, c.rows_eliminated == 1 ? "" : "s");
+  std::string lower;
+  switch (c.method) {
+    case RankMethod::gram:
+      lower = fmt::format("rank mod p = {}{} of B^T B ({} x {})", c.prime,
+                          c.prime == default_prime ? " (2^61 - 1)" : "", rep.d, rep.d);
+      break;
+    case RankMethod::path_basis:
+      lower = fmt::format(
+          "{} paths whose rows of B have distinct leading columns (a triangular "
+          "path basis, no path enumerated)",
+          c.rows_eliminated);
+      break;
+    default:
+      lower = fmt::format("rank mod p = {}{} of {} row{} of B", c.prime,
+                          c.prime == default_prime ? " (2^61 - 1)" : "", c.rows_eliminated,
+                          c.rows_eliminated == 1 ? "" : "s");
+  }
   fmt::print("rank(B)      {}  {}: {} <= rank(B) <= {}\n",
              c.certified() ? fmt::format("{}", c.lower) : std::string("?"),
              c.certified() ? "certified" : "NOT certified", c.lower, c.upper);
-  fmt::print("             lower bound: rank mod p = {}{} of {}\n", c.prime,
-             c.prime == default_prime ? " (2^61 - 1)" : "", eliminated);
+  fmt::print("             lower bound: {}\n", lower);
   fmt::print(
       "             upper bound: d - {} rescaling vectors z_v, checked in the kernel and "
       "independent{}\n",
       rep.h - static_cast<Index>(c.kernel_failures.size()),
       c.kernel_failures.empty() ? ""
                                 : fmt::format(" ({} failed the check)", c.kernel_failures.size()));
+  if (rep.rank_J_exact) {
+    const JacobianRankCertificate& x = *rep.rank_J_exact;
+    const std::string how =
+        x.method == JacobianRankMethod::identity ? "no theta_k is 0: rank(dPhi) = rank(B)"
+        : x.method == JacobianRankMethod::elimination
+            ? fmt::format("elimination mod {} of the exact entries of dPhi", x.prime)
+            : std::string("zero weights and no enumerated skeleton: no lower bound");
+    fmt::print("rank(dPhi)   {}  {} at theta = {}: {} <= rank(dPhi) <= {} ({})\n",
+               x.certified() ? fmt::format("{}", x.lower) : std::string("?"),
+               x.certified() ? "certified" : "NOT certified", theta_source, x.lower, x.upper, how);
+  }
   if (rep.rank_J) {
     const NumericalRank& j = *rep.rank_J;
-    fmt::print("rank(dPhi)   {}  numerical, at theta = {}\n", j.rank, theta_source);
-    fmt::print("             {}, tolerance {:.3g}, gap {:.3g} ({}), sigma_max {:.3g}\n",
-               to_string(j.method), j.tolerance, j.gap, to_string(j.status),
-               j.singular_values.empty() ? 0.0 : j.singular_values.front());
+    if (j.status == NumericalRankStatus::failed) {
+      fmt::print("numerical    failed: {} singular values are not finite\n", j.non_finite);
+    } else {
+      fmt::print(
+          "numerical    rank {}: {}, tolerance {:.3g}, gap {:.3g} ({}), sigma_max {:.3g}, "
+          "sigma_{} {:.3g}\n",
+          j.rank, to_string(j.method), j.tolerance, j.gap, to_string(j.status), j.sigma(1),
+          rep.expected, j.sigma(rep.expected));
+    }
   } else {
-    fmt::print("rank(dPhi)   not computed\n");
+    fmt::print("numerical    not computed: {}\n", rep.rank_J_note);
   }
   if (!rep.zero_weights.empty()) {
     fmt::print("theta        {} zero coordinate(s)\n", rep.zero_weights.size());
   }
   fmt::print("status       {}: {}\n", to_string(rep.status), rep.explanation);
-}
-
-nlohmann::ordered_json report_json(const RankReport& rep) {
-  const RankCertificate& c = rep.rank_B;
-  nlohmann::ordered_json j;
-  j["d"] = rep.d;
-  j["h"] = rep.h;
-  j["expected"] = rep.expected;
-  j["rank_B"] = c.certified() ? nlohmann::ordered_json(c.lower) : nlohmann::ordered_json(nullptr);
-  j["rank_B_lower"] = c.lower;
-  j["rank_B_upper"] = c.upper;
-  j["rank_B_certified"] = c.certified();
-  if (rep.rank_J) {
-    j["rank_J"] = rep.rank_J->rank;
-    j["rank_J_tolerance"] = number_or_null(rep.rank_J->tolerance);
-    j["rank_J_gap"] = number_or_null(rep.rank_J->gap);
-  } else {
-    j["rank_J"] = nullptr;
-    j["rank_J_tolerance"] = nullptr;
-    j["rank_J_gap"] = nullptr;
-  }
-  j["status"] = std::string(to_string(rep.status));
-  return j;
 }
 
 void run_rank(const RankCommandOptions& opts) {
@@ -126,14 +132,24 @@ void run_rank(const RankCommandOptions& opts) {
   no.tolerance = opts.tolerance;
   no.min_gap = opts.min_gap;
   no.max_memory = engine.max_memory;
+  if (opts.numerical) {
+    no.when = NumericalRankOptions::When::always;
+  } else if (opts.no_numerical) {
+    no.when = NumericalRankOptions::When::never;
+  }
+  ro.progress = phase_progress();
   const LoadedTheta theta = load_theta(net, opts.compute);
   const RankReport rep = check_rank_theorem(
       net, theta.theta, ro, no, opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
 
+  RankReport shown = rep;
+  if (shown.rank_J_note.find("automatic limit") != std::string::npos) {
+    shown.rank_J_note += " (--numerical computes it)";
+  }
   if (opts.json) {
-    fmt::print("{}\n", report_json(rep).dump(2));
+    fmt::print("{}\n", to_json(shown));
   } else {
-    print_report(rep, description, theta.source);
+    print_report(shown, description, theta.source);
   }
   if (is_failure(rep.status)) {
     throw CLI::RuntimeError(1);
@@ -150,17 +166,27 @@ void add_rank_command(CLI::App& app) {
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
   cmd->add_flag("--json", opts->json,
-                "Print one JSON object with the keys d, h, expected, rank_B, rank_B_lower, "
-                "rank_B_upper, rank_B_certified, rank_J, rank_J_tolerance, rank_J_gap, status");
+                "Print one JSON object (keys listed in docs/rank.md: d, h, expected, rank_B, "
+                "rank_B_lower, rank_B_upper, rank_B_certified, rank_J, ..., rank_J_exact_lower, "
+                "rank_J_exact_upper, rank_J_certified, status, explanation)");
   cmd->add_flag("--no-enumerate", opts->no_enumerate,
-                "Certify rank(B) from B^T B built without enumerating paths (rank_J is then "
-                "null); chosen automatically when the paths do not fit in memory");
+                "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
+                "dynamic programming with --method gram; rank_J is then null); chosen "
+                "automatically when the paths do not fit in memory");
+  auto* numerical = cmd->add_flag("--numerical", opts->numerical,
+                                  "Always compute the numerical rank of dPhi (by default it is "
+                                  "skipped when its dense linear algebra would take more than "
+                                  "about 10 s; the exact ranks are certified without it)");
+  cmd->add_flag("--no-numerical", opts->no_numerical,
+                "Never compute the numerical rank of dPhi (only the exact ranks)")
+      ->excludes(numerical);
   add_prime_option(*cmd, opts->prime,
                    "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
   cmd->add_option("--method", opts->method,
-                  "Matrix eliminated for the lower bound: auto (B when enumerated), skeleton "
-                  "(B, sparse), gram (B^T B, dense)")
-      ->check(CLI::IsMember({"auto", "skeleton", "gram"}));
+                  "Lower bound of rank(B): auto (B when enumerated, else the path basis), skeleton "
+                  "(B, sparse elimination), gram (B^T B, dense elimination), path-basis (d - h "
+                  "paths with distinct leading columns, no enumeration)")
+      ->check(CLI::IsMember({"auto", "skeleton", "gram", "path-basis"}));
   cmd->add_option("--jacobian-method", opts->jacobian_method,
                   "Singular values of dPhi: auto, svd (dense), eig (eigenvalues of dPhi^T dPhi)")
       ->check(CLI::IsMember({"auto", "svd", "eig"}));

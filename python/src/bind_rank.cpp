@@ -37,8 +37,11 @@ RankMethod rank_method(const std::string& s) {
   if (s == "gram") {
     return RankMethod::gram;
   }
+  if (s == "path_basis" || s == "path-basis") {
+    return RankMethod::path_basis;
+  }
   throw std::invalid_argument(
-      fmt::format("method must be 'auto', 'skeleton' or 'gram' (got '{}')", s));
+      fmt::format("method must be 'auto', 'skeleton', 'gram' or 'path_basis' (got '{}')", s));
 }
 
 NumericalRankMethod numerical_method(const std::string& s) {
@@ -81,36 +84,22 @@ NumericalRankOptions numerical_options(const std::string& method, double toleran
   return o;
 }
 
-py::object number_or_none(double x) {
-  return std::isfinite(x) ? py::object(py::float_(x)) : py::object(py::none());
-}
-
 py::object index_or_none(Index x) {
   return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
 }
 
-/// The CLI's `rank --json` object (cli/commands/rank.cpp), key for key.
-py::dict report_dict(const RankReport& rep) {
-  const RankCertificate& c = rep.rank_B;
-  py::dict j;
-  j["d"] = rep.d;
-  j["h"] = rep.h;
-  j["expected"] = rep.expected;
-  j["rank_B"] = c.certified() ? py::object(py::int_(c.lower)) : py::object(py::none());
-  j["rank_B_lower"] = c.lower;
-  j["rank_B_upper"] = c.upper;
-  j["rank_B_certified"] = c.certified();
-  if (rep.rank_J) {
-    j["rank_J"] = rep.rank_J->rank;
-    j["rank_J_tolerance"] = number_or_none(rep.rank_J->tolerance);
-    j["rank_J_gap"] = number_or_none(rep.rank_J->gap);
-  } else {
-    j["rank_J"] = py::none();
-    j["rank_J_tolerance"] = py::none();
-    j["rank_J_gap"] = py::none();
+/// The library's JSON form of the report (what `pathlift rank --json` prints), as a dict.
+py::object report_dict(const RankReport& rep) {
+  return py::module_::import("json").attr("loads")(to_json(rep, -1));
+}
+
+/// NumericalRankOptions::when from None (automatic), True (always) or False (never).
+NumericalRankOptions::When numerical_when(const py::object& numerical) {
+  if (numerical.is_none()) {
+    return NumericalRankOptions::When::automatic;
   }
-  j["status"] = std::string(to_string(rep.status));
-  return j;
+  return numerical.cast<bool>() ? NumericalRankOptions::When::always
+                                : NumericalRankOptions::When::never;
 }
 
 /// theta for the rank check: the argument, the stored weights, or the CLI's default
@@ -265,8 +254,10 @@ std::vector<EdgeId> column_order_argument(const py::object& order) {
 }
 
 constexpr const char* rank_engine_doc =
-    "\n\nmethod: the matrix the lower bound eliminates: 'auto' (B, sparse, fill-free pivot "
-    "order), 'skeleton' (B) or 'gram' (B^T B, dense). prime: a prime < 2^63 (default 2^61 - "
+    "\n\nmethod: the lower bound of rank(B): 'auto' (B, sparse, fill-free pivot order, when "
+    "enumerated; else the path basis), 'skeleton' (B), 'gram' (B^T B, dense, FLINT) or "
+    "'path_basis' (d - h paths with distinct leading columns, no enumeration). prime: a prime < "
+    "2^63 (default 2^61 - "
     "1). threads: 0 = all cores. max_memory: bytes, 0 = half of RAM (TooLarge, a MemoryError, "
     "over it). The GIL is released.";
 
@@ -288,7 +279,7 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
       .def_readonly("prime", &RankCertificate::prime, "The prime of the elimination.")
       .def_property_readonly(
           "method", [](const RankCertificate& c) { return std::string(to_string(c.method)); },
-          "The matrix eliminated: 'skeleton' (B) or 'gram' (B^T B).")
+          "The lower bound's method: 'skeleton' (B), 'gram' (B^T B) or 'path_basis'.")
       .def_readonly("rows_eliminated", &RankCertificate::rows_eliminated,
                     "Rows of B eliminated (a subset suffices), or d for B^T B.")
       .def_property_readonly(
@@ -313,6 +304,36 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
                            c.upper, c.certified() ? " (certified)" : "", c.expected);
       });
 
+  py::class_<JacobianRankCertificate>(m, "JacobianRankCertificate", R"doc(
+Certified bounds on rank(dPhi(theta)) over Q (certify_jacobian_rank): lower <= rank <= upper.
+method: 'identity' (no theta_k is 0: rank(dPhi) = rank(B)), 'elimination' (elimination modulo
+an odd prime of the exact entries of dPhi, products of doubles being dyadic rationals) or
+'none' (zero weights and no skeleton: lower bound 0). upper = the certified upper bound of
+rank(B), which bounds rank(dPhi(theta)) at every theta.
+)doc")
+      .def_readonly("lower", &JacobianRankCertificate::lower, "The certified lower bound.")
+      .def_readonly("upper", &JacobianRankCertificate::upper, "The certified upper bound.")
+      .def_readonly("prime", &JacobianRankCertificate::prime, "The prime of the elimination.")
+      .def_readonly("zero_weights", &JacobianRankCertificate::zero_weights,
+                    "How many theta_k are 0.")
+      .def_property_readonly(
+          "method",
+          [](const JacobianRankCertificate& c) { return std::string(to_string(c.method)); },
+          "'identity', 'elimination' or 'none'.")
+      .def_property_readonly("certified", &JacobianRankCertificate::certified,
+                             "True when lower == upper.")
+      .def_property_readonly(
+          "rank",
+          [](const JacobianRankCertificate& c) -> py::object {
+            return c.certified() ? py::object(py::int_(c.lower)) : py::object(py::none());
+          },
+          "rank(dPhi(theta)) when certified, else None.")
+      .def("__repr__", [](const JacobianRankCertificate& c) {
+        return fmt::format("<pathlift.JacobianRankCertificate: {} <= rank(dPhi) <= {} ({}{})>",
+                           c.lower, c.upper, to_string(c.method),
+                           c.certified() ? ", certified" : "");
+      });
+
   py::class_<NumericalRank>(m, "NumericalRank",
                             "The numerical rank of a matrix (dPhi) from its singular values "
                             "(numerical_rank).")
@@ -325,7 +346,10 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
                     "the zero matrix).")
       .def_property_readonly(
           "status", [](const NumericalRank& n) { return std::string(to_string(n.status)); },
-          "'conclusive' (gap >= min_gap) or 'inconclusive'.")
+          "'conclusive' (gap >= min_gap), 'inconclusive', or 'failed' (a singular value is not "
+          "finite; rank is then 0 and meaningless).")
+      .def_readonly("non_finite", &NumericalRank::non_finite,
+                    "How many singular values are not finite.")
       .def_property_readonly(
           "method", [](const NumericalRank& n) { return std::string(to_string(n.method)); },
           "'svd' or 'gram_eigenvalues': the method used.")
@@ -342,10 +366,13 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
       });
 
   py::class_<RankReport>(m, "RankReport", R"doc(
-Theorem 1 checked at theta (check_rank_theorem): rank(B) certified, rank(dPhi) numerical,
-both compared with d - h. status: 'verified', 'theta_in_null_set' (rank(dPhi) < d - h at a
-theta with zero coordinates: the null set the theorem excludes, not a failure),
-'rank_J_inconclusive', 'rank_J_not_computed', 'rank_B_uncertified' or 'theorem_fails'.
+Theorem 1 checked at theta (check_rank_theorem): rank(B) and rank(dPhi) certified, rank(dPhi)
+also numerical, compared with d - h. status: 'verified', 'theta_in_null_set' (rank(dPhi) <
+d - h at a theta with zero coordinates: the null set the theorem excludes, not a failure),
+'ill_conditioned' (exact ranks agree; the floating-point rank does not), 'numerical_failure'
+(exact ranks agree; the singular values are not finite or exceed rank(B)),
+'rank_J_inconclusive', 'rank_J_not_computed', 'rank_B_uncertified' or 'theorem_fails' (only
+from exact ranks). docs/rank.md has the table.
 )doc")
       .def_readonly("d", &RankReport::d, "Edges.")
       .def_readonly("h", &RankReport::h, "Hidden nodes.")
@@ -356,7 +383,15 @@ theta with zero coordinates: the null set the theorem excludes, not a failure),
           [](const RankReport& r) -> py::object {
             return r.rank_J ? py::cast(*r.rank_J) : py::object(py::none());
           },
-          "The NumericalRank of dPhi, or None when it was not computed.")
+          "The NumericalRank of dPhi, or None when it was not computed (see rank_J_note).")
+      .def_property_readonly(
+          "rank_J_exact",
+          [](const RankReport& r) -> py::object {
+            return r.rank_J_exact ? py::cast(*r.rank_J_exact) : py::object(py::none());
+          },
+          "The JacobianRankCertificate of dPhi(theta), or None when theta was not given.")
+      .def_readonly("rank_J_note", &RankReport::rank_J_note,
+                    "Why the numerical rank was not computed ('' when it was).")
       .def_property_readonly(
           "zero_weights", [](const RankReport& r) { return index_array(r.zero_weights); },
           "int64 array: the edges k with theta_k = 0.")
@@ -369,8 +404,8 @@ theta with zero coordinates: the null set the theorem excludes, not a failure),
           "True for the statuses that contradict the theorem's equalities "
           "('rank_B_uncertified', 'theorem_fails'): the CLI exits 1.")
       .def("to_dict", &report_dict,
-           "The CLI's `rank --json` object: keys d, h, expected, rank_B, rank_B_lower, "
-           "rank_B_upper, rank_B_certified, rank_J, rank_J_tolerance, rank_J_gap, status.")
+           "The report's JSON form as a dict (the object `pathlift rank --json` prints; keys "
+           "in docs/rank.md).")
       .def("__repr__", [](const RankReport& r) {
         return fmt::format("<pathlift.RankReport: d - h = {}, rank(B) {}, rank(dPhi) {}: {}>",
                            r.expected,
@@ -489,6 +524,56 @@ RankCertificate. ValueError for a matrix that is not d x d or a prime that is no
 < 2^63. Complexity: O(d^2 h + d^3). The GIL is released.)doc");
 
   m.def(
+      "certify_rank_by_path_basis",
+      [](const Network& net) {
+        py::gil_scoped_release release;
+        return certify_rank_by_path_basis(net);
+      },
+      py::arg("net"),
+      R"doc(Certifies rank(B) = d - h without enumerating a path and without elimination: for every
+non-anchor edge e = (x -> y) the path (first in-edges back from x to an input) + e + (anchors
+from y to an output) is a row of B; their leading columns in rank_column_order(net) are checked
+distinct (a unit-triangular (d - h) x (d - h) submatrix), each path checked to be an
+input-to-output path by one dynamic programme. Returns a RankCertificate (method
+'path_basis'). Complexity: O(m + d log d): ff:784,2048,2048,2048,10 (d = 10 M) in about a
+second. The GIL is released.)doc");
+
+  m.def(
+      "path_basis_path",
+      [](const Network& net, EdgeId edge) { return index_array(path_basis_path(net, edge)); },
+      py::arg("net"), py::arg("edge"),
+      "The path of the triangular path basis for a non-anchor edge (int64 edge ids, from an "
+      "input to an output): first in-edges back to an input, the edge, anchors to an output.");
+
+  m.def(
+      "certify_jacobian_rank",
+      [](const Network& net, const py::object& theta, const RankCertificate& rank_b,
+         const py::object& b, std::uint64_t prime) {
+        const auto t = theta_argument<double>(theta, net);
+        RankOptions o;
+        o.prime = prime;
+        std::optional<CsrPattern> pattern;
+        if (!b.is_none()) {
+          pattern = py::isinstance<PathSet>(b) ? skeleton(*b.cast<std::shared_ptr<PathSet>>())
+                                               : pattern_argument(b, "B");
+        }
+        py::gil_scoped_release release;
+        return certify_jacobian_rank(net, as_span<double>(t), rank_b, pattern ? &*pattern : nullptr,
+                                     o);
+      },
+      py::arg("net"), py::arg("theta"), py::arg("rank_B"), py::arg("B") = py::none(), py::kw_only(),
+      py::arg("prime") = default_prime,
+      R"doc(Certifies rank(dPhi(theta)) exactly from a RankCertificate of B (certify_rank): with no
+zero theta_k rank(dPhi) = rank(B) (method 'identity'); with zero weights and B given (a
+PathSet or the 0/1 skeleton), elimination modulo `prime` (odd) of the exact entries of dPhi
+(method 'elimination'); otherwise lower bound 0 (method 'none'). Upper bound: rank_B.upper.
+Returns a JacobianRankCertificate. The GIL is released.)doc");
+
+  m.def("dyadic_residue", &dyadic_residue, py::arg("x"), py::arg("prime") = default_prime,
+        "The residue modulo an odd prime of a finite double x = m 2^e (the ring map "
+        "Z[1/2] -> Z/pZ). ValueError for a non-finite x or a prime that is not odd.");
+
+  m.def(
       "numerical_rank",
       [](const py::object& j, const std::string& method, double tolerance, double min_gap,
          Index svd_max_entries, std::size_t max_memory) {
@@ -514,10 +599,11 @@ matrix needed exceeds max_memory. The GIL is released.)doc");
       "check_rank_theorem",
       [](const Network& net, const py::object& theta, const std::string& method,
          std::uint64_t prime, const std::string& jacobian_method, double tolerance, double min_gap,
-         int threads, std::size_t max_memory) {
+         const py::object& numerical, int threads, std::size_t max_memory) {
         const RankOptions ro = rank_options(method, prime, threads, max_memory);
-        const NumericalRankOptions no =
+        NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, max_memory);
+        no.when = numerical_when(numerical);
         const auto t = theta_argument<double>(theta, net);
         py::gil_scoped_release release;
         return check_rank_theorem(net, as_span<double>(t), ro, no);
@@ -525,10 +611,12 @@ matrix needed exceeds max_memory. The GIL is released.)doc");
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("method") = "auto",
       py::arg("prime") = default_prime, py::arg("jacobian_method") = "auto",
       py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
-      (std::string(R"doc(Theorem 1 at theta: enumerates the paths, certifies rank(B), computes
-dPhi and its numerical rank, and concludes. Returns a RankReport (d, h, expected, rank_B,
-rank_J, zero_weights, status, explanation, failed; to_dict()). theta: d finite numbers, None
+      py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      (std::string(R"doc(Theorem 1 at theta: enumerates the paths, certifies rank(B) and
+rank(dPhi(theta)), computes the numerical rank of dPhi, and concludes. Returns a RankReport
+(d, h, expected, rank_B, rank_J_exact, rank_J, rank_J_note, zero_weights, status,
+explanation, failed; to_dict()). numerical: None skips the numerical rank when its dense
+linear algebra would take more than about 10 s, True always computes it, False never. theta: d finite numbers, None
 for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_rank. TooLarge
 (MemoryError) when B does not fit: rank() then takes the path-free route.)doc") +
        rank_engine_doc)
@@ -538,10 +626,12 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
       "rank",
       [](const Network& net, const py::object& theta, const py::object& enumerate,
          const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
-         double tolerance, double min_gap, int threads, std::size_t max_memory) {
+         double tolerance, double min_gap, const py::object& numerical, int threads,
+         std::size_t max_memory) {
         const RankOptions ro = rank_options(method, prime, threads, max_memory);
-        const NumericalRankOptions no =
+        NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
+        no.when = numerical_when(numerical);
         const std::vector<double> t = rank_theta(theta, net);
         const RankRoute route = enumerate.is_none()      ? RankRoute::automatic
                                 : enumerate.cast<bool>() ? RankRoute::enumerate
@@ -551,22 +641,28 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
           py::gil_scoped_release release;
           rep = check_rank_theorem(net, t, ro, no, route);
         }
+        if (rep.rank_J_note.find("automatic limit") != std::string::npos) {
+          rep.rank_J_note += " (numerical=True computes it)";
+        }
         return report_dict(rep);
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
       py::arg("enumerate") = py::none(), py::arg("method") = "auto",
       py::arg("prime") = default_prime, py::arg("jacobian_method") = "auto",
       py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
-      (std::string(R"doc(`pathlift rank --json` as a dict, with exactly the CLI's keys: d, h,
-expected (d - h), rank_B (certified, else None), rank_B_lower, rank_B_upper,
-rank_B_certified, rank_J (numerical rank of dPhi at theta, or None), rank_J_tolerance,
-rank_J_gap (None when not finite or not computed), status (see RankReport).
+      py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      (std::string(R"doc(`pathlift rank --json` as a dict, with exactly the CLI's keys (the
+library's JSON form of the report, docs/rank.md): d, h, expected (d - h), rank_B (certified,
+else None), rank_B_lower, rank_B_upper, rank_B_certified, rank_J (numerical rank of dPhi at
+theta, or None), rank_J_tolerance, rank_J_gap, status (see RankReport), explanation,
+rank_J_exact, rank_J_exact_lower, rank_J_exact_upper, rank_J_certified, and more.
 
 enumerate: None (default) enumerates the paths when B and dPhi fit in max_memory (judged from
-the DP counts) and otherwise certifies rank(B) from B^T B mod p built by dynamic programming
-(no path enumerated; rank_J is then None, status 'rank_J_not_computed'); True forces
-enumeration (TooLarge when it does not fit), False the path-free route.
+the DP counts) and otherwise certifies rank(B) with the triangular path basis (no path
+enumerated; rank_J is then None, rank(dPhi) certified by the identity when no theta_k is 0);
+True forces enumeration (TooLarge when it does not fit), False the path-free route.
+numerical: None skips the numerical rank of dPhi when its dense linear algebra would take more
+than about 10 s (saying so in rank_J_note), True always computes it, False never.
 theta: d finite numbers; None uses the stored weights, else normal_weights(d, 0) (the CLI's
 default). jacobian_method, tolerance, min_gap: as in numerical_rank.
 

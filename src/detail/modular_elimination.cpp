@@ -110,7 +110,8 @@ class Eliminator {
 
 ModularEliminationResult modular_eliminate(Index rows, Index cols, const ModularRowLoader& load_row,
                                            std::uint64_t prime,
-                                           const std::vector<EdgeId>& column_order, Index stop_at) {
+                                           const std::vector<EdgeId>& column_order, Index stop_at,
+                                           const std::function<void(double)>& progress) {
   const ModField field(prime);
   std::vector<Index> position(static_cast<std::size_t>(cols));
   if (column_order.empty()) {
@@ -171,8 +172,15 @@ ModularEliminationResult modular_eliminate(Index rows, Index cols, const Modular
     row.resize(out);
   };
 
+  // Phase 1 is one pass over the rows; phase 2 is reported over the deferred rows.
+  const auto report = [&](Index done_rows, Index total, double start, double span) {
+    if (progress && (done_rows & 0xFFFF) == 0) {
+      progress(start + span * static_cast<double>(done_rows) / static_cast<double>(total));
+    }
+  };
   std::vector<Index> deferred;
   for (Index r = 0; r < rows && !done(); ++r) {
+    report(r, rows, 0.0, 0.5);
     load(r);
     if (elim.try_direct(row)) {
       ++result.rows_used;
@@ -180,15 +188,20 @@ ModularEliminationResult modular_eliminate(Index rows, Index cols, const Modular
       deferred.push_back(r);
     }
   }
-  for (const Index r : deferred) {
+  for (std::size_t i = 0; i < deferred.size(); ++i) {
     if (done()) {
       break;
     }
+    report(static_cast<Index>(i), static_cast<Index>(deferred.size()), 0.5, 0.5);
+    const Index r = deferred[i];
     load(r);
     elim.reduce(row);
     ++result.rows_used;
   }
   result.rank = elim.rank();
+  if (progress) {
+    progress(1.0);
+  }
   return result;
 }
 

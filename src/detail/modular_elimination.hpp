@@ -28,9 +28,11 @@ using ModularRowLoader =
     std::function<void(Index r, std::vector<std::pair<Index, std::int64_t>>& out)>;
 
 /// rank mod `prime` of a rows x cols integer matrix given row by row. `column_order` is the
-/// pivot order (empty = identity); `stop_at` < 0 = never stop early.
+/// pivot order (empty = identity); `stop_at` < 0 = never stop early. `progress`, when set, is
+/// called with the fraction of the rows handled (phase 1 then phase 2), and 1 at the end.
 ModularEliminationResult modular_eliminate(Index rows, Index cols, const ModularRowLoader& load_row,
                                            std::uint64_t prime,
-                                           const std::vector<EdgeId>& column_order, Index stop_at);
+                                           const std::vector<EdgeId>& column_order, Index stop_at,
+                                           const std::function<void(double)>& progress = {});
 
 }  // namespace pathlift::detail

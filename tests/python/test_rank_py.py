@@ -13,8 +13,14 @@ import pytest
 
 scipy_sparse = pytest.importorskip("scipy.sparse")
 
+# The keys of `rank --json` before the exact rank of dPhi was added stay first, in order; the
+# later keys follow them.
 CLI_RANK_KEYS = ["d", "h", "expected", "rank_B", "rank_B_lower", "rank_B_upper",
-                 "rank_B_certified", "rank_J", "rank_J_tolerance", "rank_J_gap", "status"]
+                 "rank_B_certified", "rank_J", "rank_J_tolerance", "rank_J_gap", "status",
+                 "explanation", "rank_B_method", "prime", "rank_J_exact", "rank_J_exact_lower",
+                 "rank_J_exact_upper", "rank_J_certified", "rank_J_exact_method", "zero_weights",
+                 "rank_J_numerical_status", "rank_J_method", "rank_J_sigma_max",
+                 "rank_J_sigma_expected", "rank_J_condition", "rank_J_non_finite", "rank_J_note"]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +130,16 @@ def test_rank_routes(pl):
     dp = pl.rank(net, theta, enumerate=False)
     assert enumerated["rank_B"] == dp["rank_B"] == net.d - net.h
     assert dp["rank_J"] is None and dp["rank_J_tolerance"] is None and dp["rank_J_gap"] is None
-    assert dp["status"] == "rank_J_not_computed"
+    # no path enumerated, but no theta_k is 0: rank(dPhi) = rank(B) by the diagonal identity
+    assert dp["status"] == "verified" and dp["rank_B_method"] == "path_basis"
+    assert dp["rank_J_certified"] and dp["rank_J_exact"] == net.d - net.h
+    assert dp["rank_J_exact_method"] == "identity" and "not enumerated" in dp["rank_J_note"]
+    # with a zero weight and no enumeration, rank(dPhi) is only bounded above
+    zero = theta.copy()
+    zero[0] = 0.0
+    dz = pl.rank(net, zero, enumerate=False)
+    assert dz["status"] == "rank_J_not_computed" and not dz["rank_J_certified"]
+    assert dz["rank_J_exact_lower"] == 0 and dz["rank_J_exact_upper"] == net.d - net.h
     # automatic: the DP route when B and dPhi do not fit in max_memory (but B^T B does)
     deep = pl.feed_forward(2, [4] * 6, 1)
     gram_bytes = pl.dense_bytes(deep.d, deep.d)
@@ -132,8 +147,10 @@ def test_rank_routes(pl):
     assert 2 * gram_bytes < jacobian_bytes
     limit = (gram_bytes + jacobian_bytes) // 2
     deep_theta = pl.normal_weights(deep.d, 5)
-    assert pl.rank(deep, deep_theta, max_memory=limit) == \
-        pl.rank(deep, deep_theta, enumerate=False)
+    tight = pl.rank(deep, deep_theta, max_memory=limit)
+    path_free = pl.rank(deep, deep_theta, enumerate=False)
+    assert "memory limit" in tight.pop("rank_J_note") and "asked for" in path_free.pop("rank_J_note")
+    assert tight == path_free
     assert pl.rank(deep, deep_theta)["rank_J"] == deep.d - deep.h
     with pytest.raises(MemoryError):
         pl.rank(net, theta, enumerate=True, max_memory=1000)
@@ -146,14 +163,15 @@ def test_rank_routes(pl):
 
 
 def test_rank_without_enumeration_at_scale(pl):
-    """ff:4,8x12,2: P = 706,828,903,570 paths; rank picks the Gram route by itself."""
+    """ff:4,8x12,2: P = 706,828,903,570 paths; rank picks the path-free route by itself."""
     net = pl.builtin_network("ff:4,8,8,8,8,8,8,8,8,8,8,8,8,2")
     assert pl.count_paths_total(net) == 706_828_903_570
     t0 = time.perf_counter()
     r = pl.rank(net)
     elapsed = time.perf_counter() - t0
     assert r["rank_B_certified"] and r["rank_B"] == 850 - 96 == r["expected"]
-    assert r["rank_J"] is None and r["status"] == "rank_J_not_computed"
+    assert r["rank_J"] is None and r["status"] == "verified" and r["rank_J_certified"]
+    assert r["rank_B_method"] == "path_basis"
     assert elapsed < 30, elapsed  # about 0.1 s here; generous for slow CI machines
 
 
