@@ -1,8 +1,11 @@
-// Speed of the rank certificate of B (issue 4, item 1): ff:5,16,16,2 (P = 3,106, d = 402) and
-// ff:5,32,32,32,2 (P = 395,330, d = 2,370); the two matrices the lower bound can eliminate (B
-// with the structured pivot order, or the dense B^T B); the numerical rank of dPhi; the proof.
+// Speed of the rank certificates: ff:5,16,16,2 (P = 3,106, d = 402) and ff:5,32,32,32,2
+// (P = 395,330, d = 2,370); the matrices the lower bound can eliminate (B with the structured
+// pivot order, or the dense B^T B); the numerical rank of dPhi; the proof. And the certified
+// ranks as `pathlift rank` computes them (BM_CertifiedRanks: rank(B) and rank(dPhi) certified,
+// the paths enumerated; BM_CertifiedRanksPathFree: no path enumerated, the triangular path
+// basis, or B^T B mod p by dynamic programming with FLINT's dense elimination):
 //
-//   build/bench/rank_bench --benchmark_filter=Certify
+//   build/bench/rank_bench --benchmark_filter=CertifiedRanks
 
 #include <benchmark/benchmark.h>
 
@@ -103,6 +106,57 @@ void BM_ProveRank(benchmark::State& state, const std::string& name) {
   }
   set_counters(state, net, skeleton(net));
 }
+
+// check_rank_theorem() on the enumerate route with the numerical rank skipped above its work
+// limit (what `pathlift rank --json` does): enumeration, B, rank(B) and rank(dPhi) certified.
+void BM_CertifiedRanks(benchmark::State& state, const std::string& name) {
+  const Network net = builtin_network(name);
+  const auto theta = normal_weights(net.num_edges(), 0);
+  for (auto _ : state) {
+    const RankReport rep = check_rank_theorem(net, theta, {}, {}, RankRoute::enumerate);
+    if (!rep.rank_J_exact || !rep.rank_J_exact->certified() || !rep.rank_B.certified() ||
+        rep.status != RankStatus::verified) {
+      state.SkipWithError("ranks not certified");
+    }
+    benchmark::DoNotOptimize(rep.rank_B.lower);
+  }
+  state.counters["d"] = static_cast<double>(net.num_edges());
+  state.counters["h"] = static_cast<double>(net.num_hidden());
+}
+
+// check_rank_theorem() on the path-free route (`pathlift rank --no-enumerate`), the network
+// built once outside the timing: method path_basis (the default) or gram.
+void BM_CertifiedRanksPathFree(benchmark::State& state, const std::string& name,
+                               RankMethod method) {
+  const Network net = builtin_network(name);
+  const auto theta = normal_weights(net.num_edges(), 0);
+  RankOptions o;
+  o.method = method;
+  for (auto _ : state) {
+    const RankReport rep = check_rank_theorem(net, theta, o, {}, RankRoute::path_free);
+    if (!rep.rank_J_exact || !rep.rank_J_exact->certified() || !rep.rank_B.certified()) {
+      state.SkipWithError("ranks not certified");
+    }
+    benchmark::DoNotOptimize(rep.rank_B.lower);
+  }
+  state.counters["d"] = static_cast<double>(net.num_edges());
+  state.counters["h"] = static_cast<double>(net.num_hidden());
+}
+
+BENCHMARK_CAPTURE(BM_CertifiedRanks, ff_5_32_32_32_2, std::string("ff:5,32,32,32,2"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CertifiedRanks, ff_5_64_64_64_2, std::string("ff:5,64,64,64,2"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CertifiedRanksPathFree, ff_4_8x12_2_path_basis,
+                  std::string("ff:4,8,8,8,8,8,8,8,8,8,8,8,8,2"), RankMethod::path_basis)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CertifiedRanksPathFree, ff_4_8x12_2_gram,
+                  std::string("ff:4,8,8,8,8,8,8,8,8,8,8,8,8,2"), RankMethod::gram)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CertifiedRanksPathFree, ff_784_2048x3_10_path_basis,
+                  std::string("ff:784,2048,2048,2048,10"), RankMethod::path_basis)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 BENCHMARK_CAPTURE(BM_CertifyRank, ff_5_16_16_2, std::string("ff:5,16,16,2"))
     ->Unit(benchmark::kMillisecond);

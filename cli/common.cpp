@@ -154,10 +154,39 @@ ProgressBar::ProgressBar(std::string label)
       m_start(std::chrono::steady_clock::now()),
       m_enabled(isatty(STDERR_FILENO) != 0) {}
 
+ProgressBar::~ProgressBar() {
+  stop_ticker();
+}
+
+void ProgressBar::stop_ticker() {
+  if (m_ticker.joinable()) {
+    m_ticking = false;
+    m_ticker.join();
+  }
+}
+
 void ProgressBar::operator()(double fraction) {
   if (!m_enabled) {
     return;
   }
+  if (fraction < 0) {
+    if (!m_ticker.joinable()) {
+      m_ticking = true;
+      m_ticker = std::thread([this] {
+        while (m_ticking) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          const double s = seconds_since(m_start);
+          if (m_ticking && s >= 1.0 && static_cast<int>(s * 10) % 5 == 0) {
+            std::fprintf(stderr, "\r%s ... %.0f s", m_label.c_str(), s);
+            std::fflush(stderr);
+            m_drawn = true;
+          }
+        }
+      });
+    }
+    return;
+  }
+  stop_ticker();
   if (fraction >= 1.0) {
     if (m_drawn) {
       std::fprintf(stderr, "\r\033[K");  // clear the line
@@ -167,12 +196,6 @@ void ProgressBar::operator()(double fraction) {
     return;
   }
   if (seconds_since(m_start) < 1.0) {
-    return;
-  }
-  if (fraction < 0) {
-    std::fprintf(stderr, "\r%s ... %.0f s", m_label.c_str(), seconds_since(m_start));
-    std::fflush(stderr);
-    m_drawn = true;
     return;
   }
   const int percent = static_cast<int>(fraction * 100.0);

@@ -3,11 +3,13 @@
 
 #include <CLI/CLI.hpp>
 #include <Eigen/Dense>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pathlift/certificate.hpp"
@@ -75,14 +77,23 @@ EngineOptions engine_options(const ComputeOptions& opts, const std::string& labe
 class ProgressBar {
  public:
   explicit ProgressBar(std::string label);
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar();
   void operator()(double fraction);
 
  private:
+  void stop_ticker();
+
   std::string m_label;
   std::chrono::steady_clock::time_point m_start;
   bool m_enabled;
   bool m_drawn = false;
   int m_last_percent = -1;
+  // Redraws "label ... N s" every half second while work of unknown extent runs in a library
+  // call that reports nothing until it ends (LAPACK, FLINT).
+  std::thread m_ticker;
+  std::atomic<bool> m_ticking{false};
 };
 
 /// A display for the phases of long library work (PhaseProgress): one ProgressBar per phase,

@@ -1284,6 +1284,10 @@ ProofCertificate prove_rank(const Network& net, const ProveOptions& options) {
   auto ctx = std::make_unique<StepContext>(net.with_weights(std::nullopt), options.engine);
   std::vector<EdgeId> original = identity_cols(net.num_edges());
   for (Index index = 0;; ++index) {
+    if (options.progress) {
+      options.progress("induction steps",
+                       static_cast<double>(index) / static_cast<double>(cert.h + 1));
+    }
     ProofStep step(ctx->net);
     step.original_edge = original;
     std::unique_ptr<Network> reduced;
@@ -1337,6 +1341,9 @@ ProofCertificate prove_rank(const Network& net, const ProveOptions& options) {
       break;
     }
     ctx = std::move(next);
+  }
+  if (options.progress) {
+    options.progress("induction steps", 1.0);
   }
   cert.rank = cert.steps.front().rank;
   if (cert.rank != cert.d - cert.h) {

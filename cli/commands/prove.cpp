@@ -162,7 +162,10 @@ void run_prove(const ProveCommandOptions& opts) {
   po.keep_matrices = opts.verbose;
   po.prime = opts.prime;
   po.engine = engine_options(opts.compute, "prove");
+  po.engine.progress = nullptr;  // one bar, for the steps: each step's enumeration is short
+  po.progress = phase_progress();
   const ProofCertificate cert = prove_rank(net, po);
+  po.progress("induction steps", 1.0);  // clears the bar after a proof that stopped early
 
   if (opts.json) {
     nlohmann::ordered_json j;

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "pathlift/certificate.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
@@ -150,6 +151,9 @@ struct ProveOptions {
   bool check_rank_after = true;
   std::uint64_t prime = default_prime;  ///< a prime < 2^63 for the modular ranks
   EngineOptions engine;                 ///< threads and memory limit for the path enumerations
+  /// Called before each step ("induction steps", fraction of the h + 1 steps done) and with 1
+  /// at the end, for a progress display.
+  PhaseProgress progress;
 };
 
 /// Runs the paper's induction on `net` (h induction steps, then the base case), checking every
