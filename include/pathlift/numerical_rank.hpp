@@ -40,7 +40,7 @@ struct NumericalRankOptions {
   /// The status is inconclusive when the gap (see NumericalRank::gap) is below this.
   double min_gap = 1e3;
   /// automatic uses svd when P * d <= this many entries, else gram_eigenvalues.
-  Index svd_max_entries = Index{1} << 23;
+  Index svd_max_entries = Index{1} << 18;
   std::size_t max_memory = 0;  ///< refuse dense work beyond this (0 = default limit)
   /// Whether check_rank_theorem() computes the numerical rank: automatic skips it when its
   /// estimated work exceeds `automatic_max_flops` (the exact ranks are certified anyway).

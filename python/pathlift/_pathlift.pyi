@@ -387,7 +387,7 @@ def certify_jacobian_rank(
 def dyadic_residue(x: float, prime: int = ...) -> int: ...
 def numerical_rank(
     J: Union[scipy.sparse.spmatrix, np.ndarray], *, method: str = "auto", tolerance: float = 0.0,
-    min_gap: float = 1000.0, svd_max_entries: int = 8388608, max_memory: int = 0
+    min_gap: float = 1000.0, svd_max_entries: int = 262144, max_memory: int = 0
 ) -> NumericalRank: ...
 def check_rank_theorem(
     net: Network, theta: Theta = None, *, method: str = "auto", prime: int = ...,
