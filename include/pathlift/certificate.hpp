@@ -180,8 +180,10 @@ struct JacobianRankCertificate {
   }
 };
 
-/// Certifies rank(dPhi(theta)) exactly, from a certificate of rank(B) and (with zero weights)
+/// Certified bounds on rank(dPhi(theta)), from a certificate of rank(B) and (with zero weights)
 /// the enumerated skeleton `b` (rows in the order of the paths, nullptr when not enumerated).
+/// The bounds meet (rank certified) whenever rank(dPhi(theta)) = rank(B); a rank below it at a
+/// theta with zero weights is bounded, not certified (the upper bound is rank(B)).
 /// - upper = rank_b.upper: rank(dPhi(theta)) <= max over theta of rank(dPhi) = rank(B) (the
 ///   set where rank(dPhi) >= r is open, so the maximum is taken at some theta with no zero
 ///   coordinate, where the diagonal identity holds).
