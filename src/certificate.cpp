@@ -13,20 +13,9 @@
 #include "pathlift/limits.hpp"
 #include "src/detail/modular_elimination.hpp"
 #include "src/detail/modular_field.hpp"
+#include "src/detail/phase_progress.hpp"
 
 namespace pathlift {
-
-namespace {
-
-/// A progress callback for one phase (empty when no display was asked for).
-std::function<void(double)> phase(const PhaseProgress& progress, std::string_view name) {
-  if (!progress) {
-    return {};
-  }
-  return [&progress, name](double fraction) { progress(name, fraction); };
-}
-
-}  // namespace
 
 ModMatrix skeleton_gram(const CsrPattern& b, std::uint64_t prime, std::size_t max_memory) {
   detail::modular_require_prime(prime, "skeleton_gram");
@@ -211,7 +200,8 @@ RankCertificate certify_rank(const Network& net, const CsrPattern& b, const Rank
   detail::modular_require_prime(options.prime, "certify_rank");
   require_columns(net, b, "certify_rank");
   RankCertificate cert = blank_certificate(net, options.prime);
-  check_kernel_on_rows(net, b, cert, phase(options.progress, "checking B z_v = 0"));
+  check_kernel_on_rows(net, b, cert,
+                       detail::phase_callback(options.progress, "checking B z_v = 0"));
   set_upper_bound(net, cert);
 
   if (options.method == RankMethod::gram) {
@@ -234,9 +224,9 @@ RankCertificate certify_rank(const Network& net, const CsrPattern& b, const Rank
       out.emplace_back(c, 1);
     }
   };
-  const auto result =
-      detail::modular_eliminate(b.rows, b.cols, load, options.prime, rank_column_order(net),
-                                cert.upper, phase(options.progress, "eliminating B mod p"));
+  const auto result = detail::modular_eliminate(
+      b.rows, b.cols, load, options.prime, rank_column_order(net), cert.upper,
+      detail::phase_callback(options.progress, "eliminating B mod p"));
   cert.lower = result.rank;
   cert.rows_eliminated = result.rows_used;
   return cert;
@@ -321,7 +311,7 @@ RankCertificate certify_rank_by_path_basis(const Network& net, const RankOptions
   cert.method = RankMethod::path_basis;
   set_upper_bound(net, cert);
   const Index d = net.num_edges();
-  const auto progress = phase(options.progress, "checking the path basis");
+  const auto progress = detail::phase_callback(options.progress, "checking the path basis");
 
   const std::vector<EdgeId> order = rank_column_order(net);
   constexpr Index none = std::numeric_limits<Index>::max();
@@ -461,9 +451,9 @@ JacobianRankCertificate certify_jacobian_rank(const Network& net, std::span<cons
       prefix = f.mul(prefix, f.from_residue(residue[static_cast<std::size_t>(row[i])]));
     }
   };
-  const auto result =
-      detail::modular_eliminate(b->rows, b->cols, load, options.prime, rank_column_order(net),
-                                cert.upper, phase(options.progress, "eliminating dPhi mod p"));
+  const auto result = detail::modular_eliminate(
+      b->rows, b->cols, load, options.prime, rank_column_order(net), cert.upper,
+      detail::phase_callback(options.progress, "eliminating dPhi mod p"));
   cert.method = JacobianRankMethod::elimination;
   cert.lower = result.rank;
   return cert;

@@ -15,6 +15,7 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/paths.hpp"
+#include "src/detail/phase_progress.hpp"
 
 namespace pathlift {
 
@@ -231,7 +232,7 @@ bool jacobian_fits(const Network& net, std::size_t max_memory, std::string& why)
 EngineOptions engine_for(const RankOptions& options, std::string_view name) {
   EngineOptions e = options.engine;
   if (options.progress) {
-    e.progress = [&options, name](double f) { options.progress(name, f); };
+    e.progress = detail::phase_callback(options.progress, name);
   }
   return e;
 }
@@ -283,11 +284,13 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
   }
   std::optional<NumericalRank> rank_j;
   std::string note;
+  bool skipped = false;
   const double flops = numerical_rank_flops(b.rows, b.cols, b.nnz(), nopt);
   if (nopt.when == NumericalRankOptions::When::never) {
     note = "the numerical rank of dPhi was not asked for";
   } else if (nopt.when == NumericalRankOptions::When::automatic &&
              flops > nopt.automatic_max_flops) {
+    skipped = true;
     note = fmt::format(
         "the numerical rank of dPhi was skipped: its dense linear algebra needs "
         "about {:.2g} floating-point operations, over the automatic limit of "
@@ -310,6 +313,7 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
   }
   RankReport rep = rank_report(net, cert, exact, rank_j, theta);
   rep.rank_J_note = note;
+  rep.rank_J_skipped = skipped;
   return rep;
 }
 

@@ -24,38 +24,11 @@ namespace {
 
 using Dense = std::vector<std::vector<std::int64_t>>;
 
-/// Exact rank over Q by fraction-free (Bareiss) elimination; the entries stay minors of the
-/// input, small for the matrices used here (checked against overflow).
-Index rank_over_q(Dense a) {
-  const std::size_t rows = a.size();
-  const std::size_t cols = rows == 0 ? 0 : a[0].size();
-  std::size_t rank = 0;
-  std::int64_t prev = 1;
-  for (std::size_t c = 0; c < cols && rank < rows; ++c) {
-    std::size_t piv = rank;
-    while (piv < rows && a[piv][c] == 0) {
-      ++piv;
-    }
-    if (piv == rows) {
-      continue;
-    }
-    std::swap(a[piv], a[rank]);
-    for (std::size_t i = rank + 1; i < rows; ++i) {
-      for (std::size_t j = c + 1; j < cols; ++j) {
-        std::int64_t x = 0;
-        std::int64_t y = 0;
-        std::int64_t z = 0;
-        EXPECT_FALSE(__builtin_mul_overflow(a[rank][c], a[i][j], &x));
-        EXPECT_FALSE(__builtin_mul_overflow(a[i][c], a[rank][j], &y));
-        EXPECT_FALSE(__builtin_sub_overflow(x, y, &z));
-        a[i][j] = z / prev;  // exact division (Sylvester's identity)
-      }
-      a[i][c] = 0;
-    }
-    prev = a[rank][c];
-    ++rank;
-  }
-  return static_cast<Index>(rank);
+/// Exact rank over Q (Bareiss); the matrices used here never overflow its 128-bit entries.
+Index rank_over_q(const Dense& a) {
+  const std::optional<Index> r = testing::bareiss_rank(a);
+  EXPECT_TRUE(r.has_value()) << "Bareiss overflowed";
+  return r.value_or(-1);
 }
 
 /// rank over GF(2) by plain elimination.
@@ -129,17 +102,6 @@ Dense dense_skeleton(const Network& net) {
     b.push_back(r);
   }
   return b;
-}
-
-/// A random network among the random_dag() variants (parallel edges, designated outputs,
-/// biases, shuffled node and edge order).
-Network random_network(std::uint64_t seed) {
-  const Index m = 2 + static_cast<Index>(seed % 9);
-  const double p = 0.15 + 0.1 * static_cast<double>(seed % 7);
-  RandomDagOptions opts;
-  opts.parallel_edge_probability = (seed % 3 == 0) ? 0.0 : 0.2;
-  opts.designated_output_probability = 0.25;
-  return random_dag(m, p, seed, opts);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,7 +249,7 @@ TEST(Rank, SkeletonGramIsBTransposeB) {
 
 TEST(Rank, RescalingVectorsAreAnIndependentKernel) {
   for (std::uint64_t seed = 0; seed < 60; ++seed) {
-    const Network net = random_network(seed);
+    const Network net = testing::random_network(seed);
     const Dense b = dense_skeleton(net);
     Dense z;
     for (const NodeId v : net.hidden()) {
@@ -310,7 +272,7 @@ TEST(Rank, RescalingVectorsAreAnIndependentKernel) {
 
 TEST(Rank, ColumnOrderGivesEveryNonAnchorColumnALeadingRow) {
   for (std::uint64_t seed = 0; seed < 200; ++seed) {
-    const Network net = random_network(seed);
+    const Network net = testing::random_network(seed);
     const auto order = rank_column_order(net);
     std::vector<EdgeId> sorted = order;
     std::sort(sorted.begin(), sorted.end());
@@ -353,7 +315,7 @@ TEST(Rank, CertifiedRankIsDMinusHOnRandomDags) {
   Index with_parallel = 0;
   Index with_designated = 0;
   for (std::uint64_t seed = 0; seed < 1200; ++seed) {
-    const Network net = random_network(seed);
+    const Network net = testing::random_network(seed);
     const CsrPattern b = skeleton(net);
     const RankCertificate cert = certify_rank(net, b);
     ASSERT_TRUE(cert.certified()) << "seed " << seed;
@@ -545,7 +507,7 @@ TEST(NumericalRank, JacobianRankIsDMinusHAtRandomTheta) {
   // clear. A path of tiny weight product can blur the gap; that must say "inconclusive" (rare).
   Index inconclusive = 0;
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
-    const Network net = random_network(seed);
+    const Network net = testing::random_network(seed);
     const auto theta = normal_weights(net.num_edges(), seed + 1);
     const RankReport rep = check_rank_theorem(net, theta);
     ASSERT_TRUE(rep.rank_J.has_value());

@@ -46,49 +46,7 @@
 namespace pathlift {
 namespace {
 
-__extension__ typedef __int128 Wide;  // NOLINT(modernize-use-using): __extension__ needs typedef
-
 using Dense = std::vector<std::vector<std::int64_t>>;
-
-/// Exact rank over Q by fraction-free (Bareiss) elimination in 128-bit integers: the entries
-/// stay minors of the input (Sylvester's identity); nullopt when one overflows.
-std::optional<Index> bareiss_rank(const Dense& in) {
-  std::vector<std::vector<Wide>> a;
-  a.reserve(in.size());
-  for (const auto& row : in) {
-    a.emplace_back(row.begin(), row.end());
-  }
-  const std::size_t rows = a.size();
-  const std::size_t cols = rows == 0 ? 0 : a[0].size();
-  std::size_t rank = 0;
-  Wide prev = 1;
-  for (std::size_t c = 0; c < cols && rank < rows; ++c) {
-    std::size_t piv = rank;
-    while (piv < rows && a[piv][c] == 0) {
-      ++piv;
-    }
-    if (piv == rows) {
-      continue;
-    }
-    std::swap(a[piv], a[rank]);
-    for (std::size_t i = rank + 1; i < rows; ++i) {
-      for (std::size_t j = c + 1; j < cols; ++j) {
-        Wide x = 0;
-        Wide y = 0;
-        Wide z = 0;
-        if (__builtin_mul_overflow(a[rank][c], a[i][j], &x) ||
-            __builtin_mul_overflow(a[i][c], a[rank][j], &y) || __builtin_sub_overflow(x, y, &z)) {
-          return std::nullopt;
-        }
-        a[i][j] = z / prev;  // exact division
-      }
-      a[i][c] = 0;
-    }
-    prev = a[rank][c];
-    ++rank;
-  }
-  return static_cast<Index>(rank);
-}
 
 std::uint64_t mul_mod(std::uint64_t a, std::uint64_t b, std::uint64_t p) {
   if (p < (std::uint64_t{1} << 32)) {
@@ -111,8 +69,8 @@ std::uint64_t pow_mod(std::uint64_t a, std::uint64_t e, std::uint64_t p) {
 }
 
 std::uint64_t reduce(std::int64_t x, std::uint64_t p) {
-  const auto sp = static_cast<Wide>(p);
-  return static_cast<std::uint64_t>(((static_cast<Wide>(x) % sp) + sp) % sp);
+  const auto sp = static_cast<testing::Wide>(p);
+  return static_cast<std::uint64_t>(((static_cast<testing::Wide>(x) % sp) + sp) % sp);
 }
 
 /// Rank modulo a prime p of residues (row-major rows x cols), by plain Gauss-Jordan.
@@ -219,19 +177,8 @@ Index multimodular_rank(const Dense& a) {
 
 /// Exact rank over Q: Bareiss, or the multimodular rank when Bareiss would overflow.
 Index rank_over_q(const Dense& a) {
-  const std::optional<Index> r = bareiss_rank(a);
+  const std::optional<Index> r = testing::bareiss_rank(a);
   return r ? *r : multimodular_rank(a);
-}
-
-/// A random network among the random_dag() variants (parallel edges, designated outputs,
-/// biases, shuffled node and edge order), as in rank_test.cpp.
-Network random_network(std::uint64_t seed) {
-  const Index m = 2 + static_cast<Index>(seed % 9);
-  const double p = 0.15 + 0.1 * static_cast<double>(seed % 7);
-  RandomDagOptions opts;
-  opts.parallel_edge_probability = (seed % 3 == 0) ? 0.0 : 0.2;
-  opts.designated_output_probability = 0.25;
-  return random_dag(m, p, seed, opts);
 }
 
 /// Uniform in [0, 1) from the top 53 bits (the same on every platform).
@@ -345,7 +292,7 @@ TEST(RankTruth, PaperGridAndRandomDagsNeverClaimFailure) {
     }
   }
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
-    const Network net = random_network(seed);
+    const Network net = testing::random_network(seed);
     const std::string label = "random_network(" + std::to_string(seed) + ")";
     check_never_fails(net, normal_weights(net.num_edges(), seed), label, dag_normal);
     check_never_fails(net, log_uniform_weights(net.num_edges(), seed), label, dag_log);
@@ -415,7 +362,7 @@ Index check_exact_jacobian_rank(const Network& net, const CsrPattern& b,
   SCOPED_TRACE(label);
   const Index d = net.num_edges();
   const Index expected = d - net.num_hidden();
-  const std::optional<Index> direct = bareiss_rank(scaled);
+  const std::optional<Index> direct = testing::bareiss_rank(scaled);
   multimodular += direct ? 0 : 1;
   const Index exact = direct ? *direct : multimodular_rank(scaled);
   if (exact < 0) {
@@ -476,7 +423,8 @@ TEST(RankTruth, ExactJacobianRankWithZeroWeightsMatchesRationalRank) {
   const std::vector<double> dyadics = {0, 0, 0.25, -0.5, 0.75, -1, 1};
   std::vector<std::pair<std::string, Network>> nets;
   for (std::uint64_t seed = 0; seed < 200; ++seed) {
-    nets.emplace_back("random_network(" + std::to_string(seed) + ")", random_network(seed));
+    nets.emplace_back("random_network(" + std::to_string(seed) + ")",
+                      testing::random_network(seed));
   }
   for (const char* name :
        {"ff:2,3,2", "ff:3,3,3,2", "ff:2,2,2,2,1", "ff-nobias:2,3,3,1", "fig1", "sketch-h1"}) {
@@ -536,7 +484,8 @@ std::set<std::vector<EdgeId>> reference_path_set(const Network& net) {
 TEST(RankTruth, PathBasisCertifiesLikeTheSkeleton) {
   std::vector<std::pair<std::string, Network>> nets;
   for (std::uint64_t seed = 0; seed < 500; ++seed) {
-    nets.emplace_back("random_network(" + std::to_string(seed) + ")", random_network(seed));
+    nets.emplace_back("random_network(" + std::to_string(seed) + ")",
+                      testing::random_network(seed));
   }
   for (const char* name : {"ff:5,16,16,2", "fig1", "sketch-h1", "ff-nobias:3,4,4,2"}) {
     nets.emplace_back(name, builtin_network(name));
@@ -655,7 +604,7 @@ TEST(RankTruth, DenseModularRankMatchesBareiss) {
     const std::size_t rows = 1 + rng() % 12;
     const std::size_t cols = 1 + rng() % 12;
     const Dense a = random_small_matrix(rng, rows, cols);
-    const std::optional<Index> bareiss = bareiss_rank(a);
+    const std::optional<Index> bareiss = testing::bareiss_rank(a);
     ASSERT_TRUE(bareiss.has_value());
     const Index rq = *bareiss;
     EXPECT_EQ(multimodular_rank(a), rq) << "the two references of test 4 agree";

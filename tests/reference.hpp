@@ -1,11 +1,16 @@
 #pragma once
 // Independent references for the tests: brute-force path enumeration by plain recursion over
-// the network's definition (MATH.md), and the objects computed from it the naive way.
+// the network's definition, the objects computed from it the naive way, the exact rank over Q
+// (Bareiss), and the random networks the rank tests share.
 // Deliberately simple and slow; the library must agree with it.
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "pathlift/builtins.hpp"
 #include "pathlift/network.hpp"
 
 namespace pathlift::testing {
@@ -92,6 +97,59 @@ inline std::vector<std::vector<double>> ref_jacobian(const std::vector<RefPath>&
 }
 
 /// |a - b| <= tol * max(1, |a|, |b|).
+__extension__ typedef __int128 Wide;  // NOLINT(modernize-use-using): __extension__ needs typedef
+
+/// Exact rank over Q by fraction-free (Bareiss) elimination in 128-bit integers: the entries
+/// stay minors of the input (Sylvester's identity); nullopt when one overflows.
+inline std::optional<Index> bareiss_rank(const std::vector<std::vector<std::int64_t>>& in) {
+  std::vector<std::vector<Wide>> a;
+  a.reserve(in.size());
+  for (const auto& row : in) {
+    a.emplace_back(row.begin(), row.end());
+  }
+  const std::size_t rows = a.size();
+  const std::size_t cols = rows == 0 ? 0 : a[0].size();
+  std::size_t rank = 0;
+  Wide prev = 1;
+  for (std::size_t c = 0; c < cols && rank < rows; ++c) {
+    std::size_t piv = rank;
+    while (piv < rows && a[piv][c] == 0) {
+      ++piv;
+    }
+    if (piv == rows) {
+      continue;
+    }
+    std::swap(a[piv], a[rank]);
+    for (std::size_t i = rank + 1; i < rows; ++i) {
+      for (std::size_t j = c + 1; j < cols; ++j) {
+        Wide x = 0;
+        Wide y = 0;
+        Wide z = 0;
+        if (__builtin_mul_overflow(a[rank][c], a[i][j], &x) ||
+            __builtin_mul_overflow(a[i][c], a[rank][j], &y) || __builtin_sub_overflow(x, y, &z)) {
+          return std::nullopt;
+        }
+        a[i][j] = z / prev;  // exact division
+      }
+      a[i][c] = 0;
+    }
+    prev = a[rank][c];
+    ++rank;
+  }
+  return static_cast<Index>(rank);
+}
+
+/// A random network among the random_dag() variants (parallel edges, designated outputs,
+/// biases, shuffled node and edge order).
+inline Network random_network(std::uint64_t seed) {
+  const Index m = 2 + static_cast<Index>(seed % 9);
+  const double p = 0.15 + 0.1 * static_cast<double>(seed % 7);
+  RandomDagOptions opts;
+  opts.parallel_edge_probability = (seed % 3 == 0) ? 0.0 : 0.2;
+  opts.designated_output_probability = 0.25;
+  return random_dag(m, p, seed, opts);
+}
+
 inline bool close(double a, double b, double tol) {
   return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
 }

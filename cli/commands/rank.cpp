@@ -143,7 +143,7 @@ void run_rank(const RankCommandOptions& opts) {
       net, theta.theta, ro, no, opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
 
   RankReport shown = rep;
-  if (shown.rank_J_note.find("automatic limit") != std::string::npos) {
+  if (shown.rank_J_skipped) {
     shown.rank_J_note += " (--numerical computes it)";
   }
   if (opts.json) {

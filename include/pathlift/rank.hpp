@@ -53,7 +53,10 @@ struct RankReport {
   std::optional<JacobianRankCertificate> rank_J_exact;
   std::optional<NumericalRank> rank_J;  ///< absent when dPhi's numerical rank was not computed
   std::string rank_J_note;              ///< why rank_J is absent (empty when present)
-  std::vector<EdgeId> zero_weights;     ///< edges k with theta_k = 0
+  /// True when rank_J was skipped for its estimated work (NumericalRankOptions::when automatic):
+  /// asking for it explicitly computes it.
+  bool rank_J_skipped = false;
+  std::vector<EdgeId> zero_weights;  ///< edges k with theta_k = 0
   RankStatus status = RankStatus::verified;
   std::string explanation;  ///< one sentence saying why `status`
 };

@@ -641,7 +641,7 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
           py::gil_scoped_release release;
           rep = check_rank_theorem(net, t, ro, no, route);
         }
-        if (rep.rank_J_note.find("automatic limit") != std::string::npos) {
+        if (rep.rank_J_skipped) {
           rep.rank_J_note += " (numerical=True computes it)";
         }
         return report_dict(rep);
