@@ -160,8 +160,9 @@ void add_rank_command(CLI::App& app) {
   auto opts = std::make_shared<RankCommandOptions>();
   auto* cmd =
       app.add_subcommand("rank",
-                         "Certified rank of B, numerical rank of dPhi at theta, and Theorem 1: "
-                         "rank(dPhi) = rank(B) = d - h (exit 1 if the equalities fail)");
+                         "rank(B) and rank(dPhi) certified exactly, the numerical rank of dPhi "
+                         "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 only "
+                         "when exact ranks contradict it; docs/rank.md)");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
