@@ -14,17 +14,12 @@ namespace pathlift::cli {
 
 namespace {
 
-struct CheckCommandOptions {
-  NetworkOptions network;
-  ComputeOptions compute;
-  bool json = false;
+struct CheckCommandOptions : NetworkCommandOptions {
   Index samples = 2000;
 };
 
-/// Exit code 1 without an "error:" line: the checks ran, one failed.
-struct ChecksFailed {};
-
-void run_check(const CheckCommandOptions& opts) {
+/// Runs and prints the checks; false when one failed.
+bool run_check(const CheckCommandOptions& opts) {
   const auto [net, description] = load_network(opts.network);
   const LoadedTheta theta = load_theta(net, opts.compute);
   CheckOptions co;
@@ -38,16 +33,14 @@ void run_check(const CheckCommandOptions& opts) {
     j["theta"] = theta.source;
     nlohmann::ordered_json checks = nlohmann::ordered_json::array();
     for (const auto& r : results) {
-      nlohmann::ordered_json c;
-      c["name"] = r.name;
-      c["claim"] = r.claim;
-      c["applicable"] = r.applicable;
-      c["passed"] = r.passed;
-      c["max_error"] = r.max_error;
-      c["tolerance"] = r.tolerance;
-      c["entries"] = r.entries;
-      c["note"] = r.note;
-      checks.push_back(c);
+      checks.push_back({{"name", r.name},
+                        {"claim", r.claim},
+                        {"applicable", r.applicable},
+                        {"passed", r.passed},
+                        {"max_error", r.max_error},
+                        {"tolerance", r.tolerance},
+                        {"entries", r.entries},
+                        {"note", r.note}});
     }
     j["checks"] = checks;
     j["passed"] = ok;
@@ -59,28 +52,21 @@ void run_check(const CheckCommandOptions& opts) {
     }
     fmt::print("{}\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
   }
-  if (!ok) {
-    throw ChecksFailed{};
-  }
+  return ok;
 }
 
 void add_check_command(CLI::App& app) {
   auto opts = std::make_shared<CheckCommandOptions>();
-  auto* cmd = app.add_subcommand(
-      "check",
+  auto* cmd = add_network_command(
+      app, "check",
       "Verify Lemma 1, Proposition 2, Corollary 1 and dPhi against finite differences (exit 1 if "
-      "one fails)");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
-  cmd->add_flag("--json", opts->json, "Print one JSON object");
+      "one fails)",
+      *opts, TakesTheta::yes, "Print one JSON object");
   cmd->add_option("--samples", opts->samples, "Entries of dPhi compared with finite differences")
       ->check(CLI::PositiveNumber);
   cmd->callback([opts] {
-    try {
-      run_check(*opts);
-    } catch (const ChecksFailed&) {
-      throw CLI::RuntimeError(1);
+    if (!run_check(*opts)) {
+      throw CLI::RuntimeError(1);  // exit 1 without an "error:" line: the checks ran, one failed
     }
   });
 }

@@ -14,10 +14,7 @@ namespace pathlift::cli {
 
 namespace {
 
-struct ProveCommandOptions {
-  NetworkOptions network;
-  ComputeOptions compute;
-  bool json = false;
+struct ProveCommandOptions : NetworkCommandOptions {
   bool verbose = false;
   std::uint64_t prime = default_prime;
 };
@@ -221,13 +218,11 @@ void run_prove(const ProveCommandOptions& opts) {
 
 void add_prove_command(CLI::App& app) {
   auto opts = std::make_shared<ProveCommandOptions>();
-  auto* cmd = app.add_subcommand(
-      "prove",
+  auto* cmd = add_network_command(
+      app, "prove",
       "Run the paper's proof of Theorem 1 (rank(B) = d - h) on the network: one line per "
-      "induction step, every lemma and rank equality checked (exit 1 if one fails)");
-  add_network_options(*cmd, opts->network);
-  add_engine_options(*cmd, opts->compute);
-  cmd->add_flag("--json", opts->json, "Print the certificate as one JSON object");
+      "induction step, every lemma and rank equality checked (exit 1 if one fails)",
+      *opts, TakesTheta::no, "Print the certificate as one JSON object");
   cmd->add_flag("--verbose", opts->verbose,
                 "Also print each step's matrices (B, B', B'', B~, B~', B~''; B, B~ for the base "
                 "case) in the paper's row and column order");

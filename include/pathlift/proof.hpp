@@ -30,6 +30,7 @@
 #include "pathlift/certificate.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/rank.hpp"
 #include "pathlift/types.hpp"
@@ -176,10 +177,20 @@ struct ProofCheck {
   [[nodiscard]] bool ok() const { return !failure; }
 };
 
+struct ProofCheckOptions {
+  std::uint64_t prime = default_prime;  ///< a prime < 2^63 for the modular ranks
+  EngineOptions engine;                 ///< threads and memory limit for the path enumerations
+};
+
 /// Re-checks a certificate from its data: each step's choice of u, k, e; its stored matrices
 /// against the claims of the proof and against the operations recorded (a matrix that was not
 /// kept is recomputed); Lemmas 2-4 on every path; the reduced network against the next step's
-/// network; the ranks. Returns the first failure (step, claim, path or column).
-ProofCheck check_proof(const ProofCertificate& cert, std::uint64_t prime = default_prime);
+/// network; the ranks. Returns the first failure (step, claim, path or column). Throws
+/// TooLarge when a step's paths or matrices exceed `options.engine.max_memory`.
+/// Complexity: that of prove_rank() on the certificate's network.
+ProofCheck check_proof(const ProofCertificate& cert, const ProofCheckOptions& options = {});
+
+/// check_proof() with the modular ranks taken mod `prime`.
+ProofCheck check_proof(const ProofCertificate& cert, std::uint64_t prime);
 
 }  // namespace pathlift

@@ -344,15 +344,20 @@ Example::
 
   m.def(
       "check_proof",
-      [](const ProofCertificate& cert, std::uint64_t prime) {
+      [](const ProofCertificate& cert, std::uint64_t prime, int threads, std::size_t max_memory) {
+        ProofCheckOptions o;
+        o.prime = prime;
+        o.engine = engine_options(threads, max_memory);
         py::gil_scoped_release release;
-        return check_proof(cert, prime);
+        return check_proof(cert, o);
       },
-      py::arg("cert"), py::arg("prime") = default_prime,
+      py::arg("cert"), py::arg("prime") = default_prime, py::kw_only(), py::arg("threads") = 0,
+      py::arg("max_memory") = 0,
       "Re-checks a certificate from its data: each step's choice of u, k, e; its matrices "
       "against the claims and the recorded operations (recomputed when not kept); Lemmas 2-4 "
       "on every path; the reduced network against the next step; the ranks. Returns a "
-      "ProofCheck whose failure names the step, the claim and the path or column.");
+      "ProofCheck whose failure names the step, the claim and the path or column. TooLarge "
+      "(MemoryError) when a step's paths or matrices exceed max_memory. The GIL is released.");
 
   m.def(
       "proof_claims",
