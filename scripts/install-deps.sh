@@ -3,8 +3,13 @@
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 set -euo pipefail
 
+# Each package has a user: the build (cmake, make, g++; git for scripts/format.sh), the library
+# (Eigen, nlohmann-json, fmt, Spectra, FLINT for ranks mod p, LAPACKE for singular values), the
+# CLI (CLI11), the tests and benchmarks (GoogleTest, Google Benchmark, clang-format), the Python
+# package (pybind11, numpy, scipy.sparse results) and its tests (pytest, PyTorch references,
+# matplotlib for the paper's experiment figures).
 packages=(
-  cmake g++ make git ca-certificates
+  cmake g++ make git
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev liblapacke-dev
   libgtest-dev libbenchmark-dev clang-format
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest

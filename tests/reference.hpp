@@ -1,9 +1,10 @@
 #pragma once
 // Independent references for the tests: brute-force path enumeration by plain recursion over
-// the network's definition, the objects computed from it the naive way, the exact rank over Q
-// (Bareiss), and the random networks the rank tests share.
-// Deliberately simple and slow; the library must agree with it.
+// the network's definition, the objects computed from it the naive way, the forward pass by
+// its definition, exact ranks over Q (Bareiss) and GF(2), and the random networks several
+// tests share. Deliberately simple and slow; the library must agree with it.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -96,7 +97,89 @@ inline std::vector<std::vector<double>> ref_jacobian(const std::vector<RefPath>&
   return j;
 }
 
-/// |a - b| <= tol * max(1, |a|, |b|).
+// ---------------------------------------------------------------------------------------------
+// The forward pass by its definition: v(input) = x (bias 1), v(n) = act_n(sum over all edges e
+// with target n, by increasing index, of theta_e v(source e)), memoised recursion. Nothing of
+// the library but the network's accessors.
+
+/// The slope of node v's activation below 0: 1 for inputs and identity nodes.
+inline double ref_negative_slope(const Network& net, NodeId v) {
+  if (net.is_input(v)) {
+    return 1.0;
+  }
+  const Activation& act = net.activation(v);
+  return act.kind == ActivationKind::identity ? 1.0 : act.negative_slope;
+}
+
+/// The value of input node v on the sample x: x[c] for the c-th data input, 1 for a bias.
+inline double ref_input_value(const Network& net, const double* x, NodeId v) {
+  const auto inputs = net.data_inputs();
+  for (std::size_t c = 0; c < inputs.size(); ++c) {
+    if (inputs[c] == v) {
+      return x[c];
+    }
+  }
+  return 1.0;
+}
+
+/// Pre-activation and value of every node on one sample.
+struct RefSample {
+  std::vector<double> pre;
+  std::vector<double> value;
+};
+
+inline double ref_value(const Network& net, const std::vector<double>& theta, const double* x,
+                        NodeId v, RefSample& s, std::vector<char>& done) {
+  const auto vi = static_cast<std::size_t>(v);
+  if (done[vi] == 0) {
+    double pre = 0;
+    if (net.is_input(v)) {
+      pre = ref_input_value(net, x, v);
+    } else {
+      for (EdgeId e = 0; e < net.num_edges(); ++e) {
+        if (net.target(e) == v) {
+          pre +=
+              theta[static_cast<std::size_t>(e)] * ref_value(net, theta, x, net.source(e), s, done);
+        }
+      }
+    }
+    s.pre[vi] = pre;
+    s.value[vi] = pre > 0 ? pre : ref_negative_slope(net, v) * pre;
+    done[vi] = 1;
+  }
+  return s.value[vi];
+}
+
+/// The forward pass of one sample x (one entry per data input).
+inline RefSample ref_forward(const Network& net, const std::vector<double>& theta,
+                             const double* x) {
+  const auto m = static_cast<std::size_t>(net.num_nodes());
+  RefSample s{std::vector<double>(m), std::vector<double>(m)};
+  std::vector<char> done(m, 0);
+  for (NodeId v = 0; v < net.num_nodes(); ++v) {
+    ref_value(net, theta, x, v, s, done);
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact ranks.
+
+/// Moves a row at or below row `rank` with a non-zero entry in column c up to row `rank`;
+/// false when there is none (column c adds nothing to the rank).
+template <class Matrix>
+bool bring_pivot_up(Matrix& a, std::size_t rank, std::size_t c) {
+  std::size_t piv = rank;
+  while (piv < a.size() && a[piv][c] == 0) {
+    ++piv;
+  }
+  if (piv == a.size()) {
+    return false;
+  }
+  std::swap(a[piv], a[rank]);
+  return true;
+}
+
 __extension__ typedef __int128 Wide;  // NOLINT(modernize-use-using): __extension__ needs typedef
 
 /// Exact rank over Q by fraction-free (Bareiss) elimination in 128-bit integers: the entries
@@ -112,14 +195,9 @@ inline std::optional<Index> bareiss_rank(const std::vector<std::vector<std::int6
   std::size_t rank = 0;
   Wide prev = 1;
   for (std::size_t c = 0; c < cols && rank < rows; ++c) {
-    std::size_t piv = rank;
-    while (piv < rows && a[piv][c] == 0) {
-      ++piv;
-    }
-    if (piv == rows) {
+    if (!bring_pivot_up(a, rank, c)) {
       continue;
     }
-    std::swap(a[piv], a[rank]);
     for (std::size_t i = rank + 1; i < rows; ++i) {
       for (std::size_t j = c + 1; j < cols; ++j) {
         Wide x = 0;
@@ -139,6 +217,35 @@ inline std::optional<Index> bareiss_rank(const std::vector<std::vector<std::int6
   return static_cast<Index>(rank);
 }
 
+/// Rank over GF(2) by plain elimination (entries taken mod 2).
+inline Index rank_gf2(std::vector<std::vector<std::int64_t>> a) {
+  for (auto& row : a) {
+    for (auto& x : row) {
+      x = ((x % 2) + 2) % 2;
+    }
+  }
+  const std::size_t rows = a.size();
+  const std::size_t cols = rows == 0 ? 0 : a[0].size();
+  std::size_t rank = 0;
+  for (std::size_t c = 0; c < cols && rank < rows; ++c) {
+    if (!bring_pivot_up(a, rank, c)) {
+      continue;
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (i != rank && a[i][c] != 0) {
+        for (std::size_t j = 0; j < cols; ++j) {
+          a[i][j] ^= a[rank][j];
+        }
+      }
+    }
+    ++rank;
+  }
+  return static_cast<Index>(rank);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random networks.
+
 /// A random network among the random_dag() variants (parallel edges, designated outputs,
 /// biases, shuffled node and edge order).
 inline Network random_network(std::uint64_t seed) {
@@ -150,6 +257,38 @@ inline Network random_network(std::uint64_t seed) {
   return random_dag(m, p, seed, opts);
 }
 
+/// A copy of `net` whose non-input nodes get random activations (ReLU, identity, leaky ReLU
+/// with a random slope), outputs included.
+inline Network with_random_activations(const Network& net, std::uint64_t seed) {
+  NetworkSpec spec = net.spec();
+  spec.activations.clear();
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  const auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (NodeId v = 0; v < net.num_nodes(); ++v) {
+    if (net.is_input(v)) {
+      continue;
+    }
+    switch (next() % 4) {
+      case 0:
+        spec.activations.emplace_back(v, Activation::identity());
+        break;
+      case 1:
+        spec.activations.emplace_back(
+            v, Activation::leaky_relu(static_cast<double>(next() % 1000) / 1000.0 - 0.3));
+        break;
+      default:
+        spec.activations.emplace_back(v, Activation::relu());
+    }
+  }
+  return Network(std::move(spec));
+}
+
+/// |a - b| <= tol * max(1, |a|, |b|).
 inline bool close(double a, double b, double tol) {
   return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
 }

@@ -1,0 +1,111 @@
+#pragma once
+// Helpers the GoogleTest programs share: checks on error messages, the comparison of two
+// networks, and the sweep over many random networks that stops at the first failing one.
+// References to compare the library against live in reference.hpp.
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pathlift/builtins.hpp"
+#include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
+
+namespace pathlift::testing {
+
+/// Whether `text` contains `part` (with both in the failure message).
+inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+/// The message of the exception of type E that f throws (a test failure when none is thrown;
+/// an exception of another type escapes and fails the test too).
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return {};
+}
+
+/// The names of the nodes `ids`, in that order.
+inline std::vector<std::string> names_of(const Network& net, std::span<const NodeId> ids) {
+  std::vector<std::string> out;
+  for (const NodeId v : ids) {
+    out.push_back(net.node_name(v));
+  }
+  return out;
+}
+
+/// The bits of each weight, so that weights compare bit-identical (-0.0 and all).
+inline std::vector<std::uint64_t> bits(std::span<const double> w) {
+  std::vector<std::uint64_t> out;
+  for (const double x : w) {
+    out.push_back(std::bit_cast<std::uint64_t>(x));
+  }
+  return out;
+}
+
+/// a and b have the same nodes, edges, outputs, biases, activations and bit-identical weights.
+inline void expect_same_network(const Network& a, const Network& b) {
+  const NetworkSpec sa = a.spec();
+  const NetworkSpec sb = b.spec();
+  EXPECT_EQ(sa.node_names, sb.node_names);
+  EXPECT_EQ(sa.edges, sb.edges);
+  EXPECT_EQ(sa.outputs, sb.outputs);
+  EXPECT_EQ(sa.bias, sb.bias);
+  EXPECT_EQ(sa.activations, sb.activations);
+  EXPECT_EQ(a.has_weights(), b.has_weights());
+  EXPECT_EQ(bits(a.weights()), bits(b.weights()));
+}
+
+/// Engine options asking for `threads` threads, the rest default (for the "1 thread == N
+/// threads" tests).
+inline EngineOptions with_threads(int threads) {
+  EngineOptions options;
+  options.threads = threads;
+  return options;
+}
+
+/// Runs check(seed) for seed = 0, 1, ... count - 1 and stops after the first seed that adds a
+/// failure (one failing network is enough to read); returns how many seeds ran.
+template <class F>
+std::uint64_t until_first_failure(std::uint64_t count, F&& check) {
+  std::uint64_t ran = 0;
+  while (ran < count) {
+    check(ran);
+    ++ran;
+    if (::testing::Test::HasFailure()) {
+      break;
+    }
+  }
+  return ran;
+}
+
+/// A network and the builtin_network() name that rebuilds it.
+struct NamedNetwork {
+  Network net;
+  std::string name;
+};
+
+/// The small random DAG number `seed` of the sweeps against enumeration: 2 to 9 nodes, edge
+/// probability 0.3 to 0.8 (every feature of the model: parallel edges, designated outputs
+/// feeding other nodes, bias nodes).
+inline NamedNetwork small_random_dag(std::uint64_t seed) {
+  const Index m = 2 + static_cast<Index>(seed % 8);
+  const double p = 0.3 + 0.1 * static_cast<double>(seed % 6);
+  return {random_dag(m, p, seed),
+          "random-dag:" + std::to_string(m) + "," + std::to_string(p) + "," + std::to_string(seed)};
+}
+
+}  // namespace pathlift::testing
