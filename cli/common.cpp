@@ -76,6 +76,26 @@ void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& de
   });
 }
 
+CLI::App* add_network_command(CLI::App& app, const std::string& name,
+                              const std::string& description, NetworkCommandOptions& opts,
+                              TakesTheta theta, const std::string& json_help) {
+  auto* cmd = app.add_subcommand(name, description);
+  add_network_options(*cmd, opts.network);
+  if (theta == TakesTheta::yes) {
+    add_theta_options(*cmd, opts.compute);
+  }
+  add_engine_options(*cmd, opts.compute);
+  cmd->add_flag("--json", opts.json, json_help);
+  return cmd;
+}
+
+void add_data_option(CLI::App& cmd, std::string& path) {
+  cmd.add_option("--data", path,
+                 "Data X, n x r (.npy or .csv/.txt): one sample a row, one column per data "
+                 "input in node order, bias nodes excluded")
+      ->required();
+}
+
 Eigen::MatrixXd read_data(const std::string& path, const Network& net,
                           const std::string& description) {
   Eigen::MatrixXd X = read_matrix(path);
@@ -98,11 +118,9 @@ LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
   if (opts.seed) {
     return {normal_weights(net.num_edges(), *opts.seed), fmt::format("--seed {}", *opts.seed)};
   }
-  if (net.has_weights()) {
-    const auto w = net.weights();
-    return {std::vector<double>(w.begin(), w.end()), "the network file's weights"};
-  }
-  return {normal_weights(net.num_edges(), 0), "standard normal, --seed 0"};
+  return {default_theta(net), default_theta_source(net) == ThetaSource::stored_weights
+                                  ? "the network file's weights"
+                                  : "standard normal, --seed 0"};
 }
 
 std::size_t parse_memory_size(const std::string& text) {

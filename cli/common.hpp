@@ -52,6 +52,25 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
 /// --prime P, checked to be a prime below 2^63 (the modular ranks of rank and prove).
 void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description);
 
+/// The options of a subcommand that computes on one network and can print one JSON object.
+struct NetworkCommandOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  bool json = false;
+};
+
+/// Whether a subcommand takes theta (--theta FILE | --seed N).
+enum class TakesTheta : bool { no, yes };
+
+/// Adds subcommand `name` with, in this order: the network options, --theta and --seed (when
+/// `theta` is yes), --threads and --max-memory, and --json described by `json_help`.
+CLI::App* add_network_command(CLI::App& app, const std::string& name,
+                              const std::string& description, NetworkCommandOptions& opts,
+                              TakesTheta theta, const std::string& json_help);
+
+/// --data FILE (required): the batch X of forward and linearize.
+void add_data_option(CLI::App& cmd, std::string& path);
+
 /// The data X (n x r) of --data FILE for `net` (.npy or text): FormatError when its width is
 /// not the number of data inputs, naming the file, both numbers and `description`.
 Eigen::MatrixXd read_data(const std::string& path, const Network& net,

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 
+#include "pathlift/error.hpp"
 #include "pathlift/version.hpp"
 #include "registry.hpp"
 
@@ -17,6 +20,20 @@ std::vector<Command>& command_registry() {
   return commands;
 }
 }  // namespace pathlift::cli
+
+namespace {
+
+/// A TooLarge message with the CLI's way out: the flag that raises the limit, or the
+/// commands that need no enumeration (the library's messages name no flag).
+std::string with_cli_hint(const pathlift::TooLarge& e) {
+  const std::string_view hint =
+      e.reason() == pathlift::TooLarge::Reason::memory_limit
+          ? "; raise the limit with --max-memory SIZE"
+          : "; `pathlift norm`, `kernel` and `rank --no-enumerate` need no enumeration";
+  return std::string(e.what()) + std::string(hint);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -37,6 +54,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {
     return app.exit(e);
+  } catch (const pathlift::TooLarge& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: {}\n", with_cli_hint(e));
+    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "error: {}\n", e.what());

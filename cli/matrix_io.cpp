@@ -10,6 +10,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "pathlift/error.hpp"
 
@@ -147,18 +149,15 @@ FileFormat format_of(const std::string& path) {
   if (path == "-") {
     return FileFormat::txt;
   }
+  constexpr std::pair<std::string_view, FileFormat> formats[] = {{"mtx", FileFormat::mtx},
+                                                                 {"npy", FileFormat::npy},
+                                                                 {"txt", FileFormat::txt},
+                                                                 {"csv", FileFormat::csv}};
   const std::string ext = extension(path);
-  if (ext == "mtx") {
-    return FileFormat::mtx;
-  }
-  if (ext == "npy") {
-    return FileFormat::npy;
-  }
-  if (ext == "txt") {
-    return FileFormat::txt;
-  }
-  if (ext == "csv") {
-    return FileFormat::csv;
+  for (const auto& [name, format] : formats) {
+    if (ext == name) {
+      return format;
+    }
   }
   throw FormatError(fmt::format(
       "'{}': unknown output format '.{}' (use .mtx, .npy, .txt or .csv, or - for stdout)", path,
@@ -477,6 +476,22 @@ std::vector<std::string> split_tokens(const std::string& line) {
   return out;
 }
 
+/// Calls row(line number, tokens) for each line of `text` that is neither blank nor a '#'
+/// comment.
+template <class Row>
+void for_each_text_row(const std::string& text, Row&& row) {
+  std::istringstream lines(text);
+  std::string line;
+  Index line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line[first] != '#') {
+      row(line_no, split_tokens(line));
+    }
+  }
+}
+
 void check_finite_values(const std::vector<double>& v, Index cols, const std::string& path) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i])) {
@@ -505,22 +520,13 @@ std::vector<double> read_vector(const std::string& path, bool finite) {
     }
     return a.values;
   }
-  const std::string text = read_file(path);
   std::vector<double> out;
-  std::istringstream lines(text);
-  std::string line;
-  Index line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') {
-      continue;
-    }
-    for (const auto& token : split_tokens(line)) {
+  for_each_text_row(read_file(path), [&](Index line_no, const std::vector<std::string>& tokens) {
+    for (const auto& token : tokens) {
       out.push_back(parse_number(
           token, fmt::format("'{}', line {} (entry {})", path, line_no, out.size()), finite));
     }
-  }
+  });
   return out;
 }
 
@@ -545,20 +551,10 @@ Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matr
     std::copy(a.values.begin(), a.values.end(), m.data());
     return m;
   }
-  const std::string text = read_file(path);
   std::vector<double> values;
   Index cols = -1;
   Index rows = 0;
-  std::istringstream lines(text);
-  std::string line;
-  Index line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') {
-      continue;
-    }
-    const auto tokens = split_tokens(line);
+  for_each_text_row(read_file(path), [&](Index line_no, const std::vector<std::string>& tokens) {
     if (cols < 0) {
       cols = static_cast<Index>(tokens.size());
     } else if (static_cast<Index>(tokens.size()) != cols) {
@@ -571,7 +567,7 @@ Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matr
           finite));
     }
     ++rows;
-  }
+  });
   if (rows == 0 || cols <= 0) {
     throw FormatError(fmt::format("'{}' is empty: no data rows", path));
   }

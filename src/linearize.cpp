@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
+#include "src/detail/enum_names.hpp"
+#include "src/detail/json.hpp"
 #include "src/detail/lin_common.hpp"
 #include "src/detail/lin_walk.hpp"
 #include "src/detail/parallel.hpp"
@@ -123,22 +126,23 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   }
   const detail::LinWalkTables t = detail::lin_make_walk_tables(net);
   if (t.num_paths > detail::k_lin_max_paths) {
-    throw TooLarge(fmt::format(
-        "the linear map L has P = {} columns, more than the 2^31 - 1 that its 32-bit column "
-        "indices hold",
-        count_paths_total(net).to_string()));
+    throw TooLarge(
+        fmt::format(
+            "the linear map L has P = {} columns, more than the 2^31 - 1 that its 32-bit column "
+            "indices hold",
+            count_paths_total(net).to_string()),
+        TooLarge::Reason::too_many_paths);
   }
   const Index rows = n * q;
   const auto what = [&](Index nnz) {
     return fmt::format("the linear map L ((n q) x P = {} x {}, n = {}, q = {}, nnz = {})", rows,
                        t.num_paths, n, q, nnz);
   };
-  detail::lin_require_memory(static_cast<double>(rows + 1) * sizeof(Index), options.max_memory,
-                             what(0));
+  require_bytes(static_cast<double>(rows + 1) * sizeof(Index), options.max_memory, what(0));
 
   Buffer<Index> offsets(static_cast<std::size_t>(rows) + 1, Index{0});
   Index* off = offsets.data();
-  const int threads = detail::lin_threads(options);
+  const int threads = resolve_threads(options.threads);
   SampleProgress progress(options.progress, n);
 
   // Small batches on small networks run on the calling thread (a thread team costs more).
@@ -158,9 +162,9 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
     off[r + 1] += off[r];
   }
   Index nnz = off[rows];
-  detail::lin_require_memory(static_cast<double>(rows + 1) * sizeof(Index) +
-                                 static_cast<double>(nnz) * (sizeof(EdgeId) + sizeof(double)),
-                             options.max_memory, what(nnz));
+  require_bytes(static_cast<double>(rows + 1) * sizeof(Index) +
+                    static_cast<double>(nnz) * (sizeof(EdgeId) + sizeof(double)),
+                options.max_memory, what(nnz));
 
   // Pass 2: the entries, each sample into the ranges pass 1 gave its rows.
   Buffer<EdgeId> cols(static_cast<std::size_t>(nnz));
@@ -175,7 +179,7 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
     std::vector<double> x;
     std::vector<double> s;
     std::vector<Index> cursor(static_cast<std::size_t>(q));
-    std::vector<detail::LinFrame> frames;
+    detail::LinWalkScratch frames;
 #pragma omp for schedule(dynamic, 1)
     for (Index i = 0; i < n; ++i) {
       gather_sample(t, X, pattern.slopes, i, x, s);
@@ -235,18 +239,35 @@ Linearization linearize(const Network& net, std::span<const double> theta,
   return lin;
 }
 
+namespace {
+
+constexpr std::array k_status_names{
+    detail::EnumName<LinearizationStatus>{LinearizationStatus::ok, "ok"},
+    detail::EnumName<LinearizationStatus>{LinearizationStatus::inconclusive, "inconclusive"},
+    detail::EnumName<LinearizationStatus>{LinearizationStatus::on_kink, "on_kink"},
+    detail::EnumName<LinearizationStatus>{LinearizationStatus::mismatch, "mismatch"}};
+
+}  // namespace
+
 std::string to_string(LinearizationStatus status) {
-  switch (status) {
-    case LinearizationStatus::ok:
-      return "ok";
-    case LinearizationStatus::inconclusive:
-      return "inconclusive";
-    case LinearizationStatus::on_kink:
-      return "on_kink";
-    case LinearizationStatus::mismatch:
-      return "mismatch";
-  }
-  return "unknown";
+  return std::string(detail::enum_name(k_status_names, status));
+}
+
+LinearizationStatus parse_linearization_status(std::string_view name) {
+  return detail::parse_enum(k_status_names, name, "linearization status");
+}
+
+std::string to_json(const LinearizationCheck& check, int indent) {
+  detail::Json j;
+  j["n"] = check.n;
+  j["q"] = check.q;
+  j["P"] = check.P;
+  j["nnz_L"] = check.nnz_L;
+  j["margin"] = detail::number_or_null(check.margin);
+  j["max_err_f"] = detail::number_or_null(check.max_err_f);
+  j["max_err_grad"] = detail::number_or_null(check.max_err_grad);
+  j["status"] = to_string(check.status);
+  return j.dump(indent);
 }
 
 LinearizationCheck verify_linearization(const Network& net, std::span<const double> theta,
@@ -283,7 +304,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
   out.P = np;
   out.nnz_L = L.nnz();
   out.margin = lin.pattern.margin;
-  const int threads = detail::lin_threads(options.engine);
+  const int threads = resolve_threads(options.engine.threads);
   const auto off = L.pattern.offsets();
   const auto col = L.pattern.indices();
 
@@ -393,7 +414,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
         const Index i = sample_rows[u];
         const auto row = static_cast<Index>(u);
         // Same slopes at theta - h e_k, theta and theta + h e_k: f is affine in theta_k on
-        // the whole step (MATH.md: a path holds edge k at most once).
+        // the whole step (a path holds edge k at most once: docs/conventions.md#paths).
         if (pp.slopes.row(row) != lin.pattern.slopes.row(i) ||
             pm.slopes.row(row) != lin.pattern.slopes.row(i)) {
           still.push_back(a);

@@ -3,7 +3,6 @@
 // path set and skeleton, Phi, sparse dPhi and dense dPhi (the paper's output).
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <fstream>
@@ -24,10 +23,9 @@ struct BenchOptions {
   std::vector<std::string> grid;
   bool scale = false;
   int reps = 5;
-  int threads = 0;
   bool float64 = false;
   std::string csv;
-  std::string max_memory;
+  ComputeOptions compute;  ///< --threads and --max-memory
 };
 
 /// The paper's grid: r = 5, q = 2, L = 1..3 hidden layers of width w = 1..8, biases on.
@@ -84,8 +82,8 @@ void run_bench_t(const BenchOptions& opts) {
     (void)parse_layer_sizes(shape);  // every shape checked before anything is printed or timed
   }
   EngineOptions engine;
-  engine.threads = opts.threads;
-  engine.max_memory = parse_memory_size(opts.max_memory);
+  engine.threads = opts.compute.threads;
+  engine.max_memory = parse_memory_size(opts.compute.max_memory);
   const std::size_t limit = effective_max_memory(engine.max_memory);
 
   std::ofstream csv;
@@ -98,7 +96,7 @@ void run_bench_t(const BenchOptions& opts) {
   }
   const char* dtype = sizeof(T) == 4 ? "float32" : "float64";
   fmt::print("pathlift bench: {} reps, {}, {} threads\n", opts.reps, dtype,
-             opts.threads > 0 ? opts.threads : omp_get_max_threads());
+             resolve_threads(engine.threads));
   fmt::print("{:<18} {:>10} {:>7} {:>11}  {:>22} {:>22} {:>22} {:>22}\n", "shape", "P", "d", "nnz",
              "paths+B build", "Phi", "sparse dPhi", "dense dPhi");
   for (const std::string& shape : grid) {
@@ -137,7 +135,7 @@ void run_bench_t(const BenchOptions& opts) {
       const auto row = [&](const char* method, const Stat& s) {
         csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", shape,
                            sizes.size() - 2, sizes.size() > 2 ? sizes[1] : 0, paths.size(),
-                           net.num_edges(), paths.nnz(), dtype, opts.threads, opts.reps, method,
+                           net.num_edges(), paths.nnz(), dtype, engine.threads, opts.reps, method,
                            s.median, s.min, s.max,
                            s.skipped ? fmt::format("needs {} bytes", dense_need) : "ok");
       };
@@ -164,12 +162,11 @@ void add_bench_command(CLI::App& app) {
                 "The sweep beyond the paper: L = 3, w = 8..64, and L = 4, w = 32");
   cmd->add_option("--reps", opts->reps, "Repetitions per measurement (median, min, max)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", opts->threads, "Threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--float64", opts->float64, "Time float64 (default float32, as the paper)");
   cmd->add_option("--csv,-o", opts->csv, "Also write the results as CSV to this file");
-  cmd->add_option("--max-memory", opts->max_memory,
-                  "Skip dense outputs needing more than this (default: half of physical RAM)");
+  add_engine_options(*cmd, opts->compute);
+  cmd->get_option("--max-memory")
+      ->description("Skip dense outputs needing more than this (default: half of physical RAM)");
   cmd->callback([opts] { opts->float64 ? run_bench_t<double>(*opts) : run_bench_t<float>(*opts); });
 }
 

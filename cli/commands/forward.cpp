@@ -62,10 +62,7 @@ void add_forward_command(CLI::App& app) {
       "forward", "f_theta(X) on a batch: one row of outputs (output order) per row of X");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
-  cmd->add_option("--data", opts->data,
-                  "Data X, n x r (.npy or .csv/.txt): one sample a row, one column per data "
-                  "input in node order, bias nodes excluded")
-      ->required();
+  add_data_option(*cmd, opts->data);
   cmd->add_option("-o,--output", opts->output,
                   "Where f(X) (n x q) goes: .npy, .csv, .txt, .mtx, or - for stdout (default)");
   cmd->add_option("--pattern", opts->pattern,

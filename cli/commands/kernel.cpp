@@ -37,32 +37,11 @@ struct KernelOptions {
 
 using Json = nlohmann::ordered_json;
 
-Json finite_or_null(double x) {
-  return std::isfinite(x) ? Json(x) : Json(nullptr);
-}
-
-const char* status_name(EigenStatus s) {
-  switch (s) {
-    case EigenStatus::converged:
-      return "converged";
-    case EigenStatus::not_converged:
-      return "not_converged";
-    default:
-      return "numerical_issue";
-  }
-}
-
-EigenMethod parse_method(const std::string& m) {
-  if (m == "auto") {
-    return EigenMethod::automatic;
-  }
-  if (m == "lanczos") {
-    return EigenMethod::lanczos;
-  }
-  if (m == "dense") {
-    return EigenMethod::dense;
-  }
-  throw std::invalid_argument(fmt::format("--method '{}': expected auto, lanczos or dense", m));
+/// trace(K) in `j`: "trace" (null beyond double's range) and "log10_trace" (null for 0).
+void add_trace(Json& j, const ScaledReal& trace) {
+  j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
+  const double log10 = trace.log10();
+  j["log10_trace"] = std::isfinite(log10) ? Json(log10) : Json(nullptr);
 }
 
 /// trace(K) as text: the value, or 10^x beyond double's range.
@@ -105,8 +84,7 @@ void run_kernel(const KernelOptions& opts) {
     if (opts.json) {
       j["what"] = opts.diag ? "diagonal" : "full";
       j["output"] = opts.output;
-      j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
-      j["log10_trace"] = finite_or_null(trace.log10());
+      add_trace(j, trace);
       j["seconds"] = seconds;
       fmt::print("{}\n", j.dump(2));
       return;
@@ -127,8 +105,7 @@ void run_kernel(const KernelOptions& opts) {
   if (opts.trace) {
     const ScaledReal trace = kernel_trace(net, theta.theta);
     if (opts.json) {
-      j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
-      j["log10_trace"] = finite_or_null(trace.log10());
+      add_trace(j, trace);
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("trace(K)  {}\n", trace_text(trace));
@@ -137,7 +114,7 @@ void run_kernel(const KernelOptions& opts) {
   }
 
   EigenOptions eo;
-  eo.method = parse_method(opts.method);
+  eo.method = parse_eigen_method(opts.method);
   eo.tolerance = opts.tolerance;
   eo.max_iterations = opts.max_iterations;
   eo.engine = engine;
@@ -149,22 +126,13 @@ void run_kernel(const KernelOptions& opts) {
                                                       static_cast<std::size_t>(r.values.size())));
   }
   if (opts.json) {
-    Json values = Json::array();
-    for (Index i = 0; i < r.values.size(); ++i) {
-      values.push_back(finite_or_null(r.values(i)));
-    }
-    j["eigenvalues"] = values;
-    j["status"] = status_name(r.status);
-    j["method"] = r.dense ? "dense" : "lanczos";
-    j["products"] = r.products;
-    j["iterations"] = r.iterations;
-    j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
-    j["log10_trace"] = finite_or_null(trace.log10());
+    j.update(Json::parse(to_json(r, -1)));
+    add_trace(j, trace);
     j["seconds"] = seconds;
     fmt::print("{}\n", j.dump(2));
   } else if (opts.output != "-") {
     fmt::print("top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig, d, d,
-               r.dense ? "dense eigensolver" : "Lanczos on matrix-free K v", status_name(r.status),
+               r.dense ? "dense eigensolver" : "Lanczos on matrix-free K v", to_string(r.status),
                r.dense ? "" : fmt::format(", {} products K v", r.products));
     for (Index i = 0; i < r.values.size(); ++i) {
       fmt::print("  {:>4}  {:.12e}\n", i + 1, r.values(i));
@@ -175,7 +143,7 @@ void run_kernel(const KernelOptions& opts) {
   if (r.status != EigenStatus::converged) {
     std::fflush(stdout);
     fmt::print(stderr, "warning: {} of {} eigenvalues converged ({}); {}\n", r.values.size(),
-               opts.top_eig, status_name(r.status),
+               opts.top_eig, to_string(r.status),
                r.status == EigenStatus::not_converged
                    ? "raise --max-iter or --tol"
                    : "Lanczos failed (typically rank(K) < N): try --method dense");

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "../common.hpp"
@@ -30,8 +30,17 @@ struct LinearizeOptions {
   std::uint64_t check_seed = 0;
 };
 
-nlohmann::ordered_json number_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
+/// After the report: a mismatch is an error (exit 1), another status than ok a warning.
+void exit_by_status(const LinearizationCheck& check) {
+  std::fflush(stdout);
+  switch (check.status) {
+    case LinearizationStatus::ok:
+      return;
+    case LinearizationStatus::mismatch:
+      throw std::runtime_error(check.message);
+    default:
+      fmt::print(stderr, "warning: {}\n", check.message);
+  }
 }
 
 void run_linearize(const LinearizeOptions& opts) {
@@ -59,16 +68,7 @@ void run_linearize(const LinearizeOptions& opts) {
       verify_linearization(net, theta.theta, X, lin, phi, dphi, check_options);
 
   if (opts.json) {
-    nlohmann::ordered_json j;
-    j["n"] = check.n;
-    j["q"] = check.q;
-    j["P"] = check.P;
-    j["nnz_L"] = check.nnz_L;
-    j["margin"] = number_or_null(check.margin);
-    j["max_err_f"] = number_or_null(check.max_err_f);
-    j["max_err_grad"] = number_or_null(check.max_err_grad);
-    j["status"] = to_string(check.status);
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", to_json(check));
   } else {
     const double entries = static_cast<double>(check.n * check.q) * static_cast<double>(check.P);
     fmt::print("network      {} (theta: {})\n", description, theta.source);
@@ -96,13 +96,7 @@ void run_linearize(const LinearizeOptions& opts) {
     }
     fmt::print("time         {:.3f} s\n", seconds_since(start));
   }
-  std::fflush(stdout);
-  if (check.status == LinearizationStatus::mismatch) {
-    throw std::runtime_error(check.message);
-  }
-  if (check.status != LinearizationStatus::ok) {
-    fmt::print(stderr, "warning: {}\n", check.message);
-  }
+  exit_by_status(check);
 }
 
 void add_linearize_command(CLI::App& app) {
@@ -113,10 +107,7 @@ void add_linearize_command(CLI::App& app) {
       "against the forward pass and its finite differences (df/dtheta = L dPhi)");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
-  cmd->add_option("--data", opts->data,
-                  "Data X, n x r (.npy or .csv/.txt): one sample a row, one column per data "
-                  "input in node order, bias nodes excluded")
-      ->required();
+  add_data_option(*cmd, opts->data);
   cmd->add_option("-o,--output", opts->output,
                   "Write L (row i q + j = sample i, output j; column p = path p in canonical "
                   "order): .mtx, .txt or .csv");

@@ -20,39 +20,15 @@ namespace {
 struct RankCommandOptions {
   NetworkOptions network;
   ComputeOptions compute;
-  bool json = false;
-  bool no_enumerate = false;
-  std::uint64_t prime = default_prime;
+  RankOptions rank;                ///< --prime (the method and engine are set when run)
+  NumericalRankOptions numerical;  ///< --tolerance, --min-gap
   std::string method = "auto";
   std::string jacobian_method = "auto";
-  double tolerance = 0;
-  double min_gap = NumericalRankOptions{}.min_gap;
-  bool numerical = false;
+  bool json = false;
+  bool no_enumerate = false;
+  bool always_numerical = false;
   bool no_numerical = false;
 };
-
-RankMethod parse_method(const std::string& s) {
-  if (s == "auto") {
-    return RankMethod::automatic;
-  }
-  if (s == "skeleton") {
-    return RankMethod::skeleton;
-  }
-  if (s == "path-basis") {
-    return RankMethod::path_basis;
-  }
-  return RankMethod::gram;
-}
-
-NumericalRankMethod parse_jacobian_method(const std::string& s) {
-  if (s == "auto") {
-    return NumericalRankMethod::automatic;
-  }
-  if (s == "svd") {
-    return NumericalRankMethod::svd;
-  }
-  return NumericalRankMethod::gram_eigenvalues;
-}
 
 void print_report(const RankReport& rep, const std::string& description,
                   const std::string& theta_source) {
@@ -121,23 +97,20 @@ void print_report(const RankReport& rep, const std::string& description,
 
 void run_rank(const RankCommandOptions& opts) {
   const auto [net, description] = load_network(opts.network);
-  EngineOptions engine = engine_options(opts.compute, "rank");
-  RankOptions ro;
-  ro.method = parse_method(opts.method);
-  ro.prime = opts.prime;
+  const EngineOptions engine = engine_options(opts.compute, "rank");
+  RankOptions ro = opts.rank;
+  ro.method = parse_rank_method(opts.method);
   ro.engine = engine;
+  ro.progress = phase_progress();
 
-  NumericalRankOptions no;
-  no.method = parse_jacobian_method(opts.jacobian_method);
-  no.tolerance = opts.tolerance;
-  no.min_gap = opts.min_gap;
-  no.max_memory = engine.max_memory;
-  if (opts.numerical) {
+  NumericalRankOptions no = opts.numerical;
+  no.method = parse_numerical_rank_method(opts.jacobian_method);
+  no.engine.max_memory = engine.max_memory;
+  if (opts.always_numerical) {
     no.when = NumericalRankOptions::When::always;
   } else if (opts.no_numerical) {
     no.when = NumericalRankOptions::When::never;
   }
-  ro.progress = phase_progress();
   const LoadedTheta theta = load_theta(net, opts.compute);
   const RankReport rep = check_rank_theorem(
       net, theta.theta, ro, no, opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
@@ -174,14 +147,14 @@ void add_rank_command(CLI::App& app) {
                 "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
                 "dynamic programming with --method gram; rank_J is then null); chosen "
                 "automatically when the paths do not fit in memory");
-  auto* numerical = cmd->add_flag("--numerical", opts->numerical,
+  auto* numerical = cmd->add_flag("--numerical", opts->always_numerical,
                                   "Always compute the numerical rank of dPhi (by default it is "
                                   "skipped when its dense linear algebra would take more than "
                                   "about 10 s; the exact ranks are certified without it)");
   cmd->add_flag("--no-numerical", opts->no_numerical,
                 "Never compute the numerical rank of dPhi (only the exact ranks)")
       ->excludes(numerical);
-  add_prime_option(*cmd, opts->prime,
+  add_prime_option(*cmd, opts->rank.prime,
                    "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
   cmd->add_option("--method", opts->method,
                   "Lower bound of rank(B): auto (B when enumerated, else the path basis), skeleton "
@@ -191,11 +164,11 @@ void add_rank_command(CLI::App& app) {
   cmd->add_option("--jacobian-method", opts->jacobian_method,
                   "Singular values of dPhi: auto, svd (dense), eig (eigenvalues of dPhi^T dPhi)")
       ->check(CLI::IsMember({"auto", "svd", "eig"}));
-  cmd->add_option("--tolerance", opts->tolerance,
+  cmd->add_option("--tolerance", opts->numerical.tolerance,
                   "Absolute tolerance on the singular values of dPhi (default: relative to the "
                   "largest, see docs/rank.md)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--min-gap", opts->min_gap,
+  cmd->add_option("--min-gap", opts->numerical.min_gap,
                   "rank(dPhi) is inconclusive when the gap at the cut is below this (default "
                   "1000)")
       ->check(CLI::PositiveNumber);

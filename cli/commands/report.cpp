@@ -164,7 +164,7 @@ void run_report(const ReportOptions& opts) {
     if (d <= k_numerical_rank_max_d) {
       const RankReport rr = t.time("rank", [&] {
         NumericalRankOptions no;
-        no.max_memory = engine.max_memory;
+        no.engine.max_memory = engine.max_memory;
         return check_rank_theorem(net, theta.theta, {}, no);
       });
       fmt::print(

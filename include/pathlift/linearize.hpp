@@ -3,17 +3,18 @@
 /// The paper's Proposition 1: on a finite batch x_1..x_n, near almost every theta, the
 /// network's outputs are a linear function of the path-lifting,
 ///   {f_theta(x_i)} = L Phi(theta),   hence   d f / d theta = L dPhi,
-/// with L the sparse (n q) x P matrix whose row (i, j) (row index i q + j, sample-major) holds
-/// in column p the number c_p^i x_i[start(p)] when end(p) is output j, where c_p^i is the
-/// product of the slopes (ActivationPattern) of the nodes path p enters (MATH.md,
-/// "Linearization"). This header computes L and verifies both identities against the forward
-/// pass and its central finite differences.
+/// with L the sparse (n q) x P matrix whose row (i, j) (row index i q + j, sample-major) holds in
+/// column p the number c_p^i x_i[start(p)] when end(p) is output j, where c_p^i is the product of
+/// the slopes (ActivationPattern) of the nodes path p enters (docs/conventions.md#linearization).
+/// This header computes L and verifies both identities against the forward pass and its central
+/// finite differences.
 
 #include <Eigen/Core>
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "pathlift/forward.hpp"
 #include "pathlift/network.hpp"
@@ -73,8 +74,12 @@ enum class LinearizationStatus : std::uint8_t {
   mismatch       ///< an error above its tolerance (a bug, or overflow)
 };
 
-/// "ok", "inconclusive", "on_kink", "mismatch" (the CLI's JSON `status`).
+/// "ok", "inconclusive", "on_kink", "mismatch" (the `status` of to_json).
 std::string to_string(LinearizationStatus status);
+
+/// The status named `name` (a to_string name). Throws std::invalid_argument naming `name` and
+/// listing the valid names otherwise.
+LinearizationStatus parse_linearization_status(std::string_view name);
 
 /// How the verification samples and judges.
 struct LinearizationCheckOptions {
@@ -127,6 +132,13 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
                                         const Linearization& lin, std::span<const double> phi,
                                         const CsrMatrix<double>& dphi,
                                         const LinearizationCheckOptions& options = {});
+
+/// The check as one JSON object, the schema `pathlift linearize --json` prints and Python's
+/// LinearizationCheck.to_dict() returns: keys n, q, P, nnz_L, margin, max_err_f, max_err_grad,
+/// status, in that order (a number that is not finite, such as the margin of a network without
+/// ReLU or max_err_grad when nothing was checked, is null). Indented by `indent` spaces; -1
+/// gives one line. Complexity: O(1).
+std::string to_json(const LinearizationCheck& check, int indent = 2);
 
 /// linearize(), path_lifting(), jacobian() and verify_linearization() in one call: the check
 /// `pathlift report` runs on a small random batch (random_data()). Throws what those throw

@@ -37,19 +37,17 @@ void bind_builtins(py::module_& m) {
       "random_dag",
       [](Index nodes, double p, std::uint64_t seed, double parallel_edge_probability,
          double designated_output_probability, double bias_probability, bool shuffle) {
-        RandomDagOptions o;
-        o.parallel_edge_probability = parallel_edge_probability;
-        o.designated_output_probability = designated_output_probability;
-        o.bias_probability = bias_probability;
-        o.shuffle = shuffle;
-        py::gil_scoped_release release;
-        return random_dag(nodes, p, seed, o);
+        return random_dag(nodes, p, seed,
+                          {.parallel_edge_probability = parallel_edge_probability,
+                           .designated_output_probability = designated_output_probability,
+                           .bias_probability = bias_probability,
+                           .shuffle = shuffle});
       },
       py::arg("m"), py::arg("p"), py::arg("seed"), py::kw_only(),
       py::arg("parallel_edge_probability") = RandomDagOptions{}.parallel_edge_probability,
       py::arg("designated_output_probability") = RandomDagOptions{}.designated_output_probability,
       py::arg("bias_probability") = RandomDagOptions{}.bias_probability,
-      py::arg("shuffle") = RandomDagOptions{}.shuffle,
+      py::arg("shuffle") = RandomDagOptions{}.shuffle, py::call_guard<py::gil_scoped_release>(),
       "A random valid DAG with m >= 2 nodes: each ordered pair (i < j) of a hidden random "
       "order gets an edge with probability p; isolated nodes are then connected. Reproducible "
       "on every platform for the same arguments.");

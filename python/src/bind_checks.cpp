@@ -10,25 +10,26 @@
 
 #include "common.hpp"
 #include "pathlift/checks.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
 void bind_checks(py::module_& m) {
-  py::class_<CheckResult>(m, "CheckResult", "One identity verified by check_identities.")
-      .def_readonly("name", &CheckResult::name,
-                    "'lemma1', 'proposition2', 'corollary1' or 'finite_differences'.")
-      .def_readonly("claim", &CheckResult::claim, "The identity, in words.")
-      .def_readonly("applicable", &CheckResult::applicable,
-                    "False when the identity does not apply (e.g. Proposition 2 with a zero "
-                    "weight).")
-      .def_readonly("passed", &CheckResult::passed,
-                    "True when applicable and max_error <= tolerance (or not applicable).")
-      .def_readonly("max_error", &CheckResult::max_error, "The largest relative error seen.")
-      .def_readonly("tolerance", &CheckResult::tolerance, "The relative tolerance applied.")
-      .def_readonly("entries", &CheckResult::entries, "Entries compared.")
-      .def_readonly("note", &CheckResult::note,
-                    "Why not applicable, or where the largest error is.")
-      .def("__bool__", [](const CheckResult& r) { return r.passed; })
+  py::class_<CheckResult> result(m, "CheckResult", "One identity verified by check_identities.");
+  def_fields(
+      result,
+      field("name", &CheckResult::name,
+            "'lemma1', 'proposition2', 'corollary1' or 'finite_differences'."),
+      field("claim", &CheckResult::claim, "The identity, in words."),
+      field("applicable", &CheckResult::applicable,
+            "False when the identity does not apply (e.g. Proposition 2 with a zero weight)."),
+      field("passed", &CheckResult::passed,
+            "True when applicable and max_error <= tolerance (or not applicable)."),
+      field("max_error", &CheckResult::max_error, "The largest relative error seen."),
+      field("tolerance", &CheckResult::tolerance, "The relative tolerance applied."),
+      field("entries", &CheckResult::entries, "Entries compared."),
+      field("note", &CheckResult::note, "Why not applicable, or where the largest error is."));
+  result.def("__bool__", [](const CheckResult& r) { return r.passed; })
       .def("__repr__", [](const CheckResult& r) {
         return fmt::format("<pathlift.CheckResult {}: {}, max error {:.3g} (tolerance {:.3g})>",
                            r.name,
@@ -40,15 +41,13 @@ void bind_checks(py::module_& m) {
       "check_identities",
       [](const Network& net, const py::object& theta, Index fd_samples, std::uint64_t seed,
          double tolerance, double fd_tolerance, int threads, std::size_t max_memory) {
-        CheckOptions o;
-        o.fd_samples = fd_samples;
-        o.seed = seed;
-        o.tolerance = tolerance;
-        o.fd_tolerance = fd_tolerance;
-        o.engine = engine_options(threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
-        py::gil_scoped_release release;
-        return check_identities(net, as_span<double>(t), o);
+        const CheckOptions o{.fd_samples = fd_samples,
+                             .seed = seed,
+                             .tolerance = tolerance,
+                             .fd_tolerance = fd_tolerance,
+                             .engine = engine_options(threads, max_memory)};
+        return with_theta(net, theta,
+                          [&](std::span<const double> t) { return check_identities(net, t, o); });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
       py::arg("fd_samples") = CheckOptions{}.fd_samples, py::arg("seed") = 0,

@@ -87,16 +87,10 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
                            c.paths.to_string(), c.nnz.to_string(), c.max_path_length);
       });
 
-  m.def(
-      "count_paths",
-      [](const Network& net) {
-        py::gil_scoped_release release;
-        return count_paths(net);
-      },
-      py::arg("net"),
-      "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
-      "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
-      "wrapped. Complexity: O((m + d) * max path length).");
+  m.def("count_paths", &count_paths, py::arg("net"), py::call_guard<py::gil_scoped_release>(),
+        "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
+        "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
+        "wrapped. Complexity: O((m + d) * max path length).");
   m.def(
       "count_paths_total",
       [](const Network& net) {

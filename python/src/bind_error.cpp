@@ -5,14 +5,34 @@
 //   TooLarge (std::length_error)                      -> MemoryError
 // and, for the standard types themselves, std::length_error -> MemoryError (pybind11 would say
 // ValueError); std::invalid_argument, std::out_of_range, std::overflow_error keep pybind11's
-// ValueError, IndexError, OverflowError. The message is the C++ message.
+// ValueError, IndexError, OverflowError. The message is the C++ message; a TooLarge refusal
+// gets the Python way out appended (the library's messages name no argument of any layer).
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "common.hpp"
 #include "pathlift/error.hpp"
 
 namespace pathlift::python {
+
+namespace {
+
+/// The hint a Python caller needs after a TooLarge message: how to raise the limit, or what
+/// works without enumerating the paths.
+std::string with_python_hint(const TooLarge& e) {
+  switch (e.reason()) {
+    case TooLarge::Reason::memory_limit:
+      return std::string(e.what()) + "; raise the limit with the max_memory= argument (bytes)";
+    case TooLarge::Reason::too_many_paths:
+      break;
+  }
+  return std::string(e.what()) +
+         "; path_norm, the kernel functions and rank(..., enumerate=False) need no enumeration";
+}
+
+}  // namespace
 
 void bind_error(py::module_& m) {
   // Translators are tried newest first: the generic one is registered before the specific ones.
@@ -32,10 +52,22 @@ void bind_error(py::module_& m) {
   auto count_overflow =
       py::register_exception<CountOverflow>(m, "CountOverflow", PyExc_OverflowError);
   count_overflow.doc() = "A count that does not fit in 64 bits where an exact one is needed.";
-  auto too_large = py::register_exception<TooLarge>(m, "TooLarge", PyExc_MemoryError);
+  auto& too_large = py::register_exception<TooLarge>(m, "TooLarge", PyExc_MemoryError);
   too_large.doc() =
       "Work refused because its result would exceed the memory limit (max_memory): a "
-      "MemoryError whose message gives P, nnz, d and the bytes needed.";
+      "MemoryError whose message gives the sizes and the bytes needed.";
+  // Newer than register_exception's own translator, so tried first: the message with the hint.
+  // (pybind11 keeps the exception object for the life of the module.)
+  static py::exception<TooLarge>* const too_large_type = &too_large;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) {
+        std::rethrow_exception(p);
+      }
+    } catch (const TooLarge& e) {
+      (*too_large_type)(with_python_hint(e).c_str());
+    }
+  });
 }
 
 }  // namespace pathlift::python

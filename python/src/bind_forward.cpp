@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common.hpp"
+#include "forward.hpp"
 #include "pathlift/forward.hpp"
 
 namespace pathlift::python {
@@ -81,18 +82,8 @@ excludes, L is then not unique).
                            p.slopes.rows(), p.margin, p.on_kink ? " (ON A KINK)" : "");
       });
 
-  m.def(
-      "forward",
-      [](const Network& net, const py::object& theta, const py::object& X, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
-        const auto x = data_argument(X);
-        py::gil_scoped_release release;
-        return forward(net, as_span<double>(t), as_matrix(x), o);
-      },
-      py::arg("net"), py::arg("theta"), py::arg("X"), py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+  def_batch_function(
+      m, "forward", [](const auto&... args) { return pathlift::forward(args...); },
       R"doc(f_theta on every row of X, node by node in topological order over the whole batch:
 v(input) = x_i (bias: 1), v(n) = act_n(sum_{e=(m->n)} theta_e v(m)). Returns a ForwardResult
 (pre_activations, values, outputs).
@@ -104,15 +95,10 @@ has the wrong number of columns (both numbers named), ValueError for a NaN/inf i
 or a non-2-D X, TooLarge (MemoryError) when the n x m results exceed max_memory. Results are
 identical for any thread count. The GIL is released. Complexity: O(n (m + d)).)doc");
 
-  m.def(
-      "activation_pattern",
-      [](const Network& net, const ForwardResult& fw) {
-        py::gil_scoped_release release;
-        return activation_pattern(net, fw);
-      },
-      py::arg("net"), py::arg("forward"),
-      "The ActivationPattern of a forward pass (slopes, margin, on_kink). ValueError when the "
-      "ForwardResult is not from this network. Complexity: O(n m).");
+  m.def("activation_pattern", &activation_pattern, py::arg("net"), py::arg("forward"),
+        py::call_guard<py::gil_scoped_release>(),
+        "The ActivationPattern of a forward pass (slopes, margin, on_kink). ValueError when the "
+        "ForwardResult is not from this network. Complexity: O(n m).");
 
   m.def(
       "random_data",

@@ -13,36 +13,11 @@
 #include "common.hpp"
 #include "norms.hpp"
 #include "pathlift/kernel.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
 namespace {
-
-const char* status_name(EigenStatus s) {
-  switch (s) {
-    case EigenStatus::converged:
-      return "converged";
-    case EigenStatus::not_converged:
-      return "not_converged";
-    case EigenStatus::numerical_issue:
-      return "numerical_issue";
-  }
-  return "?";
-}
-
-EigenMethod eigen_method(const std::string& s) {
-  if (s == "auto" || s == "automatic") {
-    return EigenMethod::automatic;
-  }
-  if (s == "lanczos") {
-    return EigenMethod::lanczos;
-  }
-  if (s == "dense") {
-    return EigenMethod::dense;
-  }
-  throw std::invalid_argument(
-      fmt::format("method must be 'auto', 'lanczos' or 'dense' (got '{}')", s));
-}
 
 /// v as a C-contiguous float64 array of d rows (1-D, or 2-D with one column per vector).
 py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(const py::object& v,
@@ -82,32 +57,22 @@ void bind_kernel(py::module_& m) {
   m.def(
       "kernel_diagonal",
       [](const Network& net, const py::object& theta) {
-        const auto t = theta_argument<double>(theta, net);
-        Buffer<double> diag;
-        {
-          py::gil_scoped_release release;
-          diag = kernel_diagonal(net, as_span<double>(t));
-        }
-        return owning_array(std::move(diag));
+        return owning_array(with_theta(
+            net, theta, [&](std::span<const double> t) { return kernel_diagonal(net, t); }));
       },
       py::arg("net"), py::arg("theta") = py::none(),
-      R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p through
-edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums of
-theta^2, MATH.md), exact at theta_k = 0, without enumerating a path. A float64 numpy array
-of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
+      R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p
+through edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums
+of theta^2, docs/conventions.md#path-free), exact at theta_k = 0, without enumerating a path. A
+float64 numpy array of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
 theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.
 Complexity: O(m + d). The GIL is released.)doc");
 
   m.def(
       "kernel_trace",
       [](const Network& net, const py::object& theta) {
-        const auto t = theta_argument<double>(theta, net);
-        ScaledReal tr;
-        {
-          py::gil_scoped_release release;
-          tr = kernel_trace(net, as_span<double>(t));
-        }
-        return scaled_to_python(tr);
+        return scaled_to_python(with_theta(
+            net, theta, [&](std::span<const double> t) { return kernel_trace(net, t); }));
       },
       py::arg("net"), py::arg("theta") = py::none(),
       "trace(K) = sum_k K[k, k]: a float, or a ScaledReal (use .log10) beyond double's range. "
@@ -151,10 +116,10 @@ Complexity: O(m + d). The GIL is released.)doc");
         return py::object(owning_row_major(std::move(result), d, k));
       },
       py::arg("net"), py::arg("theta"), py::arg("v"),
-      R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over the
-DAG in the (value, derivative) semiring (MATH.md), O(m + d) per vector whatever the number of
-paths. v: d finite numbers (a float64 array of d entries is returned), or a d x k array (each
-column multiplied; a d x k array is returned).
+      R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over
+the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m + d) per vector
+whatever the number of paths. v: d finite numbers (a float64 array of d entries is returned), or
+a d x k array (each column multiplied; a d x k array is returned).
 theta: d finite numbers, or None for the stored weights. ValueError for a wrong size or a
 non-finite entry. The GIL is released.)doc");
 
@@ -162,13 +127,8 @@ non-finite entry. The GIL is released.)doc");
       "kernel",
       [](const Network& net, const py::object& theta, int threads, std::size_t max_memory) {
         const EngineOptions o = engine_options(threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
-        DenseMatrix k;
-        {
-          py::gil_scoped_release release;
-          k = kernel(net, as_span<double>(t), o);
-        }
-        return owning_matrix<double>(std::move(k));
+        return owning_matrix<double>(
+            with_theta(net, theta, [&](std::span<const double> t) { return kernel(net, t, o); }));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
       py::arg("max_memory") = 0,
@@ -186,7 +146,7 @@ Complexity: O(m (m + d) + d^2).)doc");
         CountMatrix g;
         {
           py::gil_scoped_release release;
-          g = skeleton_gram(net, o);
+          g = skeleton_gram_exact(net, o);
         }
         return owning_matrix<std::uint64_t>(std::move(g));
       },
@@ -214,13 +174,18 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
       R"doc(B^T B modulo prime (residues in [0, prime), a d x d uint64 numpy array), by dynamic
 programming: never overflows, so the skeleton of a network with 10^30 paths is fine. Its rank
 modulo a prime is a certified lower bound of rank(B) (certify_rank_from_gram).
-prime: in [2, 2^63), default 2^61 - 1 (primality is the caller's promise; is_prime checks).
+prime: a prime below 2^63, default 2^61 - 1.
 ValueError otherwise; TooLarge (MemoryError) when d x d residues exceed max_memory.
 Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
 
-  py::class_<KernelEigenvalues>(m, "KernelEigenvalues",
-                                "The largest eigenvalues of the path kernel "
-                                "(kernel_top_eigenvalues) and how they were obtained.")
+  py::class_<KernelEigenvalues> eigenvalues(m, "KernelEigenvalues",
+                                            "The largest eigenvalues of the path kernel "
+                                            "(kernel_top_eigenvalues) and how they were obtained.");
+  def_to_dict(eigenvalues,
+              "The result as a dict, the library's JSON form that `pathlift kernel --top-eig N "
+              "--json` prints: keys eigenvalues, status, method ('dense' or 'lanczos'), "
+              "products, iterations (None for a non-finite eigenvalue).");
+  eigenvalues
       .def_property_readonly(
           "values",
           [](const KernelEigenvalues& e) {
@@ -229,7 +194,7 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
           },
           "float64 array: the converged eigenvalues, largest first.")
       .def_property_readonly(
-          "status", [](const KernelEigenvalues& e) { return status_name(e.status); },
+          "status", [](const KernelEigenvalues& e) { return std::string(to_string(e.status)); },
           "'converged', 'not_converged' (values holds the converged ones) or "
           "'numerical_issue'.")
       .def_readonly("iterations", &KernelEigenvalues::iterations,
@@ -239,7 +204,7 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
       .def_readonly("dense", &KernelEigenvalues::dense, "True when the dense method was used.")
       .def("__repr__", [](const KernelEigenvalues& e) {
         return fmt::format("<pathlift.KernelEigenvalues: {} values, {}, {}>", e.values.size(),
-                           status_name(e.status), e.dense ? "dense" : "Lanczos");
+                           to_string(e.status), e.dense ? "dense" : "Lanczos");
       });
 
   m.def(
@@ -247,15 +212,14 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
       [](const Network& net, const py::object& theta, Index count, const std::string& method,
          Index max_iterations, double tolerance, Index subspace, int threads,
          std::size_t max_memory) {
-        EigenOptions o;
-        o.method = eigen_method(method);
-        o.max_iterations = max_iterations;
-        o.tolerance = tolerance;
-        o.subspace = subspace;
-        o.engine = engine_options(threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
-        py::gil_scoped_release release;
-        return kernel_top_eigenvalues(net, as_span<double>(t), count, o);
+        const EigenOptions o{.method = parse_eigen_method(method),
+                             .max_iterations = max_iterations,
+                             .tolerance = tolerance,
+                             .subspace = subspace,
+                             .engine = engine_options(threads, max_memory)};
+        return with_theta(net, theta, [&](std::span<const double> t) {
+          return kernel_top_eigenvalues(net, t, count, o);
+        });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
       py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,

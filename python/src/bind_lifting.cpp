@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/paths.hpp"
 
 namespace pathlift::python {
@@ -27,7 +28,8 @@ const PathSet& deref(const PathSetPtr& paths) {
 void precheck_dense(const Network& net, std::size_t scalar_size, std::size_t max_memory) {
   const Count p = count_paths_total(net);
   if (p.exact()) {
-    require_dense(static_cast<Index>(p.value()), net.num_edges(), scalar_size, max_memory);
+    require_dense(static_cast<Index>(p.value()), net.num_edges(), scalar_size, max_memory,
+                  "the dense P x d result");
   }
 }
 
@@ -101,7 +103,8 @@ py::object jacobian_of_paths(const PathSet& paths, const py::object& theta, bool
                              const EngineOptions& o) {
   const auto t = vector_argument<T>(theta, "theta");
   if (dense) {
-    require_dense(paths.size(), paths.num_edges, sizeof(T), o.max_memory);
+    require_dense(paths.size(), paths.num_edges, sizeof(T), o.max_memory,
+                  "the dense Jacobian dPhi");
     DenseOf<T> full;
     {
       py::gil_scoped_release release;
@@ -120,10 +123,11 @@ py::object jacobian_of_paths(const PathSet& paths, const py::object& theta, bool
 template <class T>
 py::object paper_formula(const PathSet& paths, const py::object& phi, const py::object& theta,
                          bool dense, const EngineOptions& o) {
-  const auto f = vector_argument<T>(phi, "phi", false);
+  const auto f = vector_argument<T>(phi, "phi");
   const auto t = vector_argument<T>(theta, "theta");
   if (dense) {
-    require_dense(paths.size(), paths.num_edges, sizeof(T), o.max_memory);
+    require_dense(paths.size(), paths.num_edges, sizeof(T), o.max_memory,
+                  "the dense Jacobian dPhi");
   }
   CsrMatrix<T> j;
   {
@@ -221,7 +225,8 @@ Complexity: O(P) after O(m + d) set-up. )doc") +
         const EngineOptions o = engine_options(threads, max_memory);
         const PathSet& ps = deref(paths);
         if (dense) {
-          require_dense(ps.size(), ps.num_edges, sizeof(double), max_memory);
+          require_dense(ps.size(), ps.num_edges, sizeof(double), max_memory,
+                        "the dense skeleton B");
         }
         CsrPattern b;
         {

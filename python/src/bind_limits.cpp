@@ -12,32 +12,6 @@
 
 namespace pathlift::python {
 
-namespace {
-
-PathObject path_object(const std::string& what) {
-  if (what == "path_set" || what == "paths") {
-    return PathObject::path_set;
-  }
-  if (what == "path_lifting" || what == "phi") {
-    return PathObject::path_lifting;
-  }
-  if (what == "skeleton") {
-    return PathObject::skeleton;
-  }
-  if (what == "jacobian") {
-    return PathObject::jacobian;
-  }
-  if (what == "dense_jacobian") {
-    return PathObject::dense_jacobian;
-  }
-  throw std::invalid_argument(
-      fmt::format("unknown object '{}': expected path_set, path_lifting, skeleton, jacobian or "
-                  "dense_jacobian",
-                  what));
-}
-
-}  // namespace
-
 void bind_limits(py::module_& m) {
   m.def("default_max_memory", &default_max_memory,
         "Half of the physical memory, in bytes: the limit used when max_memory is 0.");
@@ -52,7 +26,7 @@ void bind_limits(py::module_& m) {
   m.def(
       "estimate_bytes",
       [](const Network& net, const std::string& what, const py::object& dtype) {
-        const PathObject object = path_object(what);
+        const PathObject object = parse_path_object(what);
         const std::size_t scalar = scalar_of(dtype) == Scalar::f64 ? sizeof(double) : sizeof(float);
         py::gil_scoped_release release;
         const PathCounts c = count_paths(net);

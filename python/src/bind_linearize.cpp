@@ -10,18 +10,16 @@
 #include <utility>
 
 #include "common.hpp"
+#include "forward.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/linearize.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
 namespace {
 
 using LinearizationPtr = std::shared_ptr<Linearization>;
-
-py::object number_or_none(double x) {
-  return std::isfinite(x) ? py::object(py::float_(x)) : py::object(py::none());
-}
 
 /// L of a Linearization as a csr_matrix whose data view the C++ values (kept alive, read-only:
 /// the Linearization still uses them) and whose indices view the shared column indices.
@@ -38,29 +36,15 @@ LinearizationCheckOptions check_options(double tolerance_f, double tolerance_gra
                                         Index grad_samples, Index grad_params, std::uint64_t seed,
                                         int threads, std::size_t max_memory) {
   if (grad_samples < 0 || grad_params < 0) {
-    throw std::invalid_argument("grad_samples and grad_params must be >= 0");
+    throw std::invalid_argument(fmt::format(
+        "grad_samples and grad_params must be >= 0 (got {} and {})", grad_samples, grad_params));
   }
-  LinearizationCheckOptions o;
-  o.tolerance_f = tolerance_f;
-  o.tolerance_grad = tolerance_grad;
-  o.grad_samples = grad_samples;
-  o.grad_params = grad_params;
-  o.seed = seed;
-  o.engine = engine_options(threads, max_memory);
-  return o;
-}
-
-py::dict check_dict(const LinearizationCheck& c) {
-  py::dict j;
-  j["n"] = c.n;
-  j["q"] = c.q;
-  j["P"] = c.P;
-  j["nnz_L"] = c.nnz_L;
-  j["margin"] = number_or_none(c.margin);
-  j["max_err_f"] = number_or_none(c.max_err_f);
-  j["max_err_grad"] = number_or_none(c.max_err_grad);
-  j["status"] = to_string(c.status);
-  return j;
+  return {.tolerance_f = tolerance_f,
+          .tolerance_grad = tolerance_grad,
+          .grad_samples = grad_samples,
+          .grad_params = grad_params,
+          .seed = seed,
+          .engine = engine_options(threads, max_memory)};
 }
 
 constexpr const char* check_doc =
@@ -102,35 +86,36 @@ and df/dtheta = L @ dPhi.
                            l->map.rows(), l->map.cols(), l->map.nnz(), l->pattern.margin);
       });
 
-  py::class_<LinearizationCheck>(m, "LinearizationCheck", R"doc(
+  py::class_<LinearizationCheck> check(m, "LinearizationCheck", R"doc(
 What verify_linearization / check_linearization found: sizes, the margin, the largest relative
 errors of f = L Phi (all entries) and of df/dtheta = L dPhi (sampled entries, against finite
 differences), and a status: 'ok', 'inconclusive' (some gradient entries could not be
 checked), 'on_kink' (margin 0: L not unique) or 'mismatch' (an error above its tolerance).
 to_dict() gives the CLI's `linearize --json` object.
-)doc")
-      .def_readonly("n", &LinearizationCheck::n, "Samples.")
-      .def_readonly("q", &LinearizationCheck::q, "Outputs.")
-      .def_readonly("P", &LinearizationCheck::P, "Paths (columns of L).")
-      .def_readonly("nnz_L", &LinearizationCheck::nnz_L, "Stored entries of L.")
-      .def_readonly("margin", &LinearizationCheck::margin,
-                    "min |pre-activation| over samples and ReLU nodes (inf if none).")
-      .def_readonly("max_err_f", &LinearizationCheck::max_err_f,
-                    "Largest relative error between f_theta(X) and L Phi(theta).")
-      .def_readonly("max_err_grad", &LinearizationCheck::max_err_grad,
-                    "Largest relative error between L dPhi and finite differences (NaN when "
-                    "nothing was checked).")
-      .def_readonly("grad_entries", &LinearizationCheck::grad_entries, "Gradient entries compared.")
-      .def_readonly("grad_skipped", &LinearizationCheck::grad_skipped,
-                    "Gradient entries skipped (no pattern-preserving finite-difference step).")
+)doc");
+  def_fields(check, field("n", &LinearizationCheck::n, "Samples."),
+             field("q", &LinearizationCheck::q, "Outputs."),
+             field("P", &LinearizationCheck::P, "Paths (columns of L)."),
+             field("nnz_L", &LinearizationCheck::nnz_L, "Stored entries of L."),
+             field("margin", &LinearizationCheck::margin,
+                   "min |pre-activation| over samples and ReLU nodes (inf if none)."),
+             field("max_err_f", &LinearizationCheck::max_err_f,
+                   "Largest relative error between f_theta(X) and L Phi(theta)."),
+             field("max_err_grad", &LinearizationCheck::max_err_grad,
+                   "Largest relative error between L dPhi and finite differences (NaN when nothing "
+                   "was checked)."),
+             field("grad_entries", &LinearizationCheck::grad_entries, "Gradient entries compared."),
+             field("grad_skipped", &LinearizationCheck::grad_skipped,
+                   "Gradient entries skipped (no pattern-preserving finite-difference step)."),
+             field("message", &LinearizationCheck::message,
+                   "One line explaining a status other than 'ok' (empty when ok)."));
+  def_to_dict(check,
+              "The CLI's `linearize --json` object: keys n, q, P, nnz_L, margin, max_err_f, "
+              "max_err_grad, status (None for a non-finite number).");
+  check
       .def_property_readonly(
           "status", [](const LinearizationCheck& c) { return to_string(c.status); },
           "'ok', 'inconclusive', 'on_kink' or 'mismatch'.")
-      .def_readonly("message", &LinearizationCheck::message,
-                    "One line explaining a status other than 'ok' (empty when ok).")
-      .def("to_dict", &check_dict,
-           "The CLI's `linearize --json` object: keys n, q, P, nnz_L, margin, max_err_f, "
-           "max_err_grad, status (None for a non-finite number).")
       .def("__repr__", [](const LinearizationCheck& c) {
         return fmt::format(
             "<pathlift.LinearizationCheck: {}, max_err_f {:.3g}, max_err_grad {:.3g}>",
@@ -162,18 +147,9 @@ j; zeros are not stored. Built without any dense (n q) x P array, in parallel ov
 network or a pattern of the wrong shape; TooLarge (MemoryError) when P >= 2^31 or L exceeds
 max_memory. The GIL is released.)doc");
 
-  m.def(
-      "linearize",
-      [](const Network& net, const py::object& theta, const py::object& X, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
-        const auto x = data_argument(X);
-        py::gil_scoped_release release;
-        return std::make_shared<Linearization>(linearize(net, as_span<double>(t), as_matrix(x), o));
-      },
-      py::arg("net"), py::arg("theta"), py::arg("X"), py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+  def_batch_function(
+      m, "linearize",
+      [](const auto&... args) { return std::make_shared<Linearization>(linearize(args...)); },
       R"doc(forward(), activation_pattern() and linear_map() in one call: a Linearization with
 .forward, .pattern and .L ((n q) x P scipy CSR, zero-copy), so that
 f_theta(X) = (lin.L @ path_lifting(net, theta)).reshape(n, q) and
@@ -205,7 +181,7 @@ Example::
         const auto x = data_argument(X);
         std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> phi_arg;
         if (!phi.is_none()) {
-          phi_arg = vector_argument<double>(phi, "phi", false);
+          phi_arg = vector_argument<double>(phi, "phi");
         }
         std::optional<CsrMatrix<double>> j_arg;
         if (!J.is_none()) {

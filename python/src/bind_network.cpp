@@ -11,7 +11,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,7 +34,8 @@ const char* role_name(NodeRole r) {
   return "?";
 }
 
-/// Resolves node references (names or 0-based indices) against the node list being built.
+/// The node list being built (from nodes=, or inferred from the references) and the
+/// resolution of node references against it: the library's NodeNames, fed Python objects.
 class NodeResolver {
  public:
   NodeResolver(const py::object& nodes, const std::vector<py::object>& refs) {
@@ -47,7 +47,7 @@ class NodeResolver {
         throw std::invalid_argument(fmt::format("nodes = {} is not a valid node count", n));
       }
       for (long long i = 0; i < n; ++i) {
-        add_name(std::to_string(i));
+        m_nodes.add(std::to_string(i));
       }
     } else if (py::isinstance<py::str>(nodes)) {
       throw std::invalid_argument("nodes must be a node count or a sequence of names, not a str");
@@ -56,32 +56,25 @@ class NodeResolver {
         if (!py::isinstance<py::str>(h)) {
           throw std::invalid_argument(fmt::format("node names must be str (got {})", repr_of(h)));
         }
-        add_name(h.cast<std::string>());
+        m_nodes.add(h.cast<std::string>());
       }
     }
   }
 
-  NodeId resolve(const py::handle& ref, const std::string& where) const {
+  /// The node `ref` (a str name or an int index) refers to; `where()` names it in messages.
+  template <class Where>
+  NodeId resolve(const py::handle& ref, const Where& where) const {
     if (py::isinstance<py::str>(ref)) {
-      const auto name = ref.cast<std::string>();
-      const auto it = m_index.find(name);
-      if (it == m_index.end()) {
-        throw std::invalid_argument(fmt::format("{}: unknown node '{}'", where, name));
-      }
-      return it->second;
+      return m_nodes.by_name(ref.cast<std::string>(), where);
     }
     if (is_integer(ref)) {
-      const auto v = ref.cast<long long>();
-      if (v < std::numeric_limits<NodeId>::min() || v > std::numeric_limits<NodeId>::max()) {
-        throw std::invalid_argument(fmt::format("{}: node index {} is out of range", where, v));
-      }
-      return static_cast<NodeId>(v);  // range against the node count: checked by Network
+      return m_nodes.by_index(ref.cast<long long>(), where);
     }
     throw std::invalid_argument(
-        fmt::format("{}: a node is a name (str) or an index (int), got {}", where, repr_of(ref)));
+        fmt::format("{}: a node is a name (str) or an index (int), got {}", where(), repr_of(ref)));
   }
 
-  std::vector<std::string> take_names() { return std::move(m_names); }
+  std::vector<std::string> take_names() { return std::move(m_nodes).take_names(); }
 
  private:
   static bool is_integer(const py::handle& h) {
@@ -89,12 +82,6 @@ class NodeResolver {
       return false;
     }
     return py::isinstance<py::int_>(h) || py::hasattr(h, "__index__");
-  }
-
-  void add_name(std::string name) {
-    const auto id = static_cast<NodeId>(m_names.size());
-    m_index.emplace(name, id);  // duplicates are reported by Network
-    m_names.push_back(std::move(name));
   }
 
   void infer(const std::vector<py::object>& refs) {
@@ -115,22 +102,21 @@ class NodeResolver {
     }
     if (any_index) {
       for (long long i = 0; i <= max_index; ++i) {
-        add_name(std::to_string(i));
+        m_nodes.add(std::to_string(i));
       }
       return;
     }
     for (const auto& r : refs) {
       if (py::isinstance<py::str>(r)) {
         auto name = r.cast<std::string>();
-        if (m_index.find(name) == m_index.end()) {
-          add_name(std::move(name));
+        if (!m_nodes.find(name)) {
+          m_nodes.add(std::move(name));
         }
       }
     }
   }
 
-  std::vector<std::string> m_names;
-  std::unordered_map<std::string, NodeId> m_index;
+  NodeNames m_nodes;
 };
 
 std::vector<py::object> as_list(const py::object& seq, const char* what) {
@@ -216,18 +202,19 @@ Network make_network(const py::object& edges, const py::object& nodes, const py:
 
   NodeResolver resolver(nodes, all_refs);
   for (std::size_t k = 0; !array_edges && k < edge_refs.size(); ++k) {
-    const std::string where = fmt::format("edge {}", k);
+    const auto where = [k] { return fmt::format("edge {}", k); };
     spec.edges.emplace_back(resolver.resolve(edge_refs[k].first, where),
                             resolver.resolve(edge_refs[k].second, where));
   }
   for (std::size_t i = 0; i < output_refs.size(); ++i) {
-    spec.outputs.push_back(resolver.resolve(output_refs[i], fmt::format("outputs[{}]", i)));
+    spec.outputs.push_back(
+        resolver.resolve(output_refs[i], [i] { return fmt::format("outputs[{}]", i); }));
   }
   for (std::size_t i = 0; i < bias_refs.size(); ++i) {
-    spec.bias.push_back(resolver.resolve(bias_refs[i], fmt::format("bias[{}]", i)));
+    spec.bias.push_back(resolver.resolve(bias_refs[i], [i] { return fmt::format("bias[{}]", i); }));
   }
   for (const auto& [ref, act] : activation_refs) {
-    const NodeId v = resolver.resolve(ref, "activations");
+    const NodeId v = resolver.resolve(ref, [] { return std::string("activations"); });
     if (!py::isinstance<py::str>(act)) {
       throw std::invalid_argument(
           fmt::format("activations: the activation of a node is a str such as 'relu', "
@@ -237,7 +224,7 @@ Network make_network(const py::object& edges, const py::object& nodes, const py:
     spec.activations.emplace_back(v, Activation::parse(act.cast<std::string>()));
   }
   if (!weights.is_none()) {
-    const auto w = vector_argument<double>(weights, "weights", false);
+    const auto w = vector_argument<double>(weights, "weights");
     spec.weights = std::vector<double>(w.data(), w.data() + w.size());
   }
   spec.node_names = resolver.take_names();
@@ -291,10 +278,10 @@ auto node_view(F get) {
 
 void bind_network(py::module_& m) {
   py::class_<Network> cls(m, "Network", R"doc(
-An immutable, validated DAG ReLU network (MATH.md): named nodes, edges in parameter order
-(edge k carries theta[k]; parallel edges allowed), inputs (nodes without incoming edge; bias
-inputs have value 1), outputs (sinks plus designated nodes), hidden nodes (the rest), one
-activation per node (defaults: hidden ReLU, inputs and outputs identity).
+An immutable, validated DAG ReLU network (docs/conventions.md#network): named nodes, edges in
+parameter order (edge k carries theta[k]; parallel edges allowed), inputs (nodes without
+incoming edge; bias inputs have value 1), outputs (sinks plus designated nodes), hidden nodes
+(the rest), one activation per node (defaults: hidden ReLU, inputs and outputs identity).
 
 Network(edges, nodes=None, *, outputs=None, bias=None, activations=None, weights=None)
 
@@ -436,7 +423,7 @@ Example::
             if (weights.is_none()) {
               return n.with_weights(std::nullopt);
             }
-            const auto w = vector_argument<double>(weights, "weights", false);
+            const auto w = vector_argument<double>(weights, "weights");
             return n.with_weights(std::vector<double>(w.data(), w.data() + w.size()));
           },
           py::arg("weights"),

@@ -132,22 +132,18 @@ members are floats in every case.
   m.def(
       "path_norm",
       [](const Network& net, const py::object& theta, double s, bool per_input) {
-        const auto t = theta_argument<double>(theta, net);
-        PathNorm n;
-        {
-          py::gil_scoped_release release;
-          n = path_norm(net, as_span<double>(t), s,
-                        per_input ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs);
-        }
-        return n;
+        const PathNormDetail parts =
+            per_input ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
+        return with_theta(net, theta,
+                          [&](std::span<const double> t) { return path_norm(net, t, s, parts); });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
       py::arg("per_input") = false,
       R"doc(The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) by dynamic programming
-over the DAG (MATH.md: sum_{o in O} F(o), forward sums of |theta_e|^s with inputs and bias
-counting 1), without enumerating a path: networks with 10^100 paths are fine. s = 0 gives
-the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308 comes
-back as a ScaledReal with the right .log10. Returns a PathNorm (norm, log10, sum,
+over the DAG (docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with
+inputs and bias counting 1), without enumerating a path: networks with 10^100 paths are fine.
+s = 0 gives the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308
+comes back as a ScaledReal with the right .log10. Returns a PathNorm (norm, log10, sum,
 per_output, per_input).
 
 theta: d finite numbers; None uses the network's stored weights. s: >= 0 and finite.

@@ -22,46 +22,16 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/rank.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
 namespace {
 
-RankMethod rank_method(const std::string& s) {
-  if (s == "auto" || s == "automatic") {
-    return RankMethod::automatic;
-  }
-  if (s == "skeleton") {
-    return RankMethod::skeleton;
-  }
-  if (s == "gram") {
-    return RankMethod::gram;
-  }
-  if (s == "path_basis" || s == "path-basis") {
-    return RankMethod::path_basis;
-  }
-  throw std::invalid_argument(
-      fmt::format("method must be 'auto', 'skeleton', 'gram' or 'path_basis' (got '{}')", s));
-}
-
-NumericalRankMethod numerical_method(const std::string& s) {
-  if (s == "auto" || s == "automatic") {
-    return NumericalRankMethod::automatic;
-  }
-  if (s == "svd") {
-    return NumericalRankMethod::svd;
-  }
-  if (s == "eig" || s == "gram_eigenvalues") {
-    return NumericalRankMethod::gram_eigenvalues;
-  }
-  throw std::invalid_argument(
-      fmt::format("jacobian_method must be 'auto', 'svd' or 'eig' (got '{}')", s));
-}
-
 RankOptions rank_options(const std::string& method, std::uint64_t prime, int threads,
                          std::size_t max_memory) {
   RankOptions o;
-  o.method = rank_method(method);
+  o.method = parse_rank_method(method);
   o.prime = prime;
   o.engine = engine_options(threads, max_memory);
   return o;
@@ -77,20 +47,15 @@ NumericalRankOptions numerical_options(const std::string& method, double toleran
         fmt::format("tolerance must be >= 0 (0: the default), got {}", tolerance));
   }
   NumericalRankOptions o;
-  o.method = numerical_method(method);
+  o.method = parse_numerical_rank_method(method);
   o.tolerance = tolerance;
   o.min_gap = min_gap;
-  o.max_memory = max_memory;
+  o.engine.max_memory = max_memory;
   return o;
 }
 
 py::object index_or_none(Index x) {
   return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
-}
-
-/// The library's JSON form of the report (what `pathlift rank --json` prints), as a dict.
-py::object report_dict(const RankReport& rep) {
-  return py::module_::import("json").attr("loads")(to_json(rep, -1));
 }
 
 /// NumericalRankOptions::when from None (automatic), True (always) or False (never).
@@ -102,14 +67,13 @@ NumericalRankOptions::When numerical_when(const py::object& numerical) {
                                 : NumericalRankOptions::When::never;
 }
 
-/// theta for the rank check: the argument, the stored weights, or the CLI's default
-/// normal_weights(d, 0).
+/// theta for the rank check: the argument, else default_theta (the stored weights, else
+/// normal_weights(d, 0)).
 std::vector<double> rank_theta(const py::object& theta, const Network& net) {
-  if (theta.is_none() && !net.has_weights()) {
-    return normal_weights(net.num_edges(), 0);
+  if (theta.is_none()) {
+    return default_theta(net);
   }
   const auto t = theta_argument<double>(theta, net);
-  check_theta_size(net, static_cast<std::size_t>(t.size()));
   return {t.data(), t.data() + t.size()};
 }
 
@@ -365,7 +329,7 @@ rank(B), which bounds rank(dPhi(theta)) at every theta.
                            n.rank, n.tolerance, n.gap, to_string(n.status));
       });
 
-  py::class_<RankReport>(m, "RankReport", R"doc(
+  py::class_<RankReport> report(m, "RankReport", R"doc(
 Theorem 1 checked at theta (check_rank_theorem): rank(B) and rank(dPhi) certified, rank(dPhi)
 also numerical, compared with d - h. status: 'verified', 'theta_in_null_set' (rank(dPhi) <
 d - h at a theta with zero coordinates: the null set the theorem excludes, not a failure),
@@ -373,8 +337,11 @@ d - h at a theta with zero coordinates: the null set the theorem excludes, not a
 (exact ranks agree; the singular values are not finite or exceed rank(B)),
 'rank_J_inconclusive', 'rank_J_not_computed', 'rank_B_uncertified' or 'theorem_fails' (only
 from exact ranks). docs/rank.md has the table.
-)doc")
-      .def_readonly("d", &RankReport::d, "Edges.")
+)doc");
+  def_to_dict(report,
+              "The report's JSON form as a dict (the object `pathlift rank --json` prints; keys "
+              "in docs/rank.md).");
+  report.def_readonly("d", &RankReport::d, "Edges.")
       .def_readonly("h", &RankReport::h, "Hidden nodes.")
       .def_readonly("expected", &RankReport::expected, "d - h.")
       .def_readonly("rank_B", &RankReport::rank_B, "The RankCertificate of B.")
@@ -403,9 +370,6 @@ from exact ranks). docs/rank.md has the table.
           "failed", [](const RankReport& r) { return is_failure(r.status); },
           "True for the statuses that contradict the theorem's equalities "
           "('rank_B_uncertified', 'theorem_fails'): the CLI exits 1.")
-      .def("to_dict", &report_dict,
-           "The report's JSON form as a dict (the object `pathlift rank --json` prints; keys "
-           "in docs/rank.md).")
       .def("__repr__", [](const RankReport& r) {
         return fmt::format("<pathlift.RankReport: d - h = {}, rank(B) {}, rank(dPhi) {}: {}>",
                            r.expected,
@@ -452,7 +416,7 @@ from exact ranks). docs/rank.md has the table.
           }
           const ModMatrix mm = mod_matrix_argument(matrix, prime, "matrix");
           py::gil_scoped_release release;
-          return modular_rank(mm, threads);
+          return modular_rank(mm);
         }
         ModularRankOptions o;
         o.prime = prime;
@@ -513,7 +477,7 @@ Complexity: O(nnz(B)) for the skeleton method.)doc") +
         }
         const ModMatrix g = mod_matrix_argument(gram, prime, "gram");
         py::gil_scoped_release release;
-        return certify_rank_from_gram(net, g, threads);
+        return certify_rank_from_gram(net, g);
       },
       py::arg("net"), py::arg("gram"), py::arg("prime") = default_prime, py::kw_only(),
       py::arg("threads") = 0,
@@ -521,7 +485,8 @@ Complexity: O(nnz(B)) for the skeleton method.)doc") +
 skeleton_gram_mod(net, prime); reduced modulo prime), built without enumerating a path:
 lower bound rank(B^T B mod p), upper bound d - #{v : (B^T B) z_v = 0 mod p}. Returns a
 RankCertificate. ValueError for a matrix that is not d x d or a prime that is not a prime
-< 2^63. Complexity: O(d^2 h + d^3). The GIL is released.)doc");
+< 2^63. threads: accepted for compatibility (the elimination runs on one thread).
+Complexity: O(d^2 h + d^3). The GIL is released.)doc");
 
   m.def(
       "certify_rank_by_path_basis",
@@ -644,7 +609,7 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
         if (rep.rank_J_skipped) {
           rep.rank_J_note += " (numerical=True computes it)";
         }
-        return report_dict(rep);
+        return from_json(to_json(rep, -1));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
       py::arg("enumerate") = py::none(), py::arg("method") = "auto",

@@ -12,8 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "pathlift/error.hpp"
-#include "pathlift/limits.hpp"
+#include "pathlift/network.hpp"
 
 namespace pathlift::python {
 
@@ -253,11 +252,12 @@ py::array_t<double> col_major_view(const Eigen::MatrixXd& m, const py::handle& b
   return a;
 }
 
-py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(const py::object& x) {
-  using Array = py::array_t<double, py::array::f_style | py::array::forcecast>;
-  if (x.is_none()) {
-    throw std::invalid_argument("X is required (n samples x r inputs)");
-  }
+namespace {
+
+/// `x` as an array of type Array (converted if needed); ValueError `message(repr(x))` when it
+/// cannot be converted.
+template <class Array, class Message>
+Array converted_array(const py::object& x, const Message& message) {
   Array a;
   try {
     a = Array::ensure(x);
@@ -266,9 +266,21 @@ py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(con
   }
   if (!a) {
     PyErr_Clear();
-    throw std::invalid_argument(
-        fmt::format("X must be a 2-D array of numbers (n samples x r inputs), got {}", repr_of(x)));
+    throw std::invalid_argument(message(repr_of(x)));
   }
+  return a;
+}
+
+}  // namespace
+
+py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(const py::object& x) {
+  using Array = py::array_t<double, py::array::f_style | py::array::forcecast>;
+  if (x.is_none()) {
+    throw std::invalid_argument("X is required (n samples x r inputs)");
+  }
+  const auto a = converted_array<Array>(x, [](const std::string& repr) {
+    return fmt::format("X must be a 2-D array of numbers (n samples x r inputs), got {}", repr);
+  });
   if (a.ndim() != 2) {
     throw std::invalid_argument(
         fmt::format("X must be 2-D (n samples x r inputs), got an array of {} dims", a.ndim()));
@@ -361,48 +373,19 @@ CsrPattern pattern_argument(const py::object& m, const char* what) {
   return pattern_of(csr);
 }
 
-void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory) {
-  const std::size_t bytes = dense_bytes(rows, cols, scalar_size);
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (bytes > limit) {
-    throw TooLarge(fmt::format(
-        "a dense {} x {} matrix needs {} ({} bytes), over the memory limit of {} (max_memory)",
-        rows, cols, format_bytes(static_cast<double>(bytes)), bytes,
-        format_bytes(static_cast<double>(limit))));
-  }
-}
-
 template <class T>
 py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const py::object& x,
-                                                                          const char* what,
-                                                                          bool finite) {
+                                                                          const char* what) {
   using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
   if (x.is_none()) {
     throw std::invalid_argument(fmt::format("{} is required", what));
   }
-  Array a;
-  try {
-    a = Array::ensure(x);
-  } catch (const py::error_already_set&) {
-    a = Array();
-  }
-  if (!a) {
-    PyErr_Clear();
-    throw std::invalid_argument(
-        fmt::format("{} must be a vector of numbers (got {})", what, repr_of(x)));
-  }
+  const auto a = converted_array<Array>(x, [&](const std::string& repr) {
+    return fmt::format("{} must be a vector of numbers (got {})", what, repr);
+  });
   if (a.ndim() != 1) {
     throw std::invalid_argument(
         fmt::format("{} must be a 1-D vector (got an array of {} dims)", what, a.ndim()));
-  }
-  if (finite) {
-    const T* v = a.data();
-    for (py::ssize_t i = 0; i < a.size(); ++i) {
-      if (!std::isfinite(v[i])) {
-        throw std::invalid_argument(
-            fmt::format("{}[{}] is not finite: {}", what, i, static_cast<double>(v[i])));
-      }
-    }
   }
   return a;
 }
@@ -410,6 +393,7 @@ py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const 
 template <class T>
 py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
                                                                          const Network& net) {
+  py::object given = theta;
   if (theta.is_none()) {
     if (!net.has_weights()) {
       throw std::invalid_argument(
@@ -417,16 +401,17 @@ py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const p
           "network with weights)");
     }
     const auto w = net.weights();
-    py::array_t<double> stored(static_cast<py::ssize_t>(w.size()), w.data());
-    return vector_argument<T>(stored, "theta");
+    given = py::array_t<double>(static_cast<py::ssize_t>(w.size()), w.data());
   }
-  return vector_argument<T>(theta, "theta");
+  auto t = vector_argument<T>(given, "theta");
+  check_theta(net, as_span<T>(t));
+  return t;
 }
 
 template py::array_t<double, py::array::c_style | py::array::forcecast> vector_argument<double>(
-    const py::object&, const char*, bool);
+    const py::object&, const char*);
 template py::array_t<float, py::array::c_style | py::array::forcecast> vector_argument<float>(
-    const py::object&, const char*, bool);
+    const py::object&, const char*);
 template py::array_t<double, py::array::c_style | py::array::forcecast> theta_argument<double>(
     const py::object&, const Network&);
 template py::array_t<float, py::array::c_style | py::array::forcecast> theta_argument<float>(

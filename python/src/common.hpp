@@ -151,18 +151,15 @@ bool csr_assembly_fast_path();
 /// The pattern with values `numpy.ones(nnz, dtype)`: the skeleton B as a csr_matrix.
 py::object make_pattern_csr(CsrPattern pattern, const py::object& dtype);
 
-/// Raises TooLarge (MemoryError) when a dense rows x cols matrix of `scalar_size` bytes would
-/// exceed the limit `max_memory` (0: the default).
-void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory);
-
-/// theta as a contiguous 1-D array of T (converted if needed), checked: 1-D and finite (the
-/// length is checked by the engine). `what` names the argument in messages.
+/// A vector argument as a contiguous 1-D array of T (converted if needed); ValueError unless
+/// it is 1-D numbers. The length and finiteness of a theta are the library's check
+/// (check_theta), so the message is the one C++ gives. `what` names the argument in messages.
 template <class T>
 py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const py::object& x,
-                                                                          const char* what,
-                                                                          bool finite = true);
+                                                                          const char* what);
 
-/// theta for `net`: the argument, or the network's stored weights when it is None.
+/// theta for `net`: the argument, or the network's stored weights when it is None, checked by
+/// check_theta (d finite numbers; ValueError naming the entry and its edge otherwise).
 template <class T>
 py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
                                                                          const Network& net);
@@ -171,6 +168,15 @@ py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const p
 template <class T>
 std::span<const T> as_span(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
   return {a.data(), static_cast<std::size_t>(a.size())};
+}
+
+/// f(theta) with theta = theta_argument<double>(theta, net) as a span, called with the GIL
+/// released: the shape of every function of (net, theta).
+template <class F>
+auto with_theta(const Network& net, const py::object& theta, F&& f) {
+  const auto t = theta_argument<double>(theta, net);
+  py::gil_scoped_release release;
+  return f(as_span<double>(t));
 }
 
 /// repr(x), for messages.

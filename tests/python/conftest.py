@@ -71,8 +71,9 @@ def build_dir():
 
 
 class _Reference:
-    """Independent pure-Python references, written from MATH.md without the engine: the paths
-    in canonical order by a plain depth-first search, and the forward pass of the DAG."""
+    """Independent pure-Python references, written from docs/conventions.md without the engine:
+    the paths in canonical order by a plain depth-first search, and the forward pass of the
+    DAG."""
 
     @staticmethod
     def roles(net):

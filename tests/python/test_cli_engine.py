@@ -222,7 +222,7 @@ def test_bench_table_and_csv(run_cli, tmp_path):
                "pathlift_dense_jacobian"]
     assert [(r["shape"], r["method"]) for r in rows] == [
         (s, m) for s in ("5,2,2", "5,3,3,2") for m in methods]
-    # P = q (r w^L + w^L + ... + 1), d = sum (in + 1) out, from the DP (MATH.md's formulas)
+    # P = q (r w^L + w^L + ... + 1), d = sum (in + 1) out, from the DP (docs/conventions.md)
     sizes = {r["shape"]: (int(r["P"]), int(r["d"]), int(r["nnz"])) for r in rows}
     assert sizes == {"5,2,2": (26, 18, 50), "5,3,3,2": (116, 38, 338)}
     for row in rows:

@@ -40,7 +40,8 @@ def project_version():
 
 
 def ff_paths(r, widths, q, bias=True):
-    """MATH.md: P = q (r prod w + sum_l prod_{k>=l} w_k + 1) with biases, q r prod w without."""
+    """docs/conventions.md#feed-forward: P = q (r prod w + sum_l prod_{k>=l} w_k + 1) with
+    biases, q r prod w without."""
     prod = math.prod(widths)
     inner = r * prod
     if bias:

@@ -154,11 +154,9 @@ def test_kernel_against_the_jacobian(pl):
 def test_kernel_on_torch_models(pl):
     """diag K and K v on the fx-traced skip models and MLPs at the model's own weights."""
     pytest.importorskip("torch")
-    from test_torch import MLP_SHAPES, SKIP_MODELS, make, mlp
+    from test_torch import MODELS, make
 
-    models = [make(lambda r=r, w=w, q=q, b=b: mlp(r, w, q, b)) for r, w, q, b in MLP_SHAPES]
-    models += [make(cls) for cls in SKIP_MODELS]
-    for m in models:
+    for m in (make(factory) for _, factory in MODELS):
         net = pl.from_torch(m)
         theta = pl.theta_from_torch(m)
         J = pl.jacobian(net, theta)
@@ -233,7 +231,7 @@ def test_bad_inputs(pl):
               lambda t: pl.kernel_top_eigenvalues(net, t, 2)):
         with pytest.raises(ValueError, match="theta has 6 entries but the network has 7"):
             f(theta[:6])
-        with pytest.raises(ValueError, match=r"theta\[3\] is not finite"):
+        with pytest.raises(ValueError, match=r"theta\[3\] \(edge c -> f\) is not finite"):
             f(np.where(np.arange(7) == 3, np.nan, theta))
     with pytest.raises(ValueError, match="theta is required"):
         pl.kernel_diagonal(net)

@@ -13,7 +13,7 @@ import pytest
 scipy_sparse = pytest.importorskip("scipy.sparse")
 torch = pytest.importorskip("torch")
 
-from test_torch import MLP_SHAPES, SKIP_MODELS, make, mlp  # noqa: E402
+from test_torch import MODELS, input_width, make, mlp  # noqa: E402
 
 CLI_LINEARIZE_KEYS = ["n", "q", "P", "nnz_L", "margin", "max_err_f", "max_err_grad", "status"]
 
@@ -23,23 +23,9 @@ def pl(pathlift_module):
     return pathlift_module
 
 
-def models():
-    out = [(f"mlp{r}-{w}-{q}-{'bias' if b else 'nobias'}",
-            lambda r=r, w=w, q=q, b=b: mlp(r, w, q, b)) for r, w, q, b in MLP_SHAPES]
-    out += [(cls.__name__, cls) for cls in SKIP_MODELS]
-    return out
-
-
-MODELS = models()
-
-
 @pytest.fixture(params=MODELS, ids=[name for name, _ in MODELS])
 def model(request):
     return make(request.param[1], seed=3 + len(request.param[0]))
-
-
-def input_width(m):
-    return next(mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)).in_features
 
 
 def capsule_owned(a):
@@ -226,7 +212,7 @@ def test_bad_inputs(pl):
             f(net, theta, np.ones(3))
         with pytest.raises(ValueError, match="entries but the network has"):
             f(net, theta[:-1], X)
-        with pytest.raises(ValueError, match=r"theta\[0\] is not finite"):
+        with pytest.raises(ValueError, match=r"theta\[0\] \(edge x0 -> h1_0\) is not finite"):
             f(net, np.full(net.d, np.nan), X)
         with pytest.raises(ValueError, match="2-D array of numbers"):
             f(net, theta, [["a", "b", "c"]])

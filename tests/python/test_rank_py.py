@@ -40,7 +40,8 @@ def engine_networks(pl):
 
 
 def hidden_count(net, reference):
-    """h from the edges alone (MATH.md): nodes with an incoming edge that are not outputs."""
+    """h from the edges alone (docs/conventions.md#roles): nodes with an incoming edge that are
+    not outputs."""
     is_input, is_output = reference.roles(net)
     return sum(1 for v in range(net.num_nodes) if not is_input[v] and not is_output[v])
 
@@ -345,9 +346,9 @@ def test_rank_bad_inputs(pl):
     net = pl.fig1()
     with pytest.raises(ValueError, match="theta has 6 entries but the network has 7"):
         pl.rank(net, np.ones(6))
-    with pytest.raises(ValueError, match=r"theta\[1\] is not finite"):
+    with pytest.raises(ValueError, match=r"theta\[1\] \(edge a -> f\) is not finite"):
         pl.rank(net, [1, np.nan, 1, 1, 1, 1, 1])
-    with pytest.raises(ValueError, match=r"theta\[1\] is not finite"):
+    with pytest.raises(ValueError, match=r"theta\[1\] \(edge a -> f\) is not finite"):
         pl.check_rank_theorem(net, [1, np.inf, 1, 1, 1, 1, 1])
     with pytest.raises(ValueError, match="not a prime|prime"):
         pl.certify_rank(net, prime=15)

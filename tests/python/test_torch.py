@@ -442,7 +442,7 @@ def test_bad_theta_for_a_torch_network(pl):
         pl.jacobian(net, theta[:-1])
     bad = theta.copy()
     bad[3] = np.nan
-    with pytest.raises(ValueError, match=r"theta\[3\] is not finite"):
+    with pytest.raises(ValueError, match=r"theta\[3\] \(edge [^)]*\) is not finite"):
         pl.jacobian(net, bad)
     with pytest.raises(ValueError, match="not finite"):
         pl.path_lifting(net, np.full(net.d, np.inf))
