@@ -74,7 +74,7 @@ void BM_CertifyRankGram(benchmark::State& state, const std::string& name) {
 void BM_CertifyRankFromGram(benchmark::State& state, const std::string& name) {
   const Network net = builtin_network(name);
   const CsrPattern b = skeleton(net);
-  const ModMatrix g = skeleton_gram(b);
+  const ModMatrix g = skeleton_gram_mod(b);
   for (auto _ : state) {
     const RankCertificate c = certify_rank_from_gram(net, g);
     benchmark::DoNotOptimize(c.lower);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <numeric>
 #include <stdexcept>
 
@@ -13,23 +14,21 @@ namespace pathlift {
 
 namespace {
 
+/// A network given by node names: the paper's examples, written as the paper draws them.
 Network from_names(std::vector<std::string> names,
                    const std::vector<std::pair<std::string, std::string>>& edges,
                    const std::vector<std::string>& outputs, const std::vector<std::string>& bias) {
-  NetworkSpec s;
+  NodeNames nodes(std::move(names));
   const auto id = [&](const std::string& n) {
-    return static_cast<NodeId>(std::find(names.begin(), names.end(), n) - names.begin());
+    return nodes.by_name(n, [] { return std::string("a built-in network"); });
   };
+  NetworkSpec s;
   for (const auto& [a, b] : edges) {
     s.edges.emplace_back(id(a), id(b));
   }
-  for (const auto& o : outputs) {
-    s.outputs.push_back(id(o));
-  }
-  for (const auto& b : bias) {
-    s.bias.push_back(id(b));
-  }
-  s.node_names = std::move(names);
+  std::transform(outputs.begin(), outputs.end(), std::back_inserter(s.outputs), id);
+  std::transform(bias.begin(), bias.end(), std::back_inserter(s.bias), id);
+  s.node_names = std::move(nodes).take_names();
   return Network(std::move(s));
 }
 
@@ -292,6 +291,18 @@ std::vector<double> normal_weights(Index d, std::uint64_t seed) {
     x = rng.normal();
   }
   return w;
+}
+
+ThetaSource default_theta_source(const Network& net) {
+  return net.has_weights() ? ThetaSource::stored_weights : ThetaSource::normal_seed_0;
+}
+
+std::vector<double> default_theta(const Network& net) {
+  if (default_theta_source(net) == ThetaSource::stored_weights) {
+    const auto w = net.weights();
+    return {w.begin(), w.end()};
+  }
+  return normal_weights(net.num_edges(), 0);
 }
 
 }  // namespace pathlift

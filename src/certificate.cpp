@@ -11,41 +11,12 @@
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
+#include "src/detail/enum_names.hpp"
 #include "src/detail/modular_elimination.hpp"
 #include "src/detail/modular_field.hpp"
 #include "src/detail/phase_progress.hpp"
 
 namespace pathlift {
-
-ModMatrix skeleton_gram(const CsrPattern& b, std::uint64_t prime, std::size_t max_memory) {
-  detail::modular_require_prime(prime, "skeleton_gram");
-  const Index d = b.cols;
-  const double bytes = static_cast<double>(d) * static_cast<double>(d) * sizeof(std::uint64_t);
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (bytes > static_cast<double>(limit)) {
-    throw TooLarge(fmt::format("B^T B needs a dense {} x {} matrix ({}), over the limit of {}", d,
-                               d, format_bytes(bytes), format_bytes(static_cast<double>(limit))));
-  }
-  ModMatrix g;
-  g.prime = prime;
-  g.rows = d;
-  g.cols = d;
-  g.data.assign(static_cast<std::size_t>(d * d), 0);
-  const auto n = static_cast<std::size_t>(d);
-  // Counts are at most P < 2^64, so they are accumulated exactly and reduced at the end.
-  for (Index r = 0; r < b.rows; ++r) {
-    const auto row = b.row(r);
-    for (const EdgeId i : row) {
-      for (const EdgeId j : row) {
-        ++g.data[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(j)];
-      }
-    }
-  }
-  for (auto& x : g.data) {
-    x %= prime;
-  }
-  return g;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Rescaling vectors, anchors, pivot order
@@ -93,18 +64,24 @@ std::vector<EdgeId> rank_column_order(const Network& net) {
   return order;
 }
 
+namespace {
+// The first name of each value is the one to_string gives; the others are the CLI's and
+// Python's spellings.
+constexpr std::array k_rank_method_names{
+    detail::EnumName<RankMethod>{RankMethod::automatic, "automatic"},
+    detail::EnumName<RankMethod>{RankMethod::automatic, "auto"},
+    detail::EnumName<RankMethod>{RankMethod::skeleton, "skeleton"},
+    detail::EnumName<RankMethod>{RankMethod::gram, "gram"},
+    detail::EnumName<RankMethod>{RankMethod::path_basis, "path_basis"},
+    detail::EnumName<RankMethod>{RankMethod::path_basis, "path-basis"}};
+}  // namespace
+
 std::string_view to_string(RankMethod method) {
-  switch (method) {
-    case RankMethod::automatic:
-      return "automatic";
-    case RankMethod::skeleton:
-      return "skeleton";
-    case RankMethod::gram:
-      return "gram";
-    case RankMethod::path_basis:
-      return "path_basis";
-  }
-  return "?";
+  return detail::enum_name(k_rank_method_names, method);
+}
+
+RankMethod parse_rank_method(std::string_view name) {
+  return detail::parse_enum(k_rank_method_names, name, "rank method");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,8 +183,8 @@ RankCertificate certify_rank(const Network& net, const CsrPattern& b, const Rank
 
   if (options.method == RankMethod::gram) {
     cert.method = RankMethod::gram;
-    const ModMatrix g = skeleton_gram(b, options.prime, options.engine.max_memory);
-    cert.lower = modular_rank(g, options.engine.threads);
+    const ModMatrix g = skeleton_gram_mod(b, options.prime, options.engine);
+    cert.lower = modular_rank(g);
     cert.rows_eliminated = cert.d;
     return cert;
   }
@@ -239,7 +216,7 @@ RankCertificate certify_rank(const Network& net, const RankOptions& options) {
   return certify_rank(net, skeleton(net, options.engine), options);
 }
 
-RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram, int threads) {
+RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram) {
   detail::modular_require_prime(gram.prime, "certify_rank_from_gram");
   const Index d = net.num_edges();
   if (gram.rows != d || gram.cols != d || static_cast<Index>(gram.data.size()) != d * d) {
@@ -276,7 +253,7 @@ RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram
   }
   std::sort(cert.kernel_failures.begin(), cert.kernel_failures.end());
   set_upper_bound(net, cert);
-  cert.lower = modular_rank(gram, threads);
+  cert.lower = modular_rank(gram);
   cert.rows_eliminated = d;
   return cert;
 }
@@ -398,16 +375,19 @@ RankCertificate certify_rank_by_path_basis(const Network& net, const RankOptions
 // The exact rank of dPhi(theta)
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+constexpr std::array k_jacobian_rank_method_names{
+    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::none, "none"},
+    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::identity, "identity"},
+    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::elimination, "elimination"}};
+}  // namespace
+
 std::string_view to_string(JacobianRankMethod method) {
-  switch (method) {
-    case JacobianRankMethod::none:
-      return "none";
-    case JacobianRankMethod::identity:
-      return "identity";
-    case JacobianRankMethod::elimination:
-      return "elimination";
-  }
-  return "?";
+  return detail::enum_name(k_jacobian_rank_method_names, method);
+}
+
+JacobianRankMethod parse_jacobian_rank_method(std::string_view name) {
+  return detail::parse_enum(k_jacobian_rank_method_names, name, "Jacobian rank method");
 }
 
 JacobianRankCertificate certify_jacobian_rank(const Network& net, std::span<const double> theta,

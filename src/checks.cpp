@@ -32,15 +32,8 @@ double path_product(std::span<const EdgeId> path, std::span<const double> theta,
 
 std::vector<CheckResult> check_identities(const Network& net, std::span<const double> theta,
                                           const CheckOptions& options) {
-  check_theta_size(net, theta.size());
-  bool has_zero = false;
-  for (std::size_t k = 0; k < theta.size(); ++k) {
-    if (!std::isfinite(theta[k])) {
-      throw std::invalid_argument(fmt::format("theta[{}] (edge {}) is not finite: {}", k,
-                                              net.edge_label(static_cast<EdgeId>(k)), theta[k]));
-    }
-    has_zero = has_zero || theta[k] == 0.0;
-  }
+  check_theta(net, theta);
+  const bool has_zero = std::find(theta.begin(), theta.end(), 0.0) != theta.end();
   const PathSet paths = enumerate_paths(net, options.engine);
   const Buffer<double> phi = path_lifting<double>(net, theta, options.engine);
   const CsrMatrix<double> jac = jacobian<double>(net, theta, options.engine);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "pathlift/error.hpp"
+#include "src/detail/dag_dp.hpp"
 
 namespace pathlift {
 
@@ -64,7 +65,7 @@ double log10_sum(double a, double b) {
 Count operator+(const Count& a, const Count& b) {
   if (a.m_exact && b.m_exact) {
     std::uint64_t sum = 0;
-    if (!__builtin_add_overflow(a.m_value, b.m_value, &sum)) {
+    if (!detail::add_overflows(a.m_value, b.m_value, sum)) {
       return Count(sum);
     }
   }
@@ -83,7 +84,7 @@ Count operator*(const Count& a, const Count& b) {
   }
   if (a.m_exact && b.m_exact) {
     std::uint64_t prod = 0;
-    if (!__builtin_mul_overflow(a.m_value, b.m_value, &prod)) {
+    if (!detail::mul_overflows(a.m_value, b.m_value, prod)) {
       return Count(prod);
     }
   }
@@ -91,46 +92,53 @@ Count operator*(const Count& a, const Count& b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dynamic programming
+// Dynamic programming (dag_dp.hpp, over Count: exact, then log10 beyond 64 bits)
 
 namespace {
 
-/// F(v): partial paths from any input to v, in topological order.
-std::vector<Count> forward_counts(const Network& net) {
-  std::vector<Count> f(static_cast<std::size_t>(net.num_nodes()));
-  for (NodeId v : net.topological_order()) {
-    if (net.is_input(v)) {
-      f[static_cast<std::size_t>(v)] = 1;
-      continue;
-    }
-    Count sum = 0;
-    for (EdgeId e : net.in_edges(v)) {
-      sum += f[static_cast<std::size_t>(net.source(e))];
-    }
-    f[static_cast<std::size_t>(v)] = sum;
+/// Partial-path counts by length: c[k] paths of length lo + k, stored only over the node's
+/// range of lengths (a single length in layered networks). A ring whose extend() shifts the
+/// lengths by one edge and whose sum merges the ranges.
+struct LengthHistograms {
+  struct value_type {
+    int lo = 0;
+    std::vector<Count> c;
+  };
+  [[nodiscard]] static value_type zero() { return {}; }
+  [[nodiscard]] static value_type start(NodeId /*v*/) { return {0, {Count(1)}}; }
+  [[nodiscard]] static value_type extend(EdgeId /*e*/, value_type x) {
+    ++x.lo;
+    return x;
   }
-  return f;
-}
-
-/// G(v) = [v output] + sum_{v -> w} G(w): paths from v to an output (counting v itself).
-std::vector<Count> backward_counts(const Network& net) {
-  std::vector<Count> g(static_cast<std::size_t>(net.num_nodes()));
-  const auto topo = net.topological_order();
-  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-    const NodeId v = *it;
-    Count sum = net.is_output(v) ? 1 : 0;
-    for (EdgeId e : net.out_edges(v)) {
-      sum += g[static_cast<std::size_t>(net.target(e))];
+  static void add(value_type& acc, const value_type& x) {
+    if (x.c.empty()) {
+      return;
     }
-    g[static_cast<std::size_t>(v)] = sum;
+    if (acc.c.empty()) {
+      acc = x;
+      return;
+    }
+    const int lo = std::min(acc.lo, x.lo);
+    const int hi =
+        std::max(acc.lo + static_cast<int>(acc.c.size()), x.lo + static_cast<int>(x.c.size()));
+    if (lo < acc.lo || hi > acc.lo + static_cast<int>(acc.c.size())) {
+      std::vector<Count> merged(static_cast<std::size_t>(hi - lo), Count(0));
+      std::copy(acc.c.begin(), acc.c.end(), merged.begin() + (acc.lo - lo));
+      acc.c = std::move(merged);
+      acc.lo = lo;
+    }
+    for (std::size_t k = 0; k < x.c.size(); ++k) {
+      acc.c[static_cast<std::size_t>(x.lo - acc.lo) + k] += x.c[k];
+    }
   }
-  return g;
-}
+  static void finish(NodeId /*v*/, value_type& /*acc*/) {}
+};
 
 }  // namespace
 
 Count count_paths_total(const Network& net) {
-  const auto f = forward_counts(net);
+  const detail::DagView g(net);
+  const auto f = detail::dag_forward(g, detail::Log10Counts{});
   Count p = 0;
   for (NodeId o : net.outputs()) {
     p += f[static_cast<std::size_t>(o)];
@@ -140,63 +148,37 @@ Count count_paths_total(const Network& net) {
 
 PathCounts count_paths(const Network& net) {
   PathCounts out;
-  const auto f = forward_counts(net);
-  const auto g = backward_counts(net);
+  const detail::DagView g(net);
+  // F(v): partial paths from any input to v; G(v): paths from v to an output (v's own included).
+  const auto f = detail::dag_forward(g, detail::Log10Counts{});
+  const auto g_total = detail::dag_backward(g, detail::Log10Counts{}).total;
   for (NodeId o : net.outputs()) {
     out.per_output.push_back(f[static_cast<std::size_t>(o)]);
     out.paths += f[static_cast<std::size_t>(o)];
   }
   for (NodeId i : net.inputs()) {
-    out.per_input.push_back(g[static_cast<std::size_t>(i)]);
+    out.per_input.push_back(g_total[static_cast<std::size_t>(i)]);
   }
   const auto d = static_cast<std::size_t>(net.num_edges());
   out.per_edge.resize(d);
   for (std::size_t e = 0; e < d; ++e) {
-    const auto ei = static_cast<EdgeId>(e);
     out.per_edge[e] =
-        f[static_cast<std::size_t>(net.source(ei))] * g[static_cast<std::size_t>(net.target(ei))];
+        f[static_cast<std::size_t>(g.src[e])] * g_total[static_cast<std::size_t>(g.dst[e])];
     out.nnz += out.per_edge[e];
   }
 
-  // Length histogram: partial-path counts by length into each node, stored only over the
-  // node's range [shortest, longest] of lengths (a single length in layered networks).
-  const auto m = static_cast<std::size_t>(net.num_nodes());
-  std::vector<int> lo(m, 0), hi(m, 0);
-  std::vector<std::vector<Count>> by_len(m);
-  for (NodeId v : net.topological_order()) {
-    const auto vi = static_cast<std::size_t>(v);
-    if (net.is_input(v)) {
-      by_len[vi] = {Count(1)};
-      continue;
-    }
-    int a = std::numeric_limits<int>::max();
-    int b = 0;
-    for (EdgeId e : net.in_edges(v)) {
-      const auto u = static_cast<std::size_t>(net.source(e));
-      a = std::min(a, lo[u] + 1);
-      b = std::max(b, hi[u] + 1);
-    }
-    lo[vi] = a;
-    hi[vi] = b;
-    auto& counts = by_len[vi];
-    counts.assign(static_cast<std::size_t>(b - a + 1), Count(0));
-    for (EdgeId e : net.in_edges(v)) {
-      const auto u = static_cast<std::size_t>(net.source(e));
-      for (int l = lo[u]; l <= hi[u]; ++l) {
-        counts[static_cast<std::size_t>(l + 1 - a)] +=
-            by_len[u][static_cast<std::size_t>(l - lo[u])];
-      }
-    }
-  }
+  const auto by_length = detail::dag_forward(g, LengthHistograms{});
   for (NodeId o : net.outputs()) {
-    out.max_path_length = std::max(out.max_path_length, hi[static_cast<std::size_t>(o)]);
+    const auto& h = by_length[static_cast<std::size_t>(o)];
+    if (!h.c.empty()) {
+      out.max_path_length = std::max(out.max_path_length, h.lo + static_cast<int>(h.c.size()) - 1);
+    }
   }
   out.length_histogram.assign(static_cast<std::size_t>(out.max_path_length) + 1, Count(0));
   for (NodeId o : net.outputs()) {
-    const auto oi = static_cast<std::size_t>(o);
-    for (int l = lo[oi]; l <= hi[oi]; ++l) {
-      out.length_histogram[static_cast<std::size_t>(l)] +=
-          by_len[oi][static_cast<std::size_t>(l - lo[oi])];
+    const auto& h = by_length[static_cast<std::size_t>(o)];
+    for (std::size_t k = 0; k < h.c.size(); ++k) {
+      out.length_histogram[static_cast<std::size_t>(h.lo) + k] += h.c[k];
     }
   }
   return out;

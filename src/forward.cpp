@@ -15,20 +15,6 @@
 
 namespace pathlift {
 
-namespace detail {
-
-void lin_require_memory(double bytes, std::size_t max_memory, const std::string& what) {
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (!(bytes <= static_cast<double>(limit))) {
-    throw TooLarge(
-        fmt::format("{} needs {} ({:.0f} bytes), over the memory limit of {} "
-                    "(--max-memory)",
-                    what, format_bytes(bytes), bytes, format_bytes(static_cast<double>(limit))));
-  }
-}
-
-}  // namespace detail
-
 namespace {
 
 // Samples per block: a block's columns for the nodes in flight stay in cache.
@@ -45,14 +31,6 @@ std::string data_input_names(const Network& net) {
     names += ", ...";
   }
   return names;
-}
-
-void check_theta_finite(std::span<const double> theta) {
-  for (std::size_t k = 0; k < theta.size(); ++k) {
-    if (!std::isfinite(theta[k])) {
-      throw std::invalid_argument(fmt::format("theta[{}] = {} is not finite", k, theta[k]));
-    }
-  }
 }
 
 }  // namespace
@@ -77,15 +55,14 @@ void check_data(const Network& net, const Eigen::Ref<const Eigen::MatrixXd>& X) 
 
 ForwardResult forward(const Network& net, std::span<const double> theta,
                       const Eigen::Ref<const Eigen::MatrixXd>& X, const EngineOptions& options) {
-  check_theta_size(net, theta.size());
-  check_theta_finite(theta);
+  check_theta(net, theta);
   check_data(net, X);
   const Index n = X.rows();
   const Index m = net.num_nodes();
   const auto q = static_cast<Index>(net.outputs().size());
-  detail::lin_require_memory(
-      static_cast<double>(n) * static_cast<double>(2 * m + q) * sizeof(double), options.max_memory,
-      fmt::format("the forward pass on n = {} samples, m = {} nodes", n, m));
+  require_bytes(static_cast<double>(n) * static_cast<double>(2 * m + q) * sizeof(double),
+                options.max_memory,
+                fmt::format("the forward pass on n = {} samples, m = {} nodes", n, m));
 
   // Column of X feeding each data input node (-1 for other nodes).
   std::vector<Index> data_column(static_cast<std::size_t>(m), -1);
@@ -103,7 +80,7 @@ ForwardResult forward(const Network& net, std::span<const double> theta,
   const auto topo = net.topological_order();
   const Index num_blocks = (n + k_block - 1) / k_block;
 
-  detail::run_team(detail::lin_threads(options), num_blocks > 1, [&] {
+  detail::run_team(resolve_threads(options.threads), num_blocks > 1, [&] {
 #pragma omp for schedule(static)
     for (Index b = 0; b < num_blocks; ++b) {
       const Index r0 = b * k_block;

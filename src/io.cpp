@@ -21,34 +21,26 @@ const char* type_name(const json& j) {
   return j.type_name();
 }
 
-/// Resolves a node reference (a name or a 0-based index); `where` names the key and entry.
-NodeId resolve(const json& ref, const std::unordered_map<std::string, NodeId>& by_name,
-               std::size_t num_nodes, const std::string& where) {
+/// Resolves a node reference (a name or a 0-based index); `where()` names the key and entry
+/// in messages.
+template <class Where>
+NodeId resolve(const json& ref, const NodeNames& nodes, const Where& where) {
   if (ref.is_string()) {
-    const auto& name = ref.get_ref<const std::string&>();
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      throw FormatError(fmt::format("{}: unknown node '{}'", where, name));
-    }
-    return it->second;
+    return nodes.by_name(ref.get_ref<const std::string&>(), where);
+  }
+  // Unsigned first: an index above 2^63 must not read as a negative one.
+  if (ref.is_number_unsigned()) {
+    return nodes.by_index(ref.get<std::uint64_t>(), where);
   }
   if (ref.is_number_integer()) {
-    // Unsigned first: an index above 2^63 must not read as a negative one.
-    const bool in_range = ref.is_number_unsigned() ? ref.get<std::uint64_t>() < num_nodes : false;
-    if (!in_range) {
-      throw FormatError(fmt::format("{}: node index {} is out of range (the network has {} nodes)",
-                                    where, ref.dump(), num_nodes));
-    }
-    return static_cast<NodeId>(ref.get<std::uint64_t>());
+    return nodes.by_index(ref.get<std::int64_t>(), where);
   }
   throw FormatError(fmt::format(
-      "{}: a node reference must be a name (string) or a 0-based index (integer), not {}", where,
+      "{}: a node reference must be a name (string) or a 0-based index (integer), not {}", where(),
       type_name(ref)));
 }
 
-std::vector<NodeId> node_list(const json& doc, const char* key,
-                              const std::unordered_map<std::string, NodeId>& by_name,
-                              std::size_t num_nodes) {
+std::vector<NodeId> node_list(const json& doc, const char* key, const NodeNames& nodes) {
   std::vector<NodeId> out;
   if (!doc.contains(key)) {
     return out;
@@ -59,7 +51,7 @@ std::vector<NodeId> node_list(const json& doc, const char* key,
         fmt::format("\"{}\" must be an array of nodes, not {}", key, type_name(list)));
   }
   for (std::size_t i = 0; i < list.size(); ++i) {
-    out.push_back(resolve(list[i], by_name, num_nodes, fmt::format("\"{}\"[{}]", key, i)));
+    out.push_back(resolve(list[i], nodes, [&] { return fmt::format("\"{}\"[{}]", key, i); }));
   }
   return out;
 }
@@ -140,17 +132,9 @@ Network parse_network(std::string_view json_text) {
     throw FormatError(
         fmt::format("\"nodes\" must be a list of names or a node count, not {}", type_name(nodes)));
   }
-  const std::size_t m = spec.node_names.size();
-
-  // Names are resolved before validation, so a duplicate name is reported here too.
-  std::unordered_map<std::string, NodeId> by_name;
-  for (std::size_t i = 0; i < m; ++i) {
-    auto [it, inserted] = by_name.emplace(spec.node_names[i], static_cast<NodeId>(i));
-    if (!inserted) {
-      throw NetworkError(fmt::format("duplicate node name '{}' (nodes {} and {})",
-                                     spec.node_names[i], it->second, i));
-    }
-  }
+  // Names are indexed before the network is validated, so an empty or duplicate name is
+  // reported here, as Network would.
+  NodeNames node_index(std::move(spec.node_names));
 
   if (!doc.contains("edges")) {
     throw FormatError("missing key \"edges\" (a list of [source, target] pairs)");
@@ -167,8 +151,9 @@ Network parse_network(std::string_view json_text) {
       throw FormatError(fmt::format(
           "\"edges\"[{}]: an edge must be a [source, target] pair, got {}", k, e.dump()));
     }
-    spec.edges.emplace_back(resolve(e[0], by_name, m, fmt::format("\"edges\"[{}][0]", k)),
-                            resolve(e[1], by_name, m, fmt::format("\"edges\"[{}][1]", k)));
+    spec.edges.emplace_back(
+        resolve(e[0], node_index, [k] { return fmt::format("\"edges\"[{}][0]", k); }),
+        resolve(e[1], node_index, [k] { return fmt::format("\"edges\"[{}][1]", k); }));
   }
 
   if (doc.contains("weights") && !doc["weights"].is_null()) {
@@ -187,8 +172,8 @@ Network parse_network(std::string_view json_text) {
     spec.weights = std::move(weights);
   }
 
-  spec.outputs = node_list(doc, "outputs", by_name, m);
-  spec.bias = node_list(doc, "bias", by_name, m);
+  spec.outputs = node_list(doc, "outputs", node_index);
+  spec.bias = node_list(doc, "bias", node_index);
 
   if (doc.contains("activations")) {
     const json& acts = doc["activations"];
@@ -199,10 +184,11 @@ Network parse_network(std::string_view json_text) {
     }
     for (const auto& [key, value] : acts.items()) {
       const std::string where = fmt::format("\"activations\"[\"{}\"]", key);
-      // Keys are names; a key that is not a name but an integer in range is an index.
+      const auto where_fn = [&] { return where; };
+      // Keys are names; a key that is not a name but an integer is an index.
       NodeId v = -1;
-      if (auto it = by_name.find(key); it != by_name.end()) {
-        v = it->second;
+      if (const auto named = node_index.find(key)) {
+        v = *named;
       } else {
         std::size_t used = 0;
         long long i = -1;
@@ -211,14 +197,8 @@ Network parse_network(std::string_view json_text) {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != key.size() || key.empty()) {
-          throw FormatError(fmt::format("{}: unknown node '{}'", where, key));
-        }
-        if (i < 0 || static_cast<std::size_t>(i) >= m) {
-          throw FormatError(fmt::format(
-              "{}: node index {} is out of range (the network has {} nodes)", where, i, m));
-        }
-        v = static_cast<NodeId>(i);
+        v = used == key.size() && !key.empty() ? node_index.by_index(i, where_fn)
+                                               : node_index.by_name(key, where_fn);
       }
       if (!value.is_string()) {
         throw FormatError(
@@ -231,6 +211,7 @@ Network parse_network(std::string_view json_text) {
       }
     }
   }
+  spec.node_names = std::move(node_index).take_names();
   return Network(std::move(spec));
 }
 

@@ -6,6 +6,7 @@
 #include <Spectra/SymEigsSolver.h>
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -17,96 +18,18 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/detail/dp_scaled.hpp"
+#include "src/detail/enum_names.hpp"
+#include "src/detail/json.hpp"
 #include "src/detail/parallel.hpp"
 
 namespace pathlift {
 
 namespace {
 
-using detail::DpGraph;
-
-/// Threads for d x d work: one below 2^16 entries, where starting threads costs more than the
-/// work (the result is the same for any count).
-int parallel_threads(Index d, const EngineOptions& options) {
-  if (d * d < (Index{1} << 16)) {
-    return 1;
-  }
-  return options.threads > 0 ? options.threads : omp_get_max_threads();
-}
-
-/// Calls f(i, j) for every pair i < j < d, in 64 x 64 blocks of the upper triangle shared among
-/// `threads` threads (each pair once): the symmetrisation of a d x d matrix of which exactly
-/// one of (i, j), (j, i) was written.
-template <class F>
-void for_each_upper_pair(Index d, int threads, const F& f) {
-  constexpr Index block = 64;
-  const Index nb = (d + block - 1) / block;
-  detail::run_team(threads, true, [&] {
-#pragma omp for schedule(dynamic, 1)
-    for (Index bi = 0; bi < nb; ++bi) {
-      for (Index bj = bi; bj < nb; ++bj) {
-        for (Index i = bi * block; i < std::min(d, (bi + 1) * block); ++i) {
-          for (Index j = std::max(i + 1, bj * block); j < std::min(d, (bj + 1) * block); ++j) {
-            f(i, j);
-          }
-        }
-      }
-    }
-  });
-}
-
-/// Throws TooLarge when a dense d x d matrix of 8-byte entries exceeds the memory limit.
-void require_dense(Index d, std::size_t max_memory, const char* what) {
-  const std::size_t bytes = dense_bytes(d, d, sizeof(double));
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (bytes > limit) {
-    throw TooLarge(fmt::format(
-        "{} is d x d = {} x {} 8-byte entries: it needs {} ({} bytes), over the memory limit of "
-        "{} (--max-memory); the diagonal, K v and the top eigenvalues need no d x d matrix",
-        what, d, d, format_bytes(static_cast<double>(bytes)), bytes,
-        format_bytes(static_cast<double>(limit))));
-  }
-}
-
-/// Runs body(i) for i in [0, n) on OpenMP threads (dynamic schedule), each thread on its own
-/// copy of `body` (its scratch buffers, allocated by init()); the first exception thrown is
-/// rethrown on the calling thread.
-template <class Body>
-void parallel_for(Index n, int threads, const Body& body) {
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  std::atomic<bool> failed{false};
-  const auto record = [&] {
-    const std::lock_guard<std::mutex> lock(error_mutex);
-    if (!error) {
-      error = std::current_exception();
-    }
-    failed = true;
-  };
-  detail::run_team(threads, true, [&] {
-    // Exceptions must not cross the worksharing loop: each is caught where it is thrown.
-    std::unique_ptr<Body> local;
-    try {
-      local = std::make_unique<Body>(body);
-      local->init();
-    } catch (...) {
-      record();
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (Index i = 0; i < n; ++i) {
-      if (local && !failed) {
-        try {
-          (*local)(i);
-        } catch (...) {
-          record();
-        }
-      }
-    }
-  });
-  if (error) {
-    std::rethrow_exception(error);
-  }
-}
+using detail::DagView;
+using detail::for_each_upper_pair;
+using detail::parallel_for;
+using detail::square_work_threads;
 
 /// A (s = 2) forward sums from the inputs and B (s = 2) backward sums, scaled. During the
 /// backward pass, visit(sums, gm, gk, i0, i1) is called once B(v) = gm 2^gk is final, for the
@@ -118,7 +41,7 @@ struct SquareSums {
 };
 
 template <class Visit>
-SquareSums square_sums(const DpGraph& g, const double* theta, Visit&& visit) {
+SquareSums square_sums(const DagView& g, const double* theta, Visit&& visit) {
   const auto n = static_cast<std::size_t>(g.n);
   SquareSums s;
   s.fm.resize(n);
@@ -141,7 +64,7 @@ SquareSums square_sums(const DpGraph& g, const double* theta, Visit&& visit) {
 /// The diagonal K[e,e] = A(src e) B(dst e) (into out when not null) and the trace.
 ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, double* out) {
   check_theta_size(net, theta.size());
-  const DpGraph g(net);
+  const DagView g(net);
   // Terms with exponent 0 go to plain sums, the others to (trace_m, trace_k). A zero term is
   // an exact zero here (products of normalised mantissas do not underflow).
   double t0 = 0;
@@ -229,7 +152,7 @@ ScaledReal kernel_trace(const Network& net, std::span<const double> theta) {
 // K v
 
 struct KernelOperator::State {
-  DpGraph g;
+  DagView g;
   Buffer<double> a, c, b, e;
   Buffer<std::int64_t> ka, kc, kb, ke;
 
@@ -246,8 +169,7 @@ struct KernelOperator::State {
 
 KernelOperator::KernelOperator(const Network& net, std::span<const double> theta)
     : m_net(&net), m_theta(theta), m_state(std::make_unique<State>(net)) {
-  check_theta_size(net, theta.size());
-  detail::dp_check_finite(m_state->g, "theta", theta.data());
+  check_theta(net, theta);
 }
 
 KernelOperator::KernelOperator(KernelOperator&&) noexcept = default;
@@ -299,11 +221,7 @@ void KernelOperator::apply(const double* v, double* out) const {
 Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
                               std::span<const double> v) {
   const KernelOperator op(net, theta);
-  if (v.size() != static_cast<std::size_t>(net.num_edges())) {
-    throw std::invalid_argument(
-        fmt::format("v has {} entries but the network has {} edges", v.size(), net.num_edges()));
-  }
-  detail::dp_check_finite(net, "v", v.data());
+  check_theta(net, v, "v");
   Eigen::VectorXd out(net.num_edges());
   op.apply(v.data(), out.data());
   return out;
@@ -314,11 +232,12 @@ Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
 
 DenseMatrix kernel(const Network& net, std::span<const double> theta,
                    const EngineOptions& options) {
-  check_theta_size(net, theta.size());
+  check_theta(net, theta);
   const Index d = net.num_edges();
-  require_dense(d, options.max_memory, "the full path kernel K");
-  const DpGraph g(net);
-  detail::dp_check_finite(g, "theta", theta.data());
+  require_dense(d, d, sizeof(double), options.max_memory,
+                "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
+                "matrix)");
+  const DagView g(net);
   const double* th = theta.data();
   const SquareSums sq =
       square_sums(g, th, [](const SquareSums&, double, std::int64_t, Index, Index) {});
@@ -340,7 +259,7 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
   // Row i (edge i into x) gets K[i, j] = theta_i A(src i) * M(x, src j) * tb_j for the edges
   // j after i; K[j, i] is filled from it below by symmetry.
   struct RowBody {
-    const DpGraph* g;
+    const DagView* g;
     const double* th;
     const SquareSums* sq;
     const Buffer<double>* tbm;
@@ -387,7 +306,7 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
     }
   };
   RowBody body{&g, th, &sq, &tbm, &tbk, kd, d, n, {}, {}, {}, {}};
-  const int threads = parallel_threads(d, options);
+  const int threads = square_work_threads(d, options);
   parallel_for(g.n - g.num_inputs, threads, body);
 
   // Symmetrise: exactly one of K[i, j], K[j, i] was written (a DAG orders i and j at most one
@@ -401,170 +320,52 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
 }
 
 // ---------------------------------------------------------------------------------------------
-// B^T B
+// Top eigenvalues
 
 namespace {
 
-/// Counts that saturate at 2^64 - 1 ("does not fit"), never wrap.
-struct CheckedCounts {
-  static constexpr std::uint64_t over = std::numeric_limits<std::uint64_t>::max();
-  [[nodiscard]] static std::uint64_t add(std::uint64_t a, std::uint64_t b) {
-    std::uint64_t r = 0;
-    if (a == over || b == over || __builtin_add_overflow(a, b, &r)) {
-      return over;
-    }
-    return r;
-  }
-  [[nodiscard]] static std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
-    if (a == 0 || b == 0) {
-      return 0;
-    }
-    std::uint64_t r = 0;
-    if (a == over || b == over || __builtin_mul_overflow(a, b, &r)) {
-      return over;
-    }
-    return r;
-  }
-};
+constexpr std::array k_eigen_status_names{
+    detail::EnumName<EigenStatus>{EigenStatus::converged, "converged"},
+    detail::EnumName<EigenStatus>{EigenStatus::not_converged, "not_converged"},
+    detail::EnumName<EigenStatus>{EigenStatus::numerical_issue, "numerical_issue"}};
 
-/// Residues modulo p < 2^63.
-struct ModCounts {
-  std::uint64_t p;
-  [[nodiscard]] std::uint64_t add(std::uint64_t a, std::uint64_t b) const {
-    const std::uint64_t s = a + b;
-    return s >= p ? s - p : s;
-  }
-  [[nodiscard]] std::uint64_t mul(std::uint64_t a, std::uint64_t b) const {
-    __extension__ using u128 = unsigned __int128;
-    return static_cast<std::uint64_t>(static_cast<u128>(a) * b % p);
-  }
-};
-
-/// B^T B in the ring R (checked counts or residues) into out (d x d, row-major, zeroed).
-template <class R>
-void gram_counts(const Network& net, const R& ring, std::uint64_t one, std::uint64_t* out,
-                 const EngineOptions& options) {
-  const DpGraph g(net);
-  const Index d = net.num_edges();
-  const auto n = static_cast<std::size_t>(g.n);
-  // Forward counts A (partial paths input -> v) and backward counts B (paths v -> output).
-  std::vector<std::uint64_t> fa(n, 0), gb(n, 0);
-  for (Index pos = 0; pos < g.n; ++pos) {
-    const NodeId v = g.topo[pos];
-    std::uint64_t s = pos < g.num_inputs ? one : 0;
-    for (Index t = g.in_off[v]; t < g.in_off[v + 1]; ++t) {
-      s = ring.add(s, fa[static_cast<std::size_t>(g.src[g.in_list[t]])]);
-    }
-    fa[static_cast<std::size_t>(v)] = s;
-  }
-  for (Index pos = g.n - 1; pos >= 0; --pos) {
-    const NodeId v = g.topo[pos];
-    std::uint64_t s = g.is_output[static_cast<std::size_t>(v)] != 0 ? one : 0;
-    for (Index t = g.out_off[v]; t < g.out_off[v + 1]; ++t) {
-      s = ring.add(s, gb[static_cast<std::size_t>(g.dst[g.out_list[t]])]);
-    }
-    gb[static_cast<std::size_t>(v)] = s;
-  }
-
-  struct RowBody {
-    const DpGraph* g;
-    const R* ring;
-    std::uint64_t one;
-    const std::vector<std::uint64_t>* fa;
-    const std::vector<std::uint64_t>* gb;
-    std::uint64_t* out;
-    Index d;
-    std::size_t n;
-    std::vector<std::uint64_t> mc, r;
-
-    void init() {
-      mc.assign(n, 0);
-      r.assign(static_cast<std::size_t>(d), 0);
-    }
-    void operator()(Index offset) {
-      const Index pos = g->num_inputs + offset;
-      const NodeId x = g->topo[pos];
-      // M(x, v): partial paths x -> v (nodes before x in topological order get 0).
-      std::fill(mc.begin(), mc.end(), 0);
-      mc[static_cast<std::size_t>(x)] = one;
-      for (Index q = pos + 1; q < g->n; ++q) {
-        const NodeId v = g->topo[q];
-        std::uint64_t s = 0;
-        for (Index t = g->in_off[v]; t < g->in_off[v + 1]; ++t) {
-          s = ring->add(s, mc[static_cast<std::size_t>(g->src[g->in_list[t]])]);
-        }
-        mc[static_cast<std::size_t>(v)] = s;
-      }
-      for (Index j = 0; j < d; ++j) {
-        r[static_cast<std::size_t>(j)] = ring->mul(mc[static_cast<std::size_t>(g->src[j])],
-                                                   (*gb)[static_cast<std::size_t>(g->dst[j])]);
-      }
-      const std::uint64_t bx = (*gb)[static_cast<std::size_t>(x)];
-      for (Index t = g->in_off[x]; t < g->in_off[x + 1]; ++t) {
-        const EdgeId i = g->in_list[t];
-        const std::uint64_t ai = (*fa)[static_cast<std::size_t>(g->src[i])];
-        std::uint64_t* row = out + static_cast<std::size_t>(i) * static_cast<std::size_t>(d);
-        for (Index j = 0; j < d; ++j) {
-          row[j] = ring->mul(ai, r[static_cast<std::size_t>(j)]);
-        }
-        row[i] = ring->mul(ai, bx);
-      }
-    }
-  };
-  RowBody body{&g, &ring, one, &fa, &gb, out, d, n, {}, {}};
-  const int threads = parallel_threads(d, options);
-  parallel_for(g.n - g.num_inputs, threads, body);
-
-  const auto ud = static_cast<std::size_t>(d);
-  for_each_upper_pair(d, threads, [&](Index i, Index j) {
-    const auto ij = static_cast<std::size_t>(i) * ud + static_cast<std::size_t>(j);
-    const auto ji = static_cast<std::size_t>(j) * ud + static_cast<std::size_t>(i);
-    const std::uint64_t s = ring.add(out[ij], out[ji]);
-    out[ij] = s;
-    out[ji] = s;
-  });
-}
+constexpr std::array k_eigen_method_names{
+    detail::EnumName<EigenMethod>{EigenMethod::automatic, "automatic"},
+    detail::EnumName<EigenMethod>{EigenMethod::automatic, "auto"},
+    detail::EnumName<EigenMethod>{EigenMethod::lanczos, "lanczos"},
+    detail::EnumName<EigenMethod>{EigenMethod::dense, "dense"}};
 
 }  // namespace
 
-CountMatrix skeleton_gram(const Network& net, const EngineOptions& options) {
-  const Index d = net.num_edges();
-  require_dense(d, options.max_memory, "B^T B");
-  CountMatrix out = CountMatrix::Zero(d, d);
-  gram_counts(net, CheckedCounts{}, 1, out.data(), options);
-  const std::uint64_t* p = out.data();
-  const auto total = static_cast<std::size_t>(d) * static_cast<std::size_t>(d);
-  const auto* hit = std::find(p, p + total, CheckedCounts::over);
-  if (hit != p + total) {
-    const auto at = static_cast<std::size_t>(hit - p);
-    const auto i = static_cast<EdgeId>(at / static_cast<std::size_t>(d));
-    const auto j = static_cast<EdgeId>(at % static_cast<std::size_t>(d));
-    throw CountOverflow(fmt::format(
-        "B^T B entry ({}, {}) (edges {} and {}): the number of paths through both does not fit "
-        "in 64 bits; skeleton_gram_mod (rank --no-enumerate) works modulo a prime instead",
-        i, j, net.edge_label(i), net.edge_label(j)));
-  }
-  return out;
+std::string_view to_string(EigenStatus status) {
+  return detail::enum_name(k_eigen_status_names, status);
 }
 
-ModMatrix skeleton_gram_mod(const Network& net, std::uint64_t prime, const EngineOptions& options) {
-  if (prime < 2 || prime >= (std::uint64_t{1} << 63)) {
-    throw std::invalid_argument(
-        fmt::format("modulus {} is out of range: B^T B mod p needs a prime 2 <= p < 2^63", prime));
-  }
-  const Index d = net.num_edges();
-  require_dense(d, options.max_memory, "B^T B mod p");
-  ModMatrix m;
-  m.prime = prime;
-  m.rows = d;
-  m.cols = d;
-  m.data.assign(static_cast<std::size_t>(d) * static_cast<std::size_t>(d), 0);
-  gram_counts(net, ModCounts{prime}, 1 % prime, m.data.data(), options);
-  return m;
+EigenStatus parse_eigen_status(std::string_view name) {
+  return detail::parse_enum(k_eigen_status_names, name, "eigenvalue status");
 }
 
-// ---------------------------------------------------------------------------------------------
-// Top eigenvalues
+std::string_view to_string(EigenMethod method) {
+  return detail::enum_name(k_eigen_method_names, method);
+}
+
+EigenMethod parse_eigen_method(std::string_view name) {
+  return detail::parse_enum(k_eigen_method_names, name, "eigenvalue method");
+}
+
+std::string to_json(const KernelEigenvalues& result, int indent) {
+  detail::Json values = detail::Json::array();
+  for (const double x : result.values) {
+    values.push_back(detail::number_or_null(x));
+  }
+  detail::Json j;
+  j["eigenvalues"] = std::move(values);
+  j["status"] = std::string(to_string(result.status));
+  j["method"] = std::string(to_string(result.dense ? EigenMethod::dense : EigenMethod::lanczos));
+  j["products"] = result.products;
+  j["iterations"] = result.iterations;
+  return j.dump(indent);
+}
 
 namespace {
 

@@ -16,14 +16,11 @@
 #include "src/detail/engine.hpp"
 #include "src/detail/parallel.hpp"
 #include "src/detail/sinks.hpp"
+#include "src/detail/theta_check.hpp"
 
 namespace pathlift {
 
 namespace {
-
-int thread_count(const EngineOptions& options) {
-  return options.threads > 0 ? options.threads : omp_get_max_threads();
-}
 
 template <class T>
 void require(const detail::WalkTables& t, Index d, PathObject object, const EngineOptions& options,
@@ -33,32 +30,11 @@ void require(const detail::WalkTables& t, Index d, PathObject object, const Engi
   require_memory(p, nnz, d, estimate_bytes(p, nnz, d, object, sizeof(T)), options.max_memory, what);
 }
 
-/// theta must hold finite numbers: a NaN would silently spread to every path through it.
-template <class T>
-void check_finite(std::span<const T> theta, const Network* net) {
-  for (std::size_t k = 0; k < theta.size(); ++k) {
-    if (!std::isfinite(theta[k])) {
-      throw std::invalid_argument(
-          net != nullptr ? fmt::format("theta[{}] (edge {}) is not finite: {}", k,
-                                       net->edge_label(static_cast<EdgeId>(k)), theta[k])
-                         : fmt::format("theta[{}] is not finite: {}", k, theta[k]));
-    }
-  }
-}
-
-template <class T>
-void check_theta(const Network& net, std::span<const T> theta) {
-  check_theta_size(net, theta.size());
-  check_finite(theta, &net);
-}
-
+/// theta for a path set: d finite numbers (a NaN would silently spread to every path through
+/// it). The path set has no node names, so the message gives the index alone.
 template <class T>
 void check_paths_theta(const PathSet& paths, std::span<const T> theta) {
-  if (theta.size() != static_cast<std::size_t>(paths.num_edges)) {
-    throw std::invalid_argument(fmt::format("theta has {} entries but the network has {} edges",
-                                            theta.size(), paths.num_edges));
-  }
-  check_finite(theta, nullptr);
+  detail::check_parameters(theta, paths.num_edges, nullptr, "theta");
 }
 
 /// One row of dPhi from a path's edges e (walk order): out[k] = (product of the weights
@@ -178,6 +154,22 @@ PATHLIFT_SCALAR_LOOPS Index run_of_length(const Index* __restrict off,
   return p;
 }
 
+/// The longest path length with an unrolled kernel (run_of_length); longer paths take the
+/// run-time loops.
+constexpr int k_max_unrolled = 8;
+
+/// run_of_length<R, n> for the length n of row p when 1 <= n <= k_max_unrolled (p advances to
+/// the end of the run); false for another length. Shorter = 0, 1, ..., k_max_unrolled - 1: the
+/// lengths minus one.
+template <Rows R, class T, int... Shorter>
+bool unrolled_run(std::integer_sequence<int, Shorter...> /*lengths*/, Index n,
+                  const Index* __restrict off, const EdgeId* __restrict edges,
+                  const T* __restrict th, T* __restrict out, Index& p, Index p1) {
+  return (
+      (n == Shorter + 1 && (p = run_of_length<R, Shorter + 1>(off, edges, th, out, p, p1), true)) ||
+      ...);
+}
+
 /// Rows [p0, p1) of a path set: Phi or dPhi values (see Rows). Paths come in runs of equal
 /// length (all the paths of one input of a layered network have the same length), and each run
 /// is computed by a loop with the length known at compile time: the same products in the same
@@ -188,40 +180,16 @@ void path_rows(const Index* __restrict off, const EdgeId* __restrict edges, cons
   Index p = p0;
   while (p < p1) {
     const Index n = off[p + 1] - off[p];
-    switch (n) {
-      case 1:
-        p = run_of_length<R, 1>(off, edges, th, out, p, p1);
-        break;
-      case 2:
-        p = run_of_length<R, 2>(off, edges, th, out, p, p1);
-        break;
-      case 3:
-        p = run_of_length<R, 3>(off, edges, th, out, p, p1);
-        break;
-      case 4:
-        p = run_of_length<R, 4>(off, edges, th, out, p, p1);
-        break;
-      case 5:
-        p = run_of_length<R, 5>(off, edges, th, out, p, p1);
-        break;
-      case 6:
-        p = run_of_length<R, 6>(off, edges, th, out, p, p1);
-        break;
-      case 7:
-        p = run_of_length<R, 7>(off, edges, th, out, p, p1);
-        break;
-      case 8:
-        p = run_of_length<R, 8>(off, edges, th, out, p, p1);
-        break;
-      default:
-        if constexpr (R == Rows::phi) {
-          out[p] = path_product(edges + off[p], th, n);
-        } else {
-          jacobian_row(edges + off[p], th, out + off[p], n);
-        }
-        ++p;
-        break;
+    if (unrolled_run<R, T>(std::make_integer_sequence<int, k_max_unrolled>{}, n, off, edges, th,
+                           out, p, p1)) {
+      continue;
     }
+    if constexpr (R == Rows::phi) {
+      out[p] = path_product(edges + off[p], th, n);
+    } else {
+      jacobian_row(edges + off[p], th, out + off[p], n);
+    }
+    ++p;
   }
 }
 
@@ -270,10 +238,11 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
   T* out = phi.data();
-  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
-    const auto [first, last] = team_share(off, np);
-    path_rows<Rows::phi, T>(off, edges, theta.data(), out, first, last);
-  });
+  detail::run_team(resolve_threads(options.threads), paths.nnz() >= detail::k_parallel_min_entries,
+                   [&] {
+                     const auto [first, last] = team_share(off, np);
+                     path_rows<Rows::phi, T>(off, edges, theta.data(), out, first, last);
+                   });
   return phi;
 }
 
@@ -290,12 +259,13 @@ CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
   const Index np = paths.size();
   const Index* off = paths.offsets->data();
   EdgeId* c = cols->data();
-  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
+  detail::run_team(resolve_threads(options.threads), paths.nnz() >= detail::k_parallel_min_entries,
+                   [&] {
 #pragma omp for schedule(static)
-    for (Index p = 0; p < np; ++p) {
-      detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
-    }
-  });
+                     for (Index p = 0; p < np; ++p) {
+                       detail::sort_row<double>(c + off[p], nullptr, off[p + 1] - off[p]);
+                     }
+                   });
   b.col_indices = std::move(cols);
   return b;
 }
@@ -362,17 +332,18 @@ CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
   const EdgeId* walk = paths.edges->data();
   T* val = j.values.data();
   const bool sorted = paths.walk_order_sorted;
-  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
-    const auto [first, last] = team_share(off, np);
-    path_rows<Rows::jacobian, T>(off, walk, theta.data(), val, first, last);
-    if (!sorted) {  // rows in column order, values carried along
-      std::vector<EdgeId> cols;
-      for (Index p = first; p < last; ++p) {
-        cols.assign(walk + off[p], walk + off[p + 1]);
-        detail::sort_row(cols.data(), val + off[p], off[p + 1] - off[p]);
-      }
-    }
-  });
+  detail::run_team(resolve_threads(options.threads), paths.nnz() >= detail::k_parallel_min_entries,
+                   [&] {
+                     const auto [first, last] = team_share(off, np);
+                     path_rows<Rows::jacobian, T>(off, walk, theta.data(), val, first, last);
+                     if (!sorted) {  // rows in column order, values carried along
+                       std::vector<EdgeId> cols;
+                       for (Index p = first; p < last; ++p) {
+                         cols.assign(walk + off[p], walk + off[p + 1]);
+                         detail::sort_row(cols.data(), val + off[p], off[p + 1] - off[p]);
+                       }
+                     }
+                   });
   return j;
 }
 
@@ -391,15 +362,16 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   const Index* off = j.pattern.row_offsets->data();
   const EdgeId* cols = j.pattern.col_indices->data();
   T* val = j.values.data();
-  detail::run_team(thread_count(options), paths.nnz() >= detail::k_parallel_min_entries, [&] {
+  detail::run_team(resolve_threads(options.threads), paths.nnz() >= detail::k_parallel_min_entries,
+                   [&] {
 #pragma omp for schedule(static)
-    for (Index p = 0; p < np; ++p) {
-      const T f = phi[static_cast<std::size_t>(p)];
-      for (Index k = off[p]; k < off[p + 1]; ++k) {
-        val[k] = f * (T(1) / theta[static_cast<std::size_t>(cols[k])]);
-      }
-    }
-  });
+                     for (Index p = 0; p < np; ++p) {
+                       const T f = phi[static_cast<std::size_t>(p)];
+                       for (Index k = off[p]; k < off[p + 1]; ++k) {
+                         val[k] = f * (T(1) / theta[static_cast<std::size_t>(cols[k])]);
+                       }
+                     }
+                   });
   return j;
 }
 
@@ -409,20 +381,14 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian
   check_paths_theta(paths, theta);
   const Index np = paths.size();
   const Index d = paths.num_edges;
-  const std::size_t bytes = dense_bytes(np, d, sizeof(T));
-  const std::size_t limit = effective_max_memory(options.max_memory);
-  if (bytes > limit) {
-    throw TooLarge(fmt::format(
-        "the dense Jacobian needs {} ({} bytes) for P = {} paths x d = {} (nnz = {}), over the "
-        "memory limit of {} (--max-memory)",
-        format_bytes(static_cast<double>(bytes)), bytes, np, d, paths.nnz(),
-        format_bytes(static_cast<double>(limit))));
-  }
+  require_dense(
+      np, d, sizeof(T), options.max_memory,
+      fmt::format("the dense Jacobian dPhi (P = {} paths, d = {}, nnz = {})", np, d, paths.nnz()));
   Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out(np, d);
   const Index* off = paths.offsets->data();
   const EdgeId* walk = paths.edges->data();
   T* base = out.data();
-  detail::run_team(thread_count(options), np * d >= detail::k_parallel_min_entries, [&] {
+  detail::run_team(resolve_threads(options.threads), np * d >= detail::k_parallel_min_entries, [&] {
     std::vector<T> pre;
 #pragma omp for schedule(static)
     for (Index p = 0; p < np; ++p) {

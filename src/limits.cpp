@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "pathlift/error.hpp"
+#include "src/detail/enum_names.hpp"
 
 namespace pathlift {
 
@@ -77,19 +79,59 @@ std::size_t estimate_bytes(const Count& paths, const Count& nnz_count, Index d, 
   return static_cast<std::size_t>(bytes);
 }
 
+void require_bytes(double bytes, std::size_t max_memory, std::string_view what) {
+  const std::size_t limit = effective_max_memory(max_memory);
+  if (!(bytes <= static_cast<double>(limit))) {
+    throw TooLarge(fmt::format("{} needs {} ({:.0f} bytes), over the memory limit of {}", what,
+                               format_bytes(bytes), bytes,
+                               format_bytes(static_cast<double>(limit))));
+  }
+}
+
+void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory,
+                   std::string_view what) {
+  const double bytes =
+      static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(scalar_size);
+  require_bytes(
+      bytes, max_memory,
+      fmt::format("{} (a dense {} x {} matrix of {}-byte entries)", what, rows, cols, scalar_size));
+}
+
+namespace {
+
+constexpr std::array k_path_object_names{
+    detail::EnumName<PathObject>{PathObject::path_set, "path_set"},
+    detail::EnumName<PathObject>{PathObject::path_set, "paths"},
+    detail::EnumName<PathObject>{PathObject::path_lifting, "path_lifting"},
+    detail::EnumName<PathObject>{PathObject::path_lifting, "phi"},
+    detail::EnumName<PathObject>{PathObject::skeleton, "skeleton"},
+    detail::EnumName<PathObject>{PathObject::jacobian, "jacobian"},
+    detail::EnumName<PathObject>{PathObject::dense_jacobian, "dense_jacobian"}};
+
+}  // namespace
+
+std::string_view to_string(PathObject object) {
+  return detail::enum_name(k_path_object_names, object);
+}
+
+PathObject parse_path_object(std::string_view name) {
+  return detail::parse_enum(k_path_object_names, name, "path object");
+}
+
 void require_memory(const Count& paths, const Count& nnz, Index d, std::size_t bytes,
                     std::size_t max_memory, const std::string& what) {
   const std::size_t limit = effective_max_memory(max_memory);
   if (!paths.exact() || !nnz.exact()) {
-    throw TooLarge(fmt::format(
-        "{}: P = {} paths (nnz = {}) does not fit in 64 bits; nothing can be enumerated "
-        "(path-free quantities are computed by `pathlift norm`, `kernel`, `rank --no-enumerate`)",
-        what, paths.to_string(), nnz.to_string()));
+    throw TooLarge(
+        fmt::format(
+            "{}: P = {} paths (nnz = {}) does not fit in 64 bits; nothing can be enumerated "
+            "(the path-free computations need no enumeration: norms, the kernel, the rank by DP)",
+            what, paths.to_string(), nnz.to_string()),
+        TooLarge::Reason::too_many_paths);
   }
   if (bytes > limit) {
     throw TooLarge(fmt::format(
-        "{} needs {} ({} bytes) for P = {} paths, nnz = {}, d = {}, over the memory limit of {} "
-        "(--max-memory)",
+        "{} needs {} ({} bytes) for P = {} paths, nnz = {}, d = {}, over the memory limit of {}",
         what, format_bytes(static_cast<double>(bytes)), bytes, paths.to_string(), nnz.to_string(),
         d, format_bytes(static_cast<double>(limit))));
   }

@@ -148,7 +148,7 @@ Index modular_rank(const CsrPattern& pattern, const ModularRankOptions& options)
       .rank;
 }
 
-Index modular_rank(const ModMatrix& m, int /*threads*/) {
+Index modular_rank(const ModMatrix& m) {
   detail::modular_require_prime(m.prime, "modular rank of a dense matrix");
   if (m.rows < 0 || m.cols < 0 || static_cast<Index>(m.data.size()) != m.rows * m.cols) {
     throw std::invalid_argument(

@@ -89,7 +89,7 @@ ScaledReal scaled_sum(const std::vector<ScaledReal>& xs) {
 }
 
 template <class W>
-void norm_passes(const detail::DpGraph& g, const double* theta, const W& w, PathNormDetail parts,
+void norm_passes(const detail::DagView& g, const double* theta, const W& w, PathNormDetail parts,
                  Buffer<double>& m, Buffer<std::int64_t>& k, PathNorm& out) {
   const Network& net = *g.net;
   for (Index pos = 0; pos < g.num_inputs; ++pos) {
@@ -128,7 +128,7 @@ PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
     throw std::invalid_argument(
         fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
   }
-  const detail::DpGraph g(net);
+  const detail::DagView g(net);
   const auto n = static_cast<std::size_t>(net.num_nodes());
   Buffer<double> m(n);
   Buffer<std::int64_t> k(n);
@@ -136,7 +136,7 @@ PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
   out.s = s;
   if (s == 0) {
     // Weights are not used at s = 0, so the passes would not meet a NaN: check them here.
-    detail::dp_check_finite(g, "theta", theta.data());
+    check_theta(net, theta);
     norm_passes(g, theta.data(), detail::DpPow0{}, parts, m, k, out);
   } else if (s == 1) {
     norm_passes(g, theta.data(), detail::DpPow1{}, parts, m, k, out);

@@ -1,6 +1,5 @@
 #include "pathlift/numerical_rank.hpp"
 
-#include <fmt/format.h>
 #include <lapacke.h>
 
 #include <Eigen/Dense>
@@ -9,33 +8,42 @@
 #include <limits>
 #include <stdexcept>
 
-#include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
+#include "src/detail/enum_names.hpp"
 
 namespace pathlift {
 
+namespace {
+// The first name of each value is the one to_string gives; the others are the CLI's and
+// Python's spellings.
+constexpr std::array k_numerical_method_names{
+    detail::EnumName<NumericalRankMethod>{NumericalRankMethod::automatic, "automatic"},
+    detail::EnumName<NumericalRankMethod>{NumericalRankMethod::automatic, "auto"},
+    detail::EnumName<NumericalRankMethod>{NumericalRankMethod::svd, "svd"},
+    detail::EnumName<NumericalRankMethod>{NumericalRankMethod::gram_eigenvalues,
+                                          "gram_eigenvalues"},
+    detail::EnumName<NumericalRankMethod>{NumericalRankMethod::gram_eigenvalues, "eig"}};
+
+constexpr std::array k_numerical_status_names{
+    detail::EnumName<NumericalRankStatus>{NumericalRankStatus::conclusive, "conclusive"},
+    detail::EnumName<NumericalRankStatus>{NumericalRankStatus::inconclusive, "inconclusive"},
+    detail::EnumName<NumericalRankStatus>{NumericalRankStatus::failed, "failed"}};
+}  // namespace
+
 std::string_view to_string(NumericalRankMethod method) {
-  switch (method) {
-    case NumericalRankMethod::automatic:
-      return "automatic";
-    case NumericalRankMethod::svd:
-      return "svd";
-    case NumericalRankMethod::gram_eigenvalues:
-      return "gram_eigenvalues";
-  }
-  return "?";
+  return detail::enum_name(k_numerical_method_names, method);
 }
 
 std::string_view to_string(NumericalRankStatus status) {
-  switch (status) {
-    case NumericalRankStatus::conclusive:
-      return "conclusive";
-    case NumericalRankStatus::inconclusive:
-      return "inconclusive";
-    case NumericalRankStatus::failed:
-      return "failed";
-  }
-  return "?";
+  return detail::enum_name(k_numerical_status_names, status);
+}
+
+NumericalRankMethod parse_numerical_rank_method(std::string_view name) {
+  return detail::parse_enum(k_numerical_method_names, name, "numerical rank method");
+}
+
+NumericalRankStatus parse_numerical_rank_status(std::string_view name) {
+  return detail::parse_enum(k_numerical_status_names, name, "numerical rank status");
 }
 
 double NumericalRank::sigma(Index k) const {
@@ -90,16 +98,6 @@ void classify(NumericalRank& nr, double min_gap) {
       nr.gap < min_gap ? NumericalRankStatus::inconclusive : NumericalRankStatus::conclusive;
 }
 
-void require_dense(Index rows, Index cols, std::size_t max_memory, const char* what) {
-  const double bytes = static_cast<double>(rows) * static_cast<double>(cols) * sizeof(double);
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (bytes > static_cast<double>(limit)) {
-    throw TooLarge(fmt::format("{} needs a dense {} x {} matrix ({}), over the limit of {}", what,
-                               rows, cols, format_bytes(bytes),
-                               format_bytes(static_cast<double>(limit))));
-  }
-}
-
 /// Singular values of a dense column-major matrix by LAPACK's dgesvd (no vectors: bidiagonal
 /// QR iteration, dbdsqr), overwriting `a`. NaN when LAPACK reports a failure.
 std::vector<double> lapack_singular_values(Eigen::MatrixXd& a) {
@@ -147,8 +145,8 @@ NumericalRank numerical_rank(const CsrMatrix<double>& j, const NumericalRankOpti
     return nr;
   }
   if (nr.method == NumericalRankMethod::svd) {
-    require_dense(p, d, options.max_memory, "the SVD of dPhi");
-    Eigen::MatrixXd a = to_dense(j, options.max_memory);
+    require_dense(p, d, sizeof(double), options.engine.max_memory, "the SVD of dPhi");
+    Eigen::MatrixXd a = to_dense(j, options.engine.max_memory);
     if (p > 2 * d) {
       // A tall matrix has the singular values of its d x d factor R (A = QR): cheaper SVD.
       Eigen::HouseholderQR<Eigen::Ref<Eigen::MatrixXd>> qr(a);
@@ -158,7 +156,7 @@ NumericalRank numerical_rank(const CsrMatrix<double>& j, const NumericalRankOpti
     const double smax = nr.singular_values.front();
     nr.tolerance = options.tolerance > 0 ? options.tolerance : size * eps * smax;
   } else {
-    require_dense(d, d, options.max_memory, "dPhi^T dPhi");
+    require_dense(d, d, sizeof(double), options.engine.max_memory, "dPhi^T dPhi");
     Eigen::MatrixXd k = Eigen::MatrixXd::Zero(d, d);
     const auto offsets = j.pattern.offsets();
     const auto cols = j.pattern.indices();

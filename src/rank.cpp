@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 
@@ -15,30 +15,34 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/paths.hpp"
+#include "src/detail/enum_names.hpp"
+#include "src/detail/json.hpp"
 #include "src/detail/phase_progress.hpp"
 
 namespace pathlift {
 
+namespace {
+
+using detail::EnumName;
+
+constexpr std::array k_status_names{
+    EnumName<RankStatus>{RankStatus::verified, "verified"},
+    EnumName<RankStatus>{RankStatus::theta_in_null_set, "theta_in_null_set"},
+    EnumName<RankStatus>{RankStatus::rank_J_inconclusive, "rank_J_inconclusive"},
+    EnumName<RankStatus>{RankStatus::rank_J_not_computed, "rank_J_not_computed"},
+    EnumName<RankStatus>{RankStatus::rank_B_uncertified, "rank_B_uncertified"},
+    EnumName<RankStatus>{RankStatus::theorem_fails, "theorem_fails"},
+    EnumName<RankStatus>{RankStatus::ill_conditioned, "ill_conditioned"},
+    EnumName<RankStatus>{RankStatus::numerical_failure, "numerical_failure"}};
+
+}  // namespace
+
 std::string_view to_string(RankStatus status) {
-  switch (status) {
-    case RankStatus::verified:
-      return "verified";
-    case RankStatus::theta_in_null_set:
-      return "theta_in_null_set";
-    case RankStatus::rank_J_inconclusive:
-      return "rank_J_inconclusive";
-    case RankStatus::rank_J_not_computed:
-      return "rank_J_not_computed";
-    case RankStatus::rank_B_uncertified:
-      return "rank_B_uncertified";
-    case RankStatus::theorem_fails:
-      return "theorem_fails";
-    case RankStatus::ill_conditioned:
-      return "ill_conditioned";
-    case RankStatus::numerical_failure:
-      return "numerical_failure";
-  }
-  return "?";
+  return detail::enum_name(k_status_names, status);
+}
+
+RankStatus parse_rank_status(std::string_view name) {
+  return detail::parse_enum(k_status_names, name, "rank status");
 }
 
 bool is_failure(RankStatus status) {
@@ -254,7 +258,7 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
       if (options.progress) {
         options.progress("eliminating B^T B mod p", -1.0);
       }
-      cert = certify_rank_from_gram(net, gram, options.engine.threads);
+      cert = certify_rank_from_gram(net, gram);
       if (options.progress) {
         options.progress("eliminating B^T B mod p", 1.0);
       }
@@ -272,15 +276,15 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
         why_path_free);
     return rep;
   }
-  check_theta_size(net, theta.size());
+  check_theta(net, theta);
   const PathSet paths = enumerate_paths(net, engine_for(options, "enumerating paths"));
   const CsrPattern b = skeleton(paths, options.engine);
   const RankCertificate cert = certify_rank(net, b, options);
   const JacobianRankCertificate exact = certify_jacobian_rank(net, theta, cert, &b, options);
 
   NumericalRankOptions nopt = numerical;
-  if (nopt.max_memory == 0) {
-    nopt.max_memory = options.engine.max_memory;
+  if (nopt.engine.max_memory == 0) {
+    nopt.engine.max_memory = options.engine.max_memory;
   }
   std::optional<NumericalRank> rank_j;
   std::string note;
@@ -317,20 +321,9 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
   return rep;
 }
 
-namespace {
-
-nlohmann::ordered_json number_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
-}
-
-template <class T>
-nlohmann::ordered_json optional_json(const std::optional<T>& x) {
-  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
-}
-
-}  // namespace
-
 std::string to_json(const RankReport& rep, int indent) {
+  using detail::number_or_null;
+  using detail::optional_json;
   const RankCertificate& c = rep.rank_B;
   nlohmann::ordered_json j;
   j["d"] = rep.d;

@@ -1,10 +1,8 @@
 #include "pathlift/sparse.hpp"
 
-#include <fmt/format.h>
-
 #include <limits>
+#include <string_view>
 
-#include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 
 namespace pathlift {
@@ -20,51 +18,39 @@ std::size_t dense_bytes(Index rows, Index cols, std::size_t scalar_size) {
 
 namespace {
 
-void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory) {
-  const std::size_t bytes = dense_bytes(rows, cols, scalar_size);
-  const std::size_t limit = effective_max_memory(max_memory);
-  if (bytes > limit) {
-    throw TooLarge(fmt::format(
-        "a dense {} x {} matrix needs {} ({} bytes), over the memory limit of {} (--max-memory)",
-        rows, cols, format_bytes(static_cast<double>(bytes)), bytes,
-        format_bytes(static_cast<double>(limit))));
+template <class T>
+using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The dense form of `pattern` with value(k) at stored entry k, refused over the limit.
+template <class T, class Value>
+Dense<T> densify(const CsrPattern& pattern, std::size_t max_memory, std::string_view what,
+                 const Value& value) {
+  require_dense(pattern.rows, pattern.cols, sizeof(T), max_memory, what);
+  Dense<T> out = Dense<T>::Zero(pattern.rows, pattern.cols);
+  const auto off = pattern.offsets();
+  const auto idx = pattern.indices();
+  for (Index r = 0; r < pattern.rows; ++r) {
+    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
+         ++k) {
+      out(r, idx[static_cast<std::size_t>(k)]) = value(static_cast<std::size_t>(k));
+    }
   }
+  return out;
 }
 
 }  // namespace
 
 Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(
     const CsrPattern& pattern, std::size_t max_memory) {
-  require_dense(pattern.rows, pattern.cols, sizeof(double), max_memory);
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out =
-      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(pattern.rows,
-                                                                                   pattern.cols);
-  const auto off = pattern.offsets();
-  const auto idx = pattern.indices();
-  for (Index r = 0; r < pattern.rows; ++r) {
-    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
-         ++k) {
-      out(r, idx[static_cast<std::size_t>(k)]) = 1.0;
-    }
-  }
-  return out;
+  return densify<double>(pattern, max_memory, "the dense 0/1 copy of a sparsity pattern",
+                         [](std::size_t) { return 1.0; });
 }
 
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(const CsrMatrix<T>& m,
                                                                            std::size_t max_memory) {
-  require_dense(m.rows(), m.cols(), sizeof(T), max_memory);
-  Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out =
-      Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(m.rows(), m.cols());
-  const auto off = m.pattern.offsets();
-  const auto idx = m.pattern.indices();
-  for (Index r = 0; r < m.rows(); ++r) {
-    for (Index k = off[static_cast<std::size_t>(r)]; k < off[static_cast<std::size_t>(r) + 1];
-         ++k) {
-      out(r, idx[static_cast<std::size_t>(k)]) = m.values[static_cast<std::size_t>(k)];
-    }
-  }
-  return out;
+  return densify<T>(m.pattern, max_memory, "the dense copy of a sparse matrix",
+                    [&](std::size_t k) { return m.values[k]; });
 }
 
 template <class T>

@@ -1,6 +1,6 @@
 // Built-in networks (issue 2, item 5): the paper's three examples, feed-forward networks in
-// PyTorch parameter order with MATH.md's P, d, h, builtin_network() names, random DAGs, the
-// reproducible normal weights, and parse_layer_sizes.
+// PyTorch parameter order with the P, d, h of docs/conventions.md#feed-forward, builtin_network()
+// names, random DAGs, the reproducible normal weights, and parse_layer_sizes.
 
 #include "pathlift/builtins.hpp"
 
@@ -17,38 +17,17 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "reference.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
 
 using Names = std::vector<std::string>;
+using testing::contains;
+using testing::error_of;
+using testing::expect_same_network;
+using testing::names_of;
 using EdgeLists = std::vector<std::vector<EdgeId>>;
-
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
-
-Names names_of(const Network& net, std::span<const NodeId> ids) {
-  Names out;
-  for (NodeId v : ids) {
-    out.push_back(net.node_name(v));
-  }
-  return out;
-}
 
 /// The paths of the brute-force reference, as edge lists in canonical order.
 EdgeLists ref_edge_lists(const Network& net) {
@@ -140,7 +119,8 @@ std::vector<FfShape> ff_grid() {
   return out;
 }
 
-// MATH.md: with biases P = q (r prod_l w_l + sum_{l=1..L} prod_{k>=l} w_k + 1).
+// docs/conventions.md#feed-forward: with biases
+// P = q (r prod_l w_l + sum_{l=1..L} prod_{k>=l} w_k + 1).
 // Without biases only the paths from the r inputs are left: P = q r prod_l w_l.
 std::uint64_t ff_paths(const FfShape& s, bool bias) {
   std::uint64_t prod = 1;
@@ -279,27 +259,16 @@ TEST(FeedForward, Errors) {
 // ---------------------------------------------------------------------------------------------
 // builtin_network()
 
-void expect_same_spec(const Network& a, const Network& b) {
-  const NetworkSpec sa = a.spec();
-  const NetworkSpec sb = b.spec();
-  EXPECT_EQ(sa.node_names, sb.node_names);
-  EXPECT_EQ(sa.edges, sb.edges);
-  EXPECT_EQ(sa.outputs, sb.outputs);
-  EXPECT_EQ(sa.bias, sb.bias);
-  EXPECT_EQ(sa.activations, sb.activations);
-  EXPECT_EQ(sa.weights, sb.weights);
-}
-
 TEST(BuiltinNetwork, Names) {
-  expect_same_spec(builtin_network("fig1"), fig1());
-  expect_same_spec(builtin_network("sketch-h0"), sketch_h0());
-  expect_same_spec(builtin_network("sketch-h1"), sketch_h1());
-  expect_same_spec(builtin_network("ff:5,64,64,64,2"), feed_forward(5, {64, 64, 64}, 2, true));
-  expect_same_spec(builtin_network("ff:3,2"), feed_forward(3, {}, 2, true));
-  expect_same_spec(builtin_network("ff-nobias:4,3,2,1"), feed_forward(4, {3, 2}, 1, false));
-  expect_same_spec(builtin_network("random-dag:12,0.3,7"), random_dag(12, 0.3, 7));
-  expect_same_spec(builtin_network("random-dag:5,1,18446744073709551615"),
-                   random_dag(5, 1.0, 18446744073709551615ULL));
+  expect_same_network(builtin_network("fig1"), fig1());
+  expect_same_network(builtin_network("sketch-h0"), sketch_h0());
+  expect_same_network(builtin_network("sketch-h1"), sketch_h1());
+  expect_same_network(builtin_network("ff:5,64,64,64,2"), feed_forward(5, {64, 64, 64}, 2, true));
+  expect_same_network(builtin_network("ff:3,2"), feed_forward(3, {}, 2, true));
+  expect_same_network(builtin_network("ff-nobias:4,3,2,1"), feed_forward(4, {3, 2}, 1, false));
+  expect_same_network(builtin_network("random-dag:12,0.3,7"), random_dag(12, 0.3, 7));
+  expect_same_network(builtin_network("random-dag:5,1,18446744073709551615"),
+                      random_dag(5, 1.0, 18446744073709551615ULL));
   const auto names = builtin_network_names();
   for (const char* n : {"fig1", "sketch-h0", "sketch-h1", "ff:r,w1,...,wL,q",
                         "ff-nobias:r,w1,...,wL,q", "random-dag:m,p,seed"}) {

@@ -185,10 +185,10 @@ TEST(CountPaths, DesignatedOutputsCountEveryPrefix) {
 // ---------------------------------------------------------------------------------------------
 // Feed-forward closed forms
 
-// With biases (MATH.md): P = q (r W_1 + sum_{l=1..L} W_l + 1), W_l = prod_{k>=l} w_k; a path
-// from x_i has length L + 1, from bias b_l (l = 1..L+1) length L + 2 - l. So
-// nnz = q ((L + 1) r W_1 + sum_{l=1..L} (L + 2 - l) W_l + 1). Without biases P = q r W_1 and
-// nnz = (L + 1) P.
+// With biases (docs/conventions.md#feed-forward): P = q (r W_1 + sum_{l=1..L} W_l + 1),
+// W_l = prod_{k>=l} w_k; a path from x_i has length L + 1, from bias b_l (l = 1..L+1) length
+// L + 2 - l. So nnz = q ((L + 1) r W_1 + sum_{l=1..L} (L + 2 - l) W_l + 1). Without biases
+// P = q r W_1 and nnz = (L + 1) P.
 struct FfCounts {
   std::uint64_t paths;
   std::uint64_t nnz;

@@ -1,6 +1,6 @@
-// The forward pass and the activation pattern against the definition (MATH.md): a scalar,
-// per-sample recursion over the edge list, by hand on fig1, and matrix products on
-// feed-forward networks in PyTorch parameter order.
+// The forward pass and the activation pattern against the definition (docs/conventions.md#forward):
+// a scalar, per-sample recursion over the edge list (testing::ref_forward), by hand on fig1, and
+// matrix products on feed-forward networks in PyTorch parameter order.
 
 #include "pathlift/forward.hpp"
 
@@ -14,98 +14,16 @@
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
 #include "reference.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
 
 using testing::close;
-
-// ---------------------------------------------------------------------------------------------
-// Reference: v(input) = x (bias 1), v(n) = act_n(sum over all edges e with target n, by
-// increasing index, of theta_e v(source e)), memoised recursion. Nothing of the library but
-// the network's accessors.
-
-double ref_negative_slope(const Activation& act) {
-  return act.kind == ActivationKind::identity ? 1.0 : act.negative_slope;
-}
-
-struct RefSample {
-  std::vector<double> pre;
-  std::vector<double> value;
-};
-
-double ref_value(const Network& net, const std::vector<double>& theta, const double* x, NodeId v,
-                 RefSample& s, std::vector<char>& done) {
-  const auto vi = static_cast<std::size_t>(v);
-  if (done[vi] != 0) {
-    return s.value[vi];
-  }
-  double pre = 0;
-  if (net.is_input(v)) {
-    pre = 1.0;
-    const auto inputs = net.data_inputs();
-    for (std::size_t c = 0; c < inputs.size(); ++c) {
-      if (inputs[c] == v) {
-        pre = x[c];
-      }
-    }
-    s.pre[vi] = pre;
-    s.value[vi] = pre;
-  } else {
-    for (EdgeId e = 0; e < net.num_edges(); ++e) {
-      if (net.target(e) == v) {
-        pre +=
-            theta[static_cast<std::size_t>(e)] * ref_value(net, theta, x, net.source(e), s, done);
-      }
-    }
-    s.pre[vi] = pre;
-    const double a = ref_negative_slope(net.activation(v));
-    s.value[vi] = pre > 0 ? pre : a * pre;
-  }
-  done[vi] = 1;
-  return s.value[vi];
-}
-
-RefSample ref_forward(const Network& net, const std::vector<double>& theta, const double* x) {
-  const auto m = static_cast<std::size_t>(net.num_nodes());
-  RefSample s{std::vector<double>(m), std::vector<double>(m)};
-  std::vector<char> done(m, 0);
-  for (NodeId v = 0; v < net.num_nodes(); ++v) {
-    ref_value(net, theta, x, v, s, done);
-  }
-  return s;
-}
-
-/// A copy of `net` whose non-input nodes get random activations (ReLU, identity, leaky ReLU
-/// with a random slope), outputs included.
-Network with_random_activations(const Network& net, std::uint64_t seed) {
-  NetworkSpec spec = net.spec();
-  spec.activations.clear();
-  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
-  const auto next = [&state] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
-  for (NodeId v = 0; v < net.num_nodes(); ++v) {
-    if (net.is_input(v)) {
-      continue;
-    }
-    switch (next() % 4) {
-      case 0:
-        spec.activations.emplace_back(v, Activation::identity());
-        break;
-      case 1:
-        spec.activations.emplace_back(
-            v, Activation::leaky_relu(static_cast<double>(next() % 1000) / 1000.0 - 0.3));
-        break;
-      default:
-        spec.activations.emplace_back(v, Activation::relu());
-    }
-  }
-  return Network(std::move(spec));
-}
+using testing::ref_forward;
+using testing::ref_negative_slope;
+using testing::RefSample;
+using testing::with_random_activations;
 
 Eigen::MatrixXd row_of(const Eigen::MatrixXd& X, Index i) {
   return X.row(i);
@@ -190,7 +108,7 @@ TEST(Forward, MatchesReferenceOnRandomDags) {
             << "seed " << seed << " sample " << i << " node " << net.node_name(v);
         ASSERT_TRUE(close(fw.values(i, v), ref.value[vi], 1e-12))
             << "seed " << seed << " sample " << i << " node " << net.node_name(v);
-        const double a = net.is_input(v) ? 1.0 : ref_negative_slope(net.activation(v));
+        const double a = ref_negative_slope(net, v);
         ASSERT_EQ(pat.slopes(i, v), fw.pre_activations(i, v) > 0 ? 1.0 : a);
         if (!net.is_input(v) && a != 1.0) {
           margin = std::min(margin, std::abs(fw.pre_activations(i, v)));
@@ -310,12 +228,8 @@ TEST(Forward, ThreadCountDoesNotChangeResults) {
   const Network net = feed_forward(4, {16, 16}, 3);
   const std::vector<double> theta = normal_weights(net.num_edges(), 1);
   const Eigen::MatrixXd X = random_data(net, 3000, 2);
-  EngineOptions one;
-  one.threads = 1;
-  EngineOptions many;
-  many.threads = 4;
-  const ForwardResult a = forward(net, theta, X, one);
-  const ForwardResult b = forward(net, theta, X, many);
+  const ForwardResult a = forward(net, theta, X, testing::with_threads(1));
+  const ForwardResult b = forward(net, theta, X, testing::with_threads(4));
   EXPECT_TRUE(a.values == b.values);
   EXPECT_TRUE(a.pre_activations == b.pre_activations);
   EXPECT_TRUE(a.outputs == b.outputs);

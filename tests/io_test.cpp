@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -19,30 +18,17 @@
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "reference.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
 
 namespace fs = std::filesystem;
 using Names = std::vector<std::string>;
-
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
+using testing::contains;
+using testing::error_of;
+using testing::expect_same_network;
+using testing::names_of;
 
 std::string data_file(const std::string& name) {
   return std::string(PATHLIFT_TEST_DATA) + "/" + name;
@@ -75,34 +61,6 @@ class TempPath {
  private:
   fs::path m_path;
 };
-
-Names names_of(const Network& net, std::span<const NodeId> ids) {
-  Names out;
-  for (NodeId v : ids) {
-    out.push_back(net.node_name(v));
-  }
-  return out;
-}
-
-std::vector<std::uint64_t> bits(std::span<const double> w) {
-  std::vector<std::uint64_t> out;
-  for (double x : w) {
-    out.push_back(std::bit_cast<std::uint64_t>(x));
-  }
-  return out;
-}
-
-void expect_same_network(const Network& a, const Network& b) {
-  const NetworkSpec sa = a.spec();
-  const NetworkSpec sb = b.spec();
-  EXPECT_EQ(sa.node_names, sb.node_names);
-  EXPECT_EQ(sa.edges, sb.edges);
-  EXPECT_EQ(sa.outputs, sb.outputs);
-  EXPECT_EQ(sa.bias, sb.bias);
-  EXPECT_EQ(sa.activations, sb.activations);
-  EXPECT_EQ(a.has_weights(), b.has_weights());
-  EXPECT_EQ(bits(a.weights()), bits(b.weights()));  // bit-identical, -0.0 and all
-}
 
 /// A document with the mandatory header and the given extra keys (a JSON fragment).
 std::string doc(const std::string& rest) {

@@ -22,6 +22,7 @@
 #include "pathlift/sparse.hpp"
 #include "reference.hpp"
 #include "src/detail/random.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
@@ -116,7 +117,7 @@ void expect_kernel_matches(const Network& net, const std::vector<double>& theta,
   expect_matvec_near(kernel_matvec(net, theta, vs), ref.k, v, what + " K v");
 
   const Dense btb = ref.b.transpose() * ref.b;
-  const CountMatrix g = skeleton_gram(net);
+  const CountMatrix g = skeleton_gram_exact(net);
   const ModMatrix gm = skeleton_gram_mod(net);
   const ModMatrix g7 = skeleton_gram_mod(net, 7);
   ASSERT_EQ(gm.rows, d);
@@ -133,20 +134,11 @@ void expect_kernel_matches(const Network& net, const std::vector<double>& theta,
 }
 
 TEST(Kernel, RandomDagsAgainstEnumeration) {
-  int checked = 0;
-  for (std::uint64_t seed = 0; seed < 1200; ++seed) {
-    const Index m = 2 + static_cast<Index>(seed % 8);
-    const double p = 0.3 + 0.1 * static_cast<double>(seed % 6);
-    const Network net = random_dag(m, p, seed);
-    expect_kernel_matches(
-        net, weights_with_zeros(net, seed), seed,
-        "random-dag:" + std::to_string(m) + "," + std::to_string(p) + "," + std::to_string(seed));
-    ++checked;
-    if (::testing::Test::HasFailure()) {
-      break;
-    }
-  }
-  EXPECT_EQ(checked, 1200);
+  const std::uint64_t checked = testing::until_first_failure(1200, [](std::uint64_t seed) {
+    const auto [net, name] = testing::small_random_dag(seed);
+    expect_kernel_matches(net, weights_with_zeros(net, seed), seed, name);
+  });
+  EXPECT_EQ(checked, 1200U);
 }
 
 TEST(Kernel, FeedForwardShapes) {
@@ -254,7 +246,7 @@ void expect_wild_matches(const Network& net, const std::vector<double>& theta,
 }
 
 TEST(Kernel, WildWeightsAgainstLongDouble) {
-  for (std::uint64_t seed = 0; seed < 150; ++seed) {
+  testing::until_first_failure(150, [](std::uint64_t seed) {
     const Network net = random_dag(3 + static_cast<Index>(seed % 6), 0.6, seed + 9000);
     detail::SplitMix64 rng(seed);
     std::vector<double> theta(static_cast<std::size_t>(net.num_edges()));
@@ -264,10 +256,7 @@ TEST(Kernel, WildWeightsAgainstLongDouble) {
       x = rng.normal() * std::pow(10.0, spread * (2 * rng.uniform() - 1));
     }
     expect_wild_matches(net, theta, "wild seed " + std::to_string(seed));
-    if (::testing::Test::HasFailure()) {
-      break;
-    }
-  }
+  });
 }
 
 TEST(Kernel, LayerScalesBeyondDouble) {
@@ -380,7 +369,7 @@ TEST(Kernel, ThreadCountInvariance) {
   EngineOptions three;
   three.threads = 3;
   EXPECT_EQ(kernel(net, theta, one), kernel(net, theta, three));
-  EXPECT_EQ(skeleton_gram(net, one), skeleton_gram(net, three));
+  EXPECT_EQ(skeleton_gram_exact(net, one), skeleton_gram_exact(net, three));
   EXPECT_EQ(skeleton_gram_mod(net, default_prime, one).data,
             skeleton_gram_mod(net, default_prime, three).data);
 }
@@ -429,7 +418,7 @@ TEST(SkeletonGram, CountsBeyond64Bits) {
   const std::vector<Index> widths(25, 8);
   const Network net = feed_forward(2, widths, 1, false);
   try {
-    (void)skeleton_gram(net);
+    (void)skeleton_gram_exact(net);
     ADD_FAILURE() << "no CountOverflow";
   } catch (const CountOverflow& e) {
     EXPECT_NE(std::string(e.what()).find("skeleton_gram_mod"), std::string::npos) << e.what();
@@ -455,7 +444,7 @@ TEST(SkeletonGram, RankCertificateNetwork) {
   ASSERT_EQ(net.num_edges(), 850);
   ASSERT_EQ(count_paths_total(net).value(), 706828903570ULL);
   const ModMatrix g = skeleton_gram_mod(net);
-  const CountMatrix exact = skeleton_gram(net);
+  const CountMatrix exact = skeleton_gram_exact(net);
   const PathCounts counts = count_paths(net);
   for (Index i = 0; i < 850; ++i) {
     ASSERT_EQ(exact(i, i), counts.per_edge[static_cast<std::size_t>(i)].value());
@@ -536,7 +525,7 @@ TEST(Kernel, RefusesWhatDoesNotFit) {
           (void)kernel(net, theta, small);
           break;
         case 1:
-          (void)skeleton_gram(net, small);
+          (void)skeleton_gram_exact(net, small);
           break;
         default:
           (void)skeleton_gram_mod(net, default_prime, small);
@@ -559,6 +548,36 @@ TEST(Kernel, RefusesWhatDoesNotFit) {
   lanczos.method = EigenMethod::lanczos;
   lanczos.engine = small;
   EXPECT_EQ(kernel_top_eigenvalues(net, theta, 2, lanczos).status, EigenStatus::converged);
+}
+
+TEST(KernelTopEigenvalues, NamesAndJsonForm) {
+  for (const auto s :
+       {EigenStatus::converged, EigenStatus::not_converged, EigenStatus::numerical_issue}) {
+    EXPECT_EQ(parse_eigen_status(to_string(s)), s) << to_string(s);
+  }
+  for (const auto m : {EigenMethod::automatic, EigenMethod::lanczos, EigenMethod::dense}) {
+    EXPECT_EQ(parse_eigen_method(to_string(m)), m) << to_string(m);
+  }
+  EXPECT_EQ(parse_eigen_method("auto"), EigenMethod::automatic);
+  EXPECT_EQ(testing::error_of<std::invalid_argument>([] { (void)parse_eigen_method("qr"); }),
+            "unknown eigenvalue method 'qr': expected automatic (or auto), lanczos or dense");
+  EXPECT_THROW((void)parse_eigen_status("Converged"), std::invalid_argument);
+
+  // The part of `pathlift kernel --top-eig N --json` that describes the result.
+  KernelEigenvalues r;
+  r.values = Eigen::VectorXd{{2.5, std::numeric_limits<double>::infinity()}};
+  r.status = EigenStatus::not_converged;
+  r.iterations = 2;
+  r.products = 44;
+  EXPECT_EQ(to_json(r, -1), R"({"eigenvalues":[2.5,null],"status":"not_converged",)"
+                            R"("method":"lanczos","products":44,"iterations":2})");
+  const Network net = fig1();
+  const std::vector<double> theta(static_cast<std::size_t>(net.num_edges()), 1.0);
+  EigenOptions dense;
+  dense.method = EigenMethod::dense;
+  const KernelEigenvalues d = kernel_top_eigenvalues(net, theta, 1, dense);
+  EXPECT_TRUE(testing::contains(to_json(d, -1), R"("status":"converged","method":"dense",)"
+                                                R"("products":0,"iterations":0})"));
 }
 
 }  // namespace

@@ -16,58 +16,19 @@
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 #include "reference.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
 
 using testing::close;
+using testing::ref_input_value;
 using testing::ref_paths;
 using testing::RefPath;
+using testing::with_random_activations;
 
 // ---------------------------------------------------------------------------------------------
-// Reference forward pass (the definition, per sample) and reference slopes.
-
-double ref_negative_slope(const Network& net, NodeId v) {
-  if (net.is_input(v)) {
-    return 1.0;
-  }
-  const Activation& act = net.activation(v);
-  return act.kind == ActivationKind::identity ? 1.0 : act.negative_slope;
-}
-
-double ref_input_value(const Network& net, const double* x, NodeId v) {
-  const auto inputs = net.data_inputs();
-  for (std::size_t c = 0; c < inputs.size(); ++c) {
-    if (inputs[c] == v) {
-      return x[c];
-    }
-  }
-  return 1.0;  // bias
-}
-
-/// Pre-activations of every node on one sample, by memoised recursion over the edge list.
-double ref_pre(const Network& net, const std::vector<double>& theta, const double* x, NodeId v,
-               std::vector<double>& pre, std::vector<char>& done) {
-  const auto vi = static_cast<std::size_t>(v);
-  if (done[vi] == 0) {
-    double s = 0;
-    if (net.is_input(v)) {
-      s = ref_input_value(net, x, v);
-    } else {
-      for (EdgeId e = 0; e < net.num_edges(); ++e) {
-        if (net.target(e) == v) {
-          const NodeId u = net.source(e);
-          const double pu = ref_pre(net, theta, x, u, pre, done);
-          const double vu = pu > 0 ? pu : ref_negative_slope(net, u) * pu;
-          s += theta[static_cast<std::size_t>(e)] * vu;
-        }
-      }
-    }
-    pre[vi] = s;
-    done[vi] = 1;
-  }
-  return pre[vi];
-}
+// Reference slopes and outputs of one sample, from the reference forward pass.
 
 struct RefState {
   std::vector<double> slope;   // per node
@@ -75,17 +36,14 @@ struct RefState {
 };
 
 RefState ref_state(const Network& net, const std::vector<double>& theta, const double* x) {
-  const auto m = static_cast<std::size_t>(net.num_nodes());
-  std::vector<double> pre(m);
-  std::vector<char> done(m, 0);
+  const testing::RefSample r = testing::ref_forward(net, theta, x);
   RefState s;
   for (NodeId v = 0; v < net.num_nodes(); ++v) {
-    const double p = ref_pre(net, theta, x, v, pre, done);
-    s.slope.push_back(p > 0 ? 1.0 : ref_negative_slope(net, v));
+    const double p = r.pre[static_cast<std::size_t>(v)];
+    s.slope.push_back(p > 0 ? 1.0 : testing::ref_negative_slope(net, v));
   }
   for (const NodeId o : net.outputs()) {
-    const double p = pre[static_cast<std::size_t>(o)];
-    s.output.push_back(p > 0 ? p : ref_negative_slope(net, o) * p);
+    s.output.push_back(r.value[static_cast<std::size_t>(o)]);
   }
   return s;
 }
@@ -111,35 +69,6 @@ Eigen::MatrixXd ref_map(const Network& net, const std::vector<double>& theta,
     }
   }
   return L;
-}
-
-Network with_random_activations(const Network& net, std::uint64_t seed) {
-  NetworkSpec spec = net.spec();
-  spec.activations.clear();
-  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
-  const auto next = [&state] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
-  for (NodeId v = 0; v < net.num_nodes(); ++v) {
-    if (net.is_input(v)) {
-      continue;
-    }
-    switch (next() % 4) {
-      case 0:
-        spec.activations.emplace_back(v, Activation::identity());
-        break;
-      case 1:
-        spec.activations.emplace_back(
-            v, Activation::leaky_relu(static_cast<double>(next() % 1000) / 1000.0 - 0.3));
-        break;
-      default:
-        spec.activations.emplace_back(v, Activation::relu());
-    }
-  }
-  return Network(std::move(spec));
 }
 
 /// Random data with about one exact zero in ten entries.
@@ -409,12 +338,8 @@ TEST(Linearize, ThreadCountDoesNotChangeL) {
   const Network net = with_random_activations(random_dag(12, 0.5, 77), 77);
   const std::vector<double> theta = normal_weights(net.num_edges(), 1);
   const Eigen::MatrixXd X = data_with_zeros(net, 300, 2);
-  EngineOptions one;
-  one.threads = 1;
-  EngineOptions many;
-  many.threads = 3;
-  const Linearization a = linearize(net, theta, X, one);
-  const Linearization b = linearize(net, theta, X, many);
+  const Linearization a = linearize(net, theta, X, testing::with_threads(1));
+  const Linearization b = linearize(net, theta, X, testing::with_threads(3));
   EXPECT_TRUE(std::equal(a.map.pattern.offsets().begin(), a.map.pattern.offsets().end(),
                          b.map.pattern.offsets().begin(), b.map.pattern.offsets().end()));
   EXPECT_TRUE(std::equal(a.map.pattern.indices().begin(), a.map.pattern.indices().end(),
@@ -493,6 +418,34 @@ TEST(Linearize, RefusesWhatDoesNotFit) {
   }
   EXPECT_THROW((void)linear_map(net, X.leftCols(2), lin.pattern), FormatError);
   EXPECT_THROW((void)linear_map(net, X.topRows(3), lin.pattern), std::invalid_argument);
+}
+
+TEST(Linearize, StatusNamesAndJsonForm) {
+  for (const auto s : {LinearizationStatus::ok, LinearizationStatus::inconclusive,
+                       LinearizationStatus::on_kink, LinearizationStatus::mismatch}) {
+    EXPECT_EQ(parse_linearization_status(to_string(s)), s) << to_string(s);
+  }
+  EXPECT_EQ(
+      testing::error_of<std::invalid_argument>([] { (void)parse_linearization_status("fine"); }),
+      "unknown linearization status 'fine': expected ok, inconclusive, on_kink or mismatch");
+
+  // The schema of `pathlift linearize --json`: keys in order, null for what is not finite.
+  const LinearizationCheck c{.n = 4,
+                             .q = 1,
+                             .P = 5,
+                             .nnz_L = 12,
+                             .max_err_f = 0.25,
+                             .status = LinearizationStatus::inconclusive,
+                             .message = {}};
+  EXPECT_EQ(to_json(c, -1), R"({"n":4,"q":1,"P":5,"nnz_L":12,"margin":null,"max_err_f":0.25,)"
+                            R"("max_err_grad":null,"status":"inconclusive"})");
+  const Network net = fig1();
+  const std::vector<double> theta{0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 3.0};
+  const Eigen::MatrixXd X{{1.0, 2.0}, {-1.0, 0.5}, {2.0, -4.0}, {0.0, 3.0}};
+  const LinearizationCheck fig = check_linearization(net, theta, X);
+  EXPECT_EQ(to_json(fig, -1), R"({"n":4,"q":1,"P":5,"nnz_L":12,"margin":0.5,"max_err_f":0.0,)"
+                              R"("max_err_grad":0.0,"status":"ok"})");
+  EXPECT_TRUE(testing::contains(to_json(fig), "\n  \"status\": \"ok\"\n}"));
 }
 
 }  // namespace

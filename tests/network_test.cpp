@@ -1,5 +1,5 @@
-// The network model of MATH.md: roles, activations, topological order, adjacency, spec round
-// trip, and every validation error of issue 2 (each message must name its culprits).
+// The network model of docs/conventions.md: roles, activations, topological order, adjacency,
+// spec round trip, and every validation error of issue 2 (each message must name its culprits).
 
 #include "pathlift/network.hpp"
 
@@ -19,17 +19,14 @@
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
 
-/// Whether `text` contains `part` (with both in the failure message).
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
+using testing::contains;
+using testing::error_of;
+using testing::names_of;
 
 /// A spec from node names and edges given by name.
 NetworkSpec make_spec(std::vector<std::string> names,
@@ -53,27 +50,6 @@ NetworkSpec make_spec(std::vector<std::string> names,
   }
   s.node_names = std::move(names);
   return s;
-}
-
-/// The message of the exception of type E that f throws (a test failure when none is thrown;
-/// an exception of another type escapes and fails the test too).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
-}
-
-std::vector<std::string> names_of(const Network& net, std::span<const NodeId> ids) {
-  std::vector<std::string> out;
-  for (NodeId v : ids) {
-    out.push_back(net.node_name(v));
-  }
-  return out;
 }
 
 using Names = std::vector<std::string>;
@@ -206,7 +182,7 @@ TEST(Network, HiddenIsEverythingElse) {
 }
 
 TEST(Network, RolesOnRandomDags) {
-  // Roles follow MATH.md from the degrees alone, on random DAGs with every feature.
+  // Roles from the degrees alone (docs/conventions.md#roles), on random DAGs with every feature.
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
     const Network net = random_dag(3 + static_cast<Index>(seed % 10), 0.35, seed);
     const NetworkSpec s = net.spec();
@@ -574,7 +550,7 @@ TEST(NetworkErrors, SelfLoop) {
 }
 
 TEST(NetworkErrors, CycleOfThree) {
-  // The STYLE.md example: x feeds the cycle a -> d -> c -> a, which feeds y.
+  // The cycle of docs/conventions.md#roles: x feeds the cycle a -> d -> c -> a, which feeds y.
   const NetworkSpec s = make_spec({"x", "a", "c", "d", "y"},
                                   {{"x", "a"}, {"a", "d"}, {"d", "c"}, {"c", "a"}, {"c", "y"}});
   const std::string msg = error_of<NetworkError>([&] { Network{s}; });

@@ -17,6 +17,7 @@
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
 #include "src/detail/random.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
@@ -144,11 +145,8 @@ TEST(PathNorm, Fig1ByHand) {
 TEST(PathNorm, RandomDagsAgainstEnumeration) {
   // 1,200 small random DAGs (every feature of the model: parallel edges, designated outputs
   // feeding other nodes, bias nodes), normal weights, some with zeros.
-  int checked = 0;
-  for (std::uint64_t seed = 0; seed < 1200; ++seed) {
-    const Index m = 2 + static_cast<Index>(seed % 8);
-    const double p = 0.3 + 0.1 * static_cast<double>(seed % 6);
-    const Network net = random_dag(m, p, seed);
+  const std::uint64_t checked = testing::until_first_failure(1200, [](std::uint64_t seed) {
+    const auto [net, name] = testing::small_random_dag(seed);
     std::vector<double> theta = normal(net.num_edges(), seed + 7);
     if (seed % 3 == 1) {
       theta[seed % theta.size()] = 0;  // one zero weight
@@ -164,29 +162,20 @@ TEST(PathNorm, RandomDagsAgainstEnumeration) {
         }
       }
     }
-    expect_norms_match(
-        net, theta,
-        "random-dag:" + std::to_string(m) + "," + std::to_string(p) + "," + std::to_string(seed));
-    ++checked;
-    if (::testing::Test::HasFailure()) {
-      break;
-    }
-  }
-  EXPECT_EQ(checked, 1200);
+    expect_norms_match(net, theta, name);
+  });
+  EXPECT_EQ(checked, 1200U);
 }
 
 TEST(PathNorm, WildWeightsAgainstLongDouble) {
   // Path products up to ~1e1000 and down to ~1e-1000: node exponents differ within a layer,
   // w(theta) over- and underflows in double; the result must match long double enumeration.
-  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+  testing::until_first_failure(200, [](std::uint64_t seed) {
     const Network net = random_dag(3 + static_cast<Index>(seed % 6), 0.6, seed + 5000);
     // Spread 200: theta^2 overflows; long double still holds |Phi|^3 (< 1e4200).
     const auto theta = wild_weights(net.num_edges(), seed, seed % 3 == 0 ? 200.0 : 60.0);
     expect_norms_match(net, theta, "wild random-dag seed " + std::to_string(seed));
-    if (::testing::Test::HasFailure()) {
-      break;
-    }
-  }
+  });
 }
 
 TEST(PathNorm, FeedForwardShapes) {

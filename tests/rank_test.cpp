@@ -18,6 +18,7 @@
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
 #include "src/detail/random.hpp"
+#include "support.hpp"
 
 namespace pathlift {
 namespace {
@@ -31,36 +32,7 @@ Index rank_over_q(const Dense& a) {
   return r.value_or(-1);
 }
 
-/// rank over GF(2) by plain elimination.
-Index rank_gf2(Dense a) {
-  for (auto& row : a) {
-    for (auto& x : row) {
-      x = ((x % 2) + 2) % 2;
-    }
-  }
-  const std::size_t rows = a.size();
-  const std::size_t cols = rows == 0 ? 0 : a[0].size();
-  std::size_t rank = 0;
-  for (std::size_t c = 0; c < cols && rank < rows; ++c) {
-    std::size_t piv = rank;
-    while (piv < rows && a[piv][c] == 0) {
-      ++piv;
-    }
-    if (piv == rows) {
-      continue;
-    }
-    std::swap(a[piv], a[rank]);
-    for (std::size_t i = 0; i < rows; ++i) {
-      if (i != rank && a[i][c] != 0) {
-        for (std::size_t j = 0; j < cols; ++j) {
-          a[i][j] ^= a[rank][j];
-        }
-      }
-    }
-    ++rank;
-  }
-  return static_cast<Index>(rank);
-}
+using testing::rank_gf2;
 
 SparseIntMatrix to_sparse(const Dense& a, Index cols) {
   SparseIntMatrix m(static_cast<Index>(a.size()), cols);
@@ -214,7 +186,7 @@ TEST(Modular, SparseRankMatchesExactRankOverQ) {
       }
       ModularRankOptions po;
       po.prime = p;
-      EXPECT_EQ(modular_rank(g, 1), modular_rank(m, po)) << "p = " << p;
+      EXPECT_EQ(modular_rank(g), modular_rank(m, po)) << "p = " << p;
     }
   }
 }
@@ -231,7 +203,7 @@ TEST(Rank, SkeletonGramIsBTransposeB) {
   for (const char* name : {"fig1", "sketch-h1", "ff:2,3,2", "random-dag:9,0.4,3"}) {
     const Network net = builtin_network(name);
     const Dense b = dense_skeleton(net);
-    const ModMatrix g = skeleton_gram(skeleton(net), 1000000007ULL);
+    const ModMatrix g = skeleton_gram_mod(skeleton(net), 1000000007ULL);
     ASSERT_EQ(g.rows, net.num_edges());
     for (Index i = 0; i < g.rows; ++i) {
       for (Index j = 0; j < g.cols; ++j) {
@@ -244,7 +216,9 @@ TEST(Rank, SkeletonGramIsBTransposeB) {
     }
     EXPECT_EQ(modular_rank(g), rank_over_q(b));
   }
-  EXPECT_THROW((void)skeleton_gram(skeleton(fig1()), default_prime, 8), TooLarge);
+  EngineOptions tiny;
+  tiny.max_memory = 8;
+  EXPECT_THROW((void)skeleton_gram_mod(skeleton(fig1()), default_prime, tiny), TooLarge);
 }
 
 TEST(Rank, RescalingVectorsAreAnIndependentKernel) {
@@ -403,8 +377,8 @@ TEST(Rank, GramCertificate) {
     const Network net = builtin_network(name);
     for (const std::uint64_t p :
          std::initializer_list<std::uint64_t>{default_prime, 1000000007, 2147483647}) {
-      const ModMatrix g = skeleton_gram(skeleton(net), p);
-      const RankCertificate cert = certify_rank_from_gram(net, g, 1);
+      const ModMatrix g = skeleton_gram_mod(skeleton(net), p);
+      const RankCertificate cert = certify_rank_from_gram(net, g);
       EXPECT_TRUE(cert.certified()) << name;
       EXPECT_EQ(cert.lower, net.num_edges() - net.num_hidden()) << name;
       EXPECT_EQ(cert.prime, p);
@@ -414,7 +388,7 @@ TEST(Rank, GramCertificate) {
   }
   // A wrong Gram matrix: (B^T B) z_v != 0 is caught and the upper bound gives way.
   const Network net = builtin_network("ff:2,3,2");
-  ModMatrix g = skeleton_gram(skeleton(net));
+  ModMatrix g = skeleton_gram_mod(skeleton(net));
   g.at(0, 1) += 1;
   g.at(1, 0) += 1;
   const RankCertificate bad = certify_rank_from_gram(net, g);
@@ -483,7 +457,7 @@ TEST(NumericalRank, KnownSingularValues) {
   EXPECT_TRUE(std::isinf(zero.gap));
   // Refusal beyond the memory limit.
   o.tolerance = 0;
-  o.max_memory = 16;
+  o.engine.max_memory = 16;
   EXPECT_THROW((void)numerical_rank(j, o), TooLarge);
   o.method = NumericalRankMethod::gram_eigenvalues;
   EXPECT_THROW((void)numerical_rank(j, o), TooLarge);
@@ -658,6 +632,46 @@ TEST(RankTheorem, Routes) {
   EXPECT_NE(small.rank_J_note.find("memory"), std::string::npos) << small.rank_J_note;
   // enumerate over the limit: refused with the sizes.
   EXPECT_THROW((void)check_rank_theorem(net, theta, tight, {}, RankRoute::enumerate), TooLarge);
+}
+
+TEST(RankNames, EveryEnumReadsBackItsNames) {
+  for (const auto s :
+       {RankStatus::verified, RankStatus::theta_in_null_set, RankStatus::rank_J_inconclusive,
+        RankStatus::rank_J_not_computed, RankStatus::rank_B_uncertified, RankStatus::theorem_fails,
+        RankStatus::ill_conditioned, RankStatus::numerical_failure}) {
+    EXPECT_EQ(parse_rank_status(to_string(s)), s) << to_string(s);
+  }
+  for (const auto m :
+       {RankMethod::automatic, RankMethod::skeleton, RankMethod::gram, RankMethod::path_basis}) {
+    EXPECT_EQ(parse_rank_method(to_string(m)), m) << to_string(m);
+  }
+  for (const auto m :
+       {JacobianRankMethod::none, JacobianRankMethod::identity, JacobianRankMethod::elimination}) {
+    EXPECT_EQ(parse_jacobian_rank_method(to_string(m)), m) << to_string(m);
+  }
+  for (const auto m : {NumericalRankMethod::automatic, NumericalRankMethod::svd,
+                       NumericalRankMethod::gram_eigenvalues}) {
+    EXPECT_EQ(parse_numerical_rank_method(to_string(m)), m) << to_string(m);
+  }
+  for (const auto s : {NumericalRankStatus::conclusive, NumericalRankStatus::inconclusive,
+                       NumericalRankStatus::failed}) {
+    EXPECT_EQ(parse_numerical_rank_status(to_string(s)), s) << to_string(s);
+  }
+  // The CLI's and Python's spellings.
+  EXPECT_EQ(parse_rank_method("auto"), RankMethod::automatic);
+  EXPECT_EQ(parse_rank_method("path-basis"), RankMethod::path_basis);
+  EXPECT_EQ(parse_numerical_rank_method("auto"), NumericalRankMethod::automatic);
+  EXPECT_EQ(parse_numerical_rank_method("eig"), NumericalRankMethod::gram_eigenvalues);
+
+  EXPECT_EQ(testing::error_of<std::invalid_argument>([] { (void)parse_rank_method("qr"); }),
+            "unknown rank method 'qr': expected automatic (or auto), skeleton, gram or path_basis "
+            "(or path-basis)");
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<std::invalid_argument>([] { (void)parse_numerical_rank_method("SVD"); }),
+      "'SVD'"));
+  EXPECT_THROW((void)parse_rank_status("ok"), std::invalid_argument);
+  EXPECT_THROW((void)parse_jacobian_rank_method(""), std::invalid_argument);
+  EXPECT_THROW((void)parse_numerical_rank_status("conclusive "), std::invalid_argument);
 }
 
 }  // namespace

@@ -60,7 +60,21 @@ std::vector<Index> parse_layer_sizes(std::string_view text);
 
 namespace pathlift {
 
-/// d standard normal weights from `seed` (reproducible on every platform): the CLI's --seed.
+/// d standard normal weights from `seed` (reproducible on every platform).
 std::vector<double> normal_weights(Index d, std::uint64_t seed);
+
+/// Where default_theta() takes theta from.
+enum class ThetaSource : std::uint8_t {
+  stored_weights,  ///< the weights stored with the network (Network::has_weights())
+  normal_seed_0    ///< none stored: normal_weights(d, 0)
+};
+
+/// Where default_theta(net) takes theta from: the stored weights when the network has them.
+ThetaSource default_theta_source(const Network& net);
+
+/// theta for a computation given none: the network's stored weights, else
+/// normal_weights(d, 0): the default of the CLI's commands and of Python's rank functions, which
+/// say where it came from with default_theta_source(). Complexity: O(d).
+std::vector<double> default_theta(const Network& net);
 
 }  // namespace pathlift

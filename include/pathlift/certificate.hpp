@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pathlift/gram.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
@@ -32,12 +33,6 @@ namespace pathlift {
 /// Called from the calling thread during long work: the phase ("eliminating B mod p", ...) and
 /// the fraction of it done (0..1; 1 when the phase ends).
 using PhaseProgress = std::function<void(std::string_view phase, double fraction)>;
-
-/// B^T B modulo `prime` (d x d, dense): entry (i, j) = number of paths through edges i and j,
-/// from an enumerated skeleton. Refuses (TooLarge) when d x d residues exceed `max_memory`
-/// (0 = default limit). Complexity: O(sum over paths of len^2 + d^2).
-ModMatrix skeleton_gram(const CsrPattern& b, std::uint64_t prime = default_prime,
-                        std::size_t max_memory = 0);
 
 /// The rescaling vector z_v of a hidden node v (paper: the rescaling invariance behind
 /// Theorem 1): +1 on every edge into v, -1 on every edge out of v, 0 elsewhere (d entries).
@@ -67,6 +62,9 @@ enum class RankMethod : std::uint8_t {
 
 /// "automatic", "skeleton", "gram" or "path_basis".
 std::string_view to_string(RankMethod method);
+/// The method named `name`: a to_string name, or "auto", "path-basis". Throws
+/// std::invalid_argument naming `name` and listing the valid names otherwise.
+RankMethod parse_rank_method(std::string_view name);
 
 /// A certified rank: lower <= rank over Q <= upper, proved when they meet.
 struct RankCertificate {
@@ -130,7 +128,7 @@ RankCertificate certify_rank(const Network& net, const RankOptions& options = {}
 /// mod p} (each z_v is in ker B by construction; the check on the Gram side guards against a
 /// wrong Gram matrix). Throws std::invalid_argument for a Gram matrix that is not d x d or a
 /// prime that is not a prime < 2^63. Complexity: O(d^2 h + d^3).
-RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram, int threads = 0);
+RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram);
 
 /// One path of the triangular path basis: for the non-anchor edge `edge` = (x -> y), the path
 /// made of the first-in-edge chain from an input to x, the edge, and the anchor chain from y
@@ -165,6 +163,8 @@ enum class JacobianRankMethod : std::uint8_t {
 
 /// "none", "identity" or "elimination".
 std::string_view to_string(JacobianRankMethod method);
+/// The method named `name` (a to_string name); std::invalid_argument otherwise.
+JacobianRankMethod parse_jacobian_rank_method(std::string_view name);
 
 /// Certified bounds on rank(dPhi(theta)) over Q: lower <= rank <= upper.
 struct JacobianRankCertificate {

@@ -44,8 +44,8 @@ class Count {
   bool m_exact = true;
 };
 
-/// Path counts of a network (MATH.md: paths from an input to an output, passing through
-/// output nodes allowed).
+/// Path counts of a network (docs/conventions.md#paths: paths from an input to an output,
+/// passing through output nodes allowed).
 struct PathCounts {
   Count paths;                    ///< P
   Count nnz;                      ///< nnz(B) = sum of path lengths

@@ -10,7 +10,7 @@
 
 namespace pathlift {
 
-/// A network that violates the model of MATH.md (cycle, isolated node, ...).
+/// A network that violates the model of docs/conventions.md#roles (cycle, isolated node, ...).
 class NetworkError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -28,10 +28,21 @@ class CountOverflow : public std::overflow_error {
   using std::overflow_error::overflow_error;
 };
 
-/// Work refused because its result would not fit in the memory allowed (sizes in the message).
+/// Work refused because it would not fit (sizes and the limit in the message): its result
+/// exceeds the memory allowed, or its paths are too many to index.
 class TooLarge : public std::length_error {
  public:
-  using std::length_error::length_error;
+  /// Why: the memory limit (raise it), or too many paths (P, nnz or a count beyond 64 bits or
+  /// beyond an index type: no limit helps, the path-free computations do not enumerate).
+  enum class Reason : unsigned char { memory_limit, too_many_paths };
+
+  explicit TooLarge(const std::string& what, Reason reason = Reason::memory_limit)
+      : std::length_error(what), m_reason(reason) {}
+
+  [[nodiscard]] Reason reason() const noexcept { return m_reason; }
+
+ private:
+  Reason m_reason;
 };
 
 }  // namespace pathlift

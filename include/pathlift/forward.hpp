@@ -1,8 +1,8 @@
 #pragma once
 /// \file forward.hpp
-/// The forward pass of a DAG ReLU network on a batch of data (MATH.md, "Network"), vectorised
-/// over the batch, and the activation pattern it goes through: the slope each node uses on
-/// each sample, and the margin (how far the batch is from a kink).
+/// The forward pass of a DAG ReLU network on a batch of data (docs/conventions.md#forward),
+/// vectorised over the batch, and the activation pattern it goes through: the slope each node
+/// uses on each sample, and the margin (how far the batch is from a kink).
 ///
 /// Data layout: X is n x r, one sample a row; column c holds the c-th data input
 /// (Network::data_inputs(): input nodes in node order, bias nodes excluded, their value is 1).
@@ -15,7 +15,7 @@
 #include <span>
 
 #include "pathlift/network.hpp"
-#include "pathlift/paths.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
@@ -83,7 +83,7 @@ struct ActivationPattern {
 ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw);
 
 /// A reproducible batch of n samples with standard normal entries (n x r, r =
-/// data_inputs().size()), for checks on random data (`pathlift report`, tests).
+/// data_inputs().size()), for checks on random data (the report, tests).
 /// Complexity: O(n r).
 Eigen::MatrixXd random_data(const Network& net, Index n, std::uint64_t seed);
 

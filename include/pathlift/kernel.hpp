@@ -1,10 +1,9 @@
 #pragma once
 /// \file kernel.hpp
-/// The path kernel K = dPhi^T dPhi (d x d) and the Gram matrix of the skeleton B^T B, by
-/// dynamic programming over the DAG, without enumerating a single path (MATH.md, "Quantities
-/// that need no enumeration"): the diagonal, K v (matrix-free), the full matrix while d x d fits
-/// in memory, its trace and top eigenvalues, and B^T B exactly (64-bit integers or modulo a
-/// prime, for the rank certificate).
+/// The path kernel K = dPhi^T dPhi (d x d) and the Gram matrix of the skeleton B^T B, by dynamic
+/// programming over the DAG, without enumerating a single path (docs/conventions.md#path-free): the
+/// diagonal, K v (matrix-free), the full matrix while d x d fits in memory, its trace and top
+/// eigenvalues, and B^T B exactly (64-bit integers or modulo a prime, for the rank certificate).
 ///
 /// Notation: A(x) = sum over partial paths a (input -> x) of Phi_a^2 (forward sum, s = 2, inputs
 /// count 1), B(y) = [y output] + sum_{e = (y -> z)} theta_e^2 B(z) (backward sum, s = 2), and
@@ -14,7 +13,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
+#include "pathlift/gram.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/norms.hpp"
@@ -25,15 +27,13 @@ namespace pathlift {
 
 /// Dense row-major float64 matrix (the full kernel).
 using DenseMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-/// Dense row-major matrix of exact path counts (B^T B).
-using CountMatrix = Eigen::Matrix<std::uint64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-/// The diagonal of the path kernel: K[k,k] = sum_{p through k} (prod_{e in p, e != k}
-/// theta_e)^2 = A(src k) B(dst k) (MATH.md). Products of the other weights only, never a
-/// division: exact at theta_k = 0. Node sums are scaled (one binary exponent per node), so
-/// entries are right whenever they themselves fit in a double; entries beyond 1.8e308 are +inf.
-/// Throws std::invalid_argument for theta of the wrong size or a non-finite entry (naming the
-/// edge). Complexity: O(m + d), one forward and one backward pass over the edges.
+/// The diagonal of the path kernel: K[k,k] = sum_{p through k} (prod_{e in p, e != k} theta_e)^2 =
+/// A(src k) B(dst k) (docs/conventions.md#path-free). Products of the other weights only, never a
+/// division: exact at theta_k = 0. Node sums are scaled (one binary exponent per node), so entries
+/// are right whenever they themselves fit in a double; entries beyond 1.8e308 are +inf. Throws
+/// std::invalid_argument for theta of the wrong size or a non-finite entry (naming the edge).
+/// Complexity: O(m + d), one forward and one backward pass over the edges.
 Buffer<double> kernel_diagonal(const Network& net, std::span<const double> theta);
 
 /// trace(K) = sum_k K[k,k] = sum_p sum_{k in p} prod_{e in p, e != k} theta_e^2, as a
@@ -76,7 +76,7 @@ class KernelOperator {
 };
 
 /// The full path kernel K = dPhi^T dPhi (d x d, symmetric, float64) by the off-diagonal
-/// factorisation of MATH.md: for edges i, j with j after i on some path,
+/// factorisation of docs/conventions.md#path-free: for edges i, j with j after i on some path,
 ///   K[i,j] = theta_i theta_j A(src i) M(dst i, src j) B(dst j),
 /// 0 when no path contains both, and K[i,i] = A(src i) B(dst i). Exact at zero weights (no
 /// division). One forward DP from each node gives M(x, .) (OpenMP over x; the result is
@@ -86,28 +86,19 @@ class KernelOperator {
 DenseMatrix kernel(const Network& net, std::span<const double> theta,
                    const EngineOptions& options = {});
 
-/// B^T B (d x d): entry (i, j) = number of paths through both edges i and j (diagonal: paths
-/// through i), i.e. K at theta = 1, as exact 64-bit integers. rank(B^T B) = rank(B).
-/// Throws CountOverflow naming the first entry that does not fit (counts up to 2^64 - 2 are
-/// exact; nothing wraps), TooLarge when d x d entries exceed options.max_memory.
-/// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
-CountMatrix skeleton_gram(const Network& net, const EngineOptions& options = {});
-
-/// B^T B modulo `prime` (residues in [0, prime)): the integer matrix whose rank modulo p is a
-/// certified lower bound of rank(B) (rank.hpp). Never overflows: every count is reduced mod p
-/// as it is built, so the skeleton of a network with 10^30 paths is fine.
-/// `prime` must be in [2, 2^63) (primality is the caller's promise); throws
-/// std::invalid_argument otherwise, TooLarge when d x d residues exceed options.max_memory.
-/// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
-ModMatrix skeleton_gram_mod(const Network& net, std::uint64_t prime = default_prime,
-                            const EngineOptions& options = {});
-
 /// How kernel_top_eigenvalues got its result.
 enum class EigenStatus : std::uint8_t {
   converged,       ///< all requested eigenvalues converged to the tolerance
   not_converged,   ///< Lanczos stopped at max_iterations; `values` holds the converged ones
   numerical_issue  ///< the solver failed (e.g. K has non-finite entries)
 };
+
+/// "converged", "not_converged", "numerical_issue".
+std::string_view to_string(EigenStatus status);
+
+/// The status named `name` (a to_string name). Throws std::invalid_argument naming `name` and
+/// listing the valid names otherwise.
+EigenStatus parse_eigen_status(std::string_view name);
 
 /// How the top eigenvalues are computed.
 enum class EigenMethod : std::uint8_t {
@@ -116,6 +107,13 @@ enum class EigenMethod : std::uint8_t {
   lanczos,    ///< Spectra's restarted Lanczos on kernel products (needs count < d)
   dense       ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
 };
+
+/// "automatic", "lanczos", "dense".
+std::string_view to_string(EigenMethod method);
+
+/// The method named `name`: a to_string name, or "auto" for automatic. Throws
+/// std::invalid_argument naming `name` and listing the valid names otherwise.
+EigenMethod parse_eigen_method(std::string_view name);
 
 struct EigenOptions {
   EigenMethod method = EigenMethod::automatic;
@@ -133,6 +131,13 @@ struct KernelEigenvalues {
   Index products = 0;    ///< kernel products K v computed (0 for the dense method)
   bool dense = false;    ///< true when the dense method was used
 };
+
+/// The result as one JSON object, the schema `pathlift kernel --top-eig N --json` prints (inside
+/// its own object) and Python's KernelEigenvalues.to_dict() returns: keys eigenvalues (largest
+/// first; null for a value that is not finite), status (to_string), method ("dense" or
+/// "lanczos": the one that produced the values), products, iterations, in that order. Indented
+/// by `indent` spaces; -1 gives one line. Complexity: O(number of values).
+std::string to_json(const KernelEigenvalues& result, int indent = 2);
 
 /// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite):
 /// restarted Lanczos (Spectra SymEigsSolver) on the matrix-free product of kernel_matvec, so K

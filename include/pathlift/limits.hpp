@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "pathlift/counting.hpp"
 #include "pathlift/network.hpp"
@@ -29,9 +30,28 @@ enum class PathObject {
   dense_jacobian  ///< dPhi as a dense P x d matrix
 };
 
+/// "path_set", "path_lifting", "skeleton", "jacobian", "dense_jacobian".
+std::string_view to_string(PathObject object);
+
+/// The object named `name`: a to_string name, or "paths" (path_set), "phi" (path_lifting).
+/// Throws std::invalid_argument naming `name` and listing the valid names otherwise.
+PathObject parse_path_object(std::string_view name);
+
 /// Bytes needed for `object` with scalars of `scalar_size` bytes (saturating at SIZE_MAX).
 std::size_t estimate_bytes(const Count& paths, const Count& nnz, Index d, PathObject object,
                            std::size_t scalar_size = sizeof(double));
+
+/// The one refusal of work that would not fit: throws TooLarge when `bytes` exceeds the limit
+/// (`max_memory`, 0 = default) or is not a finite number. `what` names the object and its
+/// sizes ("the forward pass on n = 10 samples, m = 6 nodes"); the message adds the bytes
+/// needed and the limit. The library's messages never name a CLI flag: the CLI and Python
+/// add their own hint when they catch TooLarge.
+void require_bytes(double bytes, std::size_t max_memory, std::string_view what);
+
+/// require_bytes for a dense rows x cols matrix of `scalar_size`-byte entries; the message
+/// gives "<what> needs a dense rows x cols matrix".
+void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t max_memory,
+                   std::string_view what);
 
 /// Throws TooLarge when P or nnz does not fit in 64 bits, or when `bytes` exceeds the limit
 /// (`max_memory`, 0 = default). The message gives P, nnz, d, the bytes needed and the limit.

@@ -95,9 +95,9 @@ Index modular_rank(const CsrPattern& pattern, const ModularRankOptions& options 
 
 /// rank of a dense matrix of residues modulo its own prime m.prime (any prime < 2^63), by
 /// FLINT's nmod_mat_rank (blocked, asymptotically fast elimination; about 6-9x faster than a
-/// plain elimination at n = 1,000-2,000). `threads` is accepted for compatibility and unused.
+/// plain elimination at n = 1,000-2,000), on the calling thread.
 /// Throws std::invalid_argument for a prime that is not a prime < 2^63 or a wrong data size.
 /// Complexity: O(rows * cols * rank) modular operations at most.
-Index modular_rank(const ModMatrix& m, int threads = 0);
+Index modular_rank(const ModMatrix& m);
 
 }  // namespace pathlift

@@ -1,15 +1,17 @@
 #pragma once
 /// \file network.hpp
-/// The DAG ReLU network of MATH.md: named nodes, edges in parameter order (parallel edges
-/// allowed), inputs (nodes without incoming edge; bias inputs have value 1), outputs (sinks
-/// plus designated nodes, which may have outgoing edges), hidden nodes (the rest), one
-/// activation per node, and a topological order computed once.
+/// The DAG ReLU network of docs/conventions.md#network: named nodes, edges in parameter order
+/// (parallel edges allowed), inputs (nodes without incoming edge; bias inputs have value 1),
+/// outputs (sinks plus designated nodes, which may have outgoing edges), hidden nodes (the rest),
+/// one activation per node, and a topological order computed once.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -41,6 +43,71 @@ struct Activation {
 
 enum class NodeRole : std::uint8_t { input, hidden, output };
 
+/// The names of a network's nodes and the node each name denotes: the one resolver of node
+/// references (a node given by its name or by its 0-based index) for the network file, the
+/// Python Network constructor and the built-in networks, and the name index of Network.
+///
+/// Example:
+/// \code
+///   pathlift::NodeNames nodes({"a", "b"});
+///   nodes.by_name("b", [] { return std::string("\"outputs\"[0]"); });  // 1
+///   nodes.by_index(5, [] { return std::string("edge 3"); });  // FormatError: out of range
+/// \endcode
+class NodeNames {
+ public:
+  NodeNames() = default;
+  /// Node i is names[i]. Throws NetworkError for an empty name ("node 3 has an empty name"),
+  /// a duplicate ("duplicate node name 'a' (nodes 0 and 3)") or more nodes than NodeId holds.
+  /// Complexity: O(m) expected.
+  explicit NodeNames(std::vector<std::string> names);
+
+  /// Appends a node named `name` and returns its index; throws as the constructor.
+  NodeId add(std::string name);
+
+  [[nodiscard]] Index size() const { return static_cast<Index>(m_names.size()); }
+  [[nodiscard]] const std::vector<std::string>& names() const { return m_names; }
+  /// The names, moved out (the index is left empty).
+  [[nodiscard]] std::vector<std::string> take_names() &&;
+  /// The node with this name, if any. Complexity: O(1) expected, no allocation.
+  [[nodiscard]] std::optional<NodeId> find(std::string_view name) const;
+
+  /// The node named `name`. `where()` names the reference in the message and is called only
+  /// on error: throws FormatError "<where>: unknown node 'zz'".
+  template <class Where>
+  [[nodiscard]] NodeId by_name(std::string_view name, const Where& where) const {
+    if (const auto v = find(name)) {
+      return *v;
+    }
+    throw_unknown(where(), name);
+  }
+
+  /// The node of 0-based index `index` (of any integer type, so that neither a negative index
+  /// nor one above 2^63 wraps). Throws FormatError "<where>: node index 7 is out of range (the
+  /// network has 3 nodes)", `where()` called only then.
+  template <class Int, class Where>
+  [[nodiscard]] NodeId by_index(Int index, const Where& where) const {
+    static_assert(std::is_integral_v<Int>);
+    if (std::cmp_greater_equal(index, 0) && std::cmp_less(index, m_names.size())) {
+      return static_cast<NodeId>(index);
+    }
+    throw_out_of_range(where(), std::to_string(index));
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  void index(const std::string& name, std::size_t v);
+  [[noreturn]] static void throw_unknown(const std::string& where, std::string_view name);
+  [[noreturn]] void throw_out_of_range(const std::string& where, const std::string& index) const;
+
+  std::vector<std::string> m_names;
+  std::unordered_map<std::string, NodeId, Hash, std::equal_to<>> m_index;
+};
+
 /// What a network is built from. Node references are 0-based indices into `node_names`.
 struct NetworkSpec {
   std::vector<std::string> node_names;
@@ -70,12 +137,13 @@ class Network {
   /// Complexity: O(m + d) expected.
   explicit Network(NetworkSpec spec);
 
-  [[nodiscard]] Index num_nodes() const { return static_cast<Index>(m_names.size()); }
+  [[nodiscard]] Index num_nodes() const { return m_nodes.size(); }
   /// d, the number of edges = parameters.
   [[nodiscard]] Index num_edges() const { return static_cast<Index>(m_src.size()); }
 
-  [[nodiscard]] const std::string& node_name(NodeId v) const { return m_names[at(v)]; }
-  [[nodiscard]] const std::vector<std::string>& node_names() const { return m_names; }
+  [[nodiscard]] const std::string& node_name(NodeId v) const { return m_nodes.names()[at(v)]; }
+  [[nodiscard]] const std::vector<std::string>& node_names() const { return m_nodes.names(); }
+
   /// The node with this name, if any.
   [[nodiscard]] std::optional<NodeId> find_node(std::string_view name) const;
 
@@ -149,10 +217,22 @@ class Network {
     const auto i = static_cast<std::size_t>(v);
     return {items.data() + off[i], static_cast<std::size_t>(off[i + 1] - off[i])};
   }
-  void validate_and_index(const NetworkSpec& spec);
+  // The steps of the constructor, in order; each validates what it indexes.
+  void index_edges(const NetworkSpec& spec);
+  void check_loops_and_isolated_nodes() const;
+  void assign_roles(const NetworkSpec& spec);
+  void assign_activations(const NetworkSpec& spec);
+  void order_topologically();
+  [[noreturn]] void throw_cycle(const std::vector<Index>& remaining) const;
+  void check_weights(const NetworkSpec& spec) const;
+  [[nodiscard]] Index in_degree(std::size_t v) const {
+    return m_in_offsets[v + 1] - m_in_offsets[v];
+  }
+  [[nodiscard]] Index out_degree(std::size_t v) const {
+    return m_out_offsets[v + 1] - m_out_offsets[v];
+  }
 
-  std::vector<std::string> m_names;
-  std::unordered_map<std::string, NodeId> m_index;
+  NodeNames m_nodes;
   std::vector<NodeId> m_src, m_dst;
   std::vector<Index> m_out_offsets, m_in_offsets;
   std::vector<EdgeId> m_out_edges, m_in_edges;
@@ -165,8 +245,20 @@ class Network {
   bool m_monotone = false;
 };
 
-/// The number of edges of a network as int (d), checked against theta's size.
-/// Throws std::invalid_argument "theta has N entries but the network has d edges".
+/// The size half of check_theta, for callers that check the values themselves (the scaled
+/// DPs do it in their pass). Throws std::invalid_argument "theta has N entries but the network
+/// has d edges".
 void check_theta_size(const Network& net, std::size_t theta_size);
+
+/// The one check of a parameter vector: `values` has d entries and each is finite. `what`
+/// names the vector in the message ("theta", "v"). Throws std::invalid_argument
+/// "theta has 6 entries but the network has 7 edges" or
+/// "theta[4] (edge d -> h) is not finite: nan".
+/// Complexity: O(d), vectorised on valid input.
+void check_theta(const Network& net, std::span<const double> values,
+                 std::string_view what = "theta");
+/// The same for float32 parameters.
+void check_theta(const Network& net, std::span<const float> values,
+                 std::string_view what = "theta");
 
 }  // namespace pathlift

@@ -1,9 +1,9 @@
 #pragma once
 /// \file norms.hpp
-/// Path-norms ||Phi(theta)||_s by dynamic programming over the DAG (MATH.md, "Quantities that
-/// need no enumeration"): no path is enumerated, so networks with 10^100 paths are fine. Values
-/// are accumulated with a binary exponent per node (a scaled representation), so a norm of
-/// 10^1000 comes out right, as a ScaledReal whose log10() is exact to rounding.
+/// Path-norms ||Phi(theta)||_s by dynamic programming over the DAG (docs/conventions.md#path-free):
+/// no path is enumerated, so networks with 10^100 paths are fine. Values are accumulated with a
+/// binary exponent per node (a scaled representation), so a norm of 10^1000 comes out right, as a
+/// ScaledReal whose log10() is exact to rounding.
 
 #include <cstdint>
 #include <span>
@@ -34,7 +34,7 @@ struct ScaledReal {
 /// x^(1/s) for x >= 0 and s > 0 (exact square root for s = 2, identity for s = 1).
 ScaledReal scaled_root(const ScaledReal& x, double s);
 
-/// The path-norm of MATH.md and its parts.
+/// The path-norm (docs/conventions.md#path-free) and its parts.
 struct PathNorm {
   double s = 1;
   /// sum_p |Phi_p|^s over all paths. For s = 0 every path counts 1 (0^0 = 1): the sum is P.
@@ -55,9 +55,9 @@ enum class PathNormDetail : std::uint8_t {
   inputs_and_outputs  ///< also per input: one forward and one backward pass
 };
 
-/// The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) (paper: path-lifting,
-/// Definition 1; MATH.md: ||Phi||_s^s = sum_{o in O} F(o) = sum_{i in I} G(i) with forward sums
-/// F(v) = sum over partial paths input -> v of prod |theta_e|^s, inputs (bias included) having
+/// The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) (paper: path-lifting, Definition 1;
+/// docs/conventions.md#path-free: ||Phi||_s^s = sum_{o in O} F(o) = sum_{i in I} G(i) with forward
+/// sums F(v) = sum over partial paths input -> v of prod |theta_e|^s, inputs (bias included) having
 /// value 1). s = 0 gives the path count P (every path counts 1, zero weights included).
 /// Valid for any s >= 0 and finite theta; s = 1 and s = 2 avoid pow(). Overflow-safe: each node
 /// keeps its own binary exponent, so sums far beyond 1e308 (or below 1e-308) are exact to

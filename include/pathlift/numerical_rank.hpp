@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pathlift/options.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/types.hpp"
 
@@ -29,6 +30,10 @@ enum class NumericalRankStatus : std::uint8_t {
 
 std::string_view to_string(NumericalRankMethod method);
 std::string_view to_string(NumericalRankStatus status);
+/// The value named `name`: a to_string name, or "auto", "eig" for the methods. Throws
+/// std::invalid_argument naming `name` and listing the valid names otherwise.
+NumericalRankMethod parse_numerical_rank_method(std::string_view name);
+NumericalRankStatus parse_numerical_rank_status(std::string_view name);
 
 struct NumericalRankOptions {
   NumericalRankMethod method = NumericalRankMethod::automatic;
@@ -41,7 +46,8 @@ struct NumericalRankOptions {
   double min_gap = 1e3;
   /// automatic uses svd when P * d <= this many entries, else gram_eigenvalues.
   Index svd_max_entries = Index{1} << 18;
-  std::size_t max_memory = 0;  ///< refuse dense work beyond this (0 = default limit)
+  /// The memory limit of the dense work (threads and progress are not used).
+  EngineOptions engine;
   /// Whether check_rank_theorem() computes the numerical rank: automatic skips it when its
   /// estimated work exceeds `automatic_max_flops` (the exact ranks are certified anyway).
   enum class When : std::uint8_t { automatic, always, never } when = When::automatic;

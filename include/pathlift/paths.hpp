@@ -13,20 +13,11 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
-
-/// Options shared by the computations of the path engine.
-struct EngineOptions {
-  /// OpenMP threads; 0 = all cores. Results are bit-identical whatever the thread count.
-  int threads = 0;
-  /// Refuse work whose results need more bytes than this; 0 = half of physical RAM.
-  std::size_t max_memory = 0;
-  /// Called from the calling thread with the fraction done (0..1) during long work.
-  std::function<void(double)> progress;
-};
 
 /// The paths of a network in canonical order, in CSR form: path p is the edge sequence
 /// edges[offsets[p] .. offsets[p+1]) in walk order (from its input to its output).

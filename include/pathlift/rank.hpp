@@ -40,6 +40,10 @@ enum class RankStatus : std::uint8_t {
 /// "rank_B_uncertified", "theorem_fails", "ill_conditioned", "numerical_failure".
 std::string_view to_string(RankStatus status);
 
+/// The status named `name` (a to_string name). Throws std::invalid_argument naming `name` and
+/// listing the valid names otherwise.
+RankStatus parse_rank_status(std::string_view name);
+
 /// True for the statuses that contradict or fail to establish the theorem's equalities with
 /// exact arithmetic (the CLI exits 1): rank_B_uncertified and theorem_fails.
 bool is_failure(RankStatus status);

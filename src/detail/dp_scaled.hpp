@@ -1,6 +1,7 @@
 #pragma once
-// Path sums by dynamic programming over the DAG with one binary exponent per node, shared by
-// the path-norms and the path kernel (norms.cpp, kernel.cpp).
+// Path sums by dynamic programming over the DAG (DagView) with one binary exponent per node,
+// shared by the path-norms and the path kernel (norms.cpp, kernel.cpp): the scaled-double ring
+// of dag_dp.hpp, with loops of its own because the exponents are aligned only where not 0.
 //
 // A node value is m * 2^k with m = 0 or 2^-256 <= |m| <= 2^256 (dp_normalize). Nodes are
 // renormalised only when they leave that range, so in the common case every exponent is 0 and
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "src/detail/dag.hpp"
 
 namespace pathlift::detail {
 
@@ -126,107 +128,73 @@ struct DpPowS {
   }
 };
 
-/// The network's arrays as raw pointers for the inner loops.
-struct DpGraph {
-  const Network* net;
-  Index n;
-  Index num_inputs;  // topological positions [0, num_inputs) are the inputs
-  const NodeId* topo;
-  const Index* in_off;
-  const EdgeId* in_list;
-  const Index* out_off;
-  const EdgeId* out_list;
-  const NodeId* src;
-  const NodeId* dst;
-  std::vector<std::uint8_t> is_output;
-
-  explicit DpGraph(const Network& network)
-      : net(&network),
-        n(network.num_nodes()),
-        num_inputs(static_cast<Index>(network.inputs().size())),
-        topo(network.topological_order().data()),
-        in_off(network.in_offsets().data()),
-        in_list(network.in_edge_list().data()),
-        out_off(network.out_offsets().data()),
-        out_list(network.out_edge_list().data()),
-        src(network.sources().data()),
-        dst(network.targets().data()),
-        is_output(static_cast<std::size_t>(n), 0) {
-    for (NodeId v : network.outputs()) {
-      is_output[static_cast<std::size_t>(v)] = 1;
-    }
-  }
-};
-
 [[noreturn]] inline void dp_throw_not_finite(const Network& net, const char* what, EdgeId e,
                                              double value) {
   throw std::invalid_argument(
       fmt::format("{}[{}] (edge {}) is not finite: {}", what, e, net.edge_label(e), value));
 }
-[[noreturn]] inline void dp_throw_not_finite(const DpGraph& g, const char* what, EdgeId e,
+[[noreturn]] inline void dp_throw_not_finite(const DagView& g, const char* what, EdgeId e,
                                              double value) {
   dp_throw_not_finite(*g.net, what, e, value);
 }
 
-/// Throws std::invalid_argument naming the first non-finite entry of x (d entries).
-inline void dp_check_finite(const Network& net, const char* what, const double* x) {
-  const Index d = net.num_edges();
-  // (bits & exponent mask) + one exponent unit carries into the sign bit exactly when the
-  // exponent is all ones (inf or NaN): and, add, or on 64-bit lanes vectorise with SSE2.
-  std::uint64_t bad = 0;
-  for (Index e = 0; e < d; ++e) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, x + e, sizeof bits);
-    bad |= (bits & 0x7ff0000000000000ULL) + 0x0010000000000000ULL;
-  }
-  if ((bad >> 63) == 0) {
-    return;
-  }
-  for (Index e = 0; e < d; ++e) {
-    if (!std::isfinite(x[e])) {
-      dp_throw_not_finite(net, what, static_cast<EdgeId>(e), x[e]);
-    }
-  }
-}
-inline void dp_check_finite(const DpGraph& g, const char* what, const double* x) {
-  dp_check_finite(*g.net, what, x);
-}
-
-/// Recomputes node v of a forward sum from its in-edges with exact weights.
+/// Recomputes node v of a sum over its edges on one side with exact (mantissa, exponent)
+/// weights: sum over the edges x = (v, y) of w(theta_x) (m, k)[y], plus 1 when `one` (an output
+/// in a backward sum). `off`/`list` are that side's edge lists (in-edges for a forward sum,
+/// out-edges for a backward one), `far` the far end of an edge. When every term is 0, v gets
+/// m = 0 with exponent `empty_k`. Throws for a non-finite theta_x.
 template <class W>
-void dp_forward_careful(const DpGraph& g, const double* theta, const W& w, NodeId v, double* m,
-                        std::int64_t* k) {
-  const Index b = g.in_off[v];
-  const Index end = g.in_off[v + 1];
-  std::int64_t kmax = std::numeric_limits<std::int64_t>::min();
+void dp_careful(const DagView& g, const Index* off, const EdgeId* list, const NodeId* far,
+                const double* theta, const W& w, NodeId v, bool one, std::int64_t empty_k,
+                double* m, std::int64_t* k) {
+  const Index b = off[v];
+  const Index end = off[v + 1];
+  std::int64_t kmax = one ? 0 : std::numeric_limits<std::int64_t>::min();
   for (Index i = b; i < end; ++i) {
-    const EdgeId e = g.in_list[i];
-    const NodeId u = g.src[e];
+    const EdgeId e = list[i];
+    const NodeId y = far[e];
     if (!std::isfinite(theta[e])) {
       dp_throw_not_finite(g, "theta", e, theta[e]);
     }
     double wm = 0;
     std::int64_t wk = 0;
-    if (m[u] != 0 && w.exact(theta[e], wm, wk)) {
-      kmax = std::max(kmax, k[u] + wk);
+    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
+      kmax = std::max(kmax, k[y] + wk);
     }
   }
   if (kmax == std::numeric_limits<std::int64_t>::min()) {
     m[v] = 0;
-    k[v] = k[g.src[g.in_list[b]]];
+    k[v] = empty_k;
     return;
   }
-  double acc = 0;
+  double acc = one ? dp_ldexp(1.0, -kmax) : 0.0;
   for (Index i = b; i < end; ++i) {
-    const EdgeId e = g.in_list[i];
-    const NodeId u = g.src[e];
+    const EdgeId e = list[i];
+    const NodeId y = far[e];
     double wm = 0;
     std::int64_t wk = 0;
-    if (m[u] != 0 && w.exact(theta[e], wm, wk)) {
-      acc += dp_ldexp(m[u] * wm, k[u] + wk - kmax);
+    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
+      acc += dp_ldexp(m[y] * wm, k[y] + wk - kmax);
     }
   }
   dp_normalize(acc, kmax, m[v], k[v]);
+}
+
+/// Recomputes node v of a forward sum from its in-edges with exact weights (v has in-edges;
+/// when every term is 0 it keeps the exponent of its first source).
+template <class W>
+void dp_forward_careful(const DagView& g, const double* theta, const W& w, NodeId v, double* m,
+                        std::int64_t* k) {
+  dp_careful(g, g.in_off, g.in_list, g.src, theta, w, v, false, k[g.src[g.in_list[g.in_off[v]]]], m,
+             k);
+}
+
+/// Recomputes node v of a backward sum from its out-edges (final values) with exact weights.
+template <class W>
+void dp_backward_careful(const DagView& g, const double* theta, const W& w, NodeId v, double* m,
+                         std::int64_t* k) {
+  dp_careful(g, g.out_off, g.out_list, g.dst, theta, w, v,
+             g.is_output[static_cast<std::size_t>(v)] != 0, 0, m, k);
 }
 
 /// Forward sums F(v) = sum_{e = (u -> v)} w(theta_e) F(u) for the nodes at topological
@@ -234,7 +202,7 @@ void dp_forward_careful(const DpGraph& g, const double* theta, const W& w, NodeI
 /// must have exponent 0. Returns true when every exponent computed is 0 (plain doubles).
 /// Throws for a non-finite theta_e met on the way.
 template <class W>
-bool dp_forward(const DpGraph& g, const double* theta, const W& w, Index first, double* m,
+bool dp_forward(const DagView& g, const double* theta, const W& w, Index first, double* m,
                 std::int64_t* k) {
   bool uniform = true;  // every exponent computed so far is 0
   for (Index pos = first; pos < g.n; ++pos) {
@@ -279,51 +247,13 @@ bool dp_forward(const DpGraph& g, const double* theta, const W& w, Index first, 
   return uniform;
 }
 
-/// Recomputes node v of a backward sum from its out-edges (final values) with exact weights.
-template <class W>
-void dp_backward_careful(const DpGraph& g, const double* theta, const W& w, NodeId v, double* m,
-                         std::int64_t* k) {
-  const Index b = g.out_off[v];
-  const Index end = g.out_off[v + 1];
-  const bool out = g.is_output[static_cast<std::size_t>(v)] != 0;
-  std::int64_t kmax = out ? 0 : std::numeric_limits<std::int64_t>::min();
-  for (Index i = b; i < end; ++i) {
-    const EdgeId e = g.out_list[i];
-    const NodeId y = g.dst[e];
-    if (!std::isfinite(theta[e])) {
-      dp_throw_not_finite(g, "theta", e, theta[e]);
-    }
-    double wm = 0;
-    std::int64_t wk = 0;
-    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
-      kmax = std::max(kmax, k[y] + wk);
-    }
-  }
-  if (kmax == std::numeric_limits<std::int64_t>::min()) {
-    m[v] = 0;
-    k[v] = 0;
-    return;
-  }
-  double acc = out ? dp_ldexp(1.0, -kmax) : 0.0;
-  for (Index i = b; i < end; ++i) {
-    const EdgeId e = g.out_list[i];
-    const NodeId y = g.dst[e];
-    double wm = 0;
-    std::int64_t wk = 0;
-    if (m[y] != 0 && w.exact(theta[e], wm, wk)) {
-      acc += dp_ldexp(m[y] * wm, k[y] + wk - kmax);
-    }
-  }
-  dp_normalize(acc, kmax, m[v], k[v]);
-}
-
 /// Backward sums G(v) = [v output] + sum_{e = (v -> y)} w(theta_e) G(y) for every node, in
 /// reverse topological order. Once G(v) is final, visit(v, G_m(v), G_k(v), i0, i1) is called
 /// with v's in-edges at in_list[i0, i1) (it loops over them itself, so its loop can be tight),
 /// then w(theta_e) G(v) is scattered into the accumulator of each source (in (m, k), which
 /// must hold zeros on entry). Throws for a non-finite theta.
 template <class W, class Visit>
-void dp_backward(const DpGraph& g, const double* theta, const W& w, double* m, std::int64_t* k,
+void dp_backward(const DagView& g, const double* theta, const W& w, double* m, std::int64_t* k,
                  Visit&& visit) {
   bool merged = false;  // some accumulator exponent is not 0
   for (Index pos = g.n - 1; pos >= 0; --pos) {
@@ -417,7 +347,7 @@ inline void dp_deriv_careful(const Index* off, const EdgeId* list, const NodeId*
 
 /// Forward pair sums (A, C) at every node; inputs are (1, 0). Returns true when every
 /// exponent is 0 (the values are plain doubles). Throws for a non-finite theta.
-inline bool dp_forward_pair(const DpGraph& g, const double* theta, const double* dir, double* a,
+inline bool dp_forward_pair(const DagView& g, const double* theta, const double* dir, double* a,
                             std::int64_t* ka, double* c, std::int64_t* kc) {
   for (Index pos = 0; pos < g.num_inputs; ++pos) {
     const NodeId v = g.topo[pos];
@@ -496,7 +426,7 @@ inline bool dp_forward_pair(const DpGraph& g, const double* theta, const double*
 /// are 0 and `forward_uniform`, edge by edge in the scatter loop, fast(x, u, t, tv, B_m, E_m)
 /// with t = theta_x and tv = theta_x v_x; otherwise visit(B_m, B_k, E_m, E_k, i0, i1).
 template <class Fast, class Visit>
-void dp_backward_pair(const DpGraph& g, const double* theta, const double* dir, double* b,
+void dp_backward_pair(const DagView& g, const double* theta, const double* dir, double* b,
                       std::int64_t* kb, double* e, std::int64_t* ke, bool forward_uniform,
                       Fast&& fast, Visit&& visit) {
   bool merged = false;  // some accumulator exponent is not 0

@@ -28,19 +28,18 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
+#include "src/detail/dag.hpp"
 #include "src/detail/parallel.hpp"
+#include "src/detail/walk.hpp"
 
 namespace pathlift::detail {
 
 /// Theta-independent tables of a network for the walk.
 struct WalkTables {
-  // Outgoing edges in CSR form with their targets, for the walk's inner loop.
-  std::vector<Index> out_offsets;
-  std::vector<EdgeId> out_edge;
-  std::vector<NodeId> out_target;
-  std::vector<std::uint8_t> is_output;
-  std::vector<NodeId> edge_source;
+  /// The network's arrays (with the out-CSR targets the walk reads).
+  DagView dag;
   /// S[v]: number of non-empty suffixes from v (paths from v to an output, length >= 1).
   std::vector<std::uint64_t> suffix_count;
   /// Total length of those suffixes.
@@ -49,7 +48,8 @@ struct WalkTables {
   Index nnz = 0;        ///< sum of path lengths
   int max_length = 0;   ///< longest path (edges)
   bool sorted = false;  ///< edges increase along every path
-  std::vector<NodeId> inputs;
+
+  explicit WalkTables(const Network& net) : dag(net, /*with_out_targets=*/true) {}
 
   // Memo blocks: the suffixes of node v are rows memo_row[v] .. memo_row[v] + S[v] of a pool
   // (CSR: memo_offsets, memo_edges, memo_end) when memo_row[v] >= 0.
@@ -126,51 +126,49 @@ WalkPlan plan_walk(const WalkTables& t, Index grain);
 /// The task grain for a network: depends on P only (never on the thread count).
 Index walk_grain(Index num_paths);
 
+/// The engine's visitor of the canonical walk: carries the prefix and hands every path ending
+/// on an output to sink.single(prefix, end_node), and every memo node v reached (with
+/// suffixes) to sink.block(prefix, v), which emits v's suffixes behind the prefix at once.
+template <class T, class Sink>
+struct EngineVisitor {
+  const WalkTables& t;
+  Prefix<T>& prefix;
+  const T* theta;
+  Sink& sink;
+
+  [[gnu::always_inline]] WalkStep arrive(EdgeId e, NodeId w) {
+    const auto wi = static_cast<std::size_t>(w);
+    prefix.push(e, theta);
+    if (t.dag.is_output[wi] != 0) {
+      sink.single(prefix, w);
+    }
+    if (t.suffix_count[wi] == 0) {
+      prefix.pop();
+      return WalkStep::skip;
+    }
+    if (t.memo_row[wi] >= 0) {
+      sink.block(prefix, w);
+      prefix.pop();
+      return WalkStep::skip;
+    }
+    return WalkStep::descend;
+  }
+  [[gnu::always_inline]] void leave() { prefix.pop(); }
+};
+
 /// Walks every continuation of `prefix` from node u (u's non-empty suffixes), in canonical
 /// order, calling sink.single(prefix, end_node) for each path ending on an output and
 /// sink.block(prefix, v) when it reaches a memo node v with suffixes (except at the root when
 /// `memo_at_root` is false). T is the scalar of the prefix products (theta may be null).
 template <class T, class Sink>
-void walk_from(const WalkTables& t, NodeId u, Prefix<T>& prefix, const T* theta, Sink& sink,
-               bool memo_at_root = true) {
+[[gnu::always_inline]] inline void walk_from(const WalkTables& t, NodeId u, Prefix<T>& prefix,
+                                             const T* theta, Sink& sink, bool memo_at_root = true) {
   if (memo_at_root && t.memo_row[static_cast<std::size_t>(u)] >= 0) {
     sink.block(prefix, u);
     return;
   }
-  struct Frame {
-    Index cursor;
-    Index end;
-  };
-  thread_local std::vector<Frame> frames;
-  frames.clear();
-  frames.push_back(
-      {t.out_offsets[static_cast<std::size_t>(u)], t.out_offsets[static_cast<std::size_t>(u) + 1]});
-  while (!frames.empty()) {
-    Frame& f = frames.back();
-    if (f.cursor == f.end) {
-      frames.pop_back();
-      if (!frames.empty()) {
-        prefix.pop();
-      }
-      continue;
-    }
-    const auto c = static_cast<std::size_t>(f.cursor++);
-    const EdgeId e = t.out_edge[c];
-    const NodeId w = t.out_target[c];
-    const auto wi = static_cast<std::size_t>(w);
-    prefix.push(e, theta);
-    if (t.is_output[wi] != 0) {
-      sink.single(prefix, w);
-    }
-    if (t.suffix_count[wi] == 0) {
-      prefix.pop();
-    } else if (t.memo_row[wi] >= 0) {
-      sink.block(prefix, w);
-      prefix.pop();
-    } else {
-      frames.push_back({t.out_offsets[wi], t.out_offsets[wi + 1]});
-    }
-  }
+  EngineVisitor<T, Sink> visitor{t, prefix, theta, sink};
+  canonical_walk(t.dag, u, visitor);
 }
 
 /// Below this many path entries, work runs on the calling thread.
@@ -183,7 +181,7 @@ void run_plan(const WalkTables& t, const WalkPlan& plan, const T* theta, int thr
               const std::function<void(double)>& progress, MakeSink&& make_sink) {
   const auto num_tasks = static_cast<std::int64_t>(plan.tasks.size());
   std::atomic<Index> done{0};
-  const int nthreads = threads > 0 ? threads : omp_get_max_threads();
+  const int nthreads = resolve_threads(threads);
   const double total = static_cast<double>(std::max<Index>(t.num_paths, 1));
   // Small walks run on the calling thread: starting a thread team costs more than they do.
   const bool parallel = num_tasks > 1 && t.nnz >= k_parallel_min_entries;
