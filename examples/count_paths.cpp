@@ -16,14 +16,12 @@ int main(int argc, char** argv) {
                                                             : pathlift::builtin_network(source);
     const pathlift::PathCounts counts = pathlift::count_paths(net);
     std::printf("%s: d = %lld parameters, h = %lld hidden nodes, P = %s paths, nnz(B) = %s\n",
-                source.c_str(), static_cast<long long>(net.num_edges()),
+                source.c_str(), static_cast<long long>(net.num_params()),
                 static_cast<long long>(net.num_hidden()), counts.paths.to_string().c_str(),
                 counts.nnz.to_string().c_str());
 
     // theta: the weights stored with the network, else standard normal weights (seed 0).
-    const std::vector<double> theta =
-        net.has_weights() ? std::vector<double>(net.weights().begin(), net.weights().end())
-                          : pathlift::normal_weights(net.num_edges(), 0);
+    const std::vector<double> theta = pathlift::default_theta(net);
     const auto phi = pathlift::path_lifting<double>(net, std::span<const double>(theta));
     std::printf("Phi(theta) has %zu entries; the first ones:", phi.size());
     for (std::size_t p = 0; p < phi.size() && p < 5; ++p) {

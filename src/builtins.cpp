@@ -302,7 +302,7 @@ std::vector<double> default_theta(const Network& net) {
     const auto w = net.weights();
     return {w.begin(), w.end()};
   }
-  return normal_weights(net.num_edges(), 0);
+  return normal_weights(net.num_params(), 0);
 }
 
 }  // namespace pathlift

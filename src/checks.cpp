@@ -1,4 +1,5 @@
 #include "pathlift/checks.hpp"
+#include "pathlift/error.hpp"
 
 #include <fmt/format.h>
 
@@ -32,6 +33,13 @@ double path_product(std::span<const EdgeId> path, std::span<const double> theta,
 
 std::vector<CheckResult> check_identities(const Network& net, std::span<const double> theta,
                                           const CheckOptions& options) {
+  if (!net.one_parameter_per_edge()) {
+    throw NetworkError(fmt::format(
+        "the paper's identities (Lemma 1, Proposition 2) are checked on networks with one "
+        "parameter per edge; this one has {} parameters on {} edges (shared or fixed): verify it "
+        "with linearize (f = L Phi, df/dtheta = L dPhi against finite differences) instead",
+        net.num_params(), net.num_edges()));
+  }
   check_theta(net, theta);
   const bool has_zero = std::find(theta.begin(), theta.end(), 0.0) != theta.end();
   const PathSet paths = enumerate_paths(net, options.engine);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "pathlift/limits.hpp"
 #include "src/detail/lin_common.hpp"
 #include "src/detail/parallel.hpp"
+#include "src/detail/parameters.hpp"
 #include "src/detail/random.hpp"
 
 namespace pathlift {
@@ -53,10 +55,11 @@ void check_data(const Network& net, const Eigen::Ref<const Eigen::MatrixXd>& X) 
   }
 }
 
-ForwardResult forward(const Network& net, std::span<const double> theta,
+ForwardResult forward(const Network& net, std::span<const double> theta_in,
                       const Eigen::Ref<const Eigen::MatrixXd>& X, const EngineOptions& options) {
-  check_theta(net, theta);
+  check_theta(net, theta_in);
   check_data(net, X);
+  const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
   const Index n = X.rows();
   const Index m = net.num_nodes();
   const auto q = static_cast<Index>(net.outputs().size());
@@ -100,15 +103,32 @@ ForwardResult forward(const Network& net, std::span<const double> theta,
           continue;
         }
         const auto in = net.in_edges(v);
+        if (net.activation(v).kind == ActivationKind::max) {
+          // Max pooling: the largest weighted incoming value, not the sum.
+          const double t0 = theta.data()[in[0]];
+          const double* __restrict s0 = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] = t0 * s0[i];
+          }
+          for (std::size_t k = 1; k < in.size(); ++k) {
+            const double t = theta.data()[in[k]];
+            const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
+            for (Index i = 0; i < len; ++i) {
+              pre[i] = std::max(pre[i], t * src[i]);
+            }
+          }
+          std::copy(pre, pre + len, val);
+          continue;
+        }
         {
-          const double t = theta[static_cast<std::size_t>(in[0])];
+          const double t = theta.data()[in[0]];
           const double* __restrict src = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
           for (Index i = 0; i < len; ++i) {
             pre[i] = t * src[i];
           }
         }
         for (std::size_t k = 1; k < in.size(); ++k) {
-          const double t = theta[static_cast<std::size_t>(in[k])];
+          const double t = theta.data()[in[k]];
           const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
           for (Index i = 0; i < len; ++i) {
             pre[i] += t * src[i];
@@ -134,6 +154,39 @@ ForwardResult forward(const Network& net, std::span<const double> theta,
   return fw;
 }
 
+namespace {
+
+/// The arg-max edge of max node v on every sample (ties: smallest edge index; the in-edges
+/// are listed by increasing index) and the gap to the runner-up, merged into the margin.
+void max_node_pattern(const Network& net, const ForwardResult& fw, NodeId v,
+                      ActivationPattern& pat) {
+  const Index n = fw.values.rows();
+  const auto in = net.in_edges(v);
+  for (Index i = 0; i < n; ++i) {
+    double best = -std::numeric_limits<double>::infinity();
+    double second = -std::numeric_limits<double>::infinity();
+    EdgeId arg = -1;
+    for (const EdgeId e : in) {
+      const double c = net.fixed_weight(e) * fw.values(i, net.source(e));
+      if (c > best) {
+        second = best;
+        best = c;
+        arg = e;
+      } else if (c > second) {
+        second = c;
+      }
+    }
+    pat.max_edges(i, v) = arg;
+    if (in.size() > 1 && best - second < pat.margin) {
+      pat.margin = best - second;
+      pat.margin_sample = i;
+      pat.margin_node = v;
+    }
+  }
+}
+
+}  // namespace
+
 ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw) {
   const Index m = net.num_nodes();
   if (fw.pre_activations.cols() != m) {
@@ -144,10 +197,18 @@ ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw
   const Index n = fw.pre_activations.rows();
   ActivationPattern pat;
   pat.slopes.resize(n, m);
+  if (net.has_max_nodes()) {
+    pat.max_edges.setConstant(n, m, -1);
+  }
   for (NodeId v = 0; v < m; ++v) {
     double* __restrict s = pat.slopes.col(v).data();
     if (net.is_input(v)) {
       std::fill(s, s + n, 1.0);
+      continue;
+    }
+    if (net.activation(v).kind == ActivationKind::max) {
+      std::fill(s, s + n, 1.0);
+      max_node_pattern(net, fw, v, pat);
       continue;
     }
     const Activation& act = net.activation(v);

@@ -101,9 +101,66 @@ ModMatrix zero_mod_matrix(Index d, std::uint64_t prime) {
   return m;
 }
 
+/// M^T G M for parameters distinct from edges: entry (k, l) sums the entries of the edges that
+/// carry k and l (fixed edges drop out), reduced by `add`.
+template <class Add>
+void gather_gram(const ParameterMap& map, const std::uint64_t* edge_gram, std::uint64_t* out,
+                 const Add& add) {
+  const auto ne = map.edge_params.size();
+  const auto d = static_cast<std::size_t>(map.num_params);
+  for (std::size_t i = 0; i < ne; ++i) {
+    const Index k = map.edge_params[i];
+    if (k < 0) {
+      continue;
+    }
+    for (std::size_t j = 0; j < ne; ++j) {
+      const Index l = map.edge_params[j];
+      if (l >= 0) {
+        add(out[static_cast<std::size_t>(k) * d + static_cast<std::size_t>(l)],
+            edge_gram[i * ne + j]);
+      }
+    }
+  }
+}
+
+/// B^T B of a network with shared parameters: the edges' matrix by the DP (its entries mapped
+/// by `fix`), then M^T G M reduced by `add` into `out` (d x d, zeroed).
+template <class Ring, class Fix, class Add>
+void shared_gram(const Network& net, const Ring& ring, const EngineOptions& options,
+                 std::string_view what, const Fix& fix, const Add& add, std::uint64_t* out) {
+  const Index ne = net.num_edges();
+  const Index d = net.num_params();
+  require_bytes(
+      static_cast<double>(ne) * static_cast<double>(ne) * 8 +
+          static_cast<double>(d) * static_cast<double>(d) * 8,
+      options.max_memory,
+      fmt::format("{} of a network with shared parameters (through the {} x {} matrix of its "
+                  "edges, d = {})",
+                  what, ne, ne, d));
+  std::vector<std::uint64_t> edge(static_cast<std::size_t>(ne) * static_cast<std::size_t>(ne), 0);
+  gram_counts(net, ring, edge.data(), options);
+  for (auto& x : edge) {
+    x = fix(x);
+  }
+  gather_gram(*net.parameter_map(), edge.data(), out, add);
+}
+
 }  // namespace
 
 CountMatrix skeleton_gram_exact(const Network& net, const EngineOptions& options) {
+  if (net.parameter_map()) {
+    CountMatrix out = CountMatrix::Zero(net.num_params(), net.num_params());
+    shared_gram(
+        net, detail::SaturatedU64{}, options, "B^T B", [](std::uint64_t x) { return x; },
+        [](std::uint64_t& acc, std::uint64_t x) { detail::SaturatedU64::add(acc, x); }, out.data());
+    if (std::find(out.data(), out.data() + out.size(), detail::SaturatedU64::over) !=
+        out.data() + out.size()) {
+      throw CountOverflow(
+          "B^T B: an entry does not fit in 64 bits; skeleton_gram_mod works modulo a prime "
+          "instead");
+    }
+    return out;
+  }
   const Index d = net.num_edges();
   require_dense(d, d, sizeof(std::uint64_t), options.max_memory, "B^T B");
   CountMatrix out = CountMatrix::Zero(d, d);
@@ -125,10 +182,18 @@ CountMatrix skeleton_gram_exact(const Network& net, const EngineOptions& options
 
 ModMatrix skeleton_gram_mod(const Network& net, std::uint64_t prime, const EngineOptions& options) {
   detail::modular_require_prime(prime, "skeleton_gram_mod");
+  const detail::ModField field(prime);
+  if (net.parameter_map()) {
+    ModMatrix m = zero_mod_matrix(net.num_params(), prime);
+    shared_gram(
+        net, detail::ModCounts{&field}, options, "B^T B mod p",
+        [&](std::uint64_t x) { return field.to_residue(x); },
+        [&](std::uint64_t& acc, std::uint64_t x) { acc = (acc + x) % prime; }, m.data.data());
+    return m;
+  }
   const Index d = net.num_edges();
   require_dense(d, d, sizeof(std::uint64_t), options.max_memory, "B^T B mod p");
   ModMatrix m = zero_mod_matrix(d, prime);
-  const detail::ModField field(prime);
   gram_counts(net, detail::ModCounts{&field}, m.data.data(), options);
   for (auto& x : m.data) {
     x = field.to_residue(x);

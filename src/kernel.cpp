@@ -21,6 +21,7 @@
 #include "src/detail/enum_names.hpp"
 #include "src/detail/json.hpp"
 #include "src/detail/parallel.hpp"
+#include "src/detail/parameters.hpp"
 
 namespace pathlift {
 
@@ -62,8 +63,8 @@ SquareSums square_sums(const DagView& g, const double* theta, Visit&& visit) {
 }
 
 /// The diagonal K[e,e] = A(src e) B(dst e) (into out when not null) and the trace.
+/// theta here holds the edge weights (one per edge).
 ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, double* out) {
-  check_theta_size(net, theta.size());
   const DagView g(net);
   // Terms with exponent 0 go to plain sums, the others to (trace_m, trace_k). A zero term is
   // an exact zero here (products of normalised mantissas do not underflow).
@@ -137,15 +138,50 @@ ScaledReal scaled_product(double y, double m, std::int64_t k) {
 // Diagonal and trace
 
 Buffer<double> kernel_diagonal(const Network& net, std::span<const double> theta) {
-  // A Buffer, not an Eigen vector: its pages are huge pages where available, so the first
-  // write to 80 MB of output costs tens of page faults, not tens of thousands.
-  Buffer<double> out(static_cast<std::size_t>(net.num_edges()));
-  diagonal_pass(net, theta, out.data());
+  const auto& map = net.parameter_map();
+  if (!map) {
+    check_theta_size(net, theta.size());
+    // A Buffer, not an Eigen vector: its pages are huge pages where available, so the first
+    // write to 80 MB of output costs tens of page faults, not tens of thousands.
+    Buffer<double> out(static_cast<std::size_t>(net.num_edges()));
+    diagonal_pass(net, theta, out.data());
+    return out;
+  }
+  // Per parameter: K[k,k] = sum_p (sum over the edges e of p that carry k of dPhi_p/dw_e)^2.
+  // When no path carries k twice, the cross terms vanish and K[k,k] is the sum of the edge
+  // diagonals of its edges; for the parameters the test cannot clear, K[k,k] = e_k^T K e_k.
+  check_theta(net, theta);
+  const detail::EdgeTheta<double> w(map.get(), theta);
+  Buffer<double> edge_diag(static_cast<std::size_t>(net.num_edges()));
+  diagonal_pass(net, w.span(), edge_diag.data());
+  Buffer<double> out(static_cast<std::size_t>(net.num_params()));
+  detail::gather_sum(*map, edge_diag.data(), out.data());
+  const std::vector<Index> repeated = detail::params_maybe_repeated(net);
+  if (!repeated.empty()) {
+    const KernelOperator op(net, theta);
+    std::vector<double> unit(static_cast<std::size_t>(net.num_params()), 0.0);
+    std::vector<double> column(unit.size());
+    for (const Index k : repeated) {
+      unit[static_cast<std::size_t>(k)] = 1;
+      op.apply(unit.data(), column.data());
+      out[static_cast<std::size_t>(k)] = column[static_cast<std::size_t>(k)];
+      unit[static_cast<std::size_t>(k)] = 0;
+    }
+  }
   return out;
 }
 
 ScaledReal kernel_trace(const Network& net, std::span<const double> theta) {
-  return diagonal_pass(net, theta, nullptr);
+  if (!net.parameter_map()) {
+    check_theta_size(net, theta.size());
+    return diagonal_pass(net, theta, nullptr);
+  }
+  const Buffer<double> diag = kernel_diagonal(net, theta);
+  double t = 0;
+  for (const double x : diag) {
+    t += x;
+  }
+  return ScaledReal::from_double(t);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,6 +191,9 @@ struct KernelOperator::State {
   DagView g;
   Buffer<double> a, c, b, e;
   Buffer<std::int64_t> ka, kc, kb, ke;
+  // With parameters distinct from edges: K = M^T K_edge M (M: edges x parameters).
+  std::vector<double> w;  // the edge weights
+  std::vector<double> v_edge, out_edge;
 
   explicit State(const Network& net) : g(net) {
     const auto n = static_cast<std::size_t>(net.num_nodes());
@@ -170,16 +209,34 @@ struct KernelOperator::State {
 KernelOperator::KernelOperator(const Network& net, std::span<const double> theta)
     : m_net(&net), m_theta(theta), m_state(std::make_unique<State>(net)) {
   check_theta(net, theta);
+  if (const auto& map = net.parameter_map()) {
+    m_state->w = map->edge_weights(theta);
+    m_state->v_edge.resize(m_state->w.size());
+    m_state->out_edge.resize(m_state->w.size());
+    m_theta = m_state->w;
+  }
 }
 
 KernelOperator::KernelOperator(KernelOperator&&) noexcept = default;
 KernelOperator::~KernelOperator() = default;
 
 Index KernelOperator::size() const {
-  return m_net->num_edges();
+  return m_net->num_params();
 }
 
 void KernelOperator::apply(const double* v, double* out) const {
+  State& s = *m_state;
+  if (const auto& map = m_net->parameter_map()) {
+    const std::vector<double> ve =
+        detail::spread(*map, {v, static_cast<std::size_t>(map->num_params)});
+    apply_edges(ve.data(), s.out_edge.data());
+    detail::gather_sum(*map, s.out_edge.data(), out);
+    return;
+  }
+  apply_edges(v, out);
+}
+
+void KernelOperator::apply_edges(const double* v, double* out) const {
   State& s = *m_state;
   const double* theta = m_theta.data();
   const bool uniform =
@@ -222,7 +279,7 @@ Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
                               std::span<const double> v) {
   const KernelOperator op(net, theta);
   check_theta(net, v, "v");
-  Eigen::VectorXd out(net.num_edges());
+  Eigen::VectorXd out(net.num_params());
   op.apply(v.data(), out.data());
   return out;
 }
@@ -233,10 +290,26 @@ Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
 DenseMatrix kernel(const Network& net, std::span<const double> theta,
                    const EngineOptions& options) {
   check_theta(net, theta);
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   require_dense(d, d, sizeof(double), options.max_memory,
                 "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
                 "matrix)");
+  if (net.parameter_map()) {
+    // K = M^T K_edge M column by column: K e_k, one O(m + edges) product each.
+    const KernelOperator op(net, theta);
+    DenseMatrix k(d, d);
+    std::vector<double> unit(static_cast<std::size_t>(d), 0.0);
+    std::vector<double> column(static_cast<std::size_t>(d));
+    for (Index j = 0; j < d; ++j) {
+      unit[static_cast<std::size_t>(j)] = 1;
+      op.apply(unit.data(), column.data());
+      unit[static_cast<std::size_t>(j)] = 0;
+      for (Index i = 0; i < d; ++i) {
+        k(i, j) = column[static_cast<std::size_t>(i)];
+      }
+    }
+    return k;
+  }
   const DagView g(net);
   const double* th = theta.data();
   const SquareSums sq =
@@ -393,7 +466,7 @@ namespace {
 
 KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const double> theta,
                                         Index count, const EngineOptions& engine) {
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   const DenseMatrix k = kernel(net, theta, engine);
   // K is symmetric: its row-major storage read column-major is K itself.
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
@@ -410,7 +483,7 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
 
 KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
                                           Index count, const EigenOptions& options) {
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   if (count >= d) {
     throw std::invalid_argument(fmt::format(
         "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
@@ -465,7 +538,7 @@ KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const do
 KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
                                          Index count, const EigenOptions& options) {
   check_theta_size(net, theta.size());
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   if (count < 1 || count > d) {
     throw std::invalid_argument(fmt::format(
         "asked for {} eigenvalues of K, which is {} x {}: ask for 1 to {}", count, d, d, d));

@@ -15,6 +15,7 @@
 #include "pathlift/limits.hpp"
 #include "src/detail/engine.hpp"
 #include "src/detail/parallel.hpp"
+#include "src/detail/parameters.hpp"
 #include "src/detail/sinks.hpp"
 #include "src/detail/theta_check.hpp"
 
@@ -34,7 +35,7 @@ void require(const detail::WalkTables& t, Index d, PathObject object, const Engi
 /// it). The path set has no node names, so the message gives the index alone.
 template <class T>
 void check_paths_theta(const PathSet& paths, std::span<const T> theta) {
-  detail::check_parameters(theta, paths.num_edges, nullptr, "theta");
+  detail::check_parameters(theta, paths.num_params(), nullptr, "theta");
 }
 
 /// One row of dPhi from a path's edges e (walk order): out[k] = (product of the weights
@@ -213,8 +214,10 @@ std::pair<Index, Index> team_share(const Index* off, Index np) {
 }  // namespace
 
 template <class T>
-Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const EngineOptions& options) {
-  check_theta(net, theta);
+Buffer<T> path_lifting(const Network& net, std::span<const T> theta_in,
+                       const EngineOptions& options) {
+  check_theta(net, theta_in);
+  const detail::EdgeTheta<T> theta(net.parameter_map().get(), theta_in);
   const detail::WalkTables t = detail::make_walk_tables(net, /*memo_structure=*/false);
   require<T>(t, net.num_edges(), PathObject::path_lifting, options, "the path-lifting Phi");
   Buffer<T> memo_phi;
@@ -230,9 +233,10 @@ Buffer<T> path_lifting(const Network& net, std::span<const T> theta, const Engin
 }
 
 template <class T>
-Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
+Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta_in,
                        const EngineOptions& options) {
-  check_paths_theta(paths, theta);
+  check_paths_theta(paths, theta_in);
+  const detail::EdgeTheta<T> theta(paths.params.get(), theta_in);
   const Index np = paths.size();
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
@@ -247,6 +251,12 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta,
 }
 
 CsrPattern skeleton(const PathSet& paths, const EngineOptions& options) {
+  if (paths.params) {
+    PathSet edges_only = paths;
+    edges_only.params = nullptr;
+    return detail::gather_pattern(nullptr, *paths.params, skeleton(edges_only, options),
+                                  options.threads);
+  }
   CsrPattern b;
   b.rows = paths.size();
   b.cols = paths.num_edges;
@@ -288,12 +298,17 @@ CsrPattern skeleton(const Network& net, const EngineOptions& options) {
   b.cols = net.num_edges();
   b.row_offsets = std::move(offsets);
   b.col_indices = std::move(cols);
+  if (const auto& map = net.parameter_map()) {
+    return detail::gather_pattern(&net, *map, b, options.threads);
+  }
   return b;
 }
 
 template <class T>
-CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta, const EngineOptions& options) {
-  check_theta(net, theta);
+CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta_in,
+                      const EngineOptions& options) {
+  check_theta(net, theta_in);
+  const detail::EdgeTheta<T> theta(net.parameter_map().get(), theta_in);
   const detail::WalkTables t = detail::make_walk_tables(net);
   require<T>(t, net.num_edges(), PathObject::jacobian, options, "the Jacobian dPhi");
   Buffer<T> memo_phi;
@@ -317,6 +332,9 @@ CsrMatrix<T> jacobian(const Network& net, std::span<const T> theta, const Engine
   j.pattern.row_offsets = std::move(offsets);
   j.pattern.col_indices = std::move(cols);
   j.values = std::move(values);
+  if (const auto& map = net.parameter_map()) {
+    return detail::gather_columns(*map, j, options.threads);
+  }
   return j;
 }
 
@@ -324,6 +342,13 @@ template <class T>
 CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
                       const EngineOptions& options) {
   check_paths_theta(paths, theta);
+  if (paths.params) {
+    PathSet edges_only = paths;
+    edges_only.params = nullptr;
+    const std::vector<T> w = paths.params->edge_weights(theta);
+    return detail::gather_columns(
+        *paths.params, jacobian<T>(edges_only, std::span<const T>(w), options), options.threads);
+  }
   CsrMatrix<T> j;
   j.pattern = skeleton(paths, options);
   const Index np = paths.size();
@@ -377,10 +402,12 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
 
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian(
-    const PathSet& paths, std::span<const T> theta, const EngineOptions& options) {
-  check_paths_theta(paths, theta);
+    const PathSet& paths, std::span<const T> theta_in, const EngineOptions& options) {
+  check_paths_theta(paths, theta_in);
+  const detail::EdgeTheta<T> theta(paths.params.get(), theta_in);
+  const Index* param = paths.params ? paths.params->edge_params.data() : nullptr;
   const Index np = paths.size();
-  const Index d = paths.num_edges;
+  const Index d = paths.num_params();
   require_dense(
       np, d, sizeof(T), options.max_memory,
       fmt::format("the dense Jacobian dPhi (P = {} paths, d = {}, nnz = {})", np, d, paths.nnz()));
@@ -400,12 +427,16 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian
       pre[0] = T(1);
       for (Index k = 0; k < n; ++k) {
         pre[static_cast<std::size_t>(k) + 1] =
-            pre[static_cast<std::size_t>(k)] * theta[static_cast<std::size_t>(e[k])];
+            pre[static_cast<std::size_t>(k)] * theta.data()[e[k]];
       }
       T suffix = T(1);
       for (Index k = n - 1; k >= 0; --k) {
-        row[e[k]] = pre[static_cast<std::size_t>(k)] * suffix;
-        suffix *= theta[static_cast<std::size_t>(e[k])];
+        if (param == nullptr) {
+          row[e[k]] = pre[static_cast<std::size_t>(k)] * suffix;
+        } else if (const Index c = param[e[k]]; c >= 0) {  // the chain rule over shared edges
+          row[c] += pre[static_cast<std::size_t>(k)] * suffix;
+        }
+        suffix *= theta.data()[e[k]];
       }
     }
   });

@@ -56,10 +56,18 @@ class SampleProgress {
   double m_reported = 0;  // touched by thread 0 only
 };
 
-/// Sample i's input values (in the walk's input order) and node slopes, contiguous.
+/// Sample i's input values (in the walk's input order), node slopes and (with max nodes) the
+/// active edge of each max node, contiguous.
 void gather_sample(const detail::LinWalkTables& t, const Eigen::Ref<const Eigen::MatrixXd>& X,
-                   const Eigen::MatrixXd& slopes, Index i, std::vector<double>& x,
-                   std::vector<double>& s) {
+                   const ActivationPattern& pattern, Index i, std::vector<double>& x,
+                   std::vector<double>& s, std::vector<EdgeId>& gate) {
+  const Eigen::MatrixXd& slopes = pattern.slopes;
+  if (pattern.max_edges.size() > 0) {
+    gate.resize(static_cast<std::size_t>(t.num_nodes));
+    for (Index v = 0; v < t.num_nodes; ++v) {
+      gate[static_cast<std::size_t>(v)] = pattern.max_edges(i, v);
+    }
+  }
   x.resize(t.inputs.size());
   for (std::size_t a = 0; a < t.inputs.size(); ++a) {
     x[a] = t.data_column[a] < 0 ? 1.0 : X(i, t.data_column[a]);
@@ -151,11 +159,13 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   detail::run_team(threads, parallel, [&] {
     std::vector<double> x;
     std::vector<double> s;
+    std::vector<EdgeId> gate;
     std::vector<Index> partial;
 #pragma omp for schedule(static)
     for (Index i = 0; i < n; ++i) {
-      gather_sample(t, X, pattern.slopes, i, x, s);
-      detail::lin_count_sample(t, x.data(), s.data(), partial, off + i * q + 1);
+      gather_sample(t, X, pattern, i, x, s, gate);
+      detail::lin_count_sample(t, x.data(), s.data(), gate.empty() ? nullptr : gate.data(), partial,
+                               off + i * q + 1);
     }
   });
   for (Index r = 0; r < rows; ++r) {
@@ -178,20 +188,22 @@ CsrMatrix<double> linear_map(const Network& net, const Eigen::Ref<const Eigen::M
   {
     std::vector<double> x;
     std::vector<double> s;
+    std::vector<EdgeId> gate;
     std::vector<Index> cursor(static_cast<std::size_t>(q));
     detail::LinWalkScratch frames;
 #pragma omp for schedule(dynamic, 1)
     for (Index i = 0; i < n; ++i) {
-      gather_sample(t, X, pattern.slopes, i, x, s);
+      gather_sample(t, X, pattern, i, x, s, gate);
       std::copy(off + i * q, off + i * q + q, cursor.begin());
       Index* cur = cursor.data();
       bool zero = false;
-      detail::lin_walk_sample(t, x.data(), s.data(), frames, [&](Index j, Index p, double value) {
-        const Index k = cur[j]++;
-        col_data[k] = static_cast<EdgeId>(p);
-        val_data[k] = value;
-        zero = zero || value == 0;
-      });
+      detail::lin_walk_sample(t, x.data(), s.data(), gate.empty() ? nullptr : gate.data(), frames,
+                              [&](Index j, Index p, double value) {
+                                const Index k = cur[j]++;
+                                col_data[k] = static_cast<EdgeId>(p);
+                                val_data[k] = value;
+                                zero = zero || value == 0;
+                              });
       underflow = underflow || zero;
       progress.done_one();
     }
@@ -279,7 +291,7 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
   check_data(net, X);
   const Index n = X.rows();
   const Index m = net.num_nodes();
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   const auto q = static_cast<Index>(net.outputs().size());
   const CsrMatrix<double>& L = lin.map;
   if (lin.forward.outputs.rows() != n || lin.forward.outputs.cols() != q ||
@@ -416,7 +428,10 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
         // Same slopes at theta - h e_k, theta and theta + h e_k: f is affine in theta_k on
         // the whole step (a path holds edge k at most once: docs/conventions.md#paths).
         if (pp.slopes.row(row) != lin.pattern.slopes.row(i) ||
-            pm.slopes.row(row) != lin.pattern.slopes.row(i)) {
+            pm.slopes.row(row) != lin.pattern.slopes.row(i) ||
+            (lin.pattern.max_edges.size() > 0 &&
+             (pp.max_edges.row(row) != lin.pattern.max_edges.row(i) ||
+              pm.max_edges.row(row) != lin.pattern.max_edges.row(i)))) {
           still.push_back(a);
           continue;
         }
@@ -454,9 +469,9 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
     } else {
       out.message = fmt::format(
           "df/dtheta = L dPhi fails: relative error {:.3g} (tolerance {:.3g}) at sample {}, "
-          "output {}, parameter {} ({}): finite difference {:.17g}, L dPhi {:.17g}",
+          "output {}, theta[{}] ({}): finite difference {:.17g}, L dPhi {:.17g}",
           out.max_err_grad, options.tolerance_grad, worst.sample, worst.output, worst.param,
-          net.edge_label(static_cast<EdgeId>(worst.param)), worst.fd, worst.lin);
+          net.param_label(worst.param), worst.fd, worst.lin);
     }
   } else if (lin.pattern.on_kink) {
     out.status = LinearizationStatus::on_kink;

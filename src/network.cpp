@@ -27,6 +27,8 @@ std::string Activation::name() const {
       return "relu";
     case ActivationKind::leaky_relu:
       return fmt::format("leaky_relu:{}", negative_slope);
+    case ActivationKind::max:
+      return "max";
   }
   return "identity";
 }
@@ -37,6 +39,9 @@ Activation Activation::parse(std::string_view text) {
   }
   if (text == "relu") {
     return relu();
+  }
+  if (text == "max") {
+    return max();
   }
   constexpr std::string_view leaky = "leaky_relu";
   if (text.starts_with(leaky)) {
@@ -59,7 +64,9 @@ Activation Activation::parse(std::string_view text) {
     }
   }
   throw FormatError(fmt::format(
-      "unknown activation '{}' (expected identity, relu, leaky_relu or leaky_relu:<slope>)", text));
+      "unknown activation '{}' (expected identity, relu, leaky_relu, leaky_relu:<slope> or "
+      "max)",
+      text));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,8 +161,8 @@ void check_node(NodeId v, std::size_t m, const Where& where) {
 
 /// The CSR arrays of edges grouped by key[e] (the source or the target), edges by increasing
 /// index within a node (a counting sort keeps them ordered).
-void build_csr(std::size_t m, const std::vector<NodeId>& key, std::vector<Index>& off,
-               std::vector<EdgeId>& items) {
+void build_csr(std::size_t m, const Buffer<NodeId>& key, std::vector<Index>& off,
+               Buffer<EdgeId>& items) {
   const std::size_t d = key.size();
   off.assign(m + 1, 0);
   for (const NodeId v : key) {
@@ -184,6 +191,8 @@ Network::Network(NetworkSpec spec) {
   assign_roles(spec);
   assign_activations(spec);
   order_topologically();
+  assign_parameters(spec);
+  check_max_nodes();
   check_weights(spec);
   m_weights = std::move(spec.weights);
   m_monotone = true;
@@ -435,16 +444,14 @@ void Network::check_weights(const NetworkSpec& spec) const {
     return;
   }
   const std::vector<double>& w = *spec.weights;
-  if (w.size() != m_src.size()) {
-    throw NetworkError(
-        fmt::format("weights has {} entries but the network has {} edges", w.size(), m_src.size()));
+  if (w.size() != static_cast<std::size_t>(m_num_params)) {
+    throw NetworkError(fmt::format("weights has {} entries but the network has {} {}", w.size(),
+                                   m_num_params, m_params ? "parameters" : "edges"));
   }
-  const auto& names = m_nodes.names();
-  for (std::size_t e = 0; e < w.size(); ++e) {
-    if (!std::isfinite(w[e])) {
-      throw NetworkError(fmt::format("weight {} (edge {} -> {}) is not finite: {}", e,
-                                     names[static_cast<std::size_t>(m_src[e])],
-                                     names[static_cast<std::size_t>(m_dst[e])], w[e]));
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    if (!std::isfinite(w[k])) {
+      throw NetworkError(fmt::format("weight {} ({}) is not finite: {}", k,
+                                     param_label(static_cast<Index>(k)), w[k]));
     }
   }
 }
@@ -477,6 +484,11 @@ NetworkSpec Network::spec() const {
     }
   }
   s.weights = m_weights;
+  if (m_params) {
+    s.edge_params = m_params->edge_params;
+    s.fixed_weights = m_params->fixed_weights;
+    s.num_params = m_num_params;
+  }
   return s;
 }
 
@@ -515,17 +527,19 @@ bool all_finite(std::span<const T> values) {
 
 }  // namespace
 
-void check_parameter_count(std::size_t size, Index num_edges, std::string_view what) {
+void check_parameter_count(std::size_t size, Index num_edges, std::string_view what,
+                           std::string_view noun) {
   if (size != static_cast<std::size_t>(num_edges)) {
     throw std::invalid_argument(
-        fmt::format("{} has {} entries but the network has {} edges", what, size, num_edges));
+        fmt::format("{} has {} entries but the network has {} {}", what, size, num_edges, noun));
   }
 }
 
 template <class T>
 void check_parameters(std::span<const T> values, Index num_edges, const Network* net,
                       std::string_view what) {
-  check_parameter_count(values.size(), num_edges, what);
+  const bool per_edge = net == nullptr || net->one_parameter_per_edge();
+  check_parameter_count(values.size(), num_edges, what, per_edge ? "edges" : "parameters");
   if (all_finite(values)) {
     return;
   }
@@ -533,8 +547,8 @@ void check_parameters(std::span<const T> values, Index num_edges, const Network*
     if (!std::isfinite(values[e])) {
       const double value = values[e];
       throw std::invalid_argument(net != nullptr
-                                      ? fmt::format("{}[{}] (edge {}) is not finite: {}", what, e,
-                                                    net->edge_label(static_cast<EdgeId>(e)), value)
+                                      ? fmt::format("{}[{}] ({}) is not finite: {}", what, e,
+                                                    net->param_label(static_cast<Index>(e)), value)
                                       : fmt::format("{}[{}] is not finite: {}", what, e, value));
     }
   }
@@ -546,15 +560,16 @@ template void check_parameters(std::span<const float>, Index, const Network*, st
 }  // namespace detail
 
 void check_theta_size(const Network& net, std::size_t theta_size) {
-  detail::check_parameter_count(theta_size, net.num_edges(), "theta");
+  detail::check_parameter_count(theta_size, net.num_params(), "theta",
+                                net.one_parameter_per_edge() ? "edges" : "parameters");
 }
 
 void check_theta(const Network& net, std::span<const double> values, std::string_view what) {
-  detail::check_parameters(values, net.num_edges(), &net, what);
+  detail::check_parameters(values, net.num_params(), &net, what);
 }
 
 void check_theta(const Network& net, std::span<const float> values, std::string_view what) {
-  detail::check_parameters(values, net.num_edges(), &net, what);
+  detail::check_parameters(values, net.num_params(), &net, what);
 }
 
 }  // namespace pathlift

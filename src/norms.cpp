@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "src/detail/dp_scaled.hpp"
+#include "src/detail/parameters.hpp"
 
 namespace pathlift {
 
@@ -121,9 +122,13 @@ void norm_passes(const detail::DagView& g, const double* theta, const W& w, Path
 
 }  // namespace
 
-PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
+PathNorm path_norm(const Network& net, std::span<const double> theta_in, double s,
                    PathNormDetail parts) {
-  check_theta_size(net, theta.size());
+  check_theta_size(net, theta_in.size());
+  if (net.parameter_map()) {
+    check_theta(net, theta_in);  // named by parameter before the edge weights are formed
+  }
+  const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
   if (!(s >= 0) || !std::isfinite(s)) {
     throw std::invalid_argument(
         fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
@@ -136,7 +141,7 @@ PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
   out.s = s;
   if (s == 0) {
     // Weights are not used at s = 0, so the passes would not meet a NaN: check them here.
-    check_theta(net, theta);
+    check_theta(net, theta_in);
     norm_passes(g, theta.data(), detail::DpPow0{}, parts, m, k, out);
   } else if (s == 1) {
     norm_passes(g, theta.data(), detail::DpPow1{}, parts, m, k, out);

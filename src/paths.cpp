@@ -23,6 +23,7 @@ PathSet enumerate_paths(const Network& net, const EngineOptions& options) {
   auto edges = std::make_shared<Buffer<EdgeId>>(static_cast<std::size_t>(t.nnz));
   PathSet out;
   out.num_edges = net.num_edges();
+  out.params = net.parameter_map();
   out.start.resize(np);
   out.end.resize(np);
   (*offsets)[0] = 0;

@@ -55,6 +55,12 @@ bool has_all_matrices(const ProofStep& s, const std::vector<ProofMatrix>& mats) 
 
 ProofCertificate prove_rank(const Network& net, const ProveOptions& options) {
   detail::modular_require_prime(options.prime, "prove_rank");
+  if (!net.one_parameter_per_edge()) {
+    throw NetworkError(fmt::format(
+        "the proof of Theorem 1 is about one parameter per edge; this network has {} parameters "
+        "on {} edges (shared or fixed): `rank` certifies its rank against d - h_sym instead",
+        net.num_params(), net.num_edges()));
+  }
   ProofCertificate cert;
   cert.d = net.num_edges();
   cert.h = net.num_hidden();

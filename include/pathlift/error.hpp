@@ -22,6 +22,13 @@ class FormatError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// A model (ONNX, PyTorch) with operations pathlift cannot represent; the message lists every
+/// one of them (name and type), not only the first.
+class UnsupportedModel : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 /// A count that does not fit in 64 bits where an exact count is needed.
 class CountOverflow : public std::overflow_error {
  public:

@@ -65,6 +65,11 @@ struct ActivationPattern {
   /// values = slopes .* pre_activations for every node that is not an input. At a
   /// pre-activation of exactly 0 the slope is the negative one (ReLU'(0) = 0, as in PyTorch).
   Eigen::MatrixXd slopes;
+  /// n x m, only for a network with max nodes (0 x 0 otherwise): the incoming edge of max node
+  /// v that attains the max on sample i, the one of smallest index among ties; -1 for the
+  /// other nodes. Only that edge is active in the linearization (its slope is 1, the others'
+  /// 0). A max node's margin is the gap between its largest and second-largest candidate.
+  Eigen::Matrix<EdgeId, Eigen::Dynamic, Eigen::Dynamic> max_edges;
   /// min |pre-activation| over all samples and all kinked nodes (ReLU, and leaky ReLU with a
   /// slope other than 1); +inf when there is none (or n = 0).
   double margin = std::numeric_limits<double>::infinity();

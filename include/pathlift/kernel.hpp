@@ -63,12 +63,14 @@ class KernelOperator {
   KernelOperator& operator=(KernelOperator&&) = delete;
   ~KernelOperator();
 
-  /// d, the size of K.
+  /// d, the size of K (the number of parameters).
   [[nodiscard]] Index size() const;
-  /// out = K v; both have d entries (v finite, not checked here). Complexity: O(m + d).
+  /// out = K v; both have d entries (v finite, not checked here). Complexity: O(m + edges).
+  /// With parameters distinct from edges, K = M^T K_edge M (M: edge -> parameter incidence).
   void apply(const double* v, double* out) const;
 
  private:
+  void apply_edges(const double* v, double* out) const;
   struct State;
   const Network* m_net;
   std::span<const double> m_theta;

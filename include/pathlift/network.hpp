@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,7 +21,7 @@
 
 namespace pathlift {
 
-enum class ActivationKind : std::uint8_t { identity, relu, leaky_relu };
+enum class ActivationKind : std::uint8_t { identity, relu, leaky_relu, max };
 
 /// A positively homogeneous piecewise-linear activation: slope 1 for positive
 /// pre-activations, `negative_slope` for negative ones (identity 1, ReLU 0, leaky ReLU a).
@@ -32,8 +33,12 @@ struct Activation {
   static Activation relu() { return {ActivationKind::relu, 0.0}; }
   /// Leaky ReLU with slope `a` on negative inputs; `a` must be finite.
   static Activation leaky_relu(double a) { return {ActivationKind::leaky_relu, a}; }
+  /// A max-pooling node: its value is the largest of w_e v(u) over its incoming edges
+  /// e = (u -> v) (not their sum), which must all be fixed edges. In the linearization only the
+  /// arg-max edge is active; ties go to the incoming edge of smallest index.
+  static Activation max() { return {ActivationKind::max, 1.0}; }
 
-  /// "identity", "relu" or "leaky_relu:<slope>".
+  /// "identity", "relu", "leaky_relu:<slope>" or "max".
   [[nodiscard]] std::string name() const;
   /// Parses the names above; throws FormatError naming the text otherwise.
   static Activation parse(std::string_view text);
@@ -115,7 +120,36 @@ struct NetworkSpec {
   std::vector<NodeId> outputs;                   ///< designated outputs (sinks are outputs anyway)
   std::vector<NodeId> bias;                      ///< input nodes whose value is 1
   std::vector<std::pair<NodeId, Activation>> activations;  ///< overrides of the defaults
-  std::optional<std::vector<double>> weights;              ///< theta, one per edge, if known
+  std::optional<std::vector<double>> weights;              ///< theta (num_params entries), if known
+
+  /// Parameters distinct from edges (file format version 2). Empty: edge k carries parameter
+  /// k, d = number of edges (version 1). Otherwise one entry per edge: the parameter index
+  /// k in [0, num_params) the edge carries (several edges may share one), or kFixedEdge for
+  /// an edge of constant weight fixed_weights[e].
+  std::vector<Index> edge_params;
+  /// With edge_params: one entry per edge, the weight of each fixed edge (the entries of
+  /// parameter edges are ignored and stored as 0).
+  std::vector<double> fixed_weights;
+  /// With edge_params: d, the number of parameters (a parameter may carry no edge: a zero
+  /// column of B). Ignored without edge_params.
+  Index num_params = 0;
+};
+
+/// edge_params entry of an edge with a fixed weight.
+inline constexpr Index kFixedEdge = -1;
+
+/// How the edges of a network carry its parameters, when they are not one per edge: shared
+/// (not copied) by the Network and the PathSets enumerated from it.
+struct ParameterMap {
+  Index num_params = 0;               ///< d
+  std::vector<Index> edge_params;     ///< per edge: parameter k, or kFixedEdge
+  std::vector<double> fixed_weights;  ///< per edge: the weight of a fixed edge, else 0
+  std::vector<Index> offsets;         ///< CSR parameter -> edges: num_params + 1 entries
+  std::vector<EdgeId> edges;          ///< the edges of each parameter, increasing
+
+  /// The weight of every edge at theta (num_params entries, not checked here).
+  [[nodiscard]] std::vector<double> edge_weights(std::span<const double> theta) const;
+  [[nodiscard]] std::vector<float> edge_weights(std::span<const float> theta) const;
 };
 
 /// An immutable, validated DAG ReLU network.
@@ -138,8 +172,36 @@ class Network {
   explicit Network(NetworkSpec spec);
 
   [[nodiscard]] Index num_nodes() const { return m_nodes.size(); }
-  /// d, the number of edges = parameters.
+  /// The number of edges (d too when one_parameter_per_edge()).
   [[nodiscard]] Index num_edges() const { return static_cast<Index>(m_src.size()); }
+  /// d, the number of parameters: the length of theta and the columns of B and dPhi.
+  [[nodiscard]] Index num_params() const { return m_num_params; }
+  /// True when edge k carries parameter k for every k (no sharing, no fixed edge): the model
+  /// of the paper's Theorem 1 and of file format version 1.
+  [[nodiscard]] bool one_parameter_per_edge() const { return m_params == nullptr; }
+  /// The parameter edge e carries, or kFixedEdge.
+  [[nodiscard]] Index edge_param(EdgeId e) const {
+    return m_params ? m_params->edge_params[edge_at(e)] : static_cast<Index>(edge_at(e));
+  }
+  /// The weight of a fixed edge (0 for an edge that carries a parameter).
+  [[nodiscard]] double fixed_weight(EdgeId e) const {
+    return m_params ? m_params->fixed_weights[edge_at(e)] : 0.0;
+  }
+  /// The parameter map (null when one_parameter_per_edge()).
+  [[nodiscard]] const std::shared_ptr<const ParameterMap>& parameter_map() const {
+    return m_params;
+  }
+  /// The edges that carry parameter k, by increasing index. Only for a network with
+  /// edge_params (std::logic_error otherwise: there edge k alone carries parameter k).
+  [[nodiscard]] std::span<const EdgeId> param_edges(Index k) const;
+  /// The weight of every edge at theta: theta[edge_param(e)], or the fixed weight. theta has
+  /// num_params() entries (checked). Complexity: O(edges).
+  [[nodiscard]] std::vector<double> edge_weights(std::span<const double> theta) const;
+  /// True when some node has activation max (max pooling).
+  [[nodiscard]] bool has_max_nodes() const { return m_has_max; }
+  /// "parameter 4 (edge a -> b)", "parameter 4 (edges a -> b, c -> d and 7 more)" or
+  /// "parameter 4 (no edge)", for messages; "edge a -> b" for one parameter per edge.
+  [[nodiscard]] std::string param_label(Index k) const;
 
   [[nodiscard]] const std::string& node_name(NodeId v) const { return m_nodes.names()[at(v)]; }
   [[nodiscard]] const std::vector<std::string>& node_names() const { return m_nodes.names(); }
@@ -212,8 +274,8 @@ class Network {
  private:
   [[nodiscard]] std::size_t at(NodeId v) const;
   [[nodiscard]] std::size_t edge_at(EdgeId e) const;
-  static std::span<const EdgeId> slice(const std::vector<Index>& off,
-                                       const std::vector<EdgeId>& items, NodeId v) {
+  static std::span<const EdgeId> slice(const std::vector<Index>& off, const Buffer<EdgeId>& items,
+                                       NodeId v) {
     const auto i = static_cast<std::size_t>(v);
     return {items.data() + off[i], static_cast<std::size_t>(off[i + 1] - off[i])};
   }
@@ -224,6 +286,8 @@ class Network {
   void assign_activations(const NetworkSpec& spec);
   void order_topologically();
   [[noreturn]] void throw_cycle(const std::vector<Index>& remaining) const;
+  void assign_parameters(NetworkSpec& spec);  // moves spec.edge_params
+  void check_max_nodes();
   void check_weights(const NetworkSpec& spec) const;
   [[nodiscard]] Index in_degree(std::size_t v) const {
     return m_in_offsets[v + 1] - m_in_offsets[v];
@@ -233,9 +297,10 @@ class Network {
   }
 
   NodeNames m_nodes;
-  std::vector<NodeId> m_src, m_dst;
+  // Buffers (no zero-fill, huge pages): a 10^7-edge network is built at memory speed.
+  Buffer<NodeId> m_src, m_dst;
   std::vector<Index> m_out_offsets, m_in_offsets;
-  std::vector<EdgeId> m_out_edges, m_in_edges;
+  Buffer<EdgeId> m_out_edges, m_in_edges;
   std::vector<NodeRole> m_role;
   std::vector<std::uint8_t> m_is_bias, m_designated;
   std::vector<Activation> m_act;
@@ -243,6 +308,9 @@ class Network {
   std::vector<Index> m_topo_pos;
   std::optional<std::vector<double>> m_weights;
   bool m_monotone = false;
+  Index m_num_params = 0;
+  std::shared_ptr<const ParameterMap> m_params;  // null: edge k carries parameter k
+  bool m_has_max = false;
 };
 
 /// The size half of check_theta, for callers that check the values themselves (the scaled

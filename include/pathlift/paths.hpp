@@ -22,7 +22,9 @@ namespace pathlift {
 /// The paths of a network in canonical order, in CSR form: path p is the edge sequence
 /// edges[offsets[p] .. offsets[p+1]) in walk order (from its input to its output).
 struct PathSet {
-  Index num_edges = 0;                           ///< d (the number of columns of B)
+  Index num_edges = 0;  ///< edges of the network (d too with one parameter per edge)
+  /// How edges carry parameters (null: edge k carries parameter k), from the network.
+  std::shared_ptr<const ParameterMap> params;
   std::shared_ptr<const Buffer<Index>> offsets;  ///< P + 1 entries
   std::shared_ptr<const Buffer<EdgeId>> edges;   ///< nnz entries, walk order
   Buffer<NodeId> start;                          ///< input node of each path
@@ -32,6 +34,8 @@ struct PathSet {
   bool walk_order_sorted = false;
 
   [[nodiscard]] Index size() const { return static_cast<Index>(offsets->size()) - 1; }
+  /// d, the number of parameters: the columns of B and dPhi, theta's length.
+  [[nodiscard]] Index num_params() const { return params ? params->num_params : num_edges; }
   [[nodiscard]] Index nnz() const { return offsets->back(); }
   /// Edges of path p, in walk order.
   [[nodiscard]] std::span<const EdgeId> path(Index p) const {

@@ -34,11 +34,14 @@ struct NonZeroPathCounts {
   const DagView* g;
   const double* x;      // per input slot
   const double* slope;  // per node
+  const EdgeId* gate;   // per node: the active edge into a max node, or null
   [[nodiscard]] static Index zero() { return 0; }
   [[nodiscard]] Index start(NodeId v) const {
     return x[g->input_slot[static_cast<std::size_t>(v)]] != 0 ? 1 : 0;
   }
-  [[nodiscard]] static Index extend(EdgeId /*e*/, Index n) { return n; }
+  [[nodiscard]] Index extend(EdgeId e, Index n) const {
+    return lin_gated(gate, e, g->dst[e]) ? 0 : n;
+  }
   static void add(Index& acc, Index n) { acc += n; }
   void finish(NodeId v, Index& acc) const {
     if (slope[v] == 0) {
@@ -50,9 +53,9 @@ struct NonZeroPathCounts {
 }  // namespace
 
 void lin_count_sample(const LinWalkTables& t, const double* x, const double* slope,
-                      std::vector<Index>& partial, Index* count) {
+                      const EdgeId* gate, std::vector<Index>& partial, Index* count) {
   partial.resize(static_cast<std::size_t>(t.num_nodes));
-  dag_forward(t.dag, NonZeroPathCounts{&t.dag, x, slope}, std::span<Index>(partial));
+  dag_forward(t.dag, NonZeroPathCounts{&t.dag, x, slope, gate}, std::span<Index>(partial));
   const auto outputs = t.dag.net->outputs();
   for (std::size_t j = 0; j < outputs.size(); ++j) {
     count[j] = partial[static_cast<std::size_t>(outputs[j])];

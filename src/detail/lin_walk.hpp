@@ -31,11 +31,18 @@ struct LinWalkTables {
 LinWalkTables lin_make_walk_tables(const Network& net);
 
 /// Entries of sample i's rows: count[j] = number of paths ending at output j with no zero
-/// factor (x[start] != 0, no slope 0 on the way), by the forward DP N(input) = [x != 0],
-/// N(v) = [slope(v) != 0] sum_{u->v} N(u) (N(v) <= P: distinct partial paths into v extend to
-/// distinct paths). `partial` is scratch. Complexity: O(m + d).
+/// factor (x[start] != 0, no slope 0 on the way, no inactive edge into a max node), by the
+/// forward DP N(input) = [x != 0], N(v) = [slope(v) != 0] sum_{e = u->v active} N(u)
+/// (N(v) <= P: distinct partial paths into v extend to distinct paths). `gate` is null or
+/// holds, per node, the one active incoming edge of a max node (-1 for other nodes).
+/// `partial` is scratch. Complexity: O(m + d).
 void lin_count_sample(const LinWalkTables& t, const double* x, const double* slope,
-                      std::vector<Index>& partial, Index* count);
+                      const EdgeId* gate, std::vector<Index>& partial, Index* count);
+
+/// Whether edge e into node w is inactive on this sample (w a max node, e not its arg-max).
+[[gnu::always_inline]] inline bool lin_gated(const EdgeId* gate, EdgeId e, NodeId w) {
+  return gate != nullptr && gate[w] >= 0 && gate[w] != e;
+}
 
 /// Scratch of lin_walk_sample: the walk's stack and the prefix products along it.
 struct LinWalkScratch {
@@ -48,18 +55,19 @@ template <class Emit>
 struct LinVisitor {
   const LinWalkTables& t;
   const double* slope;
+  const EdgeId* gate;
   std::vector<double>& values;
   Emit& emit;
   Index p;
 
-  [[gnu::always_inline]] WalkStep arrive(EdgeId /*e*/, NodeId w) {
+  [[gnu::always_inline]] WalkStep arrive(EdgeId e, NodeId w) {
     const auto wi = static_cast<std::size_t>(w);
     const Index slot = t.dag.output_slot[wi];
     const Index suffix = t.suffix[wi];
     const double s = slope[w];
     // Skip by the factor, not the product, so that the emitted paths are exactly those
     // lin_count_sample counts (a product can underflow to 0, or be inf times 0).
-    if (s == 0) {  // every path behind this prefix has c_p^i = 0
+    if (s == 0 || lin_gated(gate, e, w)) {  // every path behind this prefix has c_p^i = 0
       p += (slot >= 0 ? 1 : 0) + suffix;
       return WalkStep::skip;
     }
@@ -78,14 +86,14 @@ struct LinVisitor {
 };
 
 /// Walks sample i: `x` holds the value of each entry of t.inputs, `slope` the slope of each
-/// node on this sample. Calls emit(j, p, value) for every path p ending at output j with no
-/// zero factor (the paths lin_count_sample counts), in increasing p, with value =
-/// x[start] * prod slopes (0 only by underflow).
-/// Complexity: O(prefixes with no zero factor, times their out-degree).
+/// node on this sample, `gate` null or the active edge of each max node. Calls emit(j, p, value)
+/// for every path p ending at output j with no zero factor (the paths lin_count_sample counts), in
+/// increasing p, with value = x[start] * prod slopes (0 only by underflow). Complexity: O(prefixes
+/// with no zero factor, times their out-degree).
 template <class Emit>
 void lin_walk_sample(const LinWalkTables& t, const double* x, const double* slope,
-                     LinWalkScratch& scratch, Emit&& emit) {
-  LinVisitor<Emit> visitor{t, slope, scratch.values, emit, 0};
+                     const EdgeId* gate, LinWalkScratch& scratch, Emit&& emit) {
+  LinVisitor<Emit> visitor{t, slope, gate, scratch.values, emit, 0};
   for (std::size_t a = 0; a < t.inputs.size(); ++a) {
     const NodeId u = t.inputs[a];
     const Index suffix = t.suffix[static_cast<std::size_t>(u)];

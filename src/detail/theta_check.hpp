@@ -12,7 +12,8 @@ namespace pathlift::detail {
 
 /// Throws std::invalid_argument "<what> has N entries but the network has d edges" unless
 /// size == num_edges.
-void check_parameter_count(std::size_t size, Index num_edges, std::string_view what);
+void check_parameter_count(std::size_t size, Index num_edges, std::string_view what,
+                           std::string_view noun = "edges");
 
 /// `values` has `num_edges` entries, each finite. Throws std::invalid_argument
 /// "<what> has N entries but the network has d edges" or "<what>[7] (edge a -> b) is not
