@@ -6,10 +6,13 @@ find_path(PATHLIFT_LAPACKE_INCLUDE_DIR lapacke.h PATH_SUFFIXES lapacke)
 find_library(PATHLIFT_LAPACKE_LIBRARY lapacke)
 find_path(PATHLIFT_FLINT_INCLUDE_DIR flint/nmod_mat.h)
 find_library(PATHLIFT_FLINT_LIBRARY flint)
+# GMP (libgmp-dev, a dependency of libflint-dev): FLINT's exact integer matrices (fmpz_mat,
+# the exact ranks of symmetry.cpp) call it from inline functions.
+find_library(PATHLIFT_GMP_LIBRARY gmp)
 foreach(_var PATHLIFT_LAPACKE_INCLUDE_DIR PATHLIFT_LAPACKE_LIBRARY PATHLIFT_FLINT_INCLUDE_DIR
-             PATHLIFT_FLINT_LIBRARY)
+             PATHLIFT_FLINT_LIBRARY PATHLIFT_GMP_LIBRARY)
   if(NOT ${_var})
     message(FATAL_ERROR "pathlift: ${_var} not found (Debian: apt-get install liblapacke-dev "
-                        "libflint-dev, or run scripts/install-deps.sh)")
+                        "libflint-dev libgmp-dev, or run scripts/install-deps.sh)")
   endif()
 endforeach()

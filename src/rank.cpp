@@ -18,6 +18,7 @@
 #include "src/detail/enum_names.hpp"
 #include "src/detail/json.hpp"
 #include "src/detail/phase_progress.hpp"
+#include "src/detail/shared_rank.hpp"
 
 namespace pathlift {
 
@@ -33,7 +34,8 @@ constexpr std::array k_status_names{
     EnumName<RankStatus>{RankStatus::rank_B_uncertified, "rank_B_uncertified"},
     EnumName<RankStatus>{RankStatus::theorem_fails, "theorem_fails"},
     EnumName<RankStatus>{RankStatus::ill_conditioned, "ill_conditioned"},
-    EnumName<RankStatus>{RankStatus::numerical_failure, "numerical_failure"}};
+    EnumName<RankStatus>{RankStatus::numerical_failure, "numerical_failure"},
+    EnumName<RankStatus>{RankStatus::below_symmetry_bound, "below_symmetry_bound"}};
 
 }  // namespace
 
@@ -48,6 +50,37 @@ RankStatus parse_rank_status(std::string_view name) {
 bool is_failure(RankStatus status) {
   return status == RankStatus::rank_B_uncertified || status == RankStatus::theorem_fails;
 }
+
+namespace detail {
+
+RankReport rank_report_head(const Network& net, const RankCertificate& rank_b,
+                            const std::optional<JacobianRankCertificate>& rank_j_exact,
+                            const std::optional<NumericalRank>& rank_j,
+                            std::span<const double> theta) {
+  RankReport rep;
+  rep.d = net.num_params();
+  rep.h = net.num_hidden();
+  rep.h_sym = rank_b.h;
+  rep.one_parameter_per_edge = net.one_parameter_per_edge();
+  rep.expected = rep.d - rep.h_sym;
+  rep.rank_B = rank_b;
+  rep.rank_J_exact = rank_j_exact;
+  rep.rank_J = rank_j;
+  for (std::size_t k = 0; k < theta.size(); ++k) {
+    if (theta[k] == 0.0) {
+      rep.zero_weights.push_back(static_cast<EdgeId>(k));
+    }
+  }
+  return rep;
+}
+
+RankReport concluded(RankReport& rep, RankStatus status, std::string why) {
+  rep.status = status;
+  rep.explanation = std::move(why);
+  return rep;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -96,22 +129,12 @@ std::string numerical_failure_text(const NumericalRank& j, const RankCertificate
 RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<JacobianRankCertificate>& rank_j_exact,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta) {
-  RankReport rep;
-  rep.d = net.num_edges();
-  rep.h = net.num_hidden();
-  rep.expected = rep.d - rep.h;
-  rep.rank_B = rank_b;
-  rep.rank_J_exact = rank_j_exact;
-  rep.rank_J = rank_j;
-  for (std::size_t k = 0; k < theta.size(); ++k) {
-    if (theta[k] == 0.0) {
-      rep.zero_weights.push_back(static_cast<EdgeId>(k));
-    }
+  if (!net.one_parameter_per_edge()) {
+    return detail::shared_rank_report(net, rank_b, rank_j_exact, rank_j, theta);
   }
+  RankReport rep = detail::rank_report_head(net, rank_b, rank_j_exact, rank_j, theta);
   const auto set = [&rep](RankStatus s, std::string why) {
-    rep.status = s;
-    rep.explanation = std::move(why);
-    return rep;
+    return detail::concluded(rep, s, std::move(why));
   };
   if (!rank_b.certified()) {
     return set(RankStatus::rank_B_uncertified,
@@ -209,7 +232,7 @@ RankReport rank_report(const Network& net, const RankCertificate& rank_b,
 RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta) {
   std::optional<JacobianRankCertificate> exact;
-  if (static_cast<Index>(theta.size()) == net.num_edges()) {
+  if (static_cast<Index>(theta.size()) == net.num_params()) {
     exact = certify_jacobian_rank(net, theta, rank_b);
   }
   return rank_report(net, rank_b, exact, rank_j, theta);
@@ -247,7 +270,8 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const RankOptions& options, const NumericalRankOptions& numerical,
                               RankRoute route) {
   std::string why_path_free = "the path-free route was asked for";
-  const bool enumerate = route == RankRoute::enumerate ||
+  // With shared parameters rank(B) is certified from the enumerated skeleton only.
+  const bool enumerate = route == RankRoute::enumerate || !net.one_parameter_per_edge() ||
                          (route == RankRoute::automatic &&
                           jacobian_fits(net, options.engine.max_memory, why_path_free));
   if (!enumerate) {
@@ -328,6 +352,7 @@ std::string to_json(const RankReport& rep, int indent) {
   nlohmann::ordered_json j;
   j["d"] = rep.d;
   j["h"] = rep.h;
+  j["h_sym"] = rep.h_sym;
   j["expected"] = rep.expected;
   j["rank_B"] = optional_json(c.rank());
   j["rank_B_lower"] = c.lower;

@@ -29,8 +29,9 @@ nlohmann::ordered_json count_json(const Count& c) {
 void run_info(const InfoOptions& opts) {
   const auto [net, description] = load_network(opts.network);
   const PathCounts counts = count_paths(net);
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   const Index h = net.num_hidden();
+  const bool per_edge = net.one_parameter_per_edge();
   const auto num_bias = static_cast<Index>(net.bias_nodes().size());
   const auto num_inputs = static_cast<Index>(net.inputs().size());
   const auto num_outputs = static_cast<Index>(net.outputs().size());
@@ -44,8 +45,10 @@ void run_info(const InfoOptions& opts) {
     j["hidden"] = h;
     j["outputs"] = num_outputs;
     j["d"] = d;
+    j["edges"] = net.num_edges();
     j["h"] = h;
-    j["d_minus_h"] = d - h;
+    // d - h is Theorem 1's rank with one parameter per edge; otherwise `rank` gives d - h_sym.
+    j["d_minus_h"] = per_edge ? nlohmann::ordered_json(d - h) : nlohmann::ordered_json(nullptr);
     j["P"] = count_json(counts.paths);
     j["P_exact"] = counts.paths.exact();
     j["log10_P"] = counts.paths.log10();
@@ -69,14 +72,28 @@ void run_info(const InfoOptions& opts) {
   };
   fmt::print("nodes            {}: {} ({} bias), {} hidden, {}\n", net.num_nodes(),
              plural(num_inputs, "input"), num_bias, h, plural(num_outputs, "output"));
-  fmt::print("d                {} parameters (edges)\n", d);
+  if (per_edge) {
+    fmt::print("d                {} parameters (edges)\n", d);
+  } else {
+    fmt::print("d                {} parameters on {} edges (shared parameters, fixed edges)\n", d,
+               net.num_edges());
+  }
   fmt::print("h                {} hidden nodes\n", h);
-  fmt::print("d - h            {}  (rank of B and of dPhi, Theorem 1)\n", d - h);
+  if (per_edge) {
+    fmt::print("d - h            {}  (rank of B and of dPhi, Theorem 1)\n", d - h);
+  } else {
+    fmt::print("rank bound       d - h_sym (rescaling symmetries): see `pathlift rank`\n");
+  }
   fmt::print("P                {} paths\n", counts.paths.to_string());
   if (!counts.paths.exact()) {
     fmt::print("                 (more than 2^64: log10 P = {:.6f})\n", counts.paths.log10());
   }
-  fmt::print("nnz(B)           {}\n", counts.nnz.to_string());
+  if (per_edge) {
+    fmt::print("nnz(B)           {}\n", counts.nnz.to_string());
+  } else {
+    fmt::print("path edges       {}  (the sum of the path lengths, fixed edges included)\n",
+               counts.nnz.to_string());
+  }
   fmt::print("max path length  {}\n", counts.max_path_length);
   fmt::print("path lengths     ");
   bool first = true;
@@ -98,7 +115,7 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Summary of the network and its path counts (by DP)");
   add_network_options(*cmd, opts->network);
   cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys nodes, inputs, hidden, outputs, d, h, P, nnz, "
+                "Print one JSON object (keys nodes, inputs, hidden, outputs, d, edges, h, P, nnz, "
                 "max_path_length, length_histogram)");
   cmd->callback([opts] { run_info(*opts); });
 }

@@ -56,7 +56,7 @@ void run_kernel(const KernelOptions& opts) {
   const auto [net, description] = load_network(opts.network);
   const LoadedTheta theta = load_theta(net, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "kernel");
-  const Index d = net.num_edges();
+  const Index d = net.num_params();
   const auto start = std::chrono::steady_clock::now();
   Json j;
   j["network"] = description;

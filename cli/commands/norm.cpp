@@ -90,7 +90,7 @@ void run_norm(const NormOptions& opts) {
     j["log10_P"] = p.log10();
     j["network"] = description;
     j["theta"] = theta.source;
-    j["d"] = net.num_edges();
+    j["d"] = net.num_params();
     if (opts.per_node) {
       // Per node: {"<s>": {"<node name>": log10 of the norm restricted to its paths}}.
       Json per_output = Json::object();

@@ -34,12 +34,23 @@ void print_report(const RankReport& rep, const std::string& description,
                   const std::string& theta_source) {
   const RankCertificate& c = rep.rank_B;
   fmt::print("network      {}\n", description);
-  fmt::print("d            {} parameters (edges)\n", rep.d);
-  fmt::print("h            {} hidden nodes\n", rep.h);
-  fmt::print("d - h        {}  (Theorem 1)\n", rep.expected);
+  if (!rep.one_parameter_per_edge) {
+    fmt::print("d            {} parameters (shared parameters, fixed edges)\n", rep.d);
+    fmt::print("h            {} hidden nodes\n", rep.h);
+    fmt::print("h_sym        {}  (dimension of the rescaling symmetries)\n", rep.h_sym);
+    fmt::print("d - h_sym    {}  (upper bound of rank(B) and rank(dPhi))\n", rep.expected);
+  } else {
+    fmt::print("d            {} parameters (edges)\n", rep.d);
+    fmt::print("h            {} hidden nodes\n", rep.h);
+    fmt::print("d - h        {}  (Theorem 1)\n", rep.expected);
+  }
   std::string lower;
   switch (c.method) {
     case RankMethod::gram:
+      if (c.prime == 0) {
+        lower = fmt::format("exact rank over Q of B^T B ({} x {}, integers)", rep.d, rep.d);
+        break;
+      }
       lower = fmt::format("rank mod p = {}{} of B^T B ({} x {})", c.prime,
                           c.prime == default_prime ? " (2^61 - 1)" : "", rep.d, rep.d);
       break;
@@ -58,12 +69,17 @@ void print_report(const RankReport& rep, const std::string& description,
              c.certified() ? fmt::format("{}", c.lower) : std::string("?"),
              c.certified() ? "certified" : "NOT certified", c.lower, c.upper);
   fmt::print("             lower bound: {}\n", lower);
-  fmt::print(
-      "             upper bound: d - {} rescaling vectors z_v, checked in the kernel and "
-      "independent{}\n",
-      rep.h - static_cast<Index>(c.kernel_failures.size()),
-      c.kernel_failures.empty() ? ""
-                                : fmt::format(" ({} failed the check)", c.kernel_failures.size()));
+  if (!rep.one_parameter_per_edge) {
+    fmt::print("             upper bound: d - h_sym (B c = 0 for every rescaling change c)\n");
+  } else {
+    fmt::print(
+        "             upper bound: d - {} rescaling vectors z_v, checked in the kernel and "
+        "independent{}\n",
+        rep.h - static_cast<Index>(c.kernel_failures.size()),
+        c.kernel_failures.empty()
+            ? ""
+            : fmt::format(" ({} failed the check)", c.kernel_failures.size()));
+  }
   if (rep.rank_J_exact) {
     const JacobianRankCertificate& x = *rep.rank_J_exact;
     const std::string how =
@@ -87,7 +103,7 @@ void print_report(const RankReport& rep, const std::string& description,
           rep.expected, j.sigma(rep.expected));
     }
   } else {
-    fmt::print("numerical    not computed: {}\n", rep.rank_J_note);
+    fmt::print("numerical    {}\n", rep.rank_J_note);
   }
   if (!rep.zero_weights.empty()) {
     fmt::print("theta        {} zero coordinate(s)\n", rep.zero_weights.size());
@@ -134,15 +150,18 @@ void add_rank_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("rank",
                          "rank(B) and rank(dPhi) certified exactly, the numerical rank of dPhi "
-                         "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 only "
-                         "when exact ranks contradict it; docs/rank.md)");
+                         "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 when "
+                         "exact ranks contradict it or rank(B) is not certified). With shared "
+                         "parameters the bound is d - h_sym (rescaling symmetries); a rank below "
+                         "it is reported as below_symmetry_bound, exit 0 (docs/rank.md)");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys listed in docs/rank.md: d, h, expected, rank_B, "
-                "rank_B_lower, rank_B_upper, rank_B_certified, rank_J, ..., rank_J_exact_lower, "
-                "rank_J_exact_upper, rank_J_certified, status, explanation)");
+  cmd->add_flag(
+      "--json", opts->json,
+      "Print one JSON object (keys listed in docs/rank.md: d, h, h_sym, expected, rank_B, "
+      "rank_B_lower, rank_B_upper, rank_B_certified, rank_J, ..., rank_J_exact_lower, "
+      "rank_J_exact_upper, rank_J_certified, status, explanation)");
   cmd->add_flag("--no-enumerate", opts->no_enumerate,
                 "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
                 "dynamic programming with --method gram; rank_J is then null); chosen "

@@ -32,12 +32,15 @@ enum class RankStatus : std::uint8_t {
                         ///< theta without zero coordinate
   ill_conditioned,      ///< exact ranks agree with the theorem; the numerical rank of dPhi
                         ///< differs from the exact one, or has no clear gap (floating point)
-  numerical_failure     ///< exact ranks agree with the theorem; the singular values are not
+  numerical_failure,    ///< exact ranks agree with the theorem; the singular values are not
                         ///< finite, or the numerical rank exceeds the certified rank(B)
+  below_symmetry_bound  ///< shared parameters: certified rank(B) < d - h_sym (a finding,
+                        ///< not a failure: Theorem 1 is about one parameter per edge)
 };
 
 /// "verified", "theta_in_null_set", "rank_J_inconclusive", "rank_J_not_computed",
-/// "rank_B_uncertified", "theorem_fails", "ill_conditioned", "numerical_failure".
+/// "rank_B_uncertified", "theorem_fails", "ill_conditioned", "numerical_failure",
+/// "below_symmetry_bound".
 std::string_view to_string(RankStatus status);
 
 /// The status named `name` (a to_string name). Throws std::invalid_argument naming `name` and
@@ -51,7 +54,13 @@ bool is_failure(RankStatus status);
 struct RankReport {
   Index d = 0;
   Index h = 0;
-  Index expected = 0;  ///< d - h
+  Index expected = 0;  ///< d - h (d - h_sym with parameters distinct from edges)
+  /// The dimension of the rescaling symmetries (symmetry.hpp): h with one parameter per edge;
+  /// with shared parameters or fixed edges the bound rank(B) <= d - h_sym replaces d - h.
+  Index h_sym = 0;
+  /// False for a network whose parameters are not one per edge (then `expected` is d - h_sym
+  /// and Theorem 1 does not apply).
+  bool one_parameter_per_edge = true;
   RankCertificate rank_B;
   /// Certified bounds on rank(dPhi(theta)); absent when theta was not given.
   std::optional<JacobianRankCertificate> rank_J_exact;

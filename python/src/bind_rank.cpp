@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "pathlift/symmetry.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -343,7 +345,13 @@ from exact ranks). docs/rank.md has the table.
               "in docs/rank.md).");
   report.def_readonly("d", &RankReport::d, "Edges.")
       .def_readonly("h", &RankReport::h, "Hidden nodes.")
-      .def_readonly("expected", &RankReport::expected, "d - h.")
+      .def_readonly("h_sym", &RankReport::h_sym,
+                    "The dimension of the rescaling symmetries: h with one parameter per edge; "
+                    "with shared parameters or fixed edges, expected = d - h_sym.")
+      .def_readonly("one_parameter_per_edge", &RankReport::one_parameter_per_edge,
+                    "False when parameters are shared or edges fixed (Theorem 1 then does not "
+                    "apply; the bound is d - h_sym).")
+      .def_readonly("expected", &RankReport::expected, "d - h (d - h_sym with shared parameters).")
       .def_readonly("rank_B", &RankReport::rank_B, "The RankCertificate of B.")
       .def_property_readonly(
           "rank_J",
@@ -377,6 +385,37 @@ from exact ranks). docs/rank.md has the table.
                            r.rank_J ? fmt::format("{}", r.rank_J->rank) : "-", to_string(r.status));
       });
 
+  py::class_<SymmetryDimension>(m, "SymmetryDimension",
+                                "The dimension h_sym of the rescaling symmetries "
+                                "(rescaling_symmetry_dimension) and how it was found.")
+      .def_readonly("h_sym", &SymmetryDimension::h_sym,
+                    "Dimension of the changes of theta that rescalings produce.")
+      .def_readonly("classes", &SymmetryDimension::classes,
+                    "Node classes left free after the forced equalities.")
+      .def_readonly("constraints", &SymmetryDimension::constraints,
+                    "Distinct constraints left among the classes.")
+      .def_readonly("constraint_rank", &SymmetryDimension::constraint_rank,
+                    "Their exact rank over Q.")
+      .def_readonly("unused_params", &SymmetryDimension::unused_params,
+                    "Parameters that no edge carries.")
+      .def("__repr__", [](const SymmetryDimension& s) {
+        return fmt::format("<pathlift.SymmetryDimension h_sym={} classes={} constraints={}>",
+                           s.h_sym, s.classes, s.constraints);
+      });
+  m.def(
+      "rescaling_symmetry_dimension",
+      [](const Network& net, std::size_t max_memory) {
+        EngineOptions options;
+        options.max_memory = max_memory;
+        py::gil_scoped_release release;
+        return rescaling_symmetry_dimension(net, options);
+      },
+      py::arg("net"), py::kw_only(), py::arg("max_memory") = 0,
+      "h_sym, the dimension of the rescaling symmetries of a network with shared parameters "
+      "and fixed edges (docs/rank.md#weight-sharing): log-scales alpha on the nodes, 0 on "
+      "inputs and outputs, with alpha(dst) - alpha(src) equal over the edges of one parameter "
+      "and 0 over fixed edges. rank(B) <= d - h_sym. Exact (integer ranks). With one parameter "
+      "per edge, h_sym = h.");
   m.def("is_prime", &is_prime, py::arg("n"),
         "Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).");
   m.def(
@@ -579,8 +618,9 @@ matrix needed exceeds max_memory. The GIL is released.)doc");
       py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("max_memory") = 0,
       (std::string(R"doc(Theorem 1 at theta: enumerates the paths, certifies rank(B) and
 rank(dPhi(theta)), computes the numerical rank of dPhi, and concludes. Returns a RankReport
-(d, h, expected, rank_B, rank_J_exact, rank_J, rank_J_note, zero_weights, status,
-explanation, failed; to_dict()). numerical: None skips the numerical rank when its dense
+(d, h, h_sym, expected, rank_B, rank_J_exact, rank_J, rank_J_note, zero_weights, status,
+explanation, failed; to_dict()). With shared parameters or fixed edges (a CNN, a skip) the
+bound is d - h_sym and a rank below it is status below_symmetry_bound (docs/rank.md). numerical: None skips the numerical rank when its dense
 linear algebra would take more than about 10 s, True always computes it, False never. theta: d finite numbers, None
 for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_rank. TooLarge
 (MemoryError) when B does not fit: rank() then takes the path-free route.)doc") +
@@ -617,7 +657,8 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
       py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
       py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("max_memory") = 0,
       (std::string(R"doc(`pathlift rank --json` as a dict, with exactly the CLI's keys (the
-library's JSON form of the report, docs/rank.md): d, h, expected (d - h), rank_B (certified,
+library's JSON form of the report, docs/rank.md): d, h, h_sym, expected (d - h_sym, which is
+d - h with one parameter per edge), rank_B (certified,
 else None), rank_B_lower, rank_B_upper, rank_B_certified, rank_J (numerical rank of dPhi at
 theta, or None), rank_J_tolerance, rank_J_gap, status (see RankReport), explanation,
 rank_J_exact, rank_J_exact_lower, rank_J_exact_upper, rank_J_certified, and more.

@@ -15,7 +15,7 @@ scipy_sparse = pytest.importorskip("scipy.sparse")
 
 # The keys of `rank --json` before the exact rank of dPhi was added stay first, in order; the
 # later keys follow them.
-CLI_RANK_KEYS = ["d", "h", "expected", "rank_B", "rank_B_lower", "rank_B_upper",
+CLI_RANK_KEYS = ["d", "h", "h_sym", "expected", "rank_B", "rank_B_lower", "rank_B_upper",
                  "rank_B_certified", "rank_J", "rank_J_tolerance", "rank_J_gap", "status",
                  "explanation", "rank_B_method", "prime", "rank_J_exact", "rank_J_exact_lower",
                  "rank_J_exact_upper", "rank_J_certified", "rank_J_exact_method", "zero_weights",
@@ -61,9 +61,10 @@ def torch_models():
 
 
 def test_theorem_on_torch_models(pl, reference):
-    """rank(B) = d - h certified and rank(dPhi) = d - h, at a random theta and at the model's
-    own weights, for MLPs (h = the sum of the hidden widths) and the skip models (h = the
-    nodes the network defines: the ReLU units and the identity nodes of sums)."""
+    """MLPs: rank(B) = d - h certified and rank(dPhi) = d - h (h = the sum of the hidden
+    widths), at a random theta and at the model's own weights. Skip models have fixed edges
+    (the skips), so the bound is d - h_sym; the certified ranks equal numpy's ranks of the
+    dense matrices either way."""
     rng = np.random.default_rng(0)
     for name, widths_sum, model in torch_models():
         net = pl.from_torch(model)
@@ -71,23 +72,33 @@ def test_theorem_on_torch_models(pl, reference):
         assert net.h == h, name
         if widths_sum is not None:
             assert h == widths_sum, name
+            assert net.one_parameter_per_edge, name
         B = pl.skeleton(net, dense=True)
         for theta in (rng.standard_normal(net.d), pl.theta_from_torch(model)):
             r = pl.rank(net, theta)
             assert list(r) == CLI_RANK_KEYS
-            assert r["rank_B_certified"] and r["rank_B"] == net.d - h, (name, r)
-            assert r["rank_B_lower"] == r["rank_B_upper"] == net.d - h
-            assert r["rank_J"] == net.d - h, (name, r)
-            assert r["status"] == "verified", (name, r)
-            assert (r["d"], r["h"], r["expected"]) == (net.d, h, net.d - h)
-            # the same ranks from numpy's SVD of the dense matrices
-            assert np.linalg.matrix_rank(B) == r["rank_B"]
-            assert np.linalg.matrix_rank(pl.jacobian(net, theta, dense=True)) == r["rank_J"]
+            h_sym = r["h_sym"]
+            if net.one_parameter_per_edge:
+                assert h_sym == h, name
+            else:
+                assert h_sym == pl.rescaling_symmetry_dimension(net).h_sym, name
+            assert r["rank_B_certified"] and r["rank_B"] == np.linalg.matrix_rank(B), (name, r)
+            assert r["rank_J"] == np.linalg.matrix_rank(pl.jacobian(net, theta, dense=True))
+            assert r["rank_B"] <= net.d - h_sym
+            assert r["status"] in ("verified", "below_symmetry_bound"), (name, r)
+            assert (r["status"] == "verified") == (r["rank_B"] == net.d - h_sym), (name, r)
+            assert (r["d"], r["h"], r["expected"]) == (net.d, h, net.d - h_sym)
 
 
 def test_prove_rank_on_torch_models(pl):
-    for name, _, model in torch_models():
+    """The proof of Theorem 1 runs on the MLPs (one parameter per edge); a skip model's fixed
+    edges are outside the theorem, and prove_rank says so."""
+    for name, widths_sum, model in torch_models():
         net = pl.from_torch(model)
+        if not net.one_parameter_per_edge:
+            with pytest.raises(ValueError, match="one parameter per edge"):
+                pl.prove_rank(net)
+            continue
         cert = pl.prove_rank(net)
         assert cert.proved and cert.failure is None, (name, cert.failure)
         assert cert.rank == net.d - net.h
