@@ -13,13 +13,15 @@
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
+#include "pathlift/layers.hpp"
 #include "pathlift/rank.hpp"
 
 namespace pathlift::cli {
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   auto* group = cmd.add_option_group("network", "Choose the network (default: --example fig1)");
-  auto* file = group->add_option("--network", opts.file, "A pathlift-network JSON file");
+  auto* file =
+      group->add_option("--network", opts.file, "A pathlift-network or pathlift-layers JSON file");
   auto* ff = group->add_option("--ff", opts.ff,
                                "Feed-forward ReLU network r,w1,...,wL,q (one bias per layer)");
   group->add_flag("--no-bias", opts.no_bias, "With --ff: no bias nodes");
@@ -27,13 +29,60 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
       "--example", opts.example,
       "A built-in network: fig1, sketch-h0, sketch-h1, ff:r,w1,..,q, ff-nobias:r,..,q, "
       "random-dag:m,p,seed");
-  file->excludes(ff)->excludes(example);
-  ff->excludes(example);
+  auto* onnx = group->add_option("--onnx", opts.onnx,
+                                 "An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, "
+                                 "Add, ...), unrolled into a DAG; its weights are theta's default");
+  group->add_option("--input-shape", opts.input_shape,
+                    "With --onnx: the input shape per sample, without the batch dimension "
+                    "(e.g. 3,32,32); needed when the model's is symbolic");
+  file->excludes(ff)->excludes(example)->excludes(onnx);
+  ff->excludes(example)->excludes(onnx);
+  example->excludes(onnx);
+}
+
+std::vector<Index> parse_input_shape(const std::string& text) {
+  std::vector<Index> shape;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value < 1) {
+      throw std::invalid_argument(fmt::format(
+          "--input-shape '{}': expected positive integers separated by commas, such as 3,32,32",
+          text));
+    }
+    shape.push_back(value);
+    start = comma + 1;
+  }
+  return shape;
 }
 
 LoadedNetwork load_network(const NetworkOptions& opts) {
   if (opts.no_bias && opts.ff.empty()) {
     throw std::invalid_argument("--no-bias goes with --ff");
+  }
+  if (!opts.input_shape.empty() && opts.onnx.empty()) {
+    throw std::invalid_argument("--input-shape goes with --onnx");
+  }
+  if (!opts.onnx.empty()) {
+    const std::vector<Index> shape =
+        opts.input_shape.empty() ? std::vector<Index>{} : parse_input_shape(opts.input_shape);
+    try {
+      return {unroll(read_onnx(opts.onnx, shape)), opts.onnx};
+    } catch (const FormatError& e) {
+      const std::string what = e.what();
+      if (opts.input_shape.empty() && what.find("give the input shape") != std::string::npos) {
+        throw FormatError(what + " with --input-shape");
+      }
+      throw;
+    }
   }
   if (!opts.file.empty()) {
     return {read_network(opts.file), opts.file};
@@ -116,7 +165,7 @@ LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
     return {std::move(theta), "--theta " + opts.theta_file};
   }
   if (opts.seed) {
-    return {normal_weights(net.num_edges(), *opts.seed), fmt::format("--seed {}", *opts.seed)};
+    return {normal_weights(net.num_params(), *opts.seed), fmt::format("--seed {}", *opts.seed)};
   }
   return {default_theta(net), default_theta_source(net) == ThetaSource::stored_weights
                                   ? "the network file's weights"

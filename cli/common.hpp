@@ -18,22 +18,29 @@
 
 namespace pathlift::cli {
 
-/// How the network is chosen: --network FILE.json | --ff r,w1,..,q [--no-bias] | --example NAME.
+/// How the network is chosen: --network FILE.json | --ff r,w1,..,q [--no-bias] | --example NAME
+/// | --onnx FILE [--input-shape C,H,W].
 struct NetworkOptions {
   std::string file;
   std::string ff;
   bool no_bias = false;
   std::string example;
+  std::string onnx;
+  std::string input_shape;
 };
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts);
 
-/// The chosen network (default: the paper's Figure 1) and a short description of it.
+/// The chosen network (default: the paper's Figure 1) and a short description of it. An ONNX
+/// model is imported as a layer graph and unrolled (its weights are the network's weights).
 struct LoadedNetwork {
   Network net;
   std::string description;
 };
 LoadedNetwork load_network(const NetworkOptions& opts);
+
+/// "3,32,32" -> {3, 32, 32}: the per-sample shape of --input-shape (positive integers).
+std::vector<Index> parse_input_shape(const std::string& text);
 
 /// Where theta comes from: --theta FILE | --seed N, else the network file's weights, else
 /// --seed 0 (standard normal). --threads and --max-memory for the engine.

@@ -4,16 +4,18 @@
 set -euo pipefail
 
 # Each package has a user: the build (cmake, make, g++; git for scripts/format.sh), the library
-# (Eigen, nlohmann-json, fmt, Spectra, FLINT for ranks mod p, LAPACKE for singular values), the
-# CLI (CLI11), the tests and benchmarks (GoogleTest, Google Benchmark, clang-format), the Python
-# package (pybind11, numpy, scipy.sparse results) and its tests (pytest, PyTorch references,
+# (Eigen, nlohmann-json, fmt, Spectra, FLINT for ranks mod p, LAPACKE for singular values, ONNX
+# and protobuf for read_onnx), the CLI (CLI11), the tests and benchmarks (GoogleTest, Google
+# Benchmark, clang-format), the Python package (pybind11, numpy, scipy.sparse results) and its
+# tests (pytest, PyTorch references, torchvision's ResNet and ONNX export for the CNN tests,
 # matplotlib for the paper's experiment figures).
 packages=(
   cmake g++ make git
-  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev liblapacke-dev
+  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev libgmp-dev liblapacke-dev
+  libonnx-dev libprotobuf-dev
   libgtest-dev libbenchmark-dev clang-format
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
-  python3-torch python3-matplotlib
+  python3-torch python3-torchvision python3-onnx python3-matplotlib
 )
 
 missing=()

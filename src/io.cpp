@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "pathlift/error.hpp"
+#include "pathlift/layers.hpp"
 
 namespace pathlift {
 
@@ -56,6 +57,50 @@ std::vector<NodeId> node_list(const json& doc, const char* key, const NodeNames&
   return out;
 }
 
+/// The version 2 keys: "num_params" (d) and "params" (per edge: a parameter index, or
+/// {"fixed": w}).
+void read_parameters(const json& doc, NetworkSpec& spec) {
+  const json& d = doc["num_params"];
+  if (!d.is_number_unsigned() ||
+      d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Index>::max() / 2)) {
+    throw FormatError(
+        fmt::format("\"num_params\" must be a non-negative integer, not {}", d.dump()));
+  }
+  spec.num_params = d.get<Index>();
+  const json& params = doc["params"];
+  if (!params.is_array()) {
+    throw FormatError(fmt::format(
+        "\"params\" must be a list (one entry per edge: a parameter index or {{\"fixed\": w}}), "
+        "not {}",
+        type_name(params)));
+  }
+  if (params.size() != spec.edges.size()) {
+    throw FormatError(fmt::format("\"params\" has {} entries but \"edges\" has {}", params.size(),
+                                  spec.edges.size()));
+  }
+  spec.edge_params.resize(params.size());
+  spec.fixed_weights.assign(params.size(), 0.0);
+  for (std::size_t e = 0; e < params.size(); ++e) {
+    const json& p = params[e];
+    if (p.is_number_unsigned()) {
+      if (p.get<std::uint64_t>() >= static_cast<std::uint64_t>(spec.num_params)) {
+        throw FormatError(
+            fmt::format("\"params\"[{}]: parameter {} is out of range (\"num_params\" is {})", e,
+                        p.dump(), spec.num_params));
+      }
+      spec.edge_params[e] = p.get<Index>();
+    } else if (p.is_object() && p.size() == 1 && p.contains("fixed") && p["fixed"].is_number()) {
+      spec.edge_params[e] = kFixedEdge;
+      spec.fixed_weights[e] = p["fixed"].get<double>();
+    } else {
+      throw FormatError(fmt::format(
+          "\"params\"[{}]: expected a parameter index (an integer >= 0) or {{\"fixed\": "
+          "<number>}}, got {}",
+          e, p.dump()));
+    }
+  }
+}
+
 }  // namespace
 
 Network parse_network(std::string_view json_text) {
@@ -69,14 +114,18 @@ Network parse_network(std::string_view json_text) {
     throw FormatError(
         fmt::format("a pathlift-network file must hold a JSON object, not {}", type_name(doc)));
   }
-  static const char* const known[] = {"format",  "version",     "nodes", "edges", "weights",
-                                      "outputs", "activations", "bias",  "name"};
+  if (doc.contains("format") && doc["format"] == "pathlift-layers") {
+    return unroll(parse_layer_graph(json_text));  // a layer graph (layers.hpp), unrolled
+  }
+  static const char* const known[] = {"format",  "version",    "nodes", "edges",
+                                      "weights", "outputs",    "bias",  "activations",
+                                      "name",    "num_params", "params"};
   for (const auto& [key, value] : doc.items()) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) ==
         std::end(known)) {
       throw FormatError(fmt::format(
           "unknown key \"{}\" (expected format, version, nodes, edges, weights, outputs, bias, "
-          "activations, name)",
+          "activations, name, num_params, params)",
           key));
     }
   }
@@ -86,11 +135,22 @@ Network parse_network(std::string_view json_text) {
         "network file?)");
   }
   if (!doc.contains("version") || !doc["version"].is_number_integer()) {
-    throw FormatError("\"version\" must be the integer 1");
+    throw FormatError("\"version\" must be the integer 1 or 2");
   }
-  if (doc["version"].get<std::int64_t>() != 1) {
-    throw FormatError(fmt::format("\"version\" {} is not supported (this pathlift reads version 1)",
-                                  doc["version"].dump()));
+  const auto version = doc["version"].get<std::int64_t>();
+  if (version != 1 && version != 2) {
+    throw FormatError(
+        fmt::format("\"version\" {} is not supported (this pathlift reads versions 1 and 2)",
+                    doc["version"].dump()));
+  }
+  for (const char* key : {"num_params", "params"}) {
+    if (version == 1 && doc.contains(key)) {
+      throw FormatError(fmt::format(
+          "\"{}\" belongs to version 2 (parameters distinct from edges): set \"version\": 2", key));
+    }
+    if (version == 2 && !doc.contains(key)) {
+      throw FormatError(fmt::format("missing key \"{}\" (version 2)", key));
+    }
   }
 
   NetworkSpec spec;
@@ -154,6 +214,10 @@ Network parse_network(std::string_view json_text) {
     spec.edges.emplace_back(
         resolve(e[0], node_index, [k] { return fmt::format("\"edges\"[{}][0]", k); }),
         resolve(e[1], node_index, [k] { return fmt::format("\"edges\"[{}][1]", k); }));
+  }
+
+  if (version == 2) {
+    read_parameters(doc, spec);
   }
 
   if (doc.contains("weights") && !doc["weights"].is_null()) {
@@ -243,8 +307,9 @@ std::string network_to_json(const Network& net, int indent) {
     }
     return a;
   };
+  const bool v2 = !net.one_parameter_per_edge();
   doc["format"] = "pathlift-network";
-  doc["version"] = 1;
+  doc["version"] = v2 ? 2 : 1;
   doc["nodes"] = s.node_names;
   ojson edges = ojson::array();
   for (const auto& [a, b] : s.edges) {
@@ -252,6 +317,18 @@ std::string network_to_json(const Network& net, int indent) {
         {s.node_names[static_cast<std::size_t>(a)], s.node_names[static_cast<std::size_t>(b)]}));
   }
   doc["edges"] = std::move(edges);
+  if (v2) {
+    doc["num_params"] = s.num_params;
+    ojson params = ojson::array();
+    for (std::size_t e = 0; e < s.edge_params.size(); ++e) {
+      if (s.edge_params[e] == kFixedEdge) {
+        params.push_back(ojson{{"fixed", s.fixed_weights[e]}});
+      } else {
+        params.push_back(s.edge_params[e]);
+      }
+    }
+    doc["params"] = std::move(params);
+  }
   if (s.weights) {
     doc["weights"] = *s.weights;
   }
@@ -280,7 +357,7 @@ std::string network_to_json(const Network& net, int indent) {
     out += first ? "\n" : ",\n";
     first = false;
     out += pad + ojson(key).dump() + ": ";
-    if (key == "edges" && !value.empty()) {
+    if ((key == "edges" || key == "params") && !value.empty()) {
       out += "[\n";
       for (std::size_t k = 0; k < value.size(); ++k) {
         out += pad + pad + value[k].dump() + (k + 1 < value.size() ? ",\n" : "\n");

@@ -1,7 +1,8 @@
 #pragma once
 /// \file io.hpp
-/// The network file format `pathlift-network` version 1 (JSON), documented in
-/// docs/file-format.md:
+/// The network file format `pathlift-network` versions 1 and 2 (JSON; version 2: parameters
+/// distinct from edges, "num_params" and "params"), documented in docs/file-format.md. The
+/// readers also take a layer graph (`"format": "pathlift-layers"`, layers.hpp), unrolled.
 /// \code{.json}
 ///   {"format": "pathlift-network", "version": 1,
 ///    "nodes": ["a", "c", "g", "d", "f", "h"],
@@ -27,7 +28,8 @@ Network parse_network(std::string_view json_text);
 /// Reads a network file. Throws FormatError when the file cannot be read or parsed.
 Network read_network(const std::string& path);
 
-/// The network as `pathlift-network` v1 JSON (weights included when the network has them).
+/// The network as `pathlift-network` JSON: version 1 with one parameter per edge, else version
+/// 2 (weights included when the network has them).
 /// `indent` < 0 writes one line; otherwise pretty-printed with that indent.
 std::string network_to_json(const Network& net, int indent = -1);
 

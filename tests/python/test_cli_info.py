@@ -250,7 +250,7 @@ def test_file_format_doc_examples_are_the_test_data_files(run_cli, tmp_path):
     blocks = re.findall(r"```json\n(.*?)```", doc, re.S)
     assert len(blocks) >= 3
     data = {name: json.loads((DATA / name).read_text())
-            for name in ("fig1.json", "counted.json", "designated.json")}
+            for name in ("fig1.json", "counted.json", "designated.json", "max_pool_v2.json")}
     for i, block in enumerate(blocks):
         path = tmp_path / f"example{i}.json"
         path.write_text(block)

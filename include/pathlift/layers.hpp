@@ -1,0 +1,164 @@
+#pragma once
+/// \file layers.hpp
+/// The layer graph: a compact, layer-level description of a network (CNNs, ResNets, MLPs),
+/// O(layers + parameters) in memory, and the unroller that turns it into the DAG of
+/// network.hpp (one node per tensor entry that needs one, edges carrying parameter indices or
+/// fixed weights). PyTorch (Python, torch.fx) and ONNX (C++) import produce a LayerGraph; the
+/// JSON file format can hold one ("format": "pathlift-layers"). docs/layers.md has the rules,
+/// the node names, the node and edge orders, the JSON form and the ONNX mapping.
+///
+/// Shapes are per sample, without the batch dimension: {F} for a vector, {C, L} for Conv1d
+/// data, {C, H, W} for Conv2d data. Tensors are row-major: entry (c, h, w) of a {C, H, W}
+/// tensor is number (c H + h) W + w, the order torch.flatten uses.
+///
+/// Parameters: theta is the concatenation the model's own parameter list gives
+/// (model.parameters() in PyTorch, initializers in ONNX), and each layer says where its
+/// parameters start in it (weight_offset, bias_offset). A layer applied twice (weight sharing)
+/// has two Layer entries with the same offsets. Layout of each parameter block, row-major:
+///   linear     weight (out_features, in_features), bias (out_features)
+///   conv       weight (out_channels, in_channels / groups, k0[, k1]), bias (out_channels)
+///   batch_norm a (channels) at weight_offset, b (channels) at bias_offset, where in eval mode
+///              y = a x + b, a = gamma / sqrt(running_var + eps), b = beta - a running_mean
+///              (theta holds a and b where the model holds gamma and beta).
+///
+/// Example (a LeNet-like block):
+/// \code
+///   pathlift::LayerGraph g;
+///   g.input_shape = {1, 28, 28};
+///   pathlift::Layer conv{.kind = pathlift::LayerKind::conv, .name = "conv1", .inputs = {0}};
+///   conv.out_channels = 6; conv.kernel = {5, 5}; conv.weight_offset = 0; conv.bias_offset = 150;
+///   g.layers.push_back(conv);                                   // layer 1
+///   g.layers.push_back({.kind = pathlift::LayerKind::activation, .name = "relu1",
+///                       .inputs = {1}, .activation = pathlift::Activation::relu()});
+///   g.outputs = {2};
+///   g.num_params = 156;
+///   const pathlift::Network net = pathlift::unroll(g);         // validates g first
+/// \endcode
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pathlift/network.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift {
+
+enum class LayerKind : std::uint8_t {
+  input,              ///< layer 0 and only layer 0: the data, of shape input_shape
+  linear,             ///< y = W x + b on a {F} input (a {C, ...} input is an error: flatten first)
+  conv,               ///< Conv1d ({C, L} input, 1 kernel dim) or Conv2d ({C, H, W}, 2 dims)
+  max_pool,           ///< max over each window (padding: absent entries), a max node per entry
+  avg_pool,           ///< mean over each window: fixed edges 1/k (see count_include_pad)
+  adaptive_avg_pool,  ///< PyTorch's adaptive windows [floor(i In/Out), ceil((i+1) In/Out))
+  batch_norm,         ///< eval-mode per-channel affine y = a x + b (parameters a and b)
+  activation,         ///< relu, leaky_relu or identity, entry-wise
+  add,                ///< inputs[0] + inputs[1] (+ ...), same shapes
+  sub,                ///< inputs[0] - inputs[1], same shapes
+  concat,             ///< along `axis` (0: channels), other dimensions equal
+  flatten,            ///< to {product of the shape}: no node, no edge
+};
+
+/// "linear", "conv", "max_pool", ... (the JSON names); parse_layer_kind throws FormatError
+/// listing the names.
+std::string to_string(LayerKind kind);
+LayerKind parse_layer_kind(std::string_view name);
+
+/// One layer. Only the fields of its kind are read; the others keep their defaults.
+struct Layer {
+  LayerKind kind = LayerKind::input;
+  std::string name;           ///< unique, non-empty: names the layer in messages and nodes
+  std::vector<Index> inputs;  ///< earlier layers (indices < this layer's index)
+
+  // linear
+  Index out_features = 0;
+  // conv
+  Index out_channels = 0;
+  Index groups = 1;
+  // conv and pools: one entry per spatial dimension (1 or 2); stride defaults to kernel for
+  // pools and to 1 for conv when left empty; padding and dilation default to 0 and 1.
+  std::vector<Index> kernel, stride, padding, dilation;
+  // avg_pool: PyTorch's count_include_pad (divide by the full window, padding included)
+  bool count_include_pad = true;
+  // adaptive_avg_pool: the output spatial size
+  std::vector<Index> output_size;
+  // concat
+  Index axis = 0;
+  // activation
+  Activation activation = Activation::identity();
+
+  // Parameters (linear, conv, batch_norm): where the blocks start in theta; -1 = no bias.
+  Index weight_offset = -1;
+  Index bias_offset = -1;
+
+  bool operator==(const Layer&) const = default;
+};
+
+/// A network as layers. Layer 0 is the input; layers are in a topological order.
+struct LayerGraph {
+  std::vector<Index> input_shape;  ///< per sample, e.g. {3, 32, 32}
+  std::vector<Layer> layers;       ///< layers[0].kind == LayerKind::input
+  std::vector<Index> outputs;      ///< layers whose entries are the outputs, concatenated
+  Index num_params = 0;            ///< d, the length of theta
+  std::optional<std::vector<double>> weights;  ///< theta (d entries), if known
+
+  bool operator==(const LayerGraph&) const = default;
+};
+
+/// The output shape of every layer (result[i] for layers[i]), validating the graph. Throws
+/// NetworkError naming the layer for: a bad input reference, a shape mismatch (with both
+/// shapes), a kernel larger than its padded input, a parameter block outside [0, num_params),
+/// groups not dividing the channels, a wrong number of weights, a non-finite weight.
+/// Complexity: O(layers).
+std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph);
+
+/// The unrolled DAG. Nodes: one input node per input entry, named "x[i]" for a {F} input and
+/// "x[c,h,w]" otherwise (row-major order, the data columns), one bias node "<layer>.bias" per
+/// layer with a bias, one node per entry of each layer output that needs one, named
+/// "<layer>[c,h,w]"; the output nodes are last, named "y<j>" (j over the concatenated output
+/// entries, so f(X)'s columns are the model's flattened outputs). Sums stay pending until a
+/// layer needs node values (linear, conv, pools, batch_norm, activation, sub's second operand,
+/// an output): relu(conv(x) + skip) is one ReLU node per entry whose incoming edges are the
+/// convolution's (carrying parameters), its bias edge and a fixed edge 1 from the skip.
+/// Max-pool nodes are nodes of activation max whose incoming edges are fixed at 1.
+/// Edges carry the parameter indices of the blocks above; the result's d is num_params and its
+/// weights are graph.weights. Node order: the inputs, then layer by layer its bias node and the
+/// nodes it makes, the outputs last. Edge order: by the layer that makes the nodes, then by
+/// term block (a linear or conv sum: weights, then bias; an add: its operands in order), then
+/// by node, then by increasing parameter index within a block; so an MLP (Linear, ReLU, ...,
+/// Linear on a {F} input) is feed_forward(F, widths, q, bias) exactly, edge k carrying
+/// parameter k. Entries no output depends on are not made (an input entry no output depends on
+/// is an error). Parallel over output entries, deterministic, the same for any thread count.
+/// Throws what layer_shapes throws; TooLarge (with the node and edge counts) when the unrolled
+/// network would exceed `max_memory` bytes (0: half of physical RAM) before allocating it.
+Network unroll(const LayerGraph& graph, std::size_t max_memory = 0);
+
+/// Node and edge counts of unroll(graph), computed without unrolling. O(layers + entries).
+struct UnrolledSize {
+  Index nodes = 0;
+  Index edges = 0;
+};
+UnrolledSize unrolled_size(const LayerGraph& graph);
+
+/// Reads an ONNX model (a file, or the serialized ModelProto bytes) into a layer graph.
+/// `input_shape` (per sample, without batch) overrides the model's own input shape, which is
+/// required when the model's is symbolic. Supported operators: Gemm, MatMul (+Add), Conv,
+/// MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Relu, LeakyRelu, Identity,
+/// Dropout, Add, Sub, Concat, Flatten, Reshape (to flatten), and a zero Pad before a Conv or an
+/// AveragePool. Parameters are the initializers in graph order; theta follows that order (for
+/// torch.onnx.export: model.parameters() order, with BatchNormalization's scale and bias
+/// standing for a and b as above; an (in, out) MatMul or Gemm transB = 0 weight transposed to
+/// (out, in); a parameter the exporter merged with an equal one, an Identity of its
+/// initializer, is a block of its own placed before the first initializer used after it).
+/// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
+/// FormatError for a file that is not ONNX.
+LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {});
+LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {});
+
+/// The layer graph as JSON ("format": "pathlift-layers", "version": 1), and back. Throws
+/// FormatError naming the key, NetworkError from layer_shapes.
+std::string layer_graph_to_json(const LayerGraph& graph, int indent = -1);
+LayerGraph parse_layer_graph(std::string_view json_text);
+
+}  // namespace pathlift

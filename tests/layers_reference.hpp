@@ -1,0 +1,259 @@
+#pragma once
+// Independent references for the layer graph tests: a naive evaluation of a LayerGraph on one
+// sample, written from PyTorch's definitions (every window tap bounds-checked, padding read as
+// 0 for sums and skipped for max), and a node-by-node evaluation of an unrolled Network (sums,
+// ReLU, leaky ReLU, max nodes), so that unroll() is checked against neither's code.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "pathlift/layers.hpp"
+#include "pathlift/network.hpp"
+
+namespace pathlift::testing {
+
+/// A tensor of one sample: row-major values of `shape`.
+struct Tensor {
+  std::vector<Index> shape;
+  std::vector<double> v;
+};
+
+inline double apply(const Activation& a, double z) {
+  return z > 0 ? z : a.negative_slope * z;
+}
+
+/// Conv / pools on a {C, L} or {C, H, W} tensor, naively. mode: 0 conv, 1 max, 2 avg.
+inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const double> theta,
+                               int mode) {
+  const bool one_d = x.shape.size() == 2;
+  const Index c_in = x.shape[0];
+  const Index h_in = one_d ? 1 : x.shape[1];
+  const Index w_in = x.shape.back();
+  const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
+    if (v.empty()) {
+      return dflt;
+    }
+    return one_d ? (i == 0 ? dflt : v[0]) : v[i];
+  };
+  const Index kh = one_d ? 1 : ly.kernel[0];
+  const Index kw = ly.kernel.back();
+  const Index sh = get(ly.stride, 0, mode == 0 ? 1 : kh);
+  const Index sw = get(ly.stride, 1, mode == 0 ? 1 : kw);
+  const Index ph = one_d ? 0 : get(ly.padding, 0, 0);
+  const Index pw = get(ly.padding, 1, 0);
+  const Index dh = one_d ? 1 : get(ly.dilation, 0, 1);
+  const Index dw = get(ly.dilation, 1, 1);
+  const Index h_out = (h_in + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
+  const Index w_out = (w_in + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  const Index c_out = mode == 0 ? ly.out_channels : c_in;
+  const Index groups = mode == 0 ? ly.groups : c_in;
+  const Index cg_in = c_in / groups;
+  const Index cg_out = c_out / groups;
+  Tensor y;
+  y.shape = one_d ? std::vector<Index>{c_out, w_out} : std::vector<Index>{c_out, h_out, w_out};
+  for (Index co = 0; co < c_out; ++co) {
+    const Index g = co / cg_out;
+    for (Index oh = 0; oh < h_out; ++oh) {
+      for (Index ow = 0; ow < w_out; ++ow) {
+        double acc = mode == 1 ? -std::numeric_limits<double>::infinity() : 0.0;
+        Index inside = 0;
+        for (Index ci = 0; ci < (mode == 0 ? cg_in : 1); ++ci) {
+          const Index c = mode == 0 ? g * cg_in + ci : co;
+          for (Index a = 0; a < kh; ++a) {
+            for (Index b = 0; b < kw; ++b) {
+              const Index ih = oh * sh - ph + a * dh;
+              const Index iw = ow * sw - pw + b * dw;
+              if (ih < 0 || ih >= h_in || iw < 0 || iw >= w_in) {
+                continue;  // padding: 0 for sums, absent for max
+              }
+              const double xv = x.v[static_cast<std::size_t>((c * h_in + ih) * w_in + iw)];
+              ++inside;
+              if (mode == 0) {
+                const Index k = ly.weight_offset + ((co * cg_in + ci) * kh + a) * kw + b;
+                acc += theta[static_cast<std::size_t>(k)] * xv;
+              } else if (mode == 1) {
+                acc = std::max(acc, xv);
+              } else {
+                acc += xv;
+              }
+            }
+          }
+        }
+        if (mode == 0 && ly.bias_offset >= 0) {
+          acc += theta[static_cast<std::size_t>(ly.bias_offset + co)];
+        }
+        if (mode == 2) {
+          acc /= static_cast<double>(ly.count_include_pad ? kh * kw : inside);
+        }
+        y.v.push_back(acc);
+      }
+    }
+  }
+  return y;
+}
+
+/// PyTorch's adaptive average pooling, naively.
+inline Tensor reference_adaptive(const Layer& ly, const Tensor& x) {
+  const bool one_d = x.shape.size() == 2;
+  const Index c = x.shape[0];
+  const Index h_in = one_d ? 1 : x.shape[1];
+  const Index w_in = x.shape.back();
+  const Index h_out = one_d ? 1 : ly.output_size[0];
+  const Index w_out = ly.output_size.back();
+  Tensor y;
+  y.shape = one_d ? std::vector<Index>{c, w_out} : std::vector<Index>{c, h_out, w_out};
+  for (Index ch = 0; ch < c; ++ch) {
+    for (Index oh = 0; oh < h_out; ++oh) {
+      const auto h0 = static_cast<Index>(std::floor(double(oh * h_in) / double(h_out)));
+      const auto h1 = static_cast<Index>(std::ceil(double((oh + 1) * h_in) / double(h_out)));
+      for (Index ow = 0; ow < w_out; ++ow) {
+        const auto w0 = static_cast<Index>(std::floor(double(ow * w_in) / double(w_out)));
+        const auto w1 = static_cast<Index>(std::ceil(double((ow + 1) * w_in) / double(w_out)));
+        double acc = 0;
+        for (Index i = h0; i < h1; ++i) {
+          for (Index j = w0; j < w1; ++j) {
+            acc += x.v[static_cast<std::size_t>((ch * h_in + i) * w_in + j)];
+          }
+        }
+        y.v.push_back(acc / static_cast<double>((h1 - h0) * (w1 - w0)));
+      }
+    }
+  }
+  return y;
+}
+
+/// The layer graph's outputs (concatenated) on one sample x (the flattened input).
+inline std::vector<double> reference_layers(const LayerGraph& g, std::span<const double> theta,
+                                            std::span<const double> x) {
+  std::vector<Tensor> t(g.layers.size());
+  t[0] = {g.input_shape, std::vector<double>(x.begin(), x.end())};
+  for (std::size_t l = 1; l < g.layers.size(); ++l) {
+    const Layer& ly = g.layers[l];
+    const Tensor& a = t[static_cast<std::size_t>(ly.inputs[0])];
+    Tensor& y = t[l];
+    y.shape = a.shape;
+    switch (ly.kind) {
+      case LayerKind::linear: {
+        const auto f = static_cast<Index>(a.v.size());
+        y.shape = {ly.out_features};
+        for (Index i = 0; i < ly.out_features; ++i) {
+          double acc =
+              ly.bias_offset >= 0 ? theta[static_cast<std::size_t>(ly.bias_offset + i)] : 0.0;
+          for (Index j = 0; j < f; ++j) {
+            acc += theta[static_cast<std::size_t>(ly.weight_offset + i * f + j)] *
+                   a.v[static_cast<std::size_t>(j)];
+          }
+          y.v.push_back(acc);
+        }
+        break;
+      }
+      case LayerKind::conv:
+        y = reference_window(ly, a, theta, 0);
+        break;
+      case LayerKind::max_pool:
+        y = reference_window(ly, a, theta, 1);
+        break;
+      case LayerKind::avg_pool:
+        y = reference_window(ly, a, theta, 2);
+        break;
+      case LayerKind::adaptive_avg_pool:
+        y = reference_adaptive(ly, a);
+        break;
+      case LayerKind::batch_norm: {
+        const Index per = static_cast<Index>(a.v.size()) / a.shape[0];
+        for (std::size_t e = 0; e < a.v.size(); ++e) {
+          const Index c = static_cast<Index>(e) / per;
+          const double b =
+              ly.bias_offset >= 0 ? theta[static_cast<std::size_t>(ly.bias_offset + c)] : 0.0;
+          y.v.push_back(theta[static_cast<std::size_t>(ly.weight_offset + c)] * a.v[e] + b);
+        }
+        break;
+      }
+      case LayerKind::activation:
+        for (const double z : a.v) {
+          y.v.push_back(apply(ly.activation, z));
+        }
+        break;
+      case LayerKind::add:
+      case LayerKind::sub:
+        y.v = a.v;
+        for (std::size_t k = 1; k < ly.inputs.size(); ++k) {
+          const Tensor& b = t[static_cast<std::size_t>(ly.inputs[k])];
+          for (std::size_t e = 0; e < y.v.size(); ++e) {
+            y.v[e] += ly.kind == LayerKind::sub ? -b.v[e] : b.v[e];
+          }
+        }
+        break;
+      case LayerKind::concat: {
+        const auto axis = static_cast<std::size_t>(ly.axis);
+        Index outer = 1;
+        for (std::size_t i = 0; i < axis; ++i) {
+          outer *= a.shape[i];
+        }
+        y.shape[axis] = 0;
+        for (const Index in : ly.inputs) {
+          y.shape[axis] += t[static_cast<std::size_t>(in)].shape[axis];
+        }
+        for (Index o = 0; o < outer; ++o) {
+          for (const Index in : ly.inputs) {
+            const Tensor& b = t[static_cast<std::size_t>(in)];
+            const auto row = static_cast<Index>(b.v.size()) / outer;
+            y.v.insert(y.v.end(), b.v.begin() + o * row, b.v.begin() + (o + 1) * row);
+          }
+        }
+        break;
+      }
+      case LayerKind::flatten:
+        y.shape = {static_cast<Index>(a.v.size())};
+        y.v = a.v;
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<double> out;
+  for (const Index o : g.outputs) {
+    const auto& v = t[static_cast<std::size_t>(o)].v;
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+/// The unrolled network's outputs on one sample, node by node in topological order (max nodes
+/// take the largest weighted input).
+inline std::vector<double> reference_network(const Network& net, std::span<const double> theta,
+                                             std::span<const double> x) {
+  std::vector<double> value(static_cast<std::size_t>(net.num_nodes()), 0.0);
+  const auto inputs = net.data_inputs();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    value[static_cast<std::size_t>(inputs[i])] = x[i];
+  }
+  for (const NodeId b : net.bias_nodes()) {
+    value[static_cast<std::size_t>(b)] = 1.0;
+  }
+  for (const NodeId v : net.topological_order()) {
+    if (net.is_input(v)) {
+      continue;
+    }
+    const Activation& act = net.activation(v);
+    const bool is_max = act.kind == ActivationKind::max;
+    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (const EdgeId e : net.in_edges(v)) {
+      const Index k = net.edge_param(e);
+      const double w = k == kFixedEdge ? net.fixed_weight(e) : theta[static_cast<std::size_t>(k)];
+      const double t = w * value[static_cast<std::size_t>(net.source(e))];
+      acc = is_max ? std::max(acc, t) : acc + t;
+    }
+    value[static_cast<std::size_t>(v)] = is_max ? acc : apply(act, acc);
+  }
+  std::vector<double> out;
+  for (const NodeId o : net.outputs()) {
+    out.push_back(value[static_cast<std::size_t>(o)]);
+  }
+  return out;
+}
+
+}  // namespace pathlift::testing
