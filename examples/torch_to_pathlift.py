@@ -36,13 +36,14 @@ for name, model in [
     ("ResidualMLP", ResidualMLP()),
 ]:
     model = model.double().eval()
-    net = pathlift.from_torch(model)  # edge k = k-th entry of the model's parameters
-    # theta: the parameters in model.parameters() order, then the weights (+1) of the fixed
-    # edges an identity skip adds (the same vector as net.weights).
+    net = pathlift.from_torch(model)  # parameter k = k-th entry of the model's parameters
+    # theta: the parameters in model.parameters() order (the same vector as net.weights); an
+    # identity skip is a fixed edge of weight 1 inside the network, not an entry of theta.
     theta = pathlift.theta_from_torch(model)
     n_params = sum(p.numel() for p in model.parameters())
+    fixed = int((net.params < 0).sum())
     print(f"{name}: {net}")
-    print(f"  parameters = {n_params}, d = {net.d} ({net.d - n_params} fixed skip edges), "
+    print(f"  parameters = d = {net.d}, edges = {net.num_edges} ({fixed} fixed skip edges), "
           f"h = {net.h}, P = {pathlift.count_paths(net).paths}")
 
     phi = pathlift.path_lifting(net, theta)  # numpy array, P entries
@@ -53,24 +54,28 @@ for name, model in [
     # The same Jacobian by torch autograd (functorch.jacrev of a vectorized Phi).
     paths = pathlift.enumerate_paths(net)
     lengths = np.diff(paths.offsets)
-    idx = np.full((len(paths), lengths.max()), net.d)
+    idx = np.full((len(paths), lengths.max()), net.num_edges)
     for p in range(len(paths)):
         idx[p, : lengths[p]] = paths.path(p)
     idx = torch.from_numpy(idx)
+    params = torch.from_numpy(net.params)
+    fixed_weights = torch.from_numpy(net.fixed_weights)
 
-    def phi_torch(t):
-        return torch.cat([t, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
+    def phi_torch(t):  # each edge weighs theta[its parameter], or its fixed weight
+        w = torch.where(params >= 0, t[params.clamp(min=0)], fixed_weights)
+        return torch.cat([w, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
 
     J_torch = jacrev(phi_torch)(torch.from_numpy(theta)).numpy()
     print(f"  max |dPhi - torch autograd| = {np.abs(J.toarray() - J_torch).max():.2e}")
-    # Columns 0..n_params-1 are the PyTorch parameter entries.
-    print(f"  d Phi / d (model parameters): {J[:, :n_params].shape}")
+    # The columns are the PyTorch parameter entries.
+    print(f"  d Phi / d (model parameters): {J.shape} ({n_params} parameters)")
 
     # Theorem 1: rank(B) = d - h, certified (modular elimination + rescaling vectors), and
-    # rank(dPhi) = d - h numerically at this theta. The keys are those of `pathlift rank --json`.
+    # rank(dPhi) = d - h numerically at this theta (with skips: d - h_sym, the hidden nodes
+    # with a rescaling symmetry). The keys are those of `pathlift rank --json`.
     r = pathlift.rank(net, theta)
     print(f"  rank(B) = {r['rank_B']} (certified: {r['rank_B_certified']}), "
-          f"rank(dPhi) = {r['rank_J']}, d - h = {r['expected']}: rank(B) = d - h "
+          f"rank(dPhi) = {r['rank_J']}, d - h_sym = {r['expected']}: rank(B) = d - h "
           f"{'holds' if r['rank_B'] == r['expected'] else 'FAILS'} ({r['status']})")
 
     # Proposition 1: on a batch X, f_theta(X) = L Phi(theta) with L sparse (n q) x P, and
@@ -87,6 +92,6 @@ for name, model in [
 
     # Path-norms and the path kernel by dynamic programming (no path enumerated).
     l1 = pathlift.path_norm(net, theta, 1)
-    K_diag = pathlift.kernel_diagonal(net, theta)  # diag(dPhi^T dPhi), one entry per edge
+    K_diag = pathlift.kernel_diagonal(net, theta)  # diag(dPhi^T dPhi), one per parameter
     print(f"  ||Phi||_1 = {l1.norm:.4g}, trace K = {K_diag.sum():.4g} "
           f"(= {pathlift.kernel_trace(net, theta):.4g} by its own pass)")

@@ -9,8 +9,11 @@ its proof executed step by step (:func:`prove_rank`); the forward pass and the l
 f = L Phi (:func:`forward`, :func:`linearize`); path-norms and the path kernel by dynamic
 programming (:func:`path_norm`, :func:`kernel_diagonal`, :func:`kernel_matvec`,
 :func:`kernel`, :func:`skeleton_gram`).
-The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`to_torch` -- lives in
-``pathlift.torch`` and is imported on first use, so ``import pathlift`` does not import torch.
+Layer graphs (:class:`LayerGraph`, :func:`unroll`: CNNs and ResNets described per layer and
+unrolled in C++) and ONNX import (:func:`from_onnx`, which needs neither torch nor the onnx
+package). The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
+:func:`layer_graph_from_torch`, :func:`to_torch` -- lives in ``pathlift.torch`` and is imported
+on first use, so ``import pathlift`` does not import torch.
 
 Example::
 
@@ -26,17 +29,44 @@ Example::
 See docs/python.md for the full reference.
 """
 
+import os as _os
+from typing import Any as _Any
+from typing import Optional as _Optional
+from typing import Sequence as _Sequence
+
 from . import _pathlift
 from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
-from ._pathlift import __version__
+from ._pathlift import UnsupportedModelError, __version__  # noqa: F401
+
+_TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
+                "layer_graph_from_torch")
 
 
-class UnsupportedModelError(ValueError):
-    """A PyTorch model that from_torch cannot map to a DAG ReLU network (the message names the
-    layer or operation)."""
+def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
+              max_memory: int = 0) -> "_pathlift.Network":
+    """The DAG ReLU network of an ONNX model: a path (str or os.PathLike), the serialized
+    bytes, or an ``onnx.ModelProto`` (anything with ``SerializeToString()``). Read in C++
+    (:func:`read_onnx` / :func:`parse_onnx`) into a :class:`LayerGraph` and unrolled
+    (:func:`unroll`); theta is the initializers in graph order -- for ``torch.onnx.export``,
+    ``model.parameters()`` order with BatchNormalization's scale and bias standing for a and b
+    as in :func:`from_torch` -- and is stored as ``net.weights``. input_shape (one sample,
+    without the batch dimension) overrides the model's, needed when it is symbolic.
 
+    Raises :class:`UnsupportedModelError` (a ValueError) listing every unsupported operator,
+    :class:`FormatError` for something that is not ONNX, TypeError for another argument type.
+    """
+    shape = None if input_shape is None else [int(s) for s in input_shape]
+    if isinstance(model, (str, _os.PathLike)):
+        graph = _pathlift.read_onnx(model, shape)
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        graph = _pathlift.parse_onnx(bytes(model), shape)
+    elif hasattr(model, "SerializeToString"):
+        graph = _pathlift.parse_onnx(model.SerializeToString(), shape)
+    else:
+        raise TypeError("from_onnx expects a path, bytes or an onnx.ModelProto, got "
+                        f"{type(model).__name__}")
+    return _pathlift.unroll(graph, max_memory=max_memory)
 
-_TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch")
 
 # Types show as pathlift.X (and pickle by that name), not pathlift._pathlift.X.
 for _name in dir(_pathlift):
@@ -48,7 +78,7 @@ for _name in dir(_pathlift):
             pass
 
 __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
-                 + ["UnsupportedModelError", *_TORCH_NAMES])
+                 + ["from_onnx", *_TORCH_NAMES])
 
 
 def __getattr__(name):

@@ -1,10 +1,18 @@
-"""Type stubs of the pathlift package: the engine's names (see _pathlift.pyi) and the PyTorch
-bridge (pathlift.torch, imported on first use)."""
+"""Type stubs of the pathlift package: the engine's names (see _pathlift.pyi), from_onnx, and
+the PyTorch bridge (pathlift.torch, imported on first use)."""
+
+import os
+from typing import Any, Optional, Sequence, Union
 
 from ._pathlift import *  # noqa: F401,F403
+from ._pathlift import Network, UnsupportedModelError as UnsupportedModelError
 from ._pathlift import __version__ as __version__
 from .torch import from_torch as from_torch
+from .torch import layer_graph_from_torch as layer_graph_from_torch
+from .torch import supports as supports
 from .torch import theta_from_torch as theta_from_torch
 from .torch import to_torch as to_torch
 
-class UnsupportedModelError(ValueError): ...
+def from_onnx(model: Union[str, os.PathLike, bytes, Any],
+              input_shape: Optional[Sequence[int]] = None, *,
+              max_memory: int = 0) -> Network: ...

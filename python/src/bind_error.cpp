@@ -1,6 +1,7 @@
 // error.hpp: pathlift's exceptions as Python exceptions. Each is a subclass of the built-in the
 // standard base maps to, so `except ValueError` catches a NetworkError:
 //   NetworkError, FormatError (std::invalid_argument) -> ValueError
+//   UnsupportedModel (std::invalid_argument)           -> UnsupportedModelError, a ValueError
 //   CountOverflow (std::overflow_error)               -> OverflowError
 //   TooLarge (std::length_error)                      -> MemoryError
 // and, for the standard types themselves, std::length_error -> MemoryError (pybind11 would say
@@ -49,6 +50,11 @@ void bind_error(py::module_& m) {
   network_error.doc() = "An invalid network (cycle, isolated node, ...): a ValueError.";
   auto format_error = py::register_exception<FormatError>(m, "FormatError", PyExc_ValueError);
   format_error.doc() = "Invalid input text or file (bad JSON, bad field): a ValueError.";
+  auto unsupported =
+      py::register_exception<UnsupportedModel>(m, "UnsupportedModelError", PyExc_ValueError);
+  unsupported.doc() =
+      "A model (PyTorch, ONNX) with operations pathlift cannot represent: a ValueError whose "
+      "message lists every one of them.";
   auto count_overflow =
       py::register_exception<CountOverflow>(m, "CountOverflow", PyExc_OverflowError);
   count_overflow.doc() = "A count that does not fit in 64 bits where an exact one is needed.";

@@ -82,7 +82,7 @@ Complexity: O(m + d). The GIL is released.)doc");
       "kernel_matvec",
       [](const Network& net, const py::object& theta, const py::object& v) {
         const auto t = theta_argument<double>(theta, net);
-        const Index d = net.num_edges();
+        const Index d = net.num_params();
         check_theta_size(net, static_cast<std::size_t>(t.size()));
         const auto vs = vectors_argument(v, d);
         const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));

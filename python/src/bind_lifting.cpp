@@ -28,7 +28,7 @@ const PathSet& deref(const PathSetPtr& paths) {
 void precheck_dense(const Network& net, std::size_t scalar_size, std::size_t max_memory) {
   const Count p = count_paths_total(net);
   if (p.exact()) {
-    require_dense(static_cast<Index>(p.value()), net.num_edges(), scalar_size, max_memory,
+    require_dense(static_cast<Index>(p.value()), net.num_params(), scalar_size, max_memory,
                   "the dense P x d result");
   }
 }

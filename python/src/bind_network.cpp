@@ -133,10 +133,47 @@ std::vector<py::object> as_list(const py::object& seq, const char* what) {
   return out;
 }
 
+/// The version 2 arguments: params (one int per edge, -1 for a fixed edge), fixed_weights,
+/// num_params.
+void read_parameters(const py::object& params, const py::object& fixed_weights,
+                     const py::object& num_params, NetworkSpec& spec) {
+  if (params.is_none()) {
+    if (!fixed_weights.is_none() || !num_params.is_none()) {
+      throw std::invalid_argument("fixed_weights and num_params go with params");
+    }
+    return;
+  }
+  const auto p = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(params);
+  if (!p || p.ndim() != 1) {
+    throw std::invalid_argument("params must be a 1-D sequence of ints (one per edge, -1: fixed)");
+  }
+  spec.edge_params.assign(p.data(), p.data() + p.size());
+  for (auto& k : spec.edge_params) {
+    k = k < 0 ? kFixedEdge : k;
+  }
+  if (fixed_weights.is_none()) {
+    spec.fixed_weights.assign(spec.edge_params.size(), 1.0);
+  } else {
+    const auto w = vector_argument<double>(fixed_weights, "fixed_weights");
+    spec.fixed_weights.assign(w.data(), w.data() + w.size());
+  }
+  if (num_params.is_none()) {
+    Index d = 0;
+    for (const Index k : spec.edge_params) {
+      d = std::max(d, k + 1);
+    }
+    spec.num_params = d;
+  } else {
+    spec.num_params = num_params.cast<Index>();
+  }
+}
+
 Network make_network(const py::object& edges, const py::object& nodes, const py::object& outputs,
                      const py::object& bias, const py::object& activations,
-                     const py::object& weights) {
+                     const py::object& weights, const py::object& params,
+                     const py::object& fixed_weights, const py::object& num_params) {
   NetworkSpec spec;
+  read_parameters(params, fixed_weights, num_params, spec);
   std::vector<std::pair<py::object, py::object>> edge_refs;
   std::vector<py::object> all_refs;
   // Fast path: an integer array of shape (d, 2) holds node indices.
@@ -263,6 +300,11 @@ py::dict spec_dict(const Network& net) {
   } else {
     d["weights"] = py::none();
   }
+  if (!s.edge_params.empty()) {
+    d["params"] = py::cast(s.edge_params);
+    d["fixed_weights"] = py::cast(s.fixed_weights);
+    d["num_params"] = s.num_params;
+  }
   return d;
 }
 
@@ -292,7 +334,11 @@ Network(edges, nodes=None, *, outputs=None, bias=None, activations=None, weights
 - outputs: designated output nodes (sinks are outputs anyway; an output may feed others).
 - bias: input nodes whose value is 1.
 - activations: {node: "relu" | "identity" | "leaky_relu:<slope>"} overriding the defaults.
-- weights: theta stored with the network (one per edge), used when theta is omitted.
+- weights: theta stored with the network (one per parameter), used when theta is omitted.
+- params: parameters distinct from edges (file format version 2): one int per edge, the
+  parameter it carries (several edges may share one), or -1 for a fixed edge whose weight is
+  fixed_weights[k] (default 1). num_params: d (default: the largest parameter + 1). Without
+  params, edge k carries theta[k].
 
 Raises NetworkError (a ValueError) naming the culprits for a cycle, an isolated node, a
 designated output without incoming edge, ... Complexity: O(m + d).
@@ -306,13 +352,42 @@ Example::
   cls.def(py::init(&make_network), py::arg("edges"), py::arg("nodes") = py::none(), py::kw_only(),
           py::arg("outputs") = py::none(), py::arg("bias") = py::none(),
           py::arg("activations") = py::none(), py::arg("weights") = py::none(),
+          py::arg("params") = py::none(), py::arg("fixed_weights") = py::none(),
+          py::arg("num_params") = py::none(),
           "Builds and validates a network (see the class docstring).");
 
   cls.def_property_readonly(
          "nodes", [](const Network& n) { return n.node_names(); }, "Node names, in node order.")
       .def_property_readonly("num_nodes", &Network::num_nodes, "m, the number of nodes.")
-      .def_property_readonly("d", &Network::num_edges, "d, the number of edges = parameters.")
-      .def_property_readonly("num_edges", &Network::num_edges, "d (same as `d`).")
+      .def_property_readonly("d", &Network::num_params,
+                             "d, the number of parameters (theta's length; = num_edges with one "
+                             "parameter per edge).")
+      .def_property_readonly("num_params", &Network::num_params, "d (same as `d`).")
+      .def_property_readonly("num_edges", &Network::num_edges, "The number of edges.")
+      .def_property_readonly("one_parameter_per_edge", &Network::one_parameter_per_edge,
+                             "True when edge k carries theta[k] for every k (file version 1).")
+      .def_property_readonly(
+          "params",
+          [](const Network& n) {
+            py::array_t<long long> out(static_cast<py::ssize_t>(n.num_edges()));
+            auto w = out.mutable_unchecked<1>();
+            for (EdgeId e = 0; e < n.num_edges(); ++e) {
+              w(e) = n.edge_param(e);
+            }
+            return out;
+          },
+          "int64 array: the parameter each edge carries, -1 for a fixed edge (a copy).")
+      .def_property_readonly(
+          "fixed_weights",
+          [](const Network& n) {
+            py::array_t<double> out(static_cast<py::ssize_t>(n.num_edges()));
+            auto w = out.mutable_unchecked<1>();
+            for (EdgeId e = 0; e < n.num_edges(); ++e) {
+              w(e) = n.fixed_weight(e);
+            }
+            return out;
+          },
+          "float64 array: the weight of each fixed edge, 0 for parameter edges (a copy).")
       .def_property_readonly("h", &Network::num_hidden, "h, the number of hidden nodes.")
       .def_property_readonly("num_hidden", &Network::num_hidden, "h (same as `h`).")
       .def_property_readonly(
@@ -440,9 +515,12 @@ Example::
       .def("__repr__",
            [](const Network& n) {
              return fmt::format(
-                 "<pathlift.Network: {} nodes ({} inputs, {} hidden, {} outputs), {} edges{}>",
+                 "<pathlift.Network: {} nodes ({} inputs, {} hidden, {} outputs), {} edges{}{}>",
                  n.num_nodes(), n.inputs().size(), n.num_hidden(), n.outputs().size(),
-                 n.num_edges(), n.has_weights() ? ", with weights" : "");
+                 n.num_edges(),
+                 n.one_parameter_per_edge() ? std::string()
+                                            : fmt::format(", {} parameters", n.num_params()),
+                 n.has_weights() ? ", with weights" : "");
            })
       .def(py::pickle([](const Network& n) { return network_to_json(n); },
                       [](const std::string& text) { return parse_network(text); }));

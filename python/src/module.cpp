@@ -9,6 +9,7 @@
   X(error)                         \
   X(network)                       \
   X(io)                            \
+  X(layers)                        \
   X(builtins)                      \
   X(counting)                      \
   X(limits)                        \

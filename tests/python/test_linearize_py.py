@@ -103,7 +103,8 @@ def test_pre_activations_of_an_mlp_are_the_linear_layers(pl):
         z1 = m[0](X)
         z2 = m[2](torch.relu(z1))
     for l, z in ((1, z1), (2, z2)):
-        cols = [net.node_index(f"h{l}_{j}") for j in range(z.shape[1])]
+        # hidden unit j of layer l is node "<ReLU module>[j]", the ReLU at index 2 l - 1
+        cols = [net.node_index(f"{2 * l - 1}[{j}]") for j in range(z.shape[1])]
         np.testing.assert_allclose(fw.pre_activations[:, cols], z.numpy(), rtol=1e-12,
                                    atol=1e-13)
         np.testing.assert_allclose(fw.values[:, cols], torch.relu(z).numpy(), rtol=1e-12,

@@ -62,3 +62,6 @@ def test_readme_python_examples(pathlift_module):
     # the claims in the comments: P = 98, rank(B) = d - h, L Phi == model(X)
     assert printed[0].endswith(" 98")
     assert printed[1] == "True" and printed[2] == "True"
+    # the CNN block: forward equals the model, rank(B) = d - h_sym = 359 certified
+    assert printed[4] == "True"
+    assert printed[5] == "359 359 verified"

@@ -1,0 +1,333 @@
+// layers.hpp: the layer graph (Layer, LayerGraph), its shapes, the unroller and the ONNX reader.
+// Weights are numpy float64 arrays. A layer's kind is its LayerKind's JSON name ("conv",
+// "linear", ...: layer_kinds()) and its activation its name ("relu", "leaky_relu:0.1",
+// "identity"), as activations are in Network(activations=...): strings, not enum classes,
+// which scripts/stubgen.py and the stub tests do not model.
+
+#include <pybind11/operators.h>
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "pathlift/layers.hpp"
+
+namespace pathlift::python {
+
+namespace {
+
+using IndexList = std::vector<Index>;
+
+std::string fspath(const py::object& path) {
+  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+}
+
+std::string index_list(const IndexList& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
+
+/// Layer(kind='conv', name='conv1', inputs=[0], ...): the fields that differ from the defaults.
+std::string layer_repr(const Layer& l) {
+  const Layer d;
+  const auto number = [](Index value, Index fallback) {
+    return value == fallback ? std::string() : std::to_string(value);
+  };
+  const auto list = [](const IndexList& v) { return v.empty() ? std::string() : index_list(v); };
+  const std::pair<const char*, std::string> fields[] = {
+      {"out_features", number(l.out_features, d.out_features)},
+      {"out_channels", number(l.out_channels, d.out_channels)},
+      {"groups", number(l.groups, d.groups)},
+      {"kernel", list(l.kernel)},
+      {"stride", list(l.stride)},
+      {"padding", list(l.padding)},
+      {"dilation", list(l.dilation)},
+      {"count_include_pad", l.count_include_pad == d.count_include_pad ? "" : "False"},
+      {"output_size", list(l.output_size)},
+      {"axis", number(l.axis, d.axis)},
+      {"activation", l.activation == d.activation ? "" : "'" + l.activation.name() + "'"},
+      {"weight_offset", number(l.weight_offset, d.weight_offset)},
+      {"bias_offset", number(l.bias_offset, d.bias_offset)},
+  };
+  std::string out = fmt::format("Layer(kind='{}', name='{}', inputs={}", to_string(l.kind), l.name,
+                                index_list(l.inputs));
+  for (const auto& [name, value] : fields) {
+    if (!value.empty()) {
+      out += fmt::format(", {}={}", name, value);
+    }
+  }
+  return out + ")";
+}
+
+/// A per-sample shape argument: None (the model's own) or a sequence of sizes.
+IndexList shape_argument(const py::object& shape) {
+  return shape.is_none() ? IndexList{} : shape.cast<IndexList>();
+}
+
+/// A copy of `n` doubles in a std::vector advised to use transparent huge pages before its
+/// first touch: the weights of a 10 M-parameter model fault 20,000 4 KiB pages otherwise, 10x
+/// the copy itself (the unroller's resize_huge does the same for the edge arrays).
+std::vector<double> huge_copy(const double* data, std::size_t n) {
+  std::vector<double> v;
+  v.reserve(n);
+#ifdef __linux__
+  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
+  const std::uintptr_t end = begin + n * sizeof(double);
+  const std::uintptr_t first = (begin + huge - 1) & ~(huge - 1);
+  if (end > first + huge) {
+    // Advice only: it fails harmlessly where huge pages are off.
+    (void)madvise(reinterpret_cast<void*>(first), (end - first) & ~(huge - 1), MADV_HUGEPAGE);
+  }
+#endif
+  v.assign(data, data + n);
+  return v;
+}
+
+std::optional<std::vector<double>> weights_argument(const py::object& weights) {
+  if (weights.is_none()) {
+    return std::nullopt;
+  }
+  const auto w = vector_argument<double>(weights, "weights");
+  return huge_copy(w.data(), static_cast<std::size_t>(w.size()));
+}
+
+std::optional<py::array_t<double>> weights_array(const LayerGraph& g) {
+  if (!g.weights) {
+    return std::nullopt;
+  }
+  return owning_array(huge_copy(g.weights->data(), g.weights->size()));
+}
+
+void bind_layer(py::module_& m) {
+  py::class_<Layer> cls(m, "Layer", R"doc(
+One layer of a LayerGraph (layers.hpp): kind is one of layer_kinds() ('input', 'linear',
+'conv', 'max_pool', 'avg_pool', 'adaptive_avg_pool', 'batch_norm', 'activation', 'add', 'sub',
+'concat', 'flatten'). Only the fields of its kind are read; the others keep their defaults. Shapes are per sample ({F}, {C, L} or {C, H, W}); parameter blocks start at
+weight_offset / bias_offset in theta (-1: none), row-major:
+  linear      weight (out_features, in_features), bias (out_features)
+  conv        weight (out_channels, in_channels / groups, *kernel), bias (out_channels)
+  batch_norm  a (channels) at weight_offset, b (channels) at bias_offset: y = a x + b
+
+Layer(kind, name, inputs=(), *, out_features=0, out_channels=0, groups=1, kernel=(),
+      stride=(), padding=(), dilation=(), count_include_pad=True, output_size=(), axis=0,
+      activation="identity", weight_offset=-1, bias_offset=-1)
+
+Example::
+
+    pathlift.Layer("conv", "conv1", [0], out_channels=6, kernel=[5, 5], weight_offset=0,
+                   bias_offset=150)
+)doc");
+  cls.def(py::init([](const std::string& kind, std::string name, IndexList inputs,
+                      Index out_features, Index out_channels, Index groups, IndexList kernel,
+                      IndexList stride, IndexList padding, IndexList dilation,
+                      bool count_include_pad, IndexList output_size, Index axis,
+                      const std::string& activation, Index weight_offset, Index bias_offset) {
+            Layer l;
+            l.kind = parse_layer_kind(kind);
+            l.name = std::move(name);
+            l.inputs = std::move(inputs);
+            l.out_features = out_features;
+            l.out_channels = out_channels;
+            l.groups = groups;
+            l.kernel = std::move(kernel);
+            l.stride = std::move(stride);
+            l.padding = std::move(padding);
+            l.dilation = std::move(dilation);
+            l.count_include_pad = count_include_pad;
+            l.output_size = std::move(output_size);
+            l.axis = axis;
+            l.activation = Activation::parse(activation);
+            l.weight_offset = weight_offset;
+            l.bias_offset = bias_offset;
+            return l;
+          }),
+          py::arg("kind"), py::arg("name"), py::arg("inputs") = IndexList{}, py::kw_only(),
+          py::arg("out_features") = 0, py::arg("out_channels") = 0, py::arg("groups") = 1,
+          py::arg("kernel") = IndexList{}, py::arg("stride") = IndexList{},
+          py::arg("padding") = IndexList{}, py::arg("dilation") = IndexList{},
+          py::arg("count_include_pad") = true, py::arg("output_size") = IndexList{},
+          py::arg("axis") = 0, py::arg("activation") = "identity", py::arg("weight_offset") = -1,
+          py::arg("bias_offset") = -1,
+          "A layer (see the class docstring); activation is 'identity', 'relu' or "
+          "'leaky_relu:<slope>'.");
+  cls.def_property(
+         "kind", [](const Layer& l) { return to_string(l.kind); },
+         [](Layer& l, const std::string& kind) { l.kind = parse_layer_kind(kind); },
+         "The kind's name: one of layer_kinds() (FormatError listing them otherwise).")
+      .def_readwrite("name", &Layer::name,
+                     "Unique, non-empty: names the layer's nodes <name>[c,h,w].")
+      .def_readwrite("inputs", &Layer::inputs, "Indices of earlier layers (a list; a copy).")
+      .def_readwrite("out_features", &Layer::out_features, "linear: the output size.")
+      .def_readwrite("out_channels", &Layer::out_channels, "conv: the output channels.")
+      .def_readwrite("groups", &Layer::groups, "conv: channel groups (1 by default).")
+      .def_readwrite("kernel", &Layer::kernel, "conv, pools: one size per spatial dimension.")
+      .def_readwrite("stride", &Layer::stride,
+                     "conv, pools: empty for the default (1 for conv, the kernel for pools).")
+      .def_readwrite("padding", &Layer::padding, "conv, pools: zero padding (empty: 0).")
+      .def_readwrite("dilation", &Layer::dilation, "conv, max_pool: empty for 1.")
+      .def_readwrite("count_include_pad", &Layer::count_include_pad,
+                     "avg_pool: divide by the full window, padding included (PyTorch's).")
+      .def_readwrite("output_size", &Layer::output_size,
+                     "adaptive_avg_pool: the output spatial size.")
+      .def_readwrite("axis", &Layer::axis, "concat: the axis without batch (0: channels).")
+      .def_property(
+          "activation", [](const Layer& l) { return l.activation.name(); },
+          [](Layer& l, const std::string& name) { l.activation = Activation::parse(name); },
+          "'identity', 'relu' or 'leaky_relu:<slope>'.")
+      .def_readwrite("weight_offset", &Layer::weight_offset,
+                     "Where the weight (batch_norm: a) block starts in theta; -1: none.")
+      .def_readwrite("bias_offset", &Layer::bias_offset,
+                     "Where the bias (batch_norm: b) block starts in theta; -1: no bias.")
+      .def(py::self == py::self)  // NOLINT(misc-redundant-expression)
+      .def("__repr__", &layer_repr)
+      .def("__copy__", [](const Layer& l) { return l; })
+      .def(
+          "__deepcopy__", [](const Layer& l, const py::dict&) { return l; }, py::arg("memo"));
+}
+
+void bind_graph(py::module_& m) {
+  py::class_<LayerGraph> cls(m, "LayerGraph", R"doc(
+A network as layers (layers.hpp): layers[0] is the input (kind 'input'), the others in a
+topological order, each naming earlier layers as inputs; outputs are the layers whose entries
+are the network's outputs (concatenated); num_params is d, the length of theta; weights is
+theta (d numbers) when known. unroll(graph) gives the Network.
+
+LayerGraph(input_shape=(), layers=(), outputs=(), num_params=0, weights=None)
+
+The list fields are copies: assign a whole list (graph.layers = [...]) to change them.
+Pickles through its JSON (layer_graph_to_json).
+)doc");
+  cls.def(py::init([](IndexList input_shape, std::vector<Layer> layers, IndexList outputs,
+                      Index num_params, const py::object& weights) {
+            LayerGraph g;
+            g.input_shape = std::move(input_shape);
+            g.layers = std::move(layers);
+            g.outputs = std::move(outputs);
+            g.num_params = num_params;
+            g.weights = weights_argument(weights);
+            return g;
+          }),
+          py::arg("input_shape") = IndexList{}, py::arg("layers") = std::vector<Layer>{},
+          py::arg("outputs") = IndexList{}, py::arg("num_params") = 0,
+          py::arg("weights") = py::none(), "A layer graph (see the class docstring).");
+  cls.def_readwrite("input_shape", &LayerGraph::input_shape, "Per sample, e.g. [3, 32, 32].")
+      .def_readwrite("layers", &LayerGraph::layers, "The layers (a list of copies).")
+      .def_readwrite("outputs", &LayerGraph::outputs,
+                     "The layers whose entries are the outputs, concatenated.")
+      .def_readwrite("num_params", &LayerGraph::num_params, "d, the length of theta.")
+      .def_property(
+          "weights", &weights_array,
+          [](LayerGraph& g, const py::object& weights) { g.weights = weights_argument(weights); },
+          "theta as a float64 array (a copy), or None.")
+      .def(py::self == py::self)  // NOLINT(misc-redundant-expression)
+      .def(
+          "to_json", [](const LayerGraph& g, int indent) { return layer_graph_to_json(g, indent); },
+          py::arg("indent") = -1, "layer_graph_to_json(self, indent).")
+      .def("__repr__",
+           [](const LayerGraph& g) {
+             return fmt::format("<pathlift.LayerGraph: {} layers, input {}, d = {}{}>",
+                                g.layers.size(), index_list(g.input_shape), g.num_params,
+                                g.weights ? ", with weights" : "");
+           })
+      .def(py::pickle([](const LayerGraph& g) { return layer_graph_to_json(g); },
+                      [](const std::string& text) { return parse_layer_graph(text); }));
+
+  py::class_<UnrolledSize>(m, "UnrolledSize", "Node and edge counts of unroll(graph).")
+      .def_readonly("nodes", &UnrolledSize::nodes, "Nodes of the unrolled network.")
+      .def_readonly("edges", &UnrolledSize::edges, "Edges of the unrolled network.")
+      .def("__repr__", [](const UnrolledSize& s) {
+        return fmt::format("UnrolledSize(nodes={}, edges={})", s.nodes, s.edges);
+      });
+}
+
+}  // namespace
+
+void bind_layers(py::module_& m) {
+  m.def(
+      "layer_kinds",
+      [] {
+        std::vector<std::string> names;
+        for (const LayerKind k :
+             {LayerKind::input, LayerKind::linear, LayerKind::conv, LayerKind::max_pool,
+              LayerKind::avg_pool, LayerKind::adaptive_avg_pool, LayerKind::batch_norm,
+              LayerKind::activation, LayerKind::add, LayerKind::sub, LayerKind::concat,
+              LayerKind::flatten}) {
+          names.push_back(to_string(k));
+        }
+        return names;
+      },
+      "The names of the layer kinds (LayerKind), in declaration order: a Layer's kind.");
+  bind_layer(m);
+  bind_graph(m);
+  m.def(
+      "layer_shapes",
+      [](const LayerGraph& g) {
+        std::vector<py::tuple> out;
+        for (const auto& s : layer_shapes(g)) {
+          out.push_back(py::tuple(py::cast(s)));
+        }
+        return out;
+      },
+      py::arg("graph"),
+      "The output shape of every layer (a tuple per layer, without the batch dimension), "
+      "validating the graph. Raises NetworkError (ValueError) naming the layer: a bad input, a "
+      "shape mismatch, a kernel larger than its input, a parameter block outside theta, ... "
+      "Complexity: O(layers).");
+  m.def("unroll", &unroll, py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
+        py::call_guard<py::gil_scoped_release>(),
+        "The Network of a layer graph: one node per tensor entry that needs one, edges carrying "
+        "parameter indices (theta = the graph's parameters, d = num_params) or fixed weights "
+        "(skips, average pools, max pools); weights = graph.weights. Input nodes x[c,h,w] are the "
+        "data columns in row-major order; outputs y0, y1, ... the model's flattened outputs. "
+        "Raises what layer_shapes raises; TooLarge (MemoryError) over max_memory bytes (0: half "
+        "of physical RAM).");
+  m.def("unrolled_size", &unrolled_size, py::arg("graph"), py::call_guard<py::gil_scoped_release>(),
+        "Node and edge counts of unroll(graph), computed without unrolling "
+        "(O(layers + entries)).");
+  m.def(
+      "read_onnx",
+      [](const py::object& path, const py::object& input_shape) {
+        const std::string p = fspath(path);
+        const IndexList shape = shape_argument(input_shape);
+        py::gil_scoped_release release;
+        return read_onnx(p, shape);
+      },
+      py::arg("path"), py::arg("input_shape") = py::none(),
+      "Reads an ONNX model file into a LayerGraph (theta = the initializers in graph order, "
+      "BatchNormalization's scale and bias standing for a and b). input_shape (per sample) "
+      "overrides the model's, needed when it is symbolic. Raises UnsupportedModelError "
+      "(ValueError) listing every unsupported operator, FormatError for a file that is not "
+      "ONNX.");
+  m.def(
+      "parse_onnx",
+      [](const py::bytes& data, const py::object& input_shape) {
+        const std::string_view bytes = data;
+        const IndexList shape = shape_argument(input_shape);
+        py::gil_scoped_release release;
+        return parse_onnx(bytes, shape);
+      },
+      py::arg("data"), py::arg("input_shape") = py::none(),
+      "read_onnx of a serialized ModelProto (model.SerializeToString()).");
+  m.def("layer_graph_to_json", &layer_graph_to_json, py::arg("graph"), py::arg("indent") = -1,
+        py::call_guard<py::gil_scoped_release>(),
+        "The layer graph as JSON (\"format\": \"pathlift-layers\", \"version\": 1); one line when "
+        "indent < 0.");
+  m.def(
+      "parse_layer_graph", [](const std::string& text) { return parse_layer_graph(text); },
+      py::arg("text"), py::call_guard<py::gil_scoped_release>(),
+      "Parses pathlift-layers JSON. Raises FormatError (ValueError) naming the key, "
+      "NetworkError (ValueError) for an invalid graph.");
+}
+
+}  // namespace pathlift::python
