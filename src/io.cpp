@@ -11,6 +11,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/layers.hpp"
+#include "src/detail/json.hpp"
 
 namespace pathlift {
 
@@ -345,30 +346,7 @@ std::string network_to_json(const Network& net, int indent) {
     }
     doc["activations"] = std::move(acts);
   }
-  if (indent < 0) {
-    return doc.dump();
-  }
-  // Readable layout: one key a line, one edge a line (a pretty-printer would spend four lines
-  // on every edge).
-  const std::string pad(static_cast<std::size_t>(indent), ' ');
-  std::string out = "{";
-  bool first = true;
-  for (const auto& [key, value] : doc.items()) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += pad + ojson(key).dump() + ": ";
-    if ((key == "edges" || key == "params") && !value.empty()) {
-      out += "[\n";
-      for (std::size_t k = 0; k < value.size(); ++k) {
-        out += pad + pad + value[k].dump() + (k + 1 < value.size() ? ",\n" : "\n");
-      }
-      out += pad + "]";
-    } else {
-      out += value.dump();
-    }
-  }
-  out += "\n}";
-  return out;
+  return detail::dump_readable(doc, indent, {"edges", "params"});
 }
 
 void write_network(const Network& net, const std::string& path) {

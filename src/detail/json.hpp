@@ -2,9 +2,13 @@
 // Building blocks of the reports' JSON forms (to_json): JSON has no inf or NaN, so a number that
 // is not finite is written null, and so is an absent value.
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace pathlift::detail {
 
@@ -19,6 +23,36 @@ inline Json number_or_null(double x) {
 template <class T>
 Json optional_json(const std::optional<T>& x) {
   return x ? Json(*x) : Json(nullptr);
+}
+
+/// The files' readable layout: one key a line, and one entry a line for the (non-empty) lists
+/// named in `per_line` (a pretty-printer would spend four lines on every edge). indent < 0:
+/// one line.
+inline std::string dump_readable(const Json& doc, int indent,
+                                 std::initializer_list<std::string_view> per_line) {
+  if (indent < 0) {
+    return doc.dump();
+  }
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : doc.items()) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += pad + Json(key).dump() + ": ";
+    if (!value.empty() && value.is_array() &&
+        std::find(per_line.begin(), per_line.end(), key) != per_line.end()) {
+      out += "[\n";
+      for (std::size_t k = 0; k < value.size(); ++k) {
+        out += pad + pad + value[k].dump() + (k + 1 < value.size() ? ",\n" : "\n");
+      }
+      out += pad + "]";
+    } else {
+      out += value.dump();
+    }
+  }
+  out += "\n}";
+  return out;
 }
 
 }  // namespace pathlift::detail

@@ -9,6 +9,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/layers.hpp"
+#include "src/detail/json.hpp"
 
 namespace pathlift {
 
@@ -273,29 +274,7 @@ std::string layer_graph_to_json(const LayerGraph& graph, int indent) {
   if (graph.weights) {
     doc["weights"] = *graph.weights;
   }
-  if (indent < 0) {
-    return doc.dump();
-  }
-  // One key a line, one layer a line.
-  const std::string pad(static_cast<std::size_t>(indent), ' ');
-  std::string out = "{";
-  bool first = true;
-  for (const auto& [key, value] : doc.items()) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += pad + Json(key).dump() + ": ";
-    if (key == "layers") {
-      out += "[\n";
-      for (std::size_t k = 0; k < value.size(); ++k) {
-        out += pad + pad + value[k].dump() + (k + 1 < value.size() ? ",\n" : "\n");
-      }
-      out += pad + "]";
-    } else {
-      out += value.dump();
-    }
-  }
-  out += "\n}";
-  return out;
+  return detail::dump_readable(doc, indent, {"layers"});
 }
 
 LayerGraph parse_layer_graph(std::string_view json_text) {
