@@ -269,6 +269,14 @@ EngineOptions engine_for(const RankOptions& options, std::string_view name) {
 RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const RankOptions& options, const NumericalRankOptions& numerical,
                               RankRoute route) {
+  if (route == RankRoute::path_free && !net.one_parameter_per_edge()) {
+    throw std::invalid_argument(fmt::format(
+        "the path-free rank route (B^T B by dynamic programming, the path basis) needs one "
+        "parameter per edge; this network has {} parameters on {} edges (shared or fixed), whose "
+        "rank is certified from the enumerated paths (and rank(B) = d - h_sym always: "
+        "docs/rank.md)",
+        net.num_params(), net.num_edges()));
+  }
   std::string why_path_free = "the path-free route was asked for";
   // With shared parameters rank(B) is certified from the enumerated skeleton only.
   const bool enumerate = route == RankRoute::enumerate || !net.one_parameter_per_edge() ||

@@ -291,6 +291,10 @@ TEST(Parameters, CertifiedRankEqualsTheRankOfTheDenseSkeleton) {
     EXPECT_EQ(rep.status == RankStatus::below_symmetry_bound, *exact < rep.expected);
     below += rep.status == RankStatus::below_symmetry_bound ? 1 : 0;
     EXPECT_FALSE(is_failure(rep.status)) << rep.explanation;
+    // The path-free route is Theorem 1's (one parameter per edge): refused, not ignored.
+    EXPECT_THROW((void)check_rank_theorem(net, random_theta(net.num_params(), seed), {}, {},
+                                          RankRoute::path_free),
+                 std::invalid_argument);
     certified += cert.certified() ? 1 : 0;
   }
   EXPECT_GT(certified, 50);

@@ -112,9 +112,9 @@ void run_report(const ReportOptions& opts) {
   if (!counts.paths.exact() || need > effective_max_memory(engine.max_memory)) {
     fmt::print(
         "\nP is too large to enumerate here ({} needed): Phi, B and dPhi are not formed.\n"
-        "Path-free quantities need no enumeration: see `pathlift norm`, `pathlift kernel` and "
-        "`pathlift rank --no-enumerate`.\n",
-        format_bytes(static_cast<double>(need)));
+        "Path-free quantities need no enumeration: see `pathlift norm`, `pathlift kernel`{}.\n",
+        format_bytes(static_cast<double>(need)),
+        per_edge ? " and `pathlift rank --no-enumerate`" : "");
   } else {
     const Buffer<double> phi = t.time("Phi (path-lifting)", [&] {
       return path_lifting<double>(net, std::span<const double>(theta.theta), engine);
