@@ -38,8 +38,9 @@ std::string with_cli_hint(const pathlift::TooLarge& e) {
 int main(int argc, char** argv) {
   CLI::App app{
       "pathlift: path-lifting Phi, skeleton B and Jacobian dPhi of DAG ReLU networks.\n"
-      "A network comes from a pathlift-network JSON file (--network), a feed-forward shape\n"
-      "(--ff r,w1,...,q) or a built-in example (--example fig1 | sketch-h0 | sketch-h1 | ...).\n"
+      "A network comes from a pathlift-network or pathlift-layers JSON file (--network), an ONNX\n"
+      "model (--onnx FILE [--input-shape C,H,W]), a feed-forward shape (--ff r,w1,...,q) or a\n"
+      "built-in example (--example fig1 | sketch-h0 | sketch-h1 | ...).\n"
       "Run 'pathlift COMMAND --help' for a command's options.",
       "pathlift"};
   app.set_version_flag("--version", std::string("pathlift ") + pathlift::version_string);

@@ -383,7 +383,7 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
   CsrMatrix<T> j;
   j.pattern = skeleton(paths, options);
   const Index np = paths.size();
-  j.values.resize(static_cast<std::size_t>(paths.nnz()));
+  j.values.resize(static_cast<std::size_t>(j.pattern.nnz()));  // per parameter
   const Index* off = j.pattern.row_offsets->data();
   const EdgeId* cols = j.pattern.col_indices->data();
   T* val = j.values.data();

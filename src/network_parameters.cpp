@@ -12,7 +12,7 @@
 
 namespace pathlift {
 
-void Network::assign_parameters(NetworkSpec& spec) {
+void Network::assign_parameters(NetworkSpec& spec) {  // moves edge_params, fixed_weights
   const std::size_t d = m_src.size();
   if (spec.edge_params.empty()) {
     if (!spec.fixed_weights.empty()) {
@@ -45,16 +45,18 @@ void Network::assign_parameters(NetworkSpec& spec) {
   auto map = std::make_shared<ParameterMap>();
   map->num_params = spec.num_params;
   map->edge_params = std::move(spec.edge_params);
-  map->fixed_weights.assign(d, 0.0);
+  map->fixed_weights = std::move(spec.fixed_weights);  // parameter edges' entries zeroed below
   for (std::size_t e = 0; e < d; ++e) {
     const Index k = map->edge_params[e];
     if (k == kFixedEdge) {
-      if (!std::isfinite(spec.fixed_weights[e])) {
+      if (!std::isfinite(map->fixed_weights[e])) {
         throw NetworkError(fmt::format("fixed weight of edge {} ({}) is not finite: {}", e,
-                                       edge_label(static_cast<EdgeId>(e)), spec.fixed_weights[e]));
+                                       edge_label(static_cast<EdgeId>(e)), map->fixed_weights[e]));
       }
-      map->fixed_weights[e] = spec.fixed_weights[e];
-    } else if (k < 0 || k >= map->num_params) {
+      continue;
+    }
+    map->fixed_weights[e] = 0.0;
+    if (k < 0 || k >= map->num_params) {
       throw NetworkError(
           fmt::format("edge {} ({}) carries parameter {}, outside 0..{} (num_params is {})", e,
                       edge_label(static_cast<EdgeId>(e)), k, map->num_params - 1, map->num_params));

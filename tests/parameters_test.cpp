@@ -148,6 +148,13 @@ TEST(Parameters, LiftingSkeletonJacobianKernelNormsMatchTheDefinitions) {
     } else {
       EXPECT_EQ(to_dense(skeleton(net)), ref_b) << "seed " << seed;
       EXPECT_EQ(to_dense(skeleton(ps)), ref_b) << "seed " << seed;
+      // Proposition 2 per parameter: dPhi = diag(Phi) B diag(1/theta) (no theta_k is 0 here).
+      const auto paper = jacobian_paper_formula<double>(
+          ps, std::span<const double>(phi.data(), phi.size()), std::span<const double>(theta));
+      EXPECT_EQ(paper.values.size(), static_cast<std::size_t>(paper.nnz()));
+      EXPECT_LT((to_dense(paper) - ref).cwiseAbs().maxCoeff(),
+                1e-9 * (1 + ref.cwiseAbs().maxCoeff()))
+          << "seed " << seed;
     }
   }
   EXPECT_GT(tested, 100);

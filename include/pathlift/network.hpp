@@ -286,7 +286,7 @@ class Network {
   void assign_activations(const NetworkSpec& spec);
   void order_topologically();
   [[noreturn]] void throw_cycle(const std::vector<Index>& remaining) const;
-  void assign_parameters(NetworkSpec& spec);  // moves spec.edge_params
+  void assign_parameters(NetworkSpec& spec);  // moves spec.edge_params and fixed_weights
   void check_max_nodes();
   void check_weights(const NetworkSpec& spec) const;
   [[nodiscard]] Index in_degree(std::size_t v) const {
