@@ -105,16 +105,7 @@ void read_parameters(const json& doc, NetworkSpec& spec) {
 }  // namespace
 
 Network parse_network(std::string_view json_text) {
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    throw FormatError(fmt::format("invalid JSON: {}", e.what()));
-  }
-  if (!doc.is_object()) {
-    throw FormatError(
-        fmt::format("a pathlift-network file must hold a JSON object, not {}", type_name(doc)));
-  }
+  json doc = detail::parse_json_object<json>(json_text, "pathlift-network");
   if (doc.contains("format") && doc["format"] == "pathlift-layers") {
     return unroll(parse_layer_graph(json_text));  // a layer graph (layers.hpp), unrolled
   }

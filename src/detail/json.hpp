@@ -2,6 +2,7 @@
 // Building blocks of the reports' JSON forms (to_json): JSON has no inf or NaN, so a number that
 // is not finite is written null, and so is an absent value.
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "pathlift/error.hpp"
 
 namespace pathlift::detail {
 
@@ -23,6 +26,23 @@ inline Json number_or_null(double x) {
 template <class T>
 Json optional_json(const std::optional<T>& x) {
   return x ? Json(*x) : Json(nullptr);
+}
+
+/// JSON text that must hold an object (a network or layer-graph file), as `J`. Throws
+/// FormatError "invalid JSON: ..." or "a <kind> file must hold a JSON object, not array".
+template <class J>
+J parse_json_object(std::string_view text, std::string_view kind) {
+  J doc;
+  try {
+    doc = J::parse(text.begin(), text.end());
+  } catch (const typename J::exception& e) {
+    throw FormatError(fmt::format("invalid JSON: {}", e.what()));
+  }
+  if (!doc.is_object()) {
+    throw FormatError(
+        fmt::format("a {} file must hold a JSON object, not {}", kind, doc.type_name()));
+  }
+  return doc;
 }
 
 /// The files' readable layout: one key a line, and one entry a line for the (non-empty) lists

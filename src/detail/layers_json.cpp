@@ -278,16 +278,7 @@ std::string layer_graph_to_json(const LayerGraph& graph, int indent) {
 }
 
 LayerGraph parse_layer_graph(std::string_view json_text) {
-  Json doc;
-  try {
-    doc = Json::parse(json_text.begin(), json_text.end());
-  } catch (const Json::exception& e) {
-    throw FormatError(fmt::format("invalid JSON: {}", e.what()));
-  }
-  if (!doc.is_object()) {
-    throw FormatError(
-        fmt::format("a pathlift-layers file must hold a JSON object, not {}", doc.type_name()));
-  }
+  Json doc = detail::parse_json_object<Json>(json_text, "pathlift-layers");
   const Reader r(doc, "the layer graph");
   r.only({"format", "version", "input_shape", "layers", "outputs", "num_params", "weights"},
          "a pathlift-layers file");
