@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "src/detail/dp_scaled.hpp"
 #include "src/detail/enum_names.hpp"
 #include "src/detail/json.hpp"
+#include "src/detail/lanczos.hpp"
 #include "src/detail/parallel.hpp"
 #include "src/detail/parameters.hpp"
 
@@ -442,21 +444,23 @@ std::string to_json(const KernelEigenvalues& result, int indent) {
 
 namespace {
 
-/// Spectra's view of K: y = K x through the matrix-free product.
+/// Spectra's view of K: y = K x through a matrix-free product.
 class SpectraKernelOp {
  public:
   using Scalar = double;
-  explicit SpectraKernelOp(const KernelOperator& op) : m_op(&op) {}
-  [[nodiscard]] Eigen::Index rows() const { return m_op->size(); }
-  [[nodiscard]] Eigen::Index cols() const { return m_op->size(); }
+  SpectraKernelOp(Index d, const std::function<void(const double*, double*)>& apply)
+      : m_d(d), m_apply(&apply) {}
+  [[nodiscard]] Eigen::Index rows() const { return m_d; }
+  [[nodiscard]] Eigen::Index cols() const { return m_d; }
   void perform_op(const double* x, double* y) const {
-    m_op->apply(x, y);
+    (*m_apply)(x, y);
     ++m_products;
   }
   [[nodiscard]] Index products() const { return m_products; }
 
  private:
-  const KernelOperator* m_op;
+  Index m_d;
+  const std::function<void(const double*, double*)>* m_apply;
   mutable Index m_products = 0;
 };
 
@@ -481,9 +485,13 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
   return r;
 }
 
-KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
+}  // namespace
+
+namespace detail {
+
+KernelEigenvalues lanczos_top_eigenvalues(Index d,
+                                          const std::function<void(const double*, double*)>& apply,
                                           Index count, const EigenOptions& options) {
-  const Index d = net.num_params();
   if (count >= d) {
     throw std::invalid_argument(fmt::format(
         "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
@@ -501,8 +509,7 @@ KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const do
         "Lanczos subspace {} must exceed the number of eigenvalues {} (and be <= d = {})", ncv,
         count, d));
   }
-  const KernelOperator op(net, theta);
-  SpectraKernelOp sop(op);
+  SpectraKernelOp sop(d, apply);
   Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
   KernelEigenvalues r;
   try {
@@ -531,6 +538,19 @@ KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const do
   }
   r.values = eigs.eigenvalues();
   return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
+                                          Index count, const EigenOptions& options) {
+  const KernelOperator op(net, theta);
+  const std::function<void(const double*, double*)> apply = [&op](const double* x, double* y) {
+    op.apply(x, y);
+  };
+  return detail::lanczos_top_eigenvalues(net.num_params(), apply, count, options);
 }
 
 }  // namespace

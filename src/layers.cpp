@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 
 #include "pathlift/error.hpp"
@@ -358,6 +359,52 @@ std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph) {
     }
   }
   return shapes;
+}
+
+}  // namespace pathlift
+
+namespace pathlift {
+
+struct LayerNetwork::Cache {
+  std::mutex mutex;
+  std::optional<UnrolledSize> size;
+  std::shared_ptr<const Network> network;
+};
+
+LayerNetwork::LayerNetwork(LayerGraph graph)
+    : m_graph(std::make_shared<const LayerGraph>(std::move(graph))),
+      m_cache(std::make_shared<Cache>()) {
+  (void)layer_shapes(*m_graph);
+}
+
+std::span<const double> LayerNetwork::weights() const {
+  if (!m_graph->weights) {
+    throw std::logic_error("LayerNetwork::weights: the layer graph holds no weights");
+  }
+  return *m_graph->weights;
+}
+
+UnrolledSize LayerNetwork::unrolled_size() const {
+  const std::lock_guard lock(m_cache->mutex);
+  if (!m_cache->size) {
+    m_cache->size = m_cache->network
+                        ? UnrolledSize{m_cache->network->num_nodes(), m_cache->network->num_edges()}
+                        : pathlift::unrolled_size(*m_graph);
+  }
+  return *m_cache->size;
+}
+
+bool LayerNetwork::is_unrolled() const {
+  const std::lock_guard lock(m_cache->mutex);
+  return m_cache->network != nullptr;
+}
+
+std::shared_ptr<const Network> LayerNetwork::network(std::size_t max_memory) const {
+  const std::lock_guard lock(m_cache->mutex);
+  if (!m_cache->network) {
+    m_cache->network = std::make_shared<const Network>(unroll(*m_graph, max_memory));
+  }
+  return m_cache->network;
 }
 
 }  // namespace pathlift

@@ -35,7 +35,9 @@
 ///   const pathlift::Network net = pathlift::unroll(g);         // validates g first
 /// \endcode
 
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -140,6 +142,36 @@ struct UnrolledSize {
   Index edges = 0;
 };
 UnrolledSize unrolled_size(const LayerGraph& graph);
+
+/// A network known by its layer graph: what PyTorch and ONNX import give (Python's from_torch
+/// and from_onnx, the CLI's --onnx) and what a "pathlift-layers" file holds. The path-free
+/// functions of layer_dp.hpp run on graph() without unrolling; network() unrolls on first use
+/// and keeps the DAG for the functions that need edges (paths, B, dPhi, L). Copies share the
+/// graph and the unrolled DAG. Thread-safe.
+class LayerNetwork {
+ public:
+  /// Validates the graph (layer_shapes; throws what it throws).
+  explicit LayerNetwork(LayerGraph graph);
+
+  [[nodiscard]] const LayerGraph& graph() const { return *m_graph; }
+  /// d, the length of theta.
+  [[nodiscard]] Index num_params() const { return m_graph->num_params; }
+  [[nodiscard]] bool has_weights() const { return m_graph->weights.has_value(); }
+  /// The weights the graph holds (std::logic_error when it holds none).
+  [[nodiscard]] std::span<const double> weights() const;
+  /// Node and edge counts of the unrolled DAG, computed once without unrolling.
+  [[nodiscard]] UnrolledSize unrolled_size() const;
+  /// True once network() has unrolled the graph.
+  [[nodiscard]] bool is_unrolled() const;
+  /// The unrolled DAG (unroll(graph(), max_memory)), made on the first call and kept. Throws
+  /// TooLarge with the node and edge counts when it would not fit.
+  [[nodiscard]] std::shared_ptr<const Network> network(std::size_t max_memory = 0) const;
+
+ private:
+  struct Cache;
+  std::shared_ptr<const LayerGraph> m_graph;
+  std::shared_ptr<Cache> m_cache;
+};
 
 /// Reads an ONNX model (a file, or the serialized ModelProto bytes) into a layer graph.
 /// `input_shape` (per sample, without batch) overrides the model's own input shape, which is

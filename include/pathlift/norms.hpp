@@ -77,4 +77,17 @@ enum class PathNormDetail : std::uint8_t {
 PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
                    PathNormDetail parts = PathNormDetail::outputs);
 
+/// The gradient of the L^s path-norm ||Phi(theta)||_s with respect to theta (d entries), for
+/// s > 0 (a path-norm regularizer's gradient):
+///   d||Phi||_s / d theta_k = ||Phi||_s^(1-s) sum_{edges e of k} |theta_k|^(s-1)
+///                            sign(theta_k) F_s(src e) G_s(dst e),
+/// with the forward and backward sums F_s, G_s of path_norm (docs/conventions.md#path-free).
+/// For s = 1 it is the gradient of sum_p |Phi_p|. At theta_k = 0 the entry is 0 for s >= 1
+/// (for s = 1 the subgradient of |.| at 0); for s < 1 the norm is not differentiable there and
+/// std::invalid_argument names the parameter. Entries beyond double's range are +-inf; the
+/// sums themselves are scaled, so a network whose norm overflows still gets finite entries
+/// where they fit. Throws std::invalid_argument for a bad theta or s <= 0.
+/// Complexity: O(m + d), one forward and one backward pass.
+std::vector<double> path_norm_gradient(const Network& net, std::span<const double> theta, double s);
+
 }  // namespace pathlift

@@ -10,6 +10,7 @@
 #include "pathlift/forward.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/kernel.hpp"
+#include "pathlift/layer_dp.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"

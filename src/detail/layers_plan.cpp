@@ -196,6 +196,23 @@ void Unroller::plan() {
   }
 }
 
+std::vector<std::vector<std::uint8_t>> Unroller::node_entries() const {
+  std::vector<std::vector<std::uint8_t>> out(m_graph.layers.size());
+  for (std::size_t l = 0; l < m_graph.layers.size(); ++l) {
+    if (m_base[l] < 0) {
+      continue;
+    }
+    const bool sum = is_sum(layer(l).kind);
+    std::vector<std::uint8_t>& flags = out[l];
+    flags.resize(static_cast<std::size_t>(m_entries[l]));
+    for (Index e = 0; e < m_entries[l]; ++e) {
+      const bool node = sum ? needs_node(m_base[l] + e) : live(l, e);
+      flags[static_cast<std::size_t>(e)] = !live(l, e) ? 2 : node ? 1 : 0;
+    }
+  }
+  return out;
+}
+
 bool Unroller::all_materialised(std::size_t l) const {
   for (Index e = 0; e < m_entries[l]; ++e) {
     if (live(l, e) && !needs_node(m_base[l] + e)) {

@@ -67,6 +67,13 @@ class Unroller {
 
   UnrolledSize size();
 
+  /// Per layer, per entry: 1 when the unrolled network makes the entry a node of its own (an
+  /// input, activation or max_pool entry; a pending sum that some consumer needs as a value or
+  /// that has two consumers), 0 for a pending sum absorbed by its consumer, 2 for an entry that
+  /// reaches no output. Empty for views (flatten, concat, identity activations), whose entries
+  /// are other layers' entries.
+  [[nodiscard]] std::vector<std::vector<std::uint8_t>> node_entries() const;
+
   Network build(std::size_t max_memory);
 
  private:

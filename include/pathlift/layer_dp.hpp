@@ -1,0 +1,91 @@
+#pragma once
+/// \file layer_dp.hpp
+/// Path-free quantities of a network given by its layer graph (layers.hpp), computed layer by
+/// layer with the layers' own kernels (a convolution is im2col + a float64 GEMM), without
+/// unrolling: what a torchvision ResNet-50 at 3x224x224 (about 10^10 edges once unrolled)
+/// needs is O(activations + parameters) memory. docs/layers.md#path-free has the recursions.
+///
+/// Every quantity is the one of the unrolled DAG (unroll(graph)) at the same theta:
+/// path_norm(graph, theta, s) equals path_norm(unroll(graph), theta, s) to rounding, and so on.
+/// Each tensor of the dynamic programme carries one binary exponent (a per-layer power-of-two
+/// scaling), so sums far beyond double's range (a path-norm of 10^5000) come out right, as a
+/// ScaledReal that knows its log10. Results are bit-identical for any thread count. Each
+/// function refuses with TooLarge (the sizes and the limit) when its tensors would exceed
+/// options.max_memory (0: half of physical RAM), before allocating them.
+///
+/// Example:
+/// \code
+///   const pathlift::LayerGraph g = pathlift::read_onnx("resnet18.onnx", {3, 224, 224});
+///   const std::vector<double>& theta = *g.weights;
+///   const pathlift::PathNorm l1 = pathlift::path_norm(g, theta, 1.0);
+///   const pathlift::Buffer<double> diag = pathlift::kernel_diagonal(g, theta);
+/// \endcode
+
+#include <Eigen/Core>
+#include <span>
+#include <vector>
+
+#include "pathlift/counting.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/layers.hpp"
+#include "pathlift/norms.hpp"
+#include "pathlift/options.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift {
+
+/// The path counts of unroll(graph), without unrolling: paths (P), nnz, per_output,
+/// length_histogram and max_path_length; per_input and per_edge are left empty (they are
+/// per node and per edge). A count is exact while it is below 2^53 and known by its log10
+/// beyond (Count::exact() says which). The histogram follows the unroller's nodes
+/// (docs/layers.md: a pending sum adds no edge). Throws what layer_shapes throws, and
+/// NetworkError when an input entry reaches no output (as unroll does).
+/// Complexity: O(entries x max_path_length + layer windows), no GEMM.
+PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options = {});
+
+/// P alone (one pass; exact below 2^53, log10 beyond). Complexity: O(entries x window).
+Count count_paths_total(const LayerGraph& graph, const EngineOptions& options = {});
+
+/// The L^s path-norm of unroll(graph) at theta (norms.hpp): total and per_output (in the
+/// order of the unrolled outputs y0, y1, ...); per_input is left empty. One forward pass with
+/// the weights |theta|^s (fixed weights |w|^s: average pooling's 1/k, sub's -1), an input of
+/// ones. s >= 0; s = 0 gives P (as a ScaledReal). Throws std::invalid_argument for theta of
+/// the wrong size or with a non-finite entry (naming the parameter), or a bad s.
+/// Complexity: one forward pass, O(GEMM flops of the network).
+PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, double s,
+                   const EngineOptions& options = {});
+
+/// The gradient of the L^s path-norm (norms.hpp's path_norm_gradient) of unroll(graph): one
+/// forward and one backward pass and one weight-gradient product per layer. Same rules.
+std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const double> theta,
+                                       double s, const EngineOptions& options = {});
+
+/// The kernel diagonal K[k,k] (kernel.hpp) of unroll(graph): the sum over the edges of k of
+/// A(src e) B(dst e) (forward and backward sums with the weights theta^2): a forward pass, a
+/// backward pass and one weight-gradient product per layer. Entries beyond 1.8e308 are +inf.
+/// When one parameter block is used by two layers on one path (a module applied twice in
+/// sequence), the diagonal is not a sum over edges: the graph is then unrolled (TooLarge with
+/// the sizes when it would not fit) and the DAG function answers. Throws
+/// std::invalid_argument for a bad theta.
+Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> theta,
+                               const EngineOptions& options = {});
+
+/// trace(K) as a ScaledReal (right beyond double's range). Same passes and errors as
+/// kernel_diagonal.
+ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
+                        const EngineOptions& options = {});
+
+/// K v (d entries) without forming K: forward sums A, C and backward sums B, E in the
+/// (value, derivative) semiring, layer by layer (kernel.hpp's kernel_matvec). Throws
+/// std::invalid_argument for theta or v of the wrong size or with a non-finite entry.
+/// Complexity: three forward and three backward GEMM passes and three weight-gradient passes.
+Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> theta,
+                              std::span<const double> v, const EngineOptions& options = {});
+
+/// The `count` largest eigenvalues of K by restarted Lanczos on kernel_matvec (kernel.hpp);
+/// EigenMethod::dense unrolls the graph (refused with the sizes when it would not fit).
+/// 1 <= count < d. Statuses and errors as kernel_top_eigenvalues on a Network.
+KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<const double> theta,
+                                         Index count, const EigenOptions& options = {});
+
+}  // namespace pathlift

@@ -1,0 +1,25 @@
+#pragma once
+// The parts of path_norm_gradient shared by the DAG (norms.cpp) and the layer graph
+// (layer_dp.cpp).
+
+#include <functional>
+#include <span>
+#include <string>
+
+#include "pathlift/norms.hpp"
+
+namespace pathlift::detail {
+
+/// Throws std::invalid_argument unless s is finite and > 0.
+void check_gradient_exponent(double s);
+
+/// Throws std::invalid_argument, naming label(k), when s < 1 and some theta_k = 0: there
+/// |t|^s has an infinite slope and the norm is not differentiable.
+void check_differentiable(std::span<const double> theta, double s,
+                          const std::function<std::string(Index)>& label);
+
+/// norm^(1 - s) = S^((1 - s) / s) for the sum S = sum_p |Phi_p|^s: the factor of
+/// |theta|^(s-1) sign(theta) F G in the gradient of the norm (1 for s = 1 or S = 0).
+ScaledReal norm_gradient_factor(const ScaledReal& sum, double s);
+
+}  // namespace pathlift::detail

@@ -1,0 +1,300 @@
+// The layer-by-layer dynamic programme (layer_dp.hpp) against the DAG functions on the
+// unrolled network (an independent implementation: per-node sums over the unrolled edges), on a
+// zoo of small layer graphs covering every layer kind and option; bit-identical results for
+// any thread count; extreme scales; refusals.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/layer_dp.hpp"
+#include "pathlift/layers.hpp"
+#include "pathlift/norms.hpp"
+#include "support.hpp"
+#include "tests/layers_builder.hpp"
+
+namespace pathlift {
+namespace {
+
+using testing::contains;
+using testing::error_of;
+using testing::GraphBuilder;
+
+std::vector<double> normal(Index n, unsigned seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) {
+    x = dist(rng);
+  }
+  return v;
+}
+
+/// Every layer kind and option: grouped, dilated, strided and padded convolutions, Conv1d,
+/// max pooling with padding, average pooling without count_include_pad, adaptive pooling with
+/// uneven windows, batch norm, leaky ReLU, add, sub, concat, flatten, two output layers.
+LayerGraph zoo_cnn() {
+  GraphBuilder b({4, 9, 8});
+  Index x = b.conv("c1", 0, 6, {3, 3}, {1, 1}, {1, 1});
+  x = b.act("r1", b.batch_norm("bn1", x));
+  const Index g = b.conv("grouped", x, 6, {3, 2}, {2, 1}, {1, 0}, {1, 2}, 3, false);
+  const Index p = b.pool(LayerKind::max_pool, "mp", x, {3, 3}, {2, 1}, {1, 0});
+  const Index cat = b.op(LayerKind::concat, "cat", {g, p});
+  Index y = b.act("lrelu", cat, Activation::leaky_relu(0.1));
+  y = b.pool(LayerKind::avg_pool, "ap", y, {2, 2}, {1, 1}, {1, 1}, {}, false);
+  const Index a = b.adaptive("adapt", y, {3, 2});
+  const Index c2 = b.conv("c2", a, 12, {1, 1});
+  const Index d = b.op(LayerKind::sub, "sub", {c2, b.act("r2", c2)});
+  const Index f = b.op(LayerKind::flatten, "flat", {d});
+  const Index out1 = b.linear("fc1", f, 3);
+  const Index h = b.act("r3", out1);
+  const Index out2 = b.linear("fc2", h, 2, false);
+  return b.graph({out2, out1});
+}
+
+LayerGraph zoo_conv1d() {
+  GraphBuilder b({3, 17});
+  Index x = b.conv("c1", 0, 5, {4}, {1}, {2}, {2});
+  x = b.act("r1", x);
+  x = b.pool(LayerKind::avg_pool, "ap", x, {3}, {2}, {1});
+  x = b.adaptive("adapt", x, {4});
+  x = b.op(LayerKind::flatten, "flat", {x});
+  return b.graph({b.linear("fc", x, 2)});
+}
+
+LayerGraph zoo_mlp() {
+  GraphBuilder b({5});
+  Index x = b.act("r1", b.linear("l1", 0, 7));
+  x = b.act("r2", b.linear("l2", x, 6));
+  return b.graph({b.linear("l3", x, 3)});
+}
+
+/// A module applied twice on parallel branches (shared parameters, never twice on one path).
+LayerGraph zoo_shared_parallel() {
+  GraphBuilder b({2, 5, 5});
+  const Index c = b.conv("c", 0, 3, {3, 3}, {1, 1}, {1, 1});
+  LayerGraph g = b.graph({c});
+  Layer twin = g.layers[static_cast<std::size_t>(c)];
+  twin.name = "c_again";
+  g.layers.push_back(twin);  // layer c + 1 reads the input with c's parameters
+  Layer add;
+  add.kind = LayerKind::add;
+  add.name = "add";
+  add.inputs = {c, c + 1};
+  g.layers.push_back(add);
+  g.outputs = {c + 2};
+  return g;
+}
+
+std::vector<LayerGraph> zoo() {
+  return {zoo_cnn(), zoo_conv1d(), zoo_mlp(), zoo_shared_parallel(), testing::resnet18(20, 5, 4)};
+}
+
+void expect_close(double a, double b, double rel, const std::string& what) {
+  EXPECT_LE(std::fabs(a - b), rel * std::max(std::fabs(a), std::fabs(b)) + 1e-300)
+      << what << ": " << a << " vs " << b;
+}
+
+void expect_scaled(const ScaledReal& a, const ScaledReal& b, double rel, const std::string& what) {
+  if (a.is_zero() || b.is_zero()) {
+    EXPECT_TRUE(a.is_zero() && b.is_zero()) << what;
+    return;
+  }
+  EXPECT_NEAR(a.log10(), b.log10(), rel) << what;
+}
+
+/// Equal when exact (below 2^53 for the layer count); log10 to 1e-12 beyond.
+void expect_count(const Count& a, const Count& b) {
+  if (a.exact() && b.exact()) {
+    EXPECT_EQ(a.value(), b.value());
+    return;
+  }
+  EXPECT_NEAR(a.log10(), b.log10(), 1e-12);
+}
+
+TEST(LayerDp, NormsCountsAndGradientsEqualTheUnrolledNetwork) {
+  int index = 0;
+  for (const LayerGraph& g : zoo()) {
+    SCOPED_TRACE(fmt::format("graph {}", index++));
+    const Network net = unroll(g);
+    const std::vector<double> theta = normal(g.num_params, 7);
+    for (const double s : {0.0, 0.5, 1.0, 2.0, 3.0}) {
+      const PathNorm a = path_norm(g, theta, s);
+      const PathNorm b = path_norm(net, theta, s);
+      expect_scaled(a.norm, b.norm, 1e-12, fmt::format("norm s={}", s));
+      expect_scaled(a.sum, b.sum, 1e-12, "sum");
+      ASSERT_EQ(a.per_output.size(), b.per_output.size());
+      for (std::size_t i = 0; i < a.per_output.size(); ++i) {
+        expect_scaled(a.per_output[i], b.per_output[i], 1e-12, "per output");
+      }
+    }
+    expect_count(count_paths_total(g), count_paths_total(net));
+    const PathCounts pc = count_paths(g);
+    const PathCounts pn = count_paths(net);
+    expect_count(pc.paths, pn.paths);
+    ASSERT_EQ(pc.per_output.size(), pn.per_output.size());
+    for (std::size_t i = 0; i < pc.per_output.size(); ++i) {
+      expect_count(pc.per_output[i], pn.per_output[i]);
+    }
+    EXPECT_EQ(pc.max_path_length, pn.max_path_length);
+    expect_count(pc.nnz, pn.nnz);
+    ASSERT_EQ(pc.length_histogram.size(), pn.length_histogram.size());
+    for (std::size_t len = 0; len < pc.length_histogram.size(); ++len) {
+      expect_count(pc.length_histogram[len], pn.length_histogram[len]);
+    }
+    for (const double s : {1.0, 2.0, 1.5}) {
+      const std::vector<double> ga = path_norm_gradient(g, theta, s);
+      const std::vector<double> gb = path_norm_gradient(net, theta, s);
+      ASSERT_EQ(ga.size(), gb.size());
+      for (std::size_t k = 0; k < ga.size(); ++k) {
+        expect_close(ga[k], gb[k], 1e-11, fmt::format("gradient entry {}", k));
+      }
+    }
+  }
+}
+
+TEST(LayerDp, KernelDiagonalTraceMatvecAndEigenvaluesEqualTheUnrolledNetwork) {
+  int index = 0;
+  for (const LayerGraph& g : zoo()) {
+    SCOPED_TRACE(fmt::format("graph {}", index++));
+    const Network net = unroll(g);
+    const std::vector<double> theta = normal(g.num_params, 11);
+    const std::vector<double> v = normal(g.num_params, 12);
+    const Buffer<double> da = kernel_diagonal(g, theta);
+    const Buffer<double> db = kernel_diagonal(net, theta);
+    ASSERT_EQ(da.size(), db.size());
+    for (std::size_t k = 0; k < da.size(); ++k) {
+      expect_close(da[k], db[k], 1e-11, fmt::format("diagonal entry {}", k));
+    }
+    expect_scaled(kernel_trace(g, theta), kernel_trace(net, theta), 1e-12, "trace");
+    const Eigen::VectorXd ka = kernel_matvec(g, theta, v);
+    const Eigen::VectorXd kb = kernel_matvec(net, theta, v);
+    EXPECT_LE((ka - kb).norm(), 1e-11 * kb.norm());
+    if (index > 4) {
+      continue;  // the resnet: Lanczos on the DAG would dominate the test's time
+    }
+    EigenOptions lanczos;
+    lanczos.method = EigenMethod::lanczos;
+    const KernelEigenvalues ea = kernel_top_eigenvalues(g, theta, 2, lanczos);
+    const KernelEigenvalues eb = kernel_top_eigenvalues(net, theta, 2, lanczos);
+    ASSERT_EQ(ea.status, EigenStatus::converged);
+    ASSERT_EQ(ea.values.size(), 2);
+    for (Index i = 0; i < 2; ++i) {
+      expect_close(ea.values(i), eb.values(i), 1e-8, "eigenvalue");
+    }
+  }
+}
+
+TEST(LayerDp, BitIdenticalForAnyThreadCount) {
+  // Large enough (over 2^16 tensor entries) for the passes to use threads.
+  const LayerGraph g = testing::resnet18(64, 7, 16);
+  const std::vector<double> theta = normal(g.num_params, 3);
+  const std::vector<double> v = normal(g.num_params, 4);
+  EngineOptions one;
+  one.threads = 1;
+  EngineOptions two;
+  two.threads = 2;
+  EngineOptions three;
+  three.threads = 3;
+  const PathNorm n1 = path_norm(g, theta, 1.0, one);
+  const PathNorm n3 = path_norm(g, theta, 1.0, three);
+  EXPECT_EQ(n1.sum.mantissa, n3.sum.mantissa);
+  EXPECT_EQ(n1.sum.exponent, n3.sum.exponent);
+  const Buffer<double> d1 = kernel_diagonal(g, theta, one);
+  const Buffer<double> d2 = kernel_diagonal(g, theta, two);
+  EXPECT_TRUE(std::equal(d1.begin(), d1.end(), d2.begin()));
+  const Eigen::VectorXd k1 = kernel_matvec(g, theta, v, one);
+  const Eigen::VectorXd k3 = kernel_matvec(g, theta, v, three);
+  EXPECT_EQ(k1, k3);
+}
+
+TEST(LayerDp, ScalesFarBeyondDoubleRange) {
+  // Every path crosses fc exactly once: fc's weights times 2^3000 multiply the L1 norm by
+  // exactly 2^3000, the L2 norm too, and every kernel diagonal entry outside fc by 2^6000.
+  LayerGraph g = testing::resnet18(20, 5, 4);
+  const std::vector<double> theta = normal(g.num_params, 5);
+  const Layer& fc = g.layers[static_cast<std::size_t>(g.outputs[0])];
+  std::vector<double> big = theta;
+  for (Index k = fc.weight_offset; k < g.num_params; ++k) {
+    big[static_cast<std::size_t>(k)] *= 0x1p1000;  // fc weight and bias are the last block
+  }
+  // Bias paths of fc are multiplied too (they cross fc's bias edge): the whole norm scales.
+  const PathNorm a = path_norm(g, theta, 1.0);
+  const PathNorm b = path_norm(g, big, 1.0);
+  EXPECT_NEAR(b.norm.log10() - a.norm.log10(), 1000 * std::log10(2.0), 1e-11);
+  // Deep products: 60 layers of weights 1e30 on an MLP: a norm of ~1e1800.
+  GraphBuilder mb({3});
+  Index x = 0;
+  for (int i = 0; i < 60; ++i) {
+    x = mb.act(fmt::format("r{}", i), mb.linear(fmt::format("l{}", i), x, 3, false));
+  }
+  const LayerGraph deep = mb.graph({mb.linear("out", x, 1, false)});
+  std::vector<double> huge(static_cast<std::size_t>(deep.num_params), 1e30);
+  const Network net = unroll(deep);
+  expect_scaled(path_norm(deep, huge, 2.0).norm, path_norm(net, huge, 2.0).norm, 1e-12, "deep");
+  EXPECT_GT(path_norm(deep, huge, 1.0).norm.log10(), 1800);
+  std::vector<double> tiny(huge.size(), 1e-30);
+  expect_scaled(kernel_trace(deep, tiny), kernel_trace(net, tiny), 1e-12, "tiny trace");
+}
+
+TEST(LayerDp, RefusesWorkOverTheMemoryLimit) {
+  const LayerGraph g = testing::resnet18(64, 10, 8);
+  const std::vector<double> theta = normal(g.num_params, 1);
+  EngineOptions small;
+  small.max_memory = 100000;
+  const std::string msg = error_of<TooLarge>([&] { (void)kernel_diagonal(g, theta, small); });
+  EXPECT_TRUE(contains(msg, "the kernel diagonal on the layer graph")) << msg;
+  EXPECT_TRUE(contains(msg, "tensor entries")) << msg;
+}
+
+TEST(LayerDp, RefusesWhatItCannotAnswer) {
+  const LayerGraph g = zoo_mlp();
+  std::vector<double> theta = normal(g.num_params, 1);
+  EXPECT_TRUE(contains(
+      error_of<std::invalid_argument>([&] { (void)path_norm(g, std::vector<double>(3), 1.0); }),
+      "theta has 3 entries but the layer graph has d = "));
+  theta[40] = std::nan("");
+  const std::string msg = error_of<std::invalid_argument>([&] { (void)kernel_diagonal(g, theta); });
+  EXPECT_TRUE(contains(msg, "theta[40]")) << msg;
+  EXPECT_TRUE(contains(msg, "layer 'l1'")) << msg;
+  theta[40] = 0;
+  EXPECT_TRUE(
+      contains(error_of<std::invalid_argument>([&] { (void)path_norm_gradient(g, theta, 0.5); }),
+               "not differentiable at theta[40] = 0"));
+  EXPECT_TRUE(contains(error_of<std::invalid_argument>([&] { (void)path_norm(g, theta, -1.0); }),
+                       "s = -1"));
+  // A module applied twice in sequence: the diagonal is not a sum over edges, so the graph is
+  // unrolled and the DAG answers.
+  GraphBuilder b({4});
+  const Index l1 = b.linear("l", 0, 4);
+  LayerGraph twice = b.graph({l1});
+  Layer again = twice.layers[static_cast<std::size_t>(l1)];
+  again.name = "l_again";
+  again.inputs = {l1};
+  twice.layers.push_back(again);
+  twice.outputs = {l1 + 1};
+  const std::vector<double> t2 = normal(twice.num_params, 2);
+  const Network net = unroll(twice);
+  const Buffer<double> da = kernel_diagonal(twice, t2);
+  const Buffer<double> db = kernel_diagonal(net, t2);
+  EXPECT_TRUE(std::equal(da.begin(), da.end(), db.begin()));
+  // ... and the norm, the gradient and K v, which are sums over edges, agree layer by layer.
+  expect_scaled(path_norm(twice, t2, 2.0).norm, path_norm(net, t2, 2.0).norm, 1e-12, "twice");
+  const std::vector<double> v = normal(twice.num_params, 3);
+  EXPECT_LE((kernel_matvec(twice, t2, v) - kernel_matvec(net, t2, v)).norm(),
+            1e-11 * kernel_matvec(net, t2, v).norm());
+  const std::vector<double> ga = path_norm_gradient(twice, t2, 1.0);
+  const std::vector<double> gb = path_norm_gradient(net, t2, 1.0);
+  for (std::size_t k = 0; k < ga.size(); ++k) {
+    expect_close(ga[k], gb[k], 1e-11, "gradient twice");
+  }
+}
+
+}  // namespace
+}  // namespace pathlift
