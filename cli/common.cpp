@@ -6,7 +6,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 #include "matrix_io.hpp"
@@ -20,8 +23,9 @@ namespace pathlift::cli {
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   auto* group = cmd.add_option_group("network", "Choose the network (default: --example fig1)");
-  auto* file =
-      group->add_option("--network", opts.file, "A pathlift-network or pathlift-layers JSON file");
+  auto* file = group->add_option("--network", opts.file,
+                                 "A pathlift-network or pathlift-layers JSON file (a layer graph: "
+                                 "handled as --onnx is)");
   auto* ff = group->add_option("--ff", opts.ff,
                                "Feed-forward ReLU network r,w1,...,wL,q (one bias per layer)");
   group->add_flag("--no-bias", opts.no_bias, "With --ff: no bias nodes");
@@ -29,9 +33,11 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
       "--example", opts.example,
       "A built-in network: fig1, sketch-h0, sketch-h1, ff:r,w1,..,q, ff-nobias:r,..,q, "
       "random-dag:m,p,seed");
-  auto* onnx = group->add_option("--onnx", opts.onnx,
-                                 "An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, "
-                                 "Add, ...), unrolled into a DAG; its weights are theta's default");
+  auto* onnx = group->add_option(
+      "--onnx", opts.onnx,
+      "An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, Add, ...), read as a layer "
+      "graph: norm, kernel --diag|--trace|--top-eig and info compute on it without unrolling, "
+      "the other commands unroll it into a DAG; its weights are theta's default");
   group->add_option("--input-shape", opts.input_shape,
                     "With --onnx: the input shape per sample, without the batch dimension "
                     "(e.g. 3,32,32); needed when the model's is symbolic");
@@ -64,7 +70,122 @@ std::vector<Index> parse_input_shape(const std::string& text) {
   return shape;
 }
 
-LoadedNetwork load_network(const NetworkOptions& opts) {
+namespace {
+
+/// Stops a SAX parse at the top-level "format" value: whether a file is a layer graph is known
+/// without building the document (the writers put "format" first).
+class FormatKeyScanner : public nlohmann::json::json_sax_t {
+ public:
+  std::string format;
+
+  bool null() override { return value(); }
+  bool boolean(bool /*val*/) override { return value(); }
+  bool number_integer(number_integer_t /*val*/) override { return value(); }
+  bool number_unsigned(number_unsigned_t /*val*/) override { return value(); }
+  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override { return value(); }
+  bool string(string_t& val) override {
+    if (m_depth == 1 && m_at_format) {
+      format = val;
+      return false;
+    }
+    return value();
+  }
+  bool binary(binary_t& /*val*/) override { return value(); }
+  bool start_object(std::size_t /*n*/) override { return open(); }
+  bool key(string_t& val) override {
+    m_at_format = m_depth == 1 && val == "format";
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t /*n*/) override { return open(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t /*pos*/, const std::string& /*tok*/,
+                   const nlohmann::json::exception& /*e*/) override {
+    return false;  // the file's own reader reports it
+  }
+
+ private:
+  bool value() { return !(m_depth == 1 && m_at_format); }  // a non-string format: stop
+  bool open() {
+    if (m_depth == 1 && m_at_format) {
+      return false;
+    }
+    ++m_depth;
+    return true;
+  }
+  bool close() {
+    --m_depth;
+    return m_depth > 0;
+  }
+
+  int m_depth = 0;
+  bool m_at_format = false;
+};
+
+bool is_layer_graph_file(const std::string& text) {
+  FormatKeyScanner scanner;
+  nlohmann::json::sax_parse(text, &scanner, nlohmann::json::input_format_t::json, false);
+  return scanner.format == "pathlift-layers";
+}
+
+/// A --network file: a layer graph stays one, anything else is read as a network. Errors name
+/// the file, as read_network's do.
+LoadedModel read_network_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw FormatError(fmt::format("cannot open network file '{}'", path));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = std::move(buffer).str();
+  try {
+    if (is_layer_graph_file(text)) {
+      return {LayerNetwork(parse_layer_graph(text)), path};
+    }
+    return {parse_network(text), path};
+  } catch (const FormatError& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  } catch (const NetworkError& e) {
+    throw NetworkError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace
+
+Index LoadedModel::num_params() const {
+  if (const LayerNetwork* g = layers()) {
+    return g->num_params();
+  }
+  return std::get<Network>(model).num_params();
+}
+
+namespace {
+
+/// f(), a TooLarge from unrolling naming the commands that need no unrolling.
+template <class F>
+decltype(auto) with_unroll_hint(F&& f) {
+  try {
+    return f();
+  } catch (const TooLarge& e) {
+    throw TooLarge(fmt::format("{} (norm, kernel --diag|--trace|--top-eig and info compute on "
+                               "the layer graph without unrolling)",
+                               e.what()),
+                   e.reason());
+  }
+}
+
+}  // namespace
+
+const Network& LoadedModel::network(std::size_t max_memory) const {
+  const LayerNetwork* g = layers();
+  if (g == nullptr) {
+    return std::get<Network>(model);
+  }
+  // The cache of `g` (held by this model) keeps the DAG alive.
+  return *with_unroll_hint([&] { return g->network(max_memory); });
+}
+
+LoadedModel load_model(const NetworkOptions& opts) {
   if (opts.no_bias && opts.ff.empty()) {
     throw std::invalid_argument("--no-bias goes with --ff");
   }
@@ -75,7 +196,7 @@ LoadedNetwork load_network(const NetworkOptions& opts) {
     const std::vector<Index> shape =
         opts.input_shape.empty() ? std::vector<Index>{} : parse_input_shape(opts.input_shape);
     try {
-      return {unroll(read_onnx(opts.onnx, shape)), opts.onnx};
+      return {LayerNetwork(read_onnx(opts.onnx, shape)), opts.onnx};
     } catch (const FormatError& e) {
       const std::string what = e.what();
       if (opts.input_shape.empty() && what.find("give the input shape") != std::string::npos) {
@@ -85,7 +206,7 @@ LoadedNetwork load_network(const NetworkOptions& opts) {
     }
   }
   if (!opts.file.empty()) {
-    return {read_network(opts.file), opts.file};
+    return read_network_file(opts.file);
   }
   if (!opts.ff.empty()) {
     const std::string name = (opts.no_bias ? "ff-nobias:" : "ff:") + opts.ff;
@@ -93,6 +214,29 @@ LoadedNetwork load_network(const NetworkOptions& opts) {
   }
   const std::string name = opts.example.empty() ? "fig1" : opts.example;
   return {builtin_network(name), name};
+}
+
+namespace {
+
+LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memory) {
+  LoadedModel m = load_model(opts);
+  if (auto* net = std::get_if<Network>(&m.model)) {
+    return {std::move(*net), std::move(m.description)};
+  }
+  // Unrolled into the result rather than the model's cache: a command that needs the DAG
+  // holds one copy of it.
+  const LayerGraph& graph = std::get<LayerNetwork>(m.model).graph();
+  return {with_unroll_hint([&] { return unroll(graph, max_memory); }), std::move(m.description)};
+}
+
+}  // namespace
+
+LoadedNetwork load_network(const NetworkOptions& opts) {
+  return unrolled_network(opts, 0);
+}
+
+LoadedNetwork load_network(const NetworkOptions& opts, const ComputeOptions& compute) {
+  return unrolled_network(opts, parse_memory_size(compute.max_memory));
 }
 
 void add_theta_options(CLI::App& cmd, ComputeOptions& opts) {
@@ -172,6 +316,31 @@ LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
                                   : "standard normal, --seed 0"};
 }
 
+LoadedTheta load_theta(const LoadedModel& model, const ComputeOptions& opts) {
+  const LayerNetwork* g = model.layers();
+  if (g == nullptr) {
+    return load_theta(std::get<Network>(model.model), opts);
+  }
+  const Index d = g->num_params();
+  if (!opts.theta_file.empty()) {
+    std::vector<double> theta = read_vector(opts.theta_file);
+    if (theta.size() != static_cast<std::size_t>(d)) {
+      throw std::invalid_argument(
+          fmt::format("theta has {} entries but the network has {} parameters (--theta {})",
+                      theta.size(), d, opts.theta_file));
+    }
+    return {std::move(theta), "--theta " + opts.theta_file};
+  }
+  if (opts.seed) {
+    return {normal_weights(d, *opts.seed), fmt::format("--seed {}", *opts.seed)};
+  }
+  if (g->has_weights()) {
+    const std::span<const double> w = g->weights();
+    return {std::vector<double>(w.begin(), w.end()), "the network file's weights"};
+  }
+  return {normal_weights(d, 0), "standard normal, --seed 0"};
+}
+
 std::size_t parse_memory_size(const std::string& text) {
   if (text.empty()) {
     return 0;
@@ -223,6 +392,10 @@ ProgressBar::ProgressBar(std::string label)
 
 ProgressBar::~ProgressBar() {
   stop_ticker();
+  if (m_drawn) {  // work that ended without reporting 1.0
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
 }
 
 void ProgressBar::stop_ticker() {

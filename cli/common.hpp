@@ -10,9 +10,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "pathlift/certificate.hpp"
+#include "pathlift/layers.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
 
@@ -31,8 +33,28 @@ struct NetworkOptions {
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts);
 
-/// The chosen network (default: the paper's Figure 1) and a short description of it. An ONNX
-/// model is imported as a layer graph and unrolled (its weights are the network's weights).
+/// The chosen model and a short description of it. An ONNX model and a "pathlift-layers"
+/// --network file stay a layer graph (LayerNetwork): the path-free commands (norm, kernel
+/// --diag|--trace|--top-eig, info) run on it without unrolling; network() unrolls it on first
+/// use (kept) for everything that needs edges. Anything else is a DAG (Network).
+struct LoadedModel {
+  std::variant<Network, LayerNetwork> model;
+  std::string description;
+
+  /// The layer graph, or null for a DAG.
+  [[nodiscard]] const LayerNetwork* layers() const { return std::get_if<LayerNetwork>(&model); }
+  /// d, the length of theta.
+  [[nodiscard]] Index num_params() const;
+  /// The DAG: the network itself, or the layer graph unrolled within `max_memory` bytes (0:
+  /// half of physical RAM), made once and kept. TooLarge gives the node and edge counts and
+  /// names the commands that run without unrolling.
+  [[nodiscard]] const Network& network(std::size_t max_memory = 0) const;
+};
+LoadedModel load_model(const NetworkOptions& opts);
+
+/// The chosen network as a DAG (default: the paper's Figure 1) and a short description of it:
+/// load_model(), a layer graph unrolled within --max-memory (the second form; the first uses
+/// the default limit). Its weights are the network's weights.
 struct LoadedNetwork {
   Network net;
   std::string description;
@@ -50,6 +72,9 @@ struct ComputeOptions {
   int threads = 0;
   std::string max_memory;
 };
+
+/// load_network() unrolling a layer graph within --max-memory.
+LoadedNetwork load_network(const NetworkOptions& opts, const ComputeOptions& compute);
 
 /// --theta FILE and --seed N (exclusive).
 void add_theta_options(CLI::App& cmd, ComputeOptions& opts);
@@ -89,6 +114,9 @@ struct LoadedTheta {
   std::string source;
 };
 LoadedTheta load_theta(const Network& net, const ComputeOptions& opts);
+/// The same for a loaded model: for a layer graph, --theta FILE (d numbers), --seed N, else
+/// the graph's weights (an ONNX model's initializers), else --seed 0.
+LoadedTheta load_theta(const LoadedModel& model, const ComputeOptions& opts);
 
 /// Parses "8G", "512M", "1.5GiB", "1000000" (bytes); "" = 0 (the default limit).
 std::size_t parse_memory_size(const std::string& text);

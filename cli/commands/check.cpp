@@ -20,7 +20,7 @@ struct CheckCommandOptions : NetworkCommandOptions {
 
 /// Runs and prints the checks; false when one failed.
 bool run_check(const CheckCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
   CheckOptions co;
   co.fd_samples = opts.samples;

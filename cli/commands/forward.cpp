@@ -25,7 +25,7 @@ struct ForwardOptions {
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 void run_forward(const ForwardOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, description);
   const EngineOptions engine = engine_options(opts.compute, "forward");

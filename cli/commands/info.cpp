@@ -1,13 +1,21 @@
-// pathlift info: the network's summary and its path counts (by dynamic programming).
+// pathlift info: the network's summary and its path counts (by dynamic programming). A layer
+// graph (--onnx, a pathlift-layers file) is summarised without unrolling: the node and edge
+// counts of its unrolled DAG come from unrolled_size(), the path counts from the layer DP.
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+#include <string>
 
 #include "../common.hpp"
 #include "../registry.hpp"
 #include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/layer_dp.hpp"
 
 namespace pathlift::cli {
 
@@ -15,8 +23,77 @@ namespace {
 
 struct InfoOptions {
   NetworkOptions network;
+  ComputeOptions compute;
   bool json = false;
 };
+
+/// What info prints, from a DAG or from a layer graph.
+struct Summary {
+  std::optional<Index> layers;  // a layer graph's layer count
+  Index nodes = 0;
+  Index edges = 0;
+  Index inputs = 0;  // bias nodes included
+  Index bias = 0;
+  Index hidden = 0;
+  Index outputs = 0;
+  Index d = 0;
+  bool per_edge = false;  // edge k carries parameter k (Theorem 1's setting)
+  PathCounts counts;
+};
+
+Summary summarise(const Network& net) {
+  Summary s;
+  s.nodes = net.num_nodes();
+  s.edges = net.num_edges();
+  s.inputs = static_cast<Index>(net.inputs().size());
+  s.bias = static_cast<Index>(net.bias_nodes().size());
+  s.hidden = net.num_hidden();
+  s.outputs = static_cast<Index>(net.outputs().size());
+  s.d = net.num_params();
+  s.per_edge = net.one_parameter_per_edge();
+  s.counts = count_paths(net);
+  return s;
+}
+
+Index entries(const std::vector<Index>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), Index{1}, std::multiplies<>());
+}
+
+/// The unrolled DAG's summary without unrolling (docs/layers.md: one input node per input
+/// entry, one bias node per layer with a bias, one output node per output entry, the rest
+/// hidden). Only a graph with as many edges as parameters (an MLP) can have edge k carry
+/// parameter k; that one is unrolled to tell (it is no larger than theta's order), within
+/// --max-memory.
+Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
+  const LayerNetwork& g = *model.layers();
+  const LayerGraph& graph = g.graph();
+  Summary s;
+  s.layers = static_cast<Index>(graph.layers.size());
+  const UnrolledSize size = g.unrolled_size();
+  s.nodes = size.nodes;
+  s.edges = size.edges;
+  const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
+  for (const Layer& layer : graph.layers) {
+    const bool bias_kind = layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
+                           layer.kind == LayerKind::batch_norm;
+    s.bias += bias_kind && layer.bias_offset >= 0 ? 1 : 0;
+  }
+  s.inputs = entries(graph.input_shape) + s.bias;
+  for (const Index o : graph.outputs) {
+    s.outputs += entries(shapes[static_cast<std::size_t>(o)]);
+  }
+  s.hidden = s.nodes - s.inputs - s.outputs;
+  s.d = g.num_params();
+  if (s.edges == s.d) {
+    try {
+      s.per_edge = model.network(parse_memory_size(compute.max_memory)).one_parameter_per_edge();
+    } catch (const TooLarge&) {
+      s.per_edge = false;  // unknown: reported as with shared parameters
+    }
+  }
+  s.counts = count_paths(graph, engine_options(compute, "counting paths"));
+  return s;
+}
 
 nlohmann::ordered_json count_json(const Count& c) {
   if (c.exact()) {
@@ -27,25 +104,31 @@ nlohmann::ordered_json count_json(const Count& c) {
 }
 
 void run_info(const InfoOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
-  const PathCounts counts = count_paths(net);
-  const Index d = net.num_params();
-  const Index h = net.num_hidden();
-  const bool per_edge = net.one_parameter_per_edge();
-  const auto num_bias = static_cast<Index>(net.bias_nodes().size());
-  const auto num_inputs = static_cast<Index>(net.inputs().size());
-  const auto num_outputs = static_cast<Index>(net.outputs().size());
+  const LoadedModel model = load_model(opts.network);
+  const std::string& description = model.description;
+  const Summary sum =
+      model.layers() != nullptr ? summarise(model, opts.compute) : summarise(model.network());
+  const PathCounts& counts = sum.counts;
+  const Index d = sum.d;
+  const Index h = sum.hidden;
+  const bool per_edge = sum.per_edge;
+  const Index num_bias = sum.bias;
+  const Index num_inputs = sum.inputs;
+  const Index num_outputs = sum.outputs;
 
   if (opts.json) {
     nlohmann::ordered_json j;
     j["network"] = description;
-    j["nodes"] = net.num_nodes();
+    if (sum.layers) {
+      j["layers"] = *sum.layers;
+    }
+    j["nodes"] = sum.nodes;
     j["inputs"] = num_inputs;
     j["bias"] = num_bias;
     j["hidden"] = h;
     j["outputs"] = num_outputs;
     j["d"] = d;
-    j["edges"] = net.num_edges();
+    j["edges"] = sum.edges;
     j["h"] = h;
     // d - h is Theorem 1's rank with one parameter per edge; otherwise `rank` gives d - h_sym.
     j["d_minus_h"] = per_edge ? nlohmann::ordered_json(d - h) : nlohmann::ordered_json(nullptr);
@@ -67,16 +150,22 @@ void run_info(const InfoOptions& opts) {
   }
 
   fmt::print("network          {}\n", description);
+  if (sum.layers) {
+    fmt::print(
+        "layers           {}  (a layer graph: the counts below are its unrolled DAG's, "
+        "computed without unrolling)\n",
+        *sum.layers);
+  }
   const auto plural = [](Index n, const char* word) {
     return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
   };
-  fmt::print("nodes            {}: {} ({} bias), {} hidden, {}\n", net.num_nodes(),
+  fmt::print("nodes            {}: {} ({} bias), {} hidden, {}\n", sum.nodes,
              plural(num_inputs, "input"), num_bias, h, plural(num_outputs, "output"));
   if (per_edge) {
     fmt::print("d                {} parameters (edges)\n", d);
   } else {
     fmt::print("d                {} parameters on {} edges (shared parameters, fixed edges)\n", d,
-               net.num_edges());
+               sum.edges);
   }
   fmt::print("h                {} hidden nodes\n", h);
   if (per_edge) {
@@ -86,7 +175,9 @@ void run_info(const InfoOptions& opts) {
   }
   fmt::print("P                {} paths\n", counts.paths.to_string());
   if (!counts.paths.exact()) {
-    fmt::print("                 (more than 2^64: log10 P = {:.6f})\n", counts.paths.log10());
+    // The layer DP counts exactly below 2^53, in floating point beyond; the DAG's below 2^64.
+    fmt::print("                 (more than 2^{}: log10 P = {:.6f})\n", sum.layers ? 53 : 64,
+               counts.paths.log10());
   }
   if (per_edge) {
     fmt::print("nnz(B)           {}\n", counts.nnz.to_string());
@@ -112,11 +203,16 @@ namespace {
 
 void add_info_command(CLI::App& app) {
   auto opts = std::make_shared<InfoOptions>();
-  auto* cmd = app.add_subcommand("info", "Summary of the network and its path counts (by DP)");
+  auto* cmd = app.add_subcommand(
+      "info",
+      "Summary of the network and its path counts (by DP). An ONNX model or a pathlift-layers "
+      "file is summarised without unrolling: its unrolled DAG's node and edge counts, and its "
+      "path counts layer by layer");
   add_network_options(*cmd, opts->network);
+  add_engine_options(*cmd, opts->compute);
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (keys nodes, inputs, hidden, outputs, d, edges, h, P, nnz, "
-                "max_path_length, length_histogram)");
+                "max_path_length, length_histogram; layers for a layer graph)");
   cmd->callback([opts] { run_info(*opts); });
 }
 

@@ -1,6 +1,7 @@
 // pathlift kernel: the path kernel K = dPhi^T dPhi without enumerating paths: its diagonal,
 // the full d x d matrix (while it fits in memory), its top eigenvalues (Lanczos on matrix-free
-// products K v) and its trace.
+// products K v) and its trace. On a layer graph (--onnx, a pathlift-layers file) all but --full
+// run layer by layer without unrolling; --full unrolls it.
 
 #include <fmt/format.h>
 
@@ -15,6 +16,8 @@
 #include "../matrix_io.hpp"
 #include "../registry.hpp"
 #include "pathlift/kernel.hpp"
+#include "pathlift/layer_dp.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/norms.hpp"
 
 namespace pathlift::cli {
@@ -52,11 +55,47 @@ std::string trace_text(const ScaledReal& t) {
   return fmt::format("10^{:.10f}", t.log10());
 }
 
+/// The kernel's path-free computations on a DAG or on a layer graph (without unrolling).
+class KernelSource {
+ public:
+  KernelSource(const LoadedModel& model, std::span<const double> theta,
+               const ComputeOptions& compute)
+      : m_model(model), m_theta(theta), m_compute(compute) {}
+
+  [[nodiscard]] ScaledReal trace() const {
+    if (const LayerNetwork* g = m_model.layers()) {
+      return kernel_trace(g->graph(), m_theta, engine_options(m_compute, "trace(K)"));
+    }
+    return kernel_trace(m_model.network(), m_theta);
+  }
+
+  [[nodiscard]] Buffer<double> diagonal() const {
+    if (const LayerNetwork* g = m_model.layers()) {
+      return kernel_diagonal(g->graph(), m_theta, engine_options(m_compute, "diag(K)"));
+    }
+    return kernel_diagonal(m_model.network(), m_theta);
+  }
+
+  [[nodiscard]] KernelEigenvalues top_eigenvalues(Index count, const EigenOptions& eo) const {
+    if (const LayerNetwork* g = m_model.layers()) {
+      return kernel_top_eigenvalues(g->graph(), m_theta, count, eo);
+    }
+    return kernel_top_eigenvalues(m_model.network(), m_theta, count, eo);
+  }
+
+ private:
+  const LoadedModel& m_model;
+  std::span<const double> m_theta;
+  const ComputeOptions& m_compute;
+};
+
 void run_kernel(const KernelOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
-  const LoadedTheta theta = load_theta(net, opts.compute);
+  const LoadedModel model = load_model(opts.network);
+  const std::string& description = model.description;
+  const LoadedTheta theta = load_theta(model, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "kernel");
-  const Index d = net.num_params();
+  const KernelSource source(model, theta.theta, opts.compute);
+  const Index d = model.num_params();
   const auto start = std::chrono::steady_clock::now();
   Json j;
   j["network"] = description;
@@ -69,12 +108,19 @@ void run_kernel(const KernelOptions& opts) {
           fmt::format("--{} needs -o FILE (.npy, .txt, .csv, .mtx; - for stdout)",
                       opts.diag ? "diag" : "full"));
     }
-    const ScaledReal trace = kernel_trace(net, theta.theta);
+    const ScaledReal trace = source.trace();
     if (opts.diag) {
-      const Buffer<double> diag = kernel_diagonal(net, theta.theta);
+      const Buffer<double> diag = source.diagonal();
       write_vector(opts.output, std::span<const double>(diag.data(), diag.size()));
     } else {
-      const DenseMatrix k = kernel(net, theta.theta, engine);
+      // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it, once
+      // d x d doubles are known to fit.
+      if (model.layers() != nullptr) {
+        require_dense(d, d, sizeof(double), engine.max_memory,
+                      "the full path kernel K (its diagonal, K v and its top eigenvalues need "
+                      "no d x d matrix)");
+      }
+      const DenseMatrix k = kernel(model.network(engine.max_memory), theta.theta, engine);
       write_dense(opts.output, k.data(), k.rows(), k.cols());
     }
     const double seconds = seconds_since(start);
@@ -103,7 +149,7 @@ void run_kernel(const KernelOptions& opts) {
   }
 
   if (opts.trace) {
-    const ScaledReal trace = kernel_trace(net, theta.theta);
+    const ScaledReal trace = source.trace();
     if (opts.json) {
       add_trace(j, trace);
       fmt::print("{}\n", j.dump(2));
@@ -118,8 +164,8 @@ void run_kernel(const KernelOptions& opts) {
   eo.tolerance = opts.tolerance;
   eo.max_iterations = opts.max_iterations;
   eo.engine = engine;
-  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta.theta, opts.top_eig, eo);
-  const ScaledReal trace = kernel_trace(net, theta.theta);
+  const KernelEigenvalues r = source.top_eigenvalues(opts.top_eig, eo);
+  const ScaledReal trace = source.trace();
   const double seconds = seconds_since(start);
   if (!opts.output.empty()) {
     write_vector(opts.output, std::span<const double>(r.values.data(),
@@ -155,16 +201,19 @@ void add_kernel_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "kernel",
       "The path kernel K = dPhi^T dPhi by dynamic programming (no path enumerated): --diag, "
-      "--full, --top-eig N or --trace");
+      "--full, --top-eig N or --trace. On an ONNX model or a pathlift-layers file, --diag, "
+      "--trace and --top-eig run layer by layer without unrolling; --full unrolls it");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
   auto* mode = cmd->add_option_group("mode", "What to compute (exactly one)");
   mode->add_flag("--diag", opts->diag,
                  "The diagonal K[k,k] (d numbers, one forward and one backward pass) to -o");
   mode->add_flag("--full", opts->full,
-                 "The full d x d kernel (float64) to -o; refused when d x d exceeds --max-memory");
+                 "The full d x d kernel (float64) to -o; refused when d x d exceeds --max-memory "
+                 "(a layer graph is unrolled for it, within --max-memory)");
   mode->add_option("--top-eig", opts->top_eig,
-                   "The N largest eigenvalues (Lanczos on matrix-free K v; dense for small d)")
+                   "The N largest eigenvalues (Lanczos on matrix-free K v; dense for small d, "
+                   "which unrolls a layer graph)")
       ->check(CLI::PositiveNumber);
   mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
   mode->require_option(1);

@@ -48,7 +48,7 @@ void require_dense(const Network& net, const EngineOptions& engine, std::size_t 
 
 template <class T>
 void run_lift_t(const LiftOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
   const EngineOptions engine = engine_options(opts.compute, "Phi");
   format_of(opts.output);  // an unknown extension is refused before the work
@@ -61,7 +61,7 @@ void run_lift_t(const LiftOptions& opts) {
 }
 
 void run_skeleton(const LiftOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "B");
   const FileFormat format = format_of(opts.output);
   if (format == FileFormat::npy && !opts.dense) {
@@ -85,7 +85,7 @@ void run_skeleton(const LiftOptions& opts) {
 
 template <class T>
 void run_jacobian_t(const LiftOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
   const EngineOptions engine = engine_options(opts.compute, "dPhi");
   const FileFormat format = format_of(opts.output);

@@ -49,7 +49,7 @@ void run_linearize(const LinearizeOptions& opts) {
     throw FormatError(
         fmt::format("'{}': L is sparse; write it as .mtx, .txt or .csv", opts.output));
   }
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, description);
   const EngineOptions engine = engine_options(opts.compute, "linearize");

@@ -1,17 +1,21 @@
 // pathlift norm: path-norms ||Phi(theta)||_s and the path count, by dynamic programming (no path
-// is enumerated), right beyond double's range (as log10).
+// is enumerated), right beyond double's range (as log10). A layer graph (--onnx, a
+// pathlift-layers file) is not unrolled, except for --per-node's norms per input node.
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "../common.hpp"
 #include "../registry.hpp"
 #include "pathlift/counting.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/layer_dp.hpp"
 #include "pathlift/norms.hpp"
 
 namespace pathlift::cli {
@@ -60,20 +64,83 @@ std::string scaled_text(const ScaledReal& x) {
   return fmt::format("10^{:.10f}  (beyond double's range)", x.log10());
 }
 
+/// What norm prints, from a DAG or from a layer graph.
+struct NormResults {
+  Count paths;
+  std::vector<PathNorm> norms;
+  std::vector<std::string> output_names;  // of per_output's entries
+  std::vector<std::string> input_names;   // of per_input's entries (--per-node)
+};
+
+NormResults norms_of_network(const Network& net, std::span<const double> theta,
+                             const NormOptions& opts) {
+  NormResults r;
+  r.paths = count_paths_total(net);
+  const PathNormDetail parts =
+      opts.per_node ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
+  for (double s : opts.s) {
+    r.norms.push_back(path_norm(net, theta, s, parts));
+  }
+  for (const NodeId v : net.outputs()) {
+    r.output_names.push_back(net.node_name(v));
+  }
+  if (opts.per_node) {
+    for (const NodeId v : net.inputs()) {
+      r.input_names.push_back(net.node_name(v));
+    }
+  }
+  return r;
+}
+
+/// The layer-graph route: P and the norms (total and per output y0, y1, ...) layer by layer.
+/// The norms per input node are sums per node of the unrolled DAG: --per-node unrolls for them.
+NormResults norms_of_layers(const LoadedModel& model, std::span<const double> theta,
+                            const NormOptions& opts) {
+  const LayerGraph& graph = model.layers()->graph();
+  NormResults r;
+  r.paths = count_paths_total(graph, engine_options(opts.compute, "counting paths"));
+  for (double s : opts.s) {
+    r.norms.push_back(
+        path_norm(graph, theta, s, engine_options(opts.compute, fmt::format("norm s={}", s))));
+  }
+  if (!r.norms.empty()) {
+    for (std::size_t i = 0; i < r.norms.front().per_output.size(); ++i) {
+      r.output_names.push_back(fmt::format("y{}", i));  // the unrolled outputs' names
+    }
+  }
+  if (opts.per_node) {
+    std::shared_ptr<const Network> net;
+    try {
+      net = model.layers()->network(parse_memory_size(opts.compute.max_memory));
+    } catch (const TooLarge& e) {
+      throw TooLarge(fmt::format("--per-node: the norms per input node are sums over the "
+                                 "unrolled network's input nodes (without --per-node, the norms "
+                                 "and P are computed without unrolling), and {}",
+                                 e.what()),
+                     e.reason());
+    }
+    for (PathNorm& n : r.norms) {
+      n.per_input = path_norm(*net, theta, n.s, PathNormDetail::inputs_and_outputs).per_input;
+    }
+    for (const NodeId v : net->inputs()) {
+      r.input_names.push_back(net->node_name(v));
+    }
+  }
+  return r;
+}
+
 void run_norm(const NormOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
-  const LoadedTheta theta = load_theta(net, opts.compute);
+  const LoadedModel model = load_model(opts.network);
+  const std::string& description = model.description;
+  const LoadedTheta theta = load_theta(model, opts.compute);
   if (opts.s.empty()) {
     throw std::invalid_argument("--s needs at least one exponent, e.g. --s 1,2");
   }
-  const Count p = count_paths_total(net);
-  const PathNormDetail parts =
-      opts.per_node ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
-  std::vector<PathNorm> norms;
-  norms.reserve(opts.s.size());
-  for (double s : opts.s) {
-    norms.push_back(path_norm(net, theta.theta, s, parts));
-  }
+  const NormResults results = model.layers() != nullptr
+                                  ? norms_of_layers(model, theta.theta, opts)
+                                  : norms_of_network(model.network(), theta.theta, opts);
+  const Count& p = results.paths;
+  const std::vector<PathNorm>& norms = results.norms;
 
   if (opts.json) {
     Json j;
@@ -90,7 +157,7 @@ void run_norm(const NormOptions& opts) {
     j["log10_P"] = p.log10();
     j["network"] = description;
     j["theta"] = theta.source;
-    j["d"] = net.num_params();
+    j["d"] = model.num_params();
     if (opts.per_node) {
       // Per node: {"<s>": {"<node name>": log10 of the norm restricted to its paths}}.
       Json per_output = Json::object();
@@ -98,11 +165,11 @@ void run_norm(const NormOptions& opts) {
       for (const auto& n : norms) {
         Json o = Json::object();
         for (std::size_t i = 0; i < n.per_output.size(); ++i) {
-          o[net.node_name(net.outputs()[i])] = finite_or_null(n.per_output[i].log10());
+          o[results.output_names[i]] = finite_or_null(n.per_output[i].log10());
         }
         Json in = Json::object();
         for (std::size_t i = 0; i < n.per_input.size(); ++i) {
-          in[net.node_name(net.inputs()[i])] = finite_or_null(n.per_input[i].log10());
+          in[results.input_names[i]] = finite_or_null(n.per_input[i].log10());
         }
         per_output[s_key(n.s)] = o;
         per_input[s_key(n.s)] = in;
@@ -124,12 +191,10 @@ void run_norm(const NormOptions& opts) {
       continue;
     }
     for (std::size_t i = 0; i < n.per_output.size(); ++i) {
-      fmt::print("  output {:<12} {}\n", net.node_name(net.outputs()[i]),
-                 scaled_text(n.per_output[i]));
+      fmt::print("  output {:<12} {}\n", results.output_names[i], scaled_text(n.per_output[i]));
     }
     for (std::size_t i = 0; i < n.per_input.size(); ++i) {
-      fmt::print("  input  {:<12} {}\n", net.node_name(net.inputs()[i]),
-                 scaled_text(n.per_input[i]));
+      fmt::print("  input  {:<12} {}\n", results.input_names[i], scaled_text(n.per_input[i]));
     }
   }
 }
@@ -139,14 +204,17 @@ void add_norm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "norm",
       "Path-norms ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) and P, by dynamic programming "
-      "(no path enumerated; right beyond 1e308, as log10)");
+      "(no path enumerated; right beyond 1e308, as log10). An ONNX model or a pathlift-layers "
+      "file is computed layer by layer, without unrolling");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
   cmd->add_option("--s", opts->s,
                   "Exponents s >= 0, comma separated (default 1,2); s = 0 counts the paths")
       ->delimiter(',');
   cmd->add_flag("--per-node", opts->per_node,
-                "Also the norm of the paths ending at each output and starting at each input");
+                "Also the norm of the paths ending at each output and starting at each input (on "
+                "a layer graph, the per-input norms unroll it, within --max-memory)");
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object: {\"P\": ..., \"norms\": {\"1\": x, ...}, \"log10_norms\": "
                 "{...}} (a norm beyond double's range is null in norms)");

@@ -23,7 +23,7 @@ struct PathsOptions {
 };
 
 void run_paths(const PathsOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const auto start = std::chrono::steady_clock::now();
   const PathSet paths = enumerate_paths(net, engine_options(opts.compute, "paths"));
   const double elapsed = seconds_since(start);

@@ -154,7 +154,7 @@ nlohmann::ordered_json step_json(const ProofStep& s, Index index, bool verbose) 
 }
 
 void run_prove(const ProveCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   ProveOptions po;
   po.keep_matrices = opts.verbose;
   po.prime = opts.prime;

@@ -112,7 +112,7 @@ void print_report(const RankReport& rep, const std::string& description,
 }
 
 void run_rank(const RankCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "rank");
   RankOptions ro = opts.rank;
   ro.method = parse_rank_method(opts.method);

@@ -84,7 +84,7 @@ void print_matrix(const std::string& title, const CsrPattern& p, const double* v
 }
 
 void run_report(const ReportOptions& opts) {
-  const auto [net, description] = load_network(opts.network);
+  const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
   EngineOptions engine = engine_options(opts.compute, "report");
   Timings t;
