@@ -5,7 +5,9 @@ The build runs it after linking the module (python/CMakeLists.txt), so the stub 
 hand beside the bindings: every class, function, overload, property, parameter name, keyword-only
 marker and default comes from the signatures pybind11 writes at the top of each docstring. Their
 types are mapped to typing syntax (pathlift._pathlift.Network -> Network,
-numpy.ndarray[numpy.int32] -> npt.NDArray[np.int32]); where the bindings take or return a plain
+numpy.ndarray[numpy.int32] -> npt.NDArray[np.int32]; a Network parameter is NetworkLike, since the
+bindings unroll a LayerNetwork passed for it, unless the function has a LayerNetwork overload of
+its own); where the bindings take or return a plain
 Python object (`object`: an array-like, a scipy matrix, an int or a Count), TYPES below says what
 it is. An entry of TYPES that matches nothing in the module is an error, so the table cannot go
 stale.
@@ -32,6 +34,7 @@ DTypeLike = Any  # numpy.float64 / numpy.float32 / "float64" / None
 Theta = Union[npt.ArrayLike, None]
 CountLike = Union[int, "Count"]
 Scaled = Union[float, "ScaledReal"]  # a float when it fits in a double
+NetworkLike = Union["Network", "LayerNetwork"]  # a LayerNetwork is unrolled on demand
 '''
 
 SPARSE_OR_DENSE = "Union[scipy.sparse.csr_matrix, np.ndarray]"
@@ -61,6 +64,7 @@ TYPES = {
     "Network.__init__(bias)": "Optional[Sequence[NodeRef]]",
     "Network.__init__(activations)": "Optional[Dict[NodeRef, str]]",
     "Network.weights->": "Optional[npt.NDArray[np.float64]]",
+    "LayerNetwork.weights->": "Optional[npt.NDArray[np.float64]]",
     "Network.spec->": "Dict[str, Any]",
     "OutputGrouping.layout(values)": "npt.ArrayLike",
     "OutputGrouping.layout->": "np.ndarray",
@@ -167,10 +171,12 @@ class Types:
                 return TYPES[k]
         return default
 
-    def param(self, owner, name, pybind_type):
+    def param(self, owner, name, pybind_type, widen=False):
         plain = pybind_type in ("object", "list")
         # A std::vector argument takes any sequence, not only a list.
         default = re.sub(r"^List\[", "Sequence[", typing_of(pybind_type))
+        if widen and default == "Network":
+            default = "NetworkLike"
         return self.get([f"{owner}({name})"] + ([f"*({name})"] if plain else []), default)
 
     def result(self, owner, pybind_type):
@@ -200,7 +206,7 @@ def default_text(text):
         return "..."
 
 
-def function(types, owner, name, sig, method, indent):
+def function(types, owner, name, sig, method, indent, widen):
     """`def name(...) -> T: ...` from a pybind11 signature "(a: int, *, b: str = 'x') -> T"."""
     m = re.match(r"^\((.*)\) -> (.+)$", sig)
     if not m:
@@ -215,7 +221,7 @@ def function(types, owner, name, sig, method, indent):
             continue
         decl, _, default = p.partition(" = ")
         pname, _, ptype = decl.partition(": ")
-        text = f"{pname}: {types.param(owner, pname, ptype)}"
+        text = f"{pname}: {types.param(owner, pname, ptype, widen)}"
         out.append(text + (f" = {default_text(default)}" if default else ""))
     result = types.result(owner, m.group(2))
     line = f"{indent}def {name}({', '.join(out)}) -> {result}: ..."
@@ -228,11 +234,13 @@ def function(types, owner, name, sig, method, indent):
 
 def callable_lines(types, owner, name, doc, method=False, indent=""):
     sigs = signatures(doc, name)
+    # With a LayerNetwork overload of its own, the Network one takes only a Network (noconvert).
+    widen = not any("LayerNetwork" in sig for sig in sigs)
     lines = []
     for sig in sigs:
         if len(sigs) > 1:
             lines.append(f"{indent}@overload")
-        lines.append(function(types, owner, name, sig, method, indent))
+        lines.append(function(types, owner, name, sig, method, indent, widen))
     return lines
 
 
@@ -243,7 +251,7 @@ def class_lines(types, cls):
     lines = [f"class {name}:"]
     for member, value in vars(cls).items():
         if member.startswith("_") and member not in (
-                "__init__", "__len__", "__float__", "__int__", "__bool__"):
+                "__init__", "__len__", "__float__", "__int__", "__bool__", "__getattr__"):
             continue
         if isinstance(value, property):
             sig = signatures(value.fget.__doc__, "")[0]

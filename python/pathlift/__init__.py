@@ -7,11 +7,14 @@ the paper's checks (:func:`check_identities`); certified ranks and Theorem 1
 (:func:`rank`, :func:`certify_rank`, :func:`numerical_rank`, :func:`check_rank_theorem`) and
 its proof executed step by step (:func:`prove_rank`); the forward pass and the linearization
 f = L Phi (:func:`forward`, :func:`linearize`); path-norms and the path kernel by dynamic
-programming (:func:`path_norm`, :func:`kernel_diagonal`, :func:`kernel_matvec`,
-:func:`kernel`, :func:`skeleton_gram`).
+programming (:func:`path_norm`, :func:`path_norm_gradient`, :func:`kernel_diagonal`,
+:func:`kernel_matvec`, :func:`kernel`, :func:`skeleton_gram`).
 Layer graphs (:class:`LayerGraph`, :func:`unroll`: CNNs and ResNets described per layer and
-unrolled in C++) and ONNX import (:func:`from_onnx`, which needs neither torch nor the onnx
-package). The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
+unrolled in C++), :class:`LayerNetwork` (a network known by its layer graph: the path-free
+functions -- :func:`count_paths`, :func:`path_norm`, :func:`path_norm_gradient`, the
+``kernel_*`` functions but the dense :func:`kernel` -- run on it without unrolling, every other
+function takes it too and unrolls it on first use) and ONNX import (:func:`from_onnx`, which
+needs neither torch nor the onnx package; like :func:`from_torch` it returns a LayerNetwork). The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
 :func:`layer_graph_from_torch`, :func:`to_torch` -- lives in ``pathlift.torch`` and is imported
 on first use, so ``import pathlift`` does not import torch.
 
@@ -43,11 +46,13 @@ _TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
 
 
 def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
-              max_memory: int = 0) -> "_pathlift.Network":
-    """The DAG ReLU network of an ONNX model: a path (str or os.PathLike), the serialized
-    bytes, or an ``onnx.ModelProto`` (anything with ``SerializeToString()``). Read in C++
-    (:func:`read_onnx` / :func:`parse_onnx`) into a :class:`LayerGraph` and unrolled
-    (:func:`unroll`); theta is the initializers in graph order -- for ``torch.onnx.export``,
+              max_memory: int = 0) -> "_pathlift.LayerNetwork":
+    """The DAG ReLU network of an ONNX model as a :class:`LayerNetwork`: a path (str or
+    os.PathLike), the serialized bytes, or an ``onnx.ModelProto`` (anything with
+    ``SerializeToString()``). Read in C++ (:func:`read_onnx` / :func:`parse_onnx`) into a
+    :class:`LayerGraph`, not unrolled: the path-free functions run on the graph, the others
+    unroll it on first use (:func:`unroll`; TooLarge over max_memory bytes, 0: half of
+    physical RAM). theta is the initializers in graph order -- for ``torch.onnx.export``,
     ``model.parameters()`` order with BatchNormalization's scale and bias standing for a and b
     as in :func:`from_torch` -- and is stored as ``net.weights``. input_shape (one sample,
     without the batch dimension) overrides the model's, needed when it is symbolic.
@@ -65,7 +70,7 @@ def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
     else:
         raise TypeError("from_onnx expects a path, bytes or an onnx.ModelProto, got "
                         f"{type(model).__name__}")
-    return _pathlift.unroll(graph, max_memory=max_memory)
+    return _pathlift.LayerNetwork(graph, max_memory=max_memory)
 
 
 # Types show as pathlift.X (and pickle by that name), not pathlift._pathlift.X.

@@ -5,7 +5,7 @@ import os
 from typing import Any, Optional, Sequence, Union
 
 from ._pathlift import *  # noqa: F401,F403
-from ._pathlift import Network, UnsupportedModelError as UnsupportedModelError
+from ._pathlift import LayerNetwork, UnsupportedModelError as UnsupportedModelError
 from ._pathlift import __version__ as __version__
 from .torch import from_torch as from_torch
 from .torch import layer_graph_from_torch as layer_graph_from_torch
@@ -15,4 +15,4 @@ from .torch import to_torch as to_torch
 
 def from_onnx(model: Union[str, os.PathLike, bytes, Any],
               input_shape: Optional[Sequence[int]] = None, *,
-              max_memory: int = 0) -> Network: ...
+              max_memory: int = 0) -> LayerNetwork: ...

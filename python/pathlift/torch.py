@@ -1,9 +1,11 @@
 """The PyTorch bridge: PyTorch models as pathlift networks and back.
 
 ``from_torch(model, input_shape)`` traces the model with ``torch.fx`` (nested modules
-included) and describes it **per layer** as a :class:`pathlift.LayerGraph`, which the C++
-unroller (:func:`pathlift.unroll`) turns into the DAG: one node per tensor entry that needs
-one, one edge per weight use. Nothing is done per tensor entry in Python.
+included) and describes it **per layer** as a :class:`pathlift.LayerGraph`, held by the
+:class:`pathlift.LayerNetwork` it returns. The path-free functions run on that graph; the
+others unroll it in C++ (:func:`pathlift.unroll`) into the DAG on first use: one node per
+tensor entry that needs one, one edge per weight use. Nothing is done per tensor entry in
+Python.
 
 Parameters. theta is ``torch.cat([p.flatten() for p in model.parameters()])`` in float64
 (``theta_from_torch(model)``), except that each eval-mode BatchNorm's ``weight`` and ``bias``
@@ -229,24 +231,31 @@ def layer_graph_from_torch(model: nn.Module, input_shape: InputShape = None
 
 
 def from_torch(model: nn.Module, input_shape: InputShape = None, *,
-               max_memory: int = 0) -> "_pathlift.Network":
-    """The DAG ReLU network of a PyTorch model (eval mode), parameters in the order of
-    :func:`theta_from_torch`: ``model.parameters()`` flattened, BatchNorm's gamma/beta
+               max_memory: int = 0) -> "_pathlift.LayerNetwork":
+    """The DAG ReLU network of a PyTorch model (eval mode) as a :class:`pathlift.LayerNetwork`:
+    known by its layer graph, unrolled only when a function needs edges. Parameters in the
+    order of :func:`theta_from_torch`: ``model.parameters()`` flattened, BatchNorm's gamma/beta
     standing for a/b. ``net.d`` is the number of parameter entries; ``net.weights`` is theta.
 
     model: any module that ``torch.fx`` traces into the supported operations (see the
     ``pathlift.torch`` module docstring): MLPs, CNNs (LeNet, VGG, torchvision's ResNets), skip
     connections, weight sharing. input_shape: one sample's shape without the batch dimension,
     e.g. ``(3, 32, 32)``; by default ``(in_features,)`` of the first Linear the input reaches.
-    max_memory: bytes the unrolled network may take (0: half of physical RAM).
+    max_memory: bytes the unrolled network may take when it is unrolled (0: half of physical
+    RAM).
 
-    The model is described per layer (:func:`layer_graph_from_torch`) and unrolled in C++
-    (:func:`pathlift.unroll`). Raises :class:`pathlift.UnsupportedModelError` (a ValueError)
-    listing every unsupported operation (Sigmoid, Tanh, a product, BatchNorm in training mode,
-    ...), TypeError for something that is not a module, TooLarge (a MemoryError) over
-    max_memory.
+    The model is described per layer (:func:`layer_graph_from_torch`); nothing is unrolled
+    here. The path-free functions (:func:`pathlift.path_norm`,
+    :func:`pathlift.path_norm_gradient`, :func:`pathlift.count_paths`, the ``kernel_*``
+    functions but the dense :func:`pathlift.kernel`) run on the layer graph; every other
+    function unrolls it in C++ on first use (:func:`pathlift.unroll`) and keeps the DAG.
+    Raises :class:`pathlift.UnsupportedModelError` (a ValueError) listing every unsupported
+    operation (Sigmoid, Tanh, a product, BatchNorm in training mode, ...), TypeError for
+    something that is not a module; a function that unrolls raises TooLarge (a MemoryError)
+    over max_memory.
     """
-    return _pathlift.unroll(layer_graph_from_torch(model, input_shape), max_memory=max_memory)
+    return _pathlift.LayerNetwork(layer_graph_from_torch(model, input_shape),
+                                  max_memory=max_memory)
 
 
 def theta_from_torch(model: nn.Module, input_shape: InputShape = None) -> np.ndarray:
@@ -373,11 +382,13 @@ def _activation_module(name: str) -> Optional[nn.Module]:
     raise ValueError(f"to_torch: unknown activation {name!r}")  # pragma: no cover
 
 
-def to_torch(net: "_pathlift.Network", theta: Optional[Any] = None, *,
+def to_torch(net: Union["_pathlift.Network", "_pathlift.LayerNetwork"],
+             theta: Optional[Any] = None, *,
              dtype: torch.dtype = torch.float64) -> nn.Sequential:
     """The ``nn.Sequential(Linear, act, ..., Linear[, act])`` of a feed-forward network in PyTorch
     parameter order (``feed_forward()``, or ``from_torch`` of such a Sequential), with
-    parameters theta (default: the network's stored weights), in eval mode. Round trip:
+    parameters theta (default: the network's stored weights), in eval mode (a LayerNetwork is
+    unrolled). Round trip:
     ``to_torch(from_torch(m), theta_from_torch(m))`` computes what ``m`` computes, and its
     ``theta_from_torch`` is theta. The inputs are the data inputs in node order, the outputs
     the output nodes in node order. ValueError for any other network (skip or other fixed

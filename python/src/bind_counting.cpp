@@ -1,5 +1,6 @@
-// counting.hpp: path counts by dynamic programming. An exact count is a Python int; a count
-// beyond 64 bits is a Count object that knows its log10.
+// counting.hpp: path counts by dynamic programming, on a Network or (layer_dp.hpp) on a
+// LayerNetwork's layer graph without unrolling. An exact count is a Python int; a count beyond
+// 64 bits is a Count object that knows its log10.
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "counting.hpp"
+#include "pathlift/layer_dp.hpp"
 
 namespace pathlift::python {
 
@@ -87,10 +89,24 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
                            c.paths.to_string(), c.nnz.to_string(), c.max_path_length);
       });
 
-  m.def("count_paths", &count_paths, py::arg("net"), py::call_guard<py::gil_scoped_release>(),
+  // A LayerNetwork goes to its own overload (noconvert: never unrolled for a DAG form).
+  m.def("count_paths", py::overload_cast<const Network&>(&count_paths), py::arg("net").noconvert(),
+        py::call_guard<py::gil_scoped_release>(),
         "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
         "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
         "wrapped. Complexity: O((m + d) * max path length).");
+  m.def(
+      "count_paths",
+      [](const BoundLayerNetwork& net, int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        const py::gil_scoped_release release;
+        return count_paths(net.graph(), o);
+      },
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0,
+      "The same counts on a LayerNetwork, layer by layer without unrolling: paths, nnz, "
+      "per_output, length_histogram, max_path_length; per_input and per_edge are empty lists "
+      "(they are per node and per edge). Exact below 2^53, a Count (log10) beyond. threads: "
+      "0 = all cores (identical results for any count).");
   m.def(
       "count_paths_total",
       [](const Network& net) {
@@ -101,7 +117,21 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
         }
         return count_to_python(c);
       },
-      py::arg("net"), "P alone (an int, or a Count beyond 64 bits). Complexity: O(m + d).");
+      py::arg("net").noconvert(),
+      "P alone (an int, or a Count beyond 64 bits). Complexity: O(m + d).");
+  m.def(
+      "count_paths_total",
+      [](const BoundLayerNetwork& net, int threads) {
+        Count c;
+        {
+          const EngineOptions o = engine_options(threads, 0);
+          py::gil_scoped_release release;
+          c = count_paths_total(net.graph(), o);
+        }
+        return count_to_python(c);
+      },
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0,
+      "P of a LayerNetwork without unrolling (exact below 2^53, a Count beyond).");
 }
 
 }  // namespace pathlift::python

@@ -1,6 +1,7 @@
 // kernel.hpp: the path kernel K = dPhi^T dPhi and the Gram matrix B^T B by dynamic programming
 // (no path enumerated): the diagonal, matrix-free products, the full matrix, the trace, the top
-// eigenvalues, and B^T B exactly (uint64) or modulo a prime.
+// eigenvalues, and B^T B exactly (uint64) or modulo a prime. The path-free ones also take a
+// LayerNetwork and run on its layer graph without unrolling (layer_dp.hpp).
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "common.hpp"
 #include "norms.hpp"
 #include "pathlift/kernel.hpp"
+#include "pathlift/layer_dp.hpp"
 #include "results.hpp"
 
 namespace pathlift::python {
@@ -60,13 +62,26 @@ void bind_kernel(py::module_& m) {
         return owning_array(with_theta(
             net, theta, [&](std::span<const double> t) { return kernel_diagonal(net, t); }));
       },
-      py::arg("net"), py::arg("theta") = py::none(),
+      py::arg("net").noconvert(), py::arg("theta") = py::none(),
       R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p
 through edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums
 of theta^2, docs/conventions.md#path-free), exact at theta_k = 0, without enumerating a path. A
 float64 numpy array of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
 theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.
 Complexity: O(m + d). The GIL is released.)doc");
+  m.def(
+      "kernel_diagonal",
+      [](const BoundLayerNetwork& net, const py::object& theta, int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        return owning_array(with_layer_theta(net, theta, [&](std::span<const double> t) {
+          return kernel_diagonal(net.graph(), t, o);
+        }));
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
+      "The same diagonal for a LayerNetwork, on its layer graph without unrolling (a forward, a "
+      "backward and a weight-gradient pass per layer). NetworkError when a module is applied "
+      "twice on one path (its parameters then appear twice in a product): call it on "
+      "net.network() instead. threads: 0 = all cores.");
 
   m.def(
       "kernel_trace",
@@ -74,9 +89,19 @@ Complexity: O(m + d). The GIL is released.)doc");
         return scaled_to_python(with_theta(
             net, theta, [&](std::span<const double> t) { return kernel_trace(net, t); }));
       },
-      py::arg("net"), py::arg("theta") = py::none(),
+      py::arg("net").noconvert(), py::arg("theta") = py::none(),
       "trace(K) = sum_k K[k, k]: a float, or a ScaledReal (use .log10) beyond double's range. "
       "Complexity: O(m + d).");
+  m.def(
+      "kernel_trace",
+      [](const BoundLayerNetwork& net, const py::object& theta, int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        return scaled_to_python(with_layer_theta(net, theta, [&](std::span<const double> t) {
+          return kernel_trace(net.graph(), t, o);
+        }));
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
+      "trace(K) of a LayerNetwork without unrolling (as kernel_diagonal).");
 
   m.def(
       "kernel_matvec",
@@ -115,13 +140,43 @@ Complexity: O(m + d). The GIL is released.)doc");
         }
         return py::object(owning_row_major(std::move(result), d, k));
       },
-      py::arg("net"), py::arg("theta"), py::arg("v"),
+      py::arg("net").noconvert(), py::arg("theta"), py::arg("v"),
       R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over
 the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m + d) per vector
 whatever the number of paths. v: d finite numbers (a float64 array of d entries is returned), or
 a d x k array (each column multiplied; a d x k array is returned).
 theta: d finite numbers, or None for the stored weights. ValueError for a wrong size or a
 non-finite entry. The GIL is released.)doc");
+  m.def(
+      "kernel_matvec",
+      [](const BoundLayerNetwork& net, const py::object& theta, const py::object& v, int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        const Index d = net.num_params();
+        const auto vs = vectors_argument(v, d);
+        const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
+        std::vector<double> result(static_cast<std::size_t>(d * k));
+        with_layer_theta(net, theta, [&](std::span<const double> t) {
+          std::vector<double> col(static_cast<std::size_t>(d));
+          for (Index c = 0; c < k; ++c) {
+            for (Index i = 0; i < d; ++i) {
+              col[static_cast<std::size_t>(i)] = vs.data()[i * k + c];
+            }
+            const Eigen::VectorXd out = kernel_matvec(net.graph(), t, col, o);
+            for (Index i = 0; i < d; ++i) {
+              result[static_cast<std::size_t>(i * k + c)] = out[i];
+            }
+          }
+          return 0;
+        });
+        if (vs.ndim() == 1) {
+          return py::object(owning_array(std::move(result)));
+        }
+        return py::object(owning_row_major(std::move(result), d, k));
+      },
+      py::arg("net"), py::arg("theta"), py::arg("v"), py::kw_only(), py::arg("threads") = 0,
+      "K v for a LayerNetwork, on its layer graph without unrolling (forward and backward "
+      "passes in the (value, derivative) semiring, layer by layer). v: d numbers or d x k, as "
+      "above. threads: 0 = all cores.");
 
   m.def(
       "kernel",
@@ -221,8 +276,9 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
           return kernel_top_eigenvalues(net, t, count, o);
         });
       },
-      py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
-      py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,
+      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("count") = 1,
+      py::kw_only(), py::arg("method") = "auto",
+      py::arg("max_iterations") = EigenOptions{}.max_iterations,
       py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
       py::arg("threads") = 0, py::arg("max_memory") = 0,
       R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite):
@@ -233,6 +289,26 @@ or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive an
 iterations, products, dense): a status, not an exception, when Lanczos does not converge.
 ValueError unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense
 method needs more than max_memory. The GIL is released.)doc");
+  m.def(
+      "kernel_top_eigenvalues",
+      [](const BoundLayerNetwork& net, const py::object& theta, Index count,
+         const std::string& method, Index max_iterations, double tolerance, Index subspace,
+         int threads, std::size_t max_memory) {
+        const EigenOptions o{.method = parse_eigen_method(method),
+                             .max_iterations = max_iterations,
+                             .tolerance = tolerance,
+                             .subspace = subspace,
+                             .engine = engine_options(threads, max_memory)};
+        return with_layer_theta(net, theta, [&](std::span<const double> t) {
+          return kernel_top_eigenvalues(net.graph(), t, count, o);
+        });
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
+      py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,
+      py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
+      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      "The same eigenvalues for a LayerNetwork: Lanczos on the layer graph's kernel products, "
+      "without unrolling; method='dense' unrolls (TooLarge, with the sizes, over max_memory).");
 }
 
 }  // namespace pathlift::python

@@ -1,4 +1,5 @@
-// layers.hpp: the layer graph (Layer, LayerGraph), its shapes, the unroller and the ONNX reader.
+// layers.hpp: the layer graph (Layer, LayerGraph), its shapes, the unroller, the ONNX reader and
+// LayerNetwork (a network known by its layer graph, unrolled on demand).
 // Weights are numpy float64 arrays. A layer's kind is its LayerKind's JSON name ("conv",
 // "linear", ...: layer_kinds()) and its activation its name ("relu", "leaky_relu:0.1",
 // "identity"), as activations are in Network(activations=...): strings, not enum classes,
@@ -14,6 +15,7 @@
 #endif
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -251,6 +253,153 @@ Pickles through its JSON (layer_graph_to_json).
       });
 }
 
+std::string network_repr(const BoundLayerNetwork& n) {
+  const UnrolledSize size = [&] {
+    const py::gil_scoped_release release;
+    return n.unrolled_size();
+  }();
+  return fmt::format(
+      "<pathlift.LayerNetwork: {} layers, d = {}, unrolled {} nodes and {} edges{}{}>",
+      n.graph().layers.size(), n.num_params(), size.nodes, size.edges,
+      n.is_unrolled() ? "" : " (not unrolled yet)", n.has_weights() ? ", with weights" : "");
+}
+
+/// The cached DAG as the Python Network object (shared, not copied).
+py::object network_object(const BoundLayerNetwork& n, std::size_t max_memory) {
+  return py::cast(std::const_pointer_cast<Network>(n.unrolled(max_memory)));
+}
+
+void bind_layer_network(py::module_& m) {
+  py::class_<BoundLayerNetwork> cls(m, "LayerNetwork", R"doc(
+A network known by its layer graph (layers.hpp's LayerNetwork): what from_torch and from_onnx
+return. d is the number of parameters, theta's length; the DAG is the one unroll(graph)
+makes, built only when a function needs it.
+
+LayerNetwork(graph, *, max_memory=0)
+
+- graph: a LayerGraph, validated (layer_shapes) and copied.
+- max_memory: the bytes the unrolled DAG may take (0: half of physical RAM); over it, the
+  functions that need the DAG raise TooLarge (a MemoryError) naming its nodes and edges.
+
+The path-free functions -- count_paths, count_paths_total, path_norm, path_norm_gradient,
+kernel_diagonal, kernel_trace, kernel_matvec, kernel_top_eigenvalues -- run on the layer graph,
+layer by layer, without unrolling: a torchvision resnet18 at 3x224x224 (1.7e9 edges once
+unrolled) is fine. Every other function that takes a Network (paths, path_lifting, skeleton,
+jacobian, rank, forward, linearize, kernel, ...) takes a LayerNetwork too and runs on its
+unrolled DAG, made on the first such call and kept (is_unrolled). So do the Network attributes
+(net.sources, net.node_names, net.h, ...), except num_nodes and num_edges, which are computed
+without unrolling (unrolled_size). Pickles as its graph and max_memory.
+
+Example::
+
+    net = pathlift.from_torch(torchvision.models.resnet18(), input_shape=(3, 224, 224))
+    pathlift.path_norm(net, s=2.0).norm            # no edge built
+    pathlift.kernel_diagonal(net)                   # d entries, same
+    net.is_unrolled                                 # False
+)doc");
+  cls.def(py::init([](LayerGraph graph, std::size_t max_memory) {
+            const py::gil_scoped_release release;
+            return BoundLayerNetwork(std::move(graph), max_memory);
+          }),
+          py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
+          "Validates the graph (NetworkError naming the layer) and keeps a copy of it.");
+  cls.def_property_readonly(
+         "layer_graph", [](const BoundLayerNetwork& n) { return n.graph(); },
+         "The LayerGraph (a copy, weights included).")
+      .def_property_readonly(
+          "num_layers", [](const BoundLayerNetwork& n) { return n.graph().layers.size(); },
+          "The number of layers, the input included.")
+      .def_property_readonly("d", &BoundLayerNetwork::num_params,
+                             "d, the number of parameters (theta's length).")
+      .def_property_readonly("num_params", &BoundLayerNetwork::num_params, "d (same as `d`).")
+      .def_property_readonly(
+          "weights",
+          [](const py::object& self) -> py::object {
+            const auto& n = self.cast<const BoundLayerNetwork&>();
+            if (!n.has_weights()) {
+              return py::none();
+            }
+            return view_array<double>(n.weights(), self);
+          },
+          "The stored theta (float64, read-only view), or None.")
+      .def_property_readonly("has_weights", &BoundLayerNetwork::has_weights,
+                             "True when the graph holds weights.")
+      .def_property_readonly(
+          "unrolled_size",
+          [](const BoundLayerNetwork& n) {
+            const py::gil_scoped_release release;
+            return n.unrolled_size();
+          },
+          "UnrolledSize (nodes, edges) of the unrolled DAG, computed once without unrolling.")
+      .def_property_readonly(
+          "num_nodes",
+          [](const BoundLayerNetwork& n) {
+            const py::gil_scoped_release release;
+            return n.unrolled_size().nodes;
+          },
+          "m, the number of nodes of the unrolled DAG (without unrolling).")
+      .def_property_readonly(
+          "num_edges",
+          [](const BoundLayerNetwork& n) {
+            const py::gil_scoped_release release;
+            return n.unrolled_size().edges;
+          },
+          "The number of edges of the unrolled DAG (without unrolling).")
+      .def_property_readonly(
+          "is_unrolled",
+          [](const BoundLayerNetwork& n) {
+            const py::gil_scoped_release release;
+            return n.is_unrolled();
+          },
+          "True once the DAG has been made (by network() or a function that needs it).")
+      .def_property_readonly("max_memory", &BoundLayerNetwork::max_memory,
+                             "The bytes the unrolled DAG may take (0: half of physical RAM).")
+      .def(
+          "network",
+          [](const BoundLayerNetwork& n, std::size_t max_memory) {
+            return std::const_pointer_cast<Network>(n.unrolled(max_memory));
+          },
+          py::arg("max_memory") = 0,
+          "The unrolled DAG (a Network, shared with this object, not a copy): made on the "
+          "first call, under max_memory bytes (0: the limit given at construction), and kept. "
+          "TooLarge (MemoryError) with its nodes and edges when it would not fit.")
+      .def(
+          "__getattr__",
+          [](const py::object& self, const std::string& name) -> py::object {
+            // Only the Network's own attributes unroll; anything else (hasattr probes by numpy,
+            // pickle, IPython) is an AttributeError at once.
+            if (name.starts_with("_") || !py::hasattr(py::type::of<Network>(), name.c_str())) {
+              throw py::attribute_error(
+                  fmt::format("'LayerNetwork' object has no attribute '{}'", name));
+            }
+            return network_object(self.cast<const BoundLayerNetwork&>(), 0).attr(name.c_str());
+          },
+          py::arg("name"),
+          "A Network attribute (sources, node_names, h, to_json, ...) of the unrolled DAG, "
+          "unrolling on first use.")
+      .def("__dir__",
+           [](const py::object& self) {
+             py::list names = py::module_::import("builtins").attr("object").attr("__dir__")(self);
+             const py::list network_names =
+                 py::module_::import("builtins").attr("dir")(py::type::of<Network>());
+             for (const auto name : network_names) {
+               if (!name.cast<std::string>().starts_with("_")) {
+                 names.append(name);
+               }
+             }
+             return names;
+           })
+      .def("__repr__", &network_repr)
+      .def(py::pickle(
+          [](const BoundLayerNetwork& n) { return py::make_tuple(n.graph(), n.max_memory()); },
+          [](const py::tuple& state) {
+            if (state.size() != 2) {
+              throw std::invalid_argument("LayerNetwork: a bad pickle state");
+            }
+            return BoundLayerNetwork(state[0].cast<LayerGraph>(), state[1].cast<std::size_t>());
+          }));
+}
+
 }  // namespace
 
 void bind_layers(py::module_& m) {
@@ -328,6 +477,7 @@ void bind_layers(py::module_& m) {
       py::arg("text"), py::call_guard<py::gil_scoped_release>(),
       "Parses pathlift-layers JSON. Raises FormatError (ValueError) naming the key, "
       "NetworkError (ValueError) for an invalid graph.");
+  bind_layer_network(m);
 }
 
 }  // namespace pathlift::python

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -319,7 +320,8 @@ auto node_view(F get) {
 }  // namespace
 
 void bind_network(py::module_& m) {
-  py::class_<Network> cls(m, "Network", R"doc(
+  // A shared_ptr holder: a LayerNetwork hands out its cached DAG without a copy.
+  py::class_<Network, std::shared_ptr<Network>> cls(m, "Network", R"doc(
 An immutable, validated DAG ReLU network (docs/conventions.md#network): named nodes, edges in
 parameter order (edge k carries theta[k]; parallel edges allowed), inputs (nodes without
 incoming edge; bias inputs have value 1), outputs (sinks plus designated nodes), hidden nodes

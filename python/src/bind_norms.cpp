@@ -1,5 +1,6 @@
-// norms.hpp: path-norms by dynamic programming. A value that fits in a double is a Python
-// float; beyond (a norm of 10^400), a ScaledReal that knows its log10.
+// norms.hpp: path-norms and their gradient by dynamic programming, on a Network or
+// (layer_dp.hpp) on a LayerNetwork's layer graph without unrolling. A value that fits in a double
+// is a Python float; beyond (a norm of 10^400), a ScaledReal that knows its log10.
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "norms.hpp"
+#include "pathlift/layer_dp.hpp"
 
 namespace pathlift::python {
 
@@ -137,7 +139,7 @@ members are floats in every case.
         return with_theta(net, theta,
                           [&](std::span<const double> t) { return path_norm(net, t, s, parts); });
       },
-      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
+      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
       py::arg("per_input") = false,
       R"doc(The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) by dynamic programming
 over the DAG (docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with
@@ -150,6 +152,54 @@ theta: d finite numbers; None uses the network's stored weights. s: >= 0 and fin
 per_input: also the norm per input node (one more backward pass).
 ValueError for a wrong theta (size named) or a bad s. The GIL is released.
 Complexity: O(m + d), one pass over the edges (two with per_input).)doc");
+  m.def(
+      "path_norm",
+      [](const BoundLayerNetwork& net, const py::object& theta, double s, bool per_input,
+         int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        if (per_input) {  // per input node: the DAG's
+          const auto dag = net.unrolled();
+          return with_layer_theta(net, theta, [&](std::span<const double> t) {
+            return path_norm(*dag, t, s, PathNormDetail::inputs_and_outputs);
+          });
+        }
+        return with_layer_theta(
+            net, theta, [&](std::span<const double> t) { return path_norm(net.graph(), t, s, o); });
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
+      py::arg("per_input") = false, py::arg("threads") = 0,
+      R"doc(The same norm of a LayerNetwork, layer by layer on its graph without unrolling (one
+forward pass with the weights |theta|^s; layer_dp.hpp). per_input=True needs the norm per
+input node and runs on the unrolled DAG instead (TooLarge when it does not fit). threads:
+0 = all cores (identical results for any count).)doc");
+
+  m.def(
+      "path_norm_gradient",
+      [](const Network& net, const py::object& theta, double s) {
+        return owning_array(with_theta(
+            net, theta, [&](std::span<const double> t) { return path_norm_gradient(net, t, s); }));
+      },
+      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("s") = 1.0,
+      R"doc(The gradient of the L^s path-norm ||Phi(theta)||_s with respect to theta: a float64
+numpy array of d entries, d/dtheta_k = ||Phi||_s^(1-s) sum over the edges e carrying k of
+|theta_k|^(s-1) sign(theta_k) F_s(src e) G_s(dst e), with path_norm's forward and backward sums
+(docs/path-free.md); for s = 1 the gradient of sum_p |Phi_p|. s > 0. At theta_k = 0 the entry
+is 0 for s >= 1 (for s = 1 the subgradient 0 of |.|); for s < 1 the norm is not
+differentiable there and ValueError names the parameter. An entry beyond double's range is
++-inf. theta: d finite numbers; None uses the stored weights. The GIL is released.
+Complexity: O(m + d), one forward and one backward pass.)doc");
+  m.def(
+      "path_norm_gradient",
+      [](const BoundLayerNetwork& net, const py::object& theta, double s, int threads) {
+        const EngineOptions o = engine_options(threads, 0);
+        return owning_array(with_layer_theta(net, theta, [&](std::span<const double> t) {
+          return path_norm_gradient(net.graph(), t, s, o);
+        }));
+      },
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
+      py::arg("threads") = 0,
+      "The same gradient for a LayerNetwork, on its layer graph without unrolling (a forward, "
+      "a backward and a weight-gradient pass per layer). threads: 0 = all cores.");
 }
 
 }  // namespace pathlift::python

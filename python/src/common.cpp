@@ -408,6 +408,15 @@ py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const p
   return t;
 }
 
+std::span<const double> stored_layer_weights(const BoundLayerNetwork& net) {
+  if (!net.has_weights()) {
+    throw std::invalid_argument(
+        "theta is required: the network has no stored weights (pass theta, or build the "
+        "layer graph with weights)");
+  }
+  return net.weights();
+}
+
 template py::array_t<double, py::array::c_style | py::array::forcecast> vector_argument<double>(
     const py::object&, const char*);
 template py::array_t<float, py::array::c_style | py::array::forcecast> vector_argument<float>(

@@ -1,7 +1,8 @@
 #pragma once
 // Helpers shared by the bind_<module>.cpp files: numpy views of C++ buffers (zero-copy, the
 // buffer kept alive by the array's base), scipy CSR matrices, theta and dtype arguments,
-// EngineOptions from keyword arguments.
+// EngineOptions from keyword arguments; the LayerNetwork Python holds and the conversion that lets
+// every function taking a Network take a LayerNetwork (unrolled on demand).
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "pathlift/layers.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/sparse.hpp"
@@ -179,6 +181,44 @@ auto with_theta(const Network& net, const py::object& theta, F&& f) {
   return f(as_span<double>(t));
 }
 
+/// pathlift.LayerNetwork: a LayerNetwork with the memory limit its unrolling runs under (the
+/// max_memory of from_torch and from_onnx), fixed when it is made.
+class BoundLayerNetwork : public LayerNetwork {
+ public:
+  BoundLayerNetwork(LayerGraph graph, std::size_t max_memory)
+      : LayerNetwork(std::move(graph)), m_max_memory(max_memory) {}
+
+  [[nodiscard]] std::size_t max_memory() const { return m_max_memory; }
+
+  /// network(limit) with the GIL released (unrolling takes seconds at ImageNet size); the
+  /// stored limit when `limit` is 0. Throws TooLarge with the sizes when it would not fit.
+  [[nodiscard]] std::shared_ptr<const Network> unrolled(std::size_t limit = 0) const {
+    const py::gil_scoped_release release;
+    return network(limit != 0 ? limit : m_max_memory);
+  }
+
+ private:
+  std::size_t m_max_memory;
+};
+
+/// The graph's weights, for a theta of None; ValueError when the graph holds none.
+std::span<const double> stored_layer_weights(const BoundLayerNetwork& net);
+
+/// f(theta) for a LayerNetwork, with the GIL released: theta is the argument as a float64
+/// vector, or the graph's weights (no copy) when it is None. The size and the finiteness are
+/// checked by the layer functions, which name the parameter.
+template <class F>
+auto with_layer_theta(const BoundLayerNetwork& net, const py::object& theta, F&& f) {
+  if (theta.is_none()) {
+    const std::span<const double> w = stored_layer_weights(net);
+    const py::gil_scoped_release release;
+    return f(w);
+  }
+  const auto t = vector_argument<double>(theta, "theta");
+  const py::gil_scoped_release release;
+  return f(as_span<double>(t));
+}
+
 /// repr(x), for messages.
 std::string repr_of(const py::handle& x);
 
@@ -186,3 +226,36 @@ std::string repr_of(const py::handle& x);
 py::dtype numpy_dtype(const py::object& dtype);
 
 }  // namespace pathlift::python
+
+namespace pybind11::detail {
+
+/// A Network argument also accepts a pathlift.LayerNetwork, in pybind11's converting pass: its
+/// unrolled DAG (made on first use and kept by the LayerNetwork; TooLarge, with the sizes,
+/// propagates to the caller). The path-free functions have LayerNetwork overloads that run on
+/// the layer graph instead, and mark their Network argument noconvert so that a LayerNetwork
+/// never reaches the DAG form. Every file that binds a function of a Network includes this
+/// header (the specialisation must be seen wherever type_caster<Network> is used).
+template <>
+class type_caster<pathlift::Network> : public type_caster_base<pathlift::Network> {
+ public:
+  bool load(handle src, bool convert) {
+    if (type_caster_base<pathlift::Network>::load(src, convert)) {
+      return true;
+    }
+    if (!convert) {
+      return false;
+    }
+    make_caster<pathlift::python::BoundLayerNetwork> layer;
+    if (!layer.load(src, false)) {
+      return false;
+    }
+    m_unrolled = cast_op<const pathlift::python::BoundLayerNetwork&>(layer).unrolled();
+    value = const_cast<pathlift::Network*>(m_unrolled.get());
+    return true;
+  }
+
+ private:
+  std::shared_ptr<const pathlift::Network> m_unrolled;  // keeps `value` alive during the call
+};
+
+}  // namespace pybind11::detail
