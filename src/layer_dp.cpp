@@ -146,22 +146,21 @@ std::optional<std::pair<std::size_t, std::size_t>> repeated_blocks(const LayerGr
   return std::nullopt;
 }
 
-/// The diagonal sums: [A . B]_k = sum over the edges of k of A(src) B(dst) (weights theta^2).
-ParamSums diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
-                        const EngineOptions& options) {
+/// The diagonal sums [A . B]_k = sum over the edges of k of A(src) B(dst) (weights theta^2),
+/// into (out_m, out_k) scaled, or into out_m as doubles without out_k.
+void diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
+                   const EngineOptions& options, double* out_m, std::int64_t* out_k) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(1, 1, "the kernel diagonal");
+  plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal");
   const WeightSpec w{Mode::square, 2, theta, {}};
   const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5});
-  ParamSums out(graph.num_params);
   detail::backward_pass(plan, w, true, false, nullptr, nullptr,
                         [&](std::size_t l, const Tensor& y) {
-                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
-                                                out.m.data(), out.k.data());
+                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out_m,
+                                                out_k);
                         },
                         {0.5, 1});
-  return out;
 }
 
 }  // namespace
@@ -268,11 +267,9 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   if (repeated_blocks(graph)) {
     return kernel_diagonal(unroll(graph, options.max_memory), theta);
   }
-  const ParamSums sums = diagonal_sums(graph, theta, options);
-  Buffer<double> out(static_cast<std::size_t>(graph.num_params));
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    out[k] = sums.value(k);
-  }
+  // Straight into the result (no scaled accumulators: the diagonal is as large as theta).
+  Buffer<double> out(static_cast<std::size_t>(graph.num_params), 0.0);
+  diagonal_sums(graph, theta, options, out.data(), nullptr);
   return out;
 }
 
@@ -282,7 +279,8 @@ ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
   if (repeated_blocks(graph)) {
     return kernel_trace(unroll(graph, options.max_memory), theta);
   }
-  const ParamSums sums = diagonal_sums(graph, theta, options);
+  ParamSums sums(graph.num_params);
+  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
   double m = 0;
   std::int64_t k = detail::dp_no_exponent;
   for (std::size_t i = 0; i < sums.m.size(); ++i) {

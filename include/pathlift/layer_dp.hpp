@@ -2,7 +2,7 @@
 /// \file layer_dp.hpp
 /// Path-free quantities of a network given by its layer graph (layers.hpp), computed layer by
 /// layer with the layers' own kernels (a convolution is im2col + a float64 GEMM), without
-/// unrolling: what a torchvision ResNet-50 at 3x224x224 (about 10^10 edges once unrolled)
+/// unrolling: what a torchvision ResNet-50 at 3x224x224 (4e9 edges once unrolled)
 /// needs is O(activations + parameters) memory. docs/layers.md#path-free has the recursions.
 ///
 /// Every quantity is the one of the unrolled DAG (unroll(graph)) at the same theta:

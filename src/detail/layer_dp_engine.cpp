@@ -497,6 +497,10 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
         if (values[i] == 0) {
           continue;
         }
+        if (out_k == nullptr && factor == nullptr) {
+          out_m[offset + i] += dp_ldexp(values[i], exp);
+          continue;
+        }
         if (factor == nullptr) {
           dp_merge(out_m[offset + i], out_k[offset + i], values[i], exp);
           continue;
@@ -505,7 +509,11 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
         if (f != 0) {
           int fe = 0;
           const double fm = std::frexp(f, &fe);
-          dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
+          if (out_k == nullptr) {
+            out_m[offset + i] += dp_ldexp(values[i] * fm, exp + fe);
+          } else {
+            dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
+          }
         }
       }
     });

@@ -117,7 +117,8 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
 /// batch_norm): (out_m[k], out_k[k]) += sum_{e of k} X(src e) Y(dst e), with X the forward sums
 /// of l's input, Y the backward sums of l's output, and `bias_value` the forward sum of a bias
 /// node; each term multiplied by factor[k] when `factor` is given (indexed by parameter).
-/// Accumulated with dp_merge (out_m starts at 0 and out_k at dp_no_exponent).
+/// Accumulated with dp_merge (out_m starts at 0 and out_k at dp_no_exponent); without out_k,
+/// added to out_m as doubles (each term converted, +-inf beyond double's range).
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
                    double bias_value, const double* factor, double* out_m, std::int64_t* out_k);
 

@@ -18,6 +18,12 @@ if str(BUILD / "python") not in sys.path:
     sys.path.insert(0, str(BUILD / "python"))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: ImageNet-size tests (test_imagenet_scale.py; resnet50 and vgg11 "
+        "only with PATHLIFT_SLOW_TESTS=1)")
+
+
 class CliResult:
     def __init__(self, proc):
         self.returncode = proc.returncode
