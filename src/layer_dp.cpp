@@ -99,7 +99,8 @@ Count scaled_count(const ScaledReal& x) {
   if (x.is_zero()) {
     return Count(0);
   }
-  if (x.exponent <= 53) {
+  // (mantissa, exponent) is not normalised to [0.5, 1): compare the value itself.
+  if (x.fits_double() && x.value() < 0x1p53) {
     return Count(static_cast<std::uint64_t>(std::llround(x.value())));
   }
   return Count::from_log10(x.log10());

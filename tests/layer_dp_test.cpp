@@ -111,6 +111,9 @@ void expect_scaled(const ScaledReal& a, const ScaledReal& b, double rel, const s
 
 /// Equal when exact (below 2^53 for the layer count); log10 to 1e-12 beyond.
 void expect_count(const Count& a, const Count& b) {
+  if (a.exact()) {
+    EXPECT_LT(a.value(), std::uint64_t{1} << 53) << "a layer count is exact only below 2^53";
+  }
   if (a.exact() && b.exact()) {
     EXPECT_EQ(a.value(), b.value());
     return;
@@ -157,6 +160,26 @@ TEST(LayerDp, NormsCountsAndGradientsEqualTheUnrolledNetwork) {
       }
     }
   }
+}
+
+TEST(LayerDp, CountsAreExactOnlyBelow2To53) {
+  // 1000 inputs, five hidden layers of 1000, one output: P = 1000^6 = 10^18, above 2^53 (where
+  // a double stops holding every integer) and below 2^64 (where a DAG count is still exact).
+  GraphBuilder b({1000});
+  Index x = 0;
+  for (int i = 0; i < 5; ++i) {
+    x = b.act(fmt::format("r{}", i), b.linear(fmt::format("l{}", i), x, 1000, false));
+  }
+  const LayerGraph g = b.graph({b.linear("out", x, 1, false)});
+  const Count p = count_paths_total(g);
+  EXPECT_FALSE(p.exact());
+  EXPECT_NEAR(p.log10(), 18.0, 1e-12);
+  GraphBuilder small({100});
+  const LayerGraph h =
+      small.graph({small.linear("out", small.act("r", small.linear("l", 0, 90)), 3)});
+  const Count q = count_paths_total(h);
+  ASSERT_TRUE(q.exact());
+  EXPECT_EQ(q.value(), 100u * 90u * 3u + 90u * 3u + 3u);  // weight paths and bias paths
 }
 
 TEST(LayerDp, KernelDiagonalTraceMatvecAndEigenvaluesEqualTheUnrolledNetwork) {
