@@ -14,6 +14,7 @@
 #include "src/detail/enum_names.hpp"
 #include "src/detail/modular_elimination.hpp"
 #include "src/detail/modular_field.hpp"
+#include "src/detail/one_parameter_per_edge.hpp"
 #include "src/detail/phase_progress.hpp"
 #include "src/detail/shared_rank.hpp"
 
@@ -23,36 +24,8 @@ namespace pathlift {
 // Rescaling vectors, anchors, pivot order
 // ---------------------------------------------------------------------------------------------
 
-namespace {
-/// The tools of Theorem 1 (rescaling vectors per hidden node, anchors, the path basis) are
-/// about one parameter per edge: a network with shared parameters is refused by name.
-void require_one_parameter_per_edge(const Network& net, const char* what) {
-  if (!net.one_parameter_per_edge()) {
-    throw NetworkError(fmt::format(
-        "{} is about one parameter per edge; this network has {} parameters on {} edges "
-        "(shared or fixed): certify_rank / check_rank_theorem bound its rank by d - h_sym",
-        what, net.num_params(), net.num_edges()));
-  }
-}
-}  // namespace
-
-std::vector<int> rescaling_vector(const Network& net, NodeId v) {
-  require_one_parameter_per_edge(net, "rescaling_vector");
-  if (v < 0 || v >= net.num_nodes() || !net.is_hidden(v)) {
-    throw std::invalid_argument(fmt::format("rescaling_vector: node {} is not a hidden node", v));
-  }
-  std::vector<int> z(static_cast<std::size_t>(net.num_edges()), 0);
-  for (const EdgeId e : net.in_edges(v)) {
-    z[static_cast<std::size_t>(e)] = 1;
-  }
-  for (const EdgeId e : net.out_edges(v)) {
-    z[static_cast<std::size_t>(e)] = -1;
-  }
-  return z;
-}
-
 std::vector<EdgeId> rank_anchor_edges(const Network& net) {
-  require_one_parameter_per_edge(net, "rank_anchor_edges");
+  detail::require_one_parameter_per_edge(net, "rank_anchor_edges");
   std::vector<EdgeId> anchors;
   anchors.reserve(net.hidden().size());
   for (const NodeId v : net.hidden()) {
@@ -237,7 +210,7 @@ RankCertificate certify_rank(const Network& net, const RankOptions& options) {
 
 RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram) {
   detail::modular_require_prime(gram.prime, "certify_rank_from_gram");
-  require_one_parameter_per_edge(net, "certify_rank_from_gram");
+  detail::require_one_parameter_per_edge(net, "certify_rank_from_gram");
   const Index d = net.num_edges();
   if (gram.rows != d || gram.cols != d || static_cast<Index>(gram.data.size()) != d * d) {
     throw std::invalid_argument(fmt::format(
@@ -283,7 +256,7 @@ RankCertificate certify_rank_from_gram(const Network& net, const ModMatrix& gram
 // ---------------------------------------------------------------------------------------------
 
 std::vector<EdgeId> path_basis_path(const Network& net, EdgeId edge) {
-  require_one_parameter_per_edge(net, "path_basis_path");
+  detail::require_one_parameter_per_edge(net, "path_basis_path");
   if (edge < 0 || edge >= net.num_edges()) {
     throw std::out_of_range(
         fmt::format("path_basis_path: edge {} is outside 0..{}", edge, net.num_edges() - 1));
@@ -305,7 +278,7 @@ std::vector<EdgeId> path_basis_path(const Network& net, EdgeId edge) {
 }
 
 RankCertificate certify_rank_by_path_basis(const Network& net, const RankOptions& options) {
-  require_one_parameter_per_edge(net, "the path basis");
+  detail::require_one_parameter_per_edge(net, "the path basis");
   RankCertificate cert = blank_certificate(net, options.prime);
   cert.method = RankMethod::path_basis;
   set_upper_bound(net, cert);

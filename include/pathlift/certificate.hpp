@@ -25,6 +25,7 @@
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/rescaling.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/types.hpp"
 
@@ -33,12 +34,6 @@ namespace pathlift {
 /// Called from the calling thread during long work: the phase ("eliminating B mod p", ...) and
 /// the fraction of it done (0..1; 1 when the phase ends).
 using PhaseProgress = std::function<void(std::string_view phase, double fraction)>;
-
-/// The rescaling vector z_v of a hidden node v (paper: the rescaling invariance behind
-/// Theorem 1): +1 on every edge into v, -1 on every edge out of v, 0 elsewhere (d entries).
-/// B z_v = 0 because a path through v uses exactly one edge into v and one edge out of it.
-/// Throws std::invalid_argument when v is not a hidden node. Complexity: O(d).
-std::vector<int> rescaling_vector(const Network& net, NodeId v);
 
 /// The anchor edge of each hidden node (its out-edge of smallest index), in net.hidden()
 /// order. The anchors index an h x h triangular block of the z_v (so the z_v are independent)

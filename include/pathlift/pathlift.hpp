@@ -21,6 +21,7 @@
 #include "pathlift/paths.hpp"
 #include "pathlift/proof.hpp"
 #include "pathlift/rank.hpp"
+#include "pathlift/rescaling.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/symmetry.hpp"
 #include "pathlift/types.hpp"

@@ -104,7 +104,7 @@ ModMatrix mod_matrix_argument(const py::object& obj, std::uint64_t prime, const 
   if (py::hasattr(obj, "toarray") && !py::isinstance<py::array>(obj)) {
     dense = obj.attr("toarray")();
   }
-  const py::object a = np.attr("asarray")(dense);
+  const py::object a = np.attr("asarray")(array_of(dense, what));
   const auto ndim = a.attr("ndim").cast<Index>();
   if (ndim != 2) {
     throw std::invalid_argument(
@@ -418,16 +418,6 @@ from exact ranks). docs/rank.md has the table.
       "per edge, h_sym = h.");
   m.def("is_prime", &is_prime, py::arg("n"),
         "Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).");
-  m.def(
-      "rescaling_vector",
-      [](const Network& net, NodeId v) {
-        const std::vector<int> z = rescaling_vector(net, v);
-        return index_array(z);
-      },
-      py::arg("net"), py::arg("v"),
-      "The rescaling vector z_v of hidden node v (int64, d entries): +1 on the edges into v, "
-      "-1 on the edges out of v, 0 elsewhere. B z_v = 0 (a path through v uses one edge in and "
-      "one edge out). ValueError when v is not hidden. Complexity: O(d).");
   m.def(
       "rank_anchor_edges", [](const Network& net) { return index_array(rank_anchor_edges(net)); },
       py::arg("net"),

@@ -23,6 +23,7 @@
   X(forward)                       \
   X(linearize)                     \
   X(norms)                         \
+  X(rescaling)                     \
   X(kernel)
 
 namespace pathlift::python {
