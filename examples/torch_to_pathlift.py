@@ -57,13 +57,13 @@ for name, model in [
     idx = np.full((len(paths), lengths.max()), net.num_edges)
     for p in range(len(paths)):
         idx[p, : lengths[p]] = paths.path(p)
-    idx = torch.from_numpy(idx)
+    index = torch.from_numpy(idx)
     params = torch.from_numpy(net.params)
     fixed_weights = torch.from_numpy(net.fixed_weights)
 
     def phi_torch(t):  # each edge weighs theta[its parameter], or its fixed weight
         w = torch.where(params >= 0, t[params.clamp(min=0)], fixed_weights)
-        return torch.cat([w, torch.ones(1, dtype=t.dtype)])[idx].prod(dim=1)
+        return torch.cat([w, torch.ones(1, dtype=t.dtype)])[index].prod(dim=1)
 
     J_torch = jacrev(phi_torch)(torch.from_numpy(theta)).numpy()
     print(f"  max |dPhi - torch autograd| = {np.abs(J.toarray() - J_torch).max():.2e}")

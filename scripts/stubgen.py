@@ -23,7 +23,7 @@ HEADER = '''"""Type stubs of pathlift._pathlift, the C++ engine. Generated from 
 scripts/stubgen.py at build time: do not edit."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -33,11 +33,9 @@ NodeRef = Union[str, int]
 DTypeLike = Any  # numpy.float64 / numpy.float32 / "float64" / None
 Theta = Union[npt.ArrayLike, None]
 CountLike = Union[int, "Count"]
-Scaled = Union[float, "ScaledReal"]  # a float when it fits in a double
 NetworkLike = Union["Network", "LayerNetwork"]  # a LayerNetwork is unrolled on demand
 '''
 
-SPARSE_OR_DENSE = "Union[scipy.sparse.csr_matrix, np.ndarray]"
 SPARSE_OR_NUMPY = "Union[scipy.sparse.spmatrix, np.ndarray]"
 SKELETON_LIKE = "Union[None, PathSet, scipy.sparse.spmatrix, np.ndarray]"
 
@@ -79,20 +77,13 @@ TYPES = {
     "PathCounts.length_histogram->": "List[CountLike]",
     "count_paths_total->": "CountLike",
     "path_lifting->": "np.ndarray",
-    "skeleton->": SPARSE_OR_DENSE,
-    "jacobian->": SPARSE_OR_DENSE,
-    "jacobian_paper_formula->": SPARSE_OR_DENSE,
     "Linearization.L->": "scipy.sparse.csr_matrix",
     "linear_map->": "scipy.sparse.csr_matrix",
     "kernel_matvec(v)": "npt.ArrayLike",
     "kernel_matvec->": "npt.NDArray[np.float64]",
-    "kernel_trace->": "Scaled",
-    "PathNorm.norm->": "Scaled",
-    "PathNorm.value->": "Scaled",
-    "PathNorm.sum->": "Scaled",
-    "PathNorm.per_output->": "List[Scaled]",
+    "PathNorm.per_output->": "List[float]",
     "PathNorm.log10_per_output->": "List[float]",
-    "PathNorm.per_input->": "Optional[List[Scaled]]",
+    "PathNorm.per_input->": "Optional[List[float]]",
     "PathNorm.log10_per_input->": "Optional[List[float]]",
     "RankCertificate.rank->": "Optional[int]",
     "RankCertificate.kernel_failure_row->": "Optional[int]",
@@ -122,6 +113,17 @@ TYPES = {
     "ProofStep.rank_after->": "Optional[int]",
     "ProofStep.matrices->": "List[ProofMatrix]",
     "ProofStep.matrix->": "ProofMatrix",
+}
+
+# Functions whose result type follows a keyword-only bool flag: name -> (flag, the result when
+# it is False (the default), the result when it is True). Each overload of the function becomes
+# three, `flag: Literal[False] = False`, `flag: Literal[True]` and `flag: bool` (either result),
+# so that `J.nnz` type-checks.
+LITERAL_OVERLOADS = {
+    "skeleton": ("dense", "scipy.sparse.csr_matrix", "np.ndarray"),
+    "jacobian": ("dense", "scipy.sparse.csr_matrix", "np.ndarray"),
+    "jacobian_paper_formula": ("dense", "scipy.sparse.csr_matrix", "np.ndarray"),
+    "kernel_trace": ("scaled", "float", "ScaledReal"),
 }
 
 # pybind11's names of Python types, as typing expressions.
@@ -223,13 +225,35 @@ def function(types, owner, name, sig, method, indent, widen):
         pname, _, ptype = decl.partition(": ")
         text = f"{pname}: {types.param(owner, pname, ptype, widen)}"
         out.append(text + (f" = {default_text(default)}" if default else ""))
-    result = types.result(owner, m.group(2))
-    line = f"{indent}def {name}({', '.join(out)}) -> {result}: ..."
+    if owner in LITERAL_OVERLOADS:
+        return literal_overloads(owner, out, indent)
+    return def_text(indent, name, out, types.result(owner, m.group(2)))
+
+
+def def_text(indent, name, params, result):
+    line = f"{indent}def {name}({', '.join(params)}) -> {result}: ..."
     if len(line) <= 100:
         return line
     # One parameter a line, as black writes a long signature.
-    inner = "".join(f"{indent}    {p},\n" for p in out)
+    inner = "".join(f"{indent}    {p},\n" for p in params)
     return f"{indent}def {name}(\n{inner}{indent}) -> {result}: ..."
+
+
+def literal_overloads(name, params, indent):
+    """The overloads of LITERAL_OVERLOADS[name]: one per value of its flag, and a plain bool
+    (a flag only known at run time) giving either result."""
+    flag, when_false, when_true = LITERAL_OVERLOADS[name]
+    at = [i for i, p in enumerate(params) if p.startswith(f"{flag}: bool")]
+    if len(at) != 1 or "*" not in params[:at[0]]:
+        raise SystemExit(f"stubgen: {name} has no keyword-only bool parameter {flag}")
+    false_params = list(params)
+    false_params[at[0]] = f"{flag}: Literal[False] = False"
+    true_params = list(params)
+    true_params[at[0]] = f"{flag}: Literal[True]"
+    either = f"Union[{when_false}, {when_true}]"
+    return "\n".join([def_text(indent, name, false_params, when_false), f"{indent}@overload",
+                      def_text(indent, name, true_params, when_true), f"{indent}@overload",
+                      def_text(indent, name, params, either)])
 
 
 def callable_lines(types, owner, name, doc, method=False, indent=""):
@@ -238,7 +262,7 @@ def callable_lines(types, owner, name, doc, method=False, indent=""):
     widen = not any("LayerNetwork" in sig for sig in sigs)
     lines = []
     for sig in sigs:
-        if len(sigs) > 1:
+        if len(sigs) > 1 or owner in LITERAL_OVERLOADS:
             lines.append(f"{indent}@overload")
         lines.append(function(types, owner, name, sig, method, indent, widen))
     return lines

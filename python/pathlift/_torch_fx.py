@@ -91,9 +91,9 @@ _SUB_FUNCTIONS = {operator.sub, operator.isub, torch.sub}
 _CAT_FUNCTIONS = {torch.cat} | ({torch.concat} if hasattr(torch, "concat") else set())
 _FLATTEN_FUNCTIONS = {torch.flatten}
 _LINEAR_FUNCTIONS = {F.linear}
-_MAX_POOL_FUNCTIONS = {F.max_pool1d: 1, F.max_pool2d: 2}
-_AVG_POOL_FUNCTIONS = {F.avg_pool1d: 1, F.avg_pool2d: 2}
-_ADAPTIVE_FUNCTIONS = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2}
+_MAX_POOL_FUNCTIONS: Dict[Any, int] = {F.max_pool1d: 1, F.max_pool2d: 2}
+_AVG_POOL_FUNCTIONS: Dict[Any, int] = {F.avg_pool1d: 1, F.avg_pool2d: 2}
+_ADAPTIVE_FUNCTIONS: Dict[Any, int] = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2}
 _INPLACE_METHODS = {"relu_", "add_", "sub_"}
 _INPLACE_FUNCTIONS = {torch.relu_, operator.iadd, operator.isub}
 
@@ -110,9 +110,14 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: Any) -> Any:
     return node.kwargs.get(name, default)
 
 
+def _target(node: torch.fx.Node) -> str:
+    """The qualified name a call_module or get_attr node refers to."""
+    return str(node.target)
+
+
 def _describe(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_module":
-        return f"layer {type(model.get_submodule(node.target)).__name__} at '{node.target}'"
+        return f"layer {type(model.get_submodule(_target(node))).__name__} at '{node.target}'"
     if node.op == "call_function":
         t = node.target
         name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
@@ -128,7 +133,7 @@ def _describe(node: torch.fx.Node, model: nn.Module) -> str:
 
 def _own_forward(mod: nn.Module, cls: type) -> bool:
     """mod is a cls whose forward is cls's (a subclass that overrides it is another layer)."""
-    return isinstance(mod, cls) and type(mod).forward is cls.forward
+    return isinstance(mod, cls) and getattr(type(mod), "forward") is getattr(cls, "forward")
 
 
 class _Importer:
@@ -225,7 +230,7 @@ class _Importer:
             node.op == "call_function" and (node.target in _INPLACE_FUNCTIONS or
                                              bool(node.kwargs.get("inplace", False)))) or (
             node.op == "call_module" and
-            bool(getattr(self.model.get_submodule(node.target), "inplace", False)))
+            bool(getattr(self.model.get_submodule(_target(node)), "inplace", False)))
         if not inplace or not node.args or not isinstance(node.args[0], torch.fx.Node):
             return
         if any(self.order[u] > self.order[node] for u in node.args[0].users if u is not node):
@@ -243,18 +248,18 @@ class _Importer:
             self.mark_used(node, args)
             return _UNKNOWN
         if node.op == "call_module":
-            return self.module(node, self.model.get_submodule(node.target), args, where)
+            return self.module(node, self.model.get_submodule(_target(node)), args, where)
         if node.op == "call_function":
             return self.function(node, args, val)
         if node.op == "call_method":
             return self.method(node, args, val)
         if node.op == "get_attr":
             try:
-                p = self.model.get_parameter(node.target)
+                p = self.model.get_parameter(_target(node))
             except AttributeError:
                 raise _Problem("a buffer or constant tensor is not a parameter (only parameters "
                                "can be weights)") from None
-            return _Param(p, node.target)
+            return _Param(p, _target(node))
         raise _Problem("not supported")
 
     def check_supported(self, node: torch.fx.Node) -> None:
@@ -264,7 +269,7 @@ class _Importer:
 
     def mark_used(self, node: torch.fx.Node, args: List[Any]) -> None:
         if node.op == "call_module":
-            for p in self.model.get_submodule(node.target).parameters():
+            for p in self.model.get_submodule(_target(node)).parameters():
                 self.used.add(id(p))
         for a in args:
             if isinstance(a, _Param):
@@ -272,9 +277,9 @@ class _Importer:
 
     # modules -------------------------------------------------------------------------------
 
-    def module(self, node: torch.fx.Node, mod: nn.Module, args: List[Any], where: str) -> Any:
+    def module(self, node: torch.fx.Node, mod: Any, args: List[Any], where: str) -> Any:
         first = node.target not in self.names
-        name = self.unique(node.target if first else node.name, node.name)
+        name = self.unique(_target(node) if first else node.name, node.name)
         x = args[0] if args else None
         if _own_forward(mod, nn.Linear):
             return self.linear(name, _tensor(x), mod.weight, mod.bias)
@@ -318,7 +323,7 @@ class _Importer:
         return self.add("linear", name, [x], (out_features,), out_features=int(out_features),
                         weight_offset=self.offset(weight), bias_offset=self.offset(bias))
 
-    def conv(self, name: str, x: _Value, mod: nn.Module) -> _Value:
+    def conv(self, name: str, x: _Value, mod: Any) -> _Value:
         n = 1 if isinstance(mod, nn.Conv1d) else 2
         if mod.padding_mode != "zeros":
             raise _Problem(f"padding_mode '{mod.padding_mode}' (only zero padding is supported)")
@@ -380,7 +385,7 @@ class _Importer:
         out = [int(x.shape[1 + i]) if s is None else int(s) for i, s in enumerate(sizes)]
         return self.add("adaptive_avg_pool", name, [x], (x.shape[0], *out), output_size=out)
 
-    def batch_norm(self, name: str, x: _Value, mod: nn.Module) -> _Value:
+    def batch_norm(self, name: str, x: _Value, mod: Any) -> _Value:
         ndim = 2 if isinstance(mod, nn.BatchNorm1d) else 3
         if not (len(x.shape) == ndim or (ndim == 2 and len(x.shape) == 1)):
             raise _Problem(f"the traced input has shape {x.shape}")
@@ -498,7 +503,7 @@ class _Importer:
         raise _Problem("not supported")
 
     def method(self, node: torch.fx.Node, args: List[Any], val) -> Any:
-        m = node.target
+        m = _target(node)
         name = self.unique(node.name, node.name)
         x = _tensor(args[0])
         if m in ("relu", "relu_"):
@@ -577,7 +582,7 @@ def _type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
         return "not supported"
     if node.op != "call_module":
         return None
-    mod = model.get_submodule(node.target)
+    mod = model.get_submodule(_target(node))
     if type(mod) is nn.Dropout and mod.training and mod.p > 0:
         return "in training mode it is random: call model.eval() first"
     if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
@@ -593,14 +598,15 @@ def _type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
 def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
     """Whether the operation is of a supported type (its arguments aside)."""
     if node.op == "call_module":
-        mod = model.get_submodule(node.target)
+        mod = model.get_submodule(_target(node))
         return any(type(mod) is c or _own_forward(mod, c) for c in _SUPPORTED_MODULES)
     if node.op == "call_function":
         t = node.target
-        return any(t in group for group in (
+        groups: Tuple[Any, ...] = (
             _RELU_FUNCTIONS, _LEAKY_FUNCTIONS, _ADD_FUNCTIONS, _SUB_FUNCTIONS, _CAT_FUNCTIONS,
             _FLATTEN_FUNCTIONS, _LINEAR_FUNCTIONS, _MAX_POOL_FUNCTIONS, _AVG_POOL_FUNCTIONS,
-            _ADAPTIVE_FUNCTIONS)) or t in (getattr, operator.getitem)
+            _ADAPTIVE_FUNCTIONS)
+        return any(t in group for group in groups) or t in (getattr, operator.getitem)
     if node.op == "call_method":
         return node.target in _SUPPORTED_METHODS
     return True

@@ -27,7 +27,7 @@ py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(
   using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
   Array a;
   try {
-    a = Array::ensure(v);
+    a = Array::ensure(array_of(v, "v"));
   } catch (const py::error_already_set&) {
     a = Array();
   }
@@ -85,23 +85,27 @@ Complexity: O(m + d). The GIL is released.)doc");
 
   m.def(
       "kernel_trace",
-      [](const Network& net, const py::object& theta) {
-        return scaled_to_python(with_theta(
-            net, theta, [&](std::span<const double> t) { return kernel_trace(net, t); }));
+      [](const Network& net, const py::object& theta, bool scaled) {
+        return scaled_result(
+            with_theta(net, theta, [&](std::span<const double> t) { return kernel_trace(net, t); }),
+            scaled);
       },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(),
-      "trace(K) = sum_k K[k, k]: a float, or a ScaledReal (use .log10) beyond double's range. "
-      "Complexity: O(m + d).");
+      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::kw_only(),
+      py::arg("scaled") = false,
+      "trace(K) = sum_k K[k, k]: a float (inf beyond double's range), or with scaled=True a "
+      "ScaledReal, exact far beyond it (.log10, .mantissa, .exponent). Complexity: O(m + d).");
   m.def(
       "kernel_trace",
-      [](const BoundLayerNetwork& net, const py::object& theta, int threads) {
+      [](const BoundLayerNetwork& net, const py::object& theta, bool scaled, int threads) {
         const EngineOptions o = engine_options(threads, 0);
-        return scaled_to_python(with_layer_theta(net, theta, [&](std::span<const double> t) {
-          return kernel_trace(net.graph(), t, o);
-        }));
+        return scaled_result(with_layer_theta(net, theta,
+                                              [&](std::span<const double> t) {
+                                                return kernel_trace(net.graph(), t, o);
+                                              }),
+                             scaled);
       },
-      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
-      "trace(K) of a LayerNetwork without unrolling (as kernel_diagonal).");
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("scaled") = false,
+      py::arg("threads") = 0, "trace(K) of a LayerNetwork without unrolling (as kernel_diagonal).");
 
   m.def(
       "kernel_matvec",

@@ -1,6 +1,7 @@
 // norms.hpp: path-norms and their gradient by dynamic programming, on a Network or
 // (layer_dp.hpp) on a LayerNetwork's layer graph without unrolling. A value that fits in a double
-// is a Python float; beyond (a norm of 10^400), a ScaledReal that knows its log10.
+// is a Python float, the nearest double (inf beyond 1.8e308, 0 below 4.9e-324), with its exact
+// log10 beside it; the ScaledReal itself is there too.
 
 #include <fmt/format.h>
 
@@ -12,19 +13,11 @@
 
 namespace pathlift::python {
 
-py::object scaled_to_python(const ScaledReal& x) {
-  if (x.fits_double()) {
-    return py::float_(x.value());
+py::object scaled_result(const ScaledReal& x, bool scaled) {
+  if (scaled) {
+    return py::cast(x);
   }
-  return py::cast(x);
-}
-
-py::list scaled_list(const std::vector<ScaledReal>& xs) {
-  py::list out;
-  for (const ScaledReal& x : xs) {
-    out.append(scaled_to_python(x));
-  }
-  return out;
+  return py::float_(x.value());
 }
 
 namespace {
@@ -40,6 +33,14 @@ py::list log10_list(const std::vector<ScaledReal>& xs) {
   py::list out;
   for (const ScaledReal& x : xs) {
     out.append(x.log10());
+  }
+  return out;
+}
+
+py::list float_list(const std::vector<ScaledReal>& xs) {
+  py::list out;
+  for (const ScaledReal& x : xs) {
+    out.append(x.value());
   }
   return out;
 }
@@ -83,27 +84,31 @@ float(x) is +-inf beyond double's range (0 below it).
 
   py::class_<PathNorm>(m, "PathNorm", R"doc(
 The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) and its parts (path_norm).
-Each value is a float when it fits in a double, else a ScaledReal (use .log10); the log10_*
-members are floats in every case.
+Every value is a float: the nearest double, inf beyond double's range (1.8e308) and 0 below it
+(4.9e-324); its log10 beside it (log10, log10_sum, log10_per_output, log10_per_input) is right in
+every case, and `scaled` is the norm as a ScaledReal (mantissa and binary exponent).
 )doc")
       .def_readonly("s", &PathNorm::s, "The exponent s (0: the path count).")
       .def_property_readonly(
-          "norm", [](const PathNorm& n) { return scaled_to_python(n.norm); },
-          "||Phi||_s = sum^(1/s) (for s = 0: P): a float, or a ScaledReal beyond double's range.")
+          "norm", [](const PathNorm& n) { return n.norm.value(); },
+          "||Phi||_s = sum^(1/s) (for s = 0: P), a float (inf beyond double's range: see log10).")
       .def_property_readonly(
-          "value", [](const PathNorm& n) { return scaled_to_python(n.norm); }, "The same as norm.")
+          "value", [](const PathNorm& n) { return n.norm.value(); }, "The same as norm.")
+      .def_property_readonly(
+          "scaled", [](const PathNorm& n) { return n.norm; },
+          "The norm as a ScaledReal, exact far beyond double's range.")
       .def_property_readonly(
           "log10", [](const PathNorm& n) { return n.norm.log10(); },
           "log10 of the norm, right far beyond double's range (-inf for a zero norm).")
       .def_property_readonly(
-          "sum", [](const PathNorm& n) { return scaled_to_python(n.sum); },
-          "sum_p |Phi_p|^s (for s = 0: P): a float or a ScaledReal.")
+          "sum", [](const PathNorm& n) { return n.sum.value(); },
+          "sum_p |Phi_p|^s (for s = 0: P), a float (see log10_sum).")
       .def_property_readonly(
           "log10_sum", [](const PathNorm& n) { return n.sum.log10(); }, "log10 of sum.")
       .def_property_readonly(
-          "per_output", [](const PathNorm& n) { return scaled_list(n.per_output); },
+          "per_output", [](const PathNorm& n) { return float_list(n.per_output); },
           "The norm of Phi restricted to the paths ending at each output, in output order "
-          "(net.outputs): floats or ScaledReals.")
+          "(net.outputs): floats (see log10_per_output).")
       .def_property_readonly(
           "log10_per_output", [](const PathNorm& n) { return log10_list(n.per_output); },
           "log10 of each per_output entry.")
@@ -113,7 +118,7 @@ members are floats in every case.
             if (n.per_input.empty()) {
               return py::none();
             }
-            return scaled_list(n.per_input);
+            return float_list(n.per_input);
           },
           "The norm of Phi restricted to the paths starting at each input (bias included), in "
           "input order (net.inputs); None unless path_norm(..., per_input=True).")
@@ -145,7 +150,7 @@ members are floats in every case.
 over the DAG (docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with
 inputs and bias counting 1), without enumerating a path: networks with 10^100 paths are fine.
 s = 0 gives the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308
-comes back as a ScaledReal with the right .log10. Returns a PathNorm (norm, log10, sum,
+has norm = inf and the right .log10 (and .scaled). Returns a PathNorm (norm, log10, sum,
 per_output, per_input).
 
 theta: d finite numbers; None uses the network's stored weights. s: >= 0 and finite.

@@ -1,6 +1,6 @@
 #pragma once
-// Numbers beyond double's range for Python: a float when it fits, else a pathlift.ScaledReal
-// known by its log10 (path-norms, the trace of the path kernel).
+// Numbers beyond double's range for Python: a float by default, a pathlift.ScaledReal (known by
+// its log10) when asked for (the trace of the path kernel).
 
 #include <vector>
 
@@ -9,10 +9,8 @@
 
 namespace pathlift::python {
 
-/// A Python float when x fits in a double (zero included), else the ScaledReal object.
-py::object scaled_to_python(const ScaledReal& x);
-
-/// scaled_to_python of each entry, as a list.
-py::list scaled_list(const std::vector<ScaledReal>& xs);
+/// A value beyond double's range, for a function with a `scaled` keyword: the ScaledReal when
+/// `scaled`, else the nearest float (inf beyond 1.8e308, 0 below 4.9e-324).
+py::object scaled_result(const ScaledReal& x, bool scaled);
 
 }  // namespace pathlift::python

@@ -99,25 +99,32 @@ def test_norm_beyond_double_range(pl):
     expected_log10 = math.log10(r * q) + L * math.log10(w) + (L + 1) * math.log10(c)
     assert expected_log10 > 400
     n = pl.path_norm(net, theta, 1)
-    assert isinstance(n.norm, pl.ScaledReal) and not n.norm.fits_double
+    # norm is always a float (inf beyond double's range), its log10 beside it, exact
+    assert isinstance(n.norm, float) and n.norm == math.inf
     assert n.log10 == pytest.approx(expected_log10, rel=1e-12)
-    assert n.norm.log10 == n.log10 and float(n.norm) == math.inf
-    assert "10^" in str(n.norm)
+    assert isinstance(n.scaled, pl.ScaledReal) and not n.scaled.fits_double
+    assert n.scaled.log10 == n.log10 and float(n.scaled) == math.inf
+    assert "10^" in str(n.scaled) and "10^" in repr(n)
     two = pl.path_norm(net, theta, 2)  # (sum c^(2(L+1)))^(1/2)
     assert two.log10 == pytest.approx(0.5 * (math.log10(r * q) + L * math.log10(w))
                                       + (L + 1) * math.log10(c), rel=1e-12)
-    assert isinstance(two.sum, pl.ScaledReal)
+    assert isinstance(two.sum, float) and two.sum == math.inf
     assert two.log10_sum == pytest.approx(2 * two.log10, rel=1e-12)
-    assert all(isinstance(x, pl.ScaledReal) for x in n.per_output)
+    assert all(isinstance(x, float) and x == math.inf for x in n.per_output)
     np.testing.assert_allclose(n.log10_per_output, [expected_log10 - math.log10(q)] * q,
                                rtol=1e-12)
     # the count itself is beyond 64 bits but a double
     count = pl.path_norm(net, theta, 0)
     assert count.norm == pytest.approx(r * q * w ** L, rel=1e-12)
-    tr = pl.kernel_trace(net, theta)
+    assert pl.kernel_trace(net, theta) == math.inf  # a float by default
+    tr = pl.kernel_trace(net, theta, scaled=True)
     assert isinstance(tr, pl.ScaledReal) and tr.log10 > 300
-    # small values are plain floats, and ScaledReal is a number
-    assert isinstance(pl.path_norm(pl.fig1(), np.ones(7), 1).norm, float)
+    # within range: the float is the value, scaled=True the same number as a ScaledReal
+    small = pl.kernel_trace(pl.fig1(), np.full(7, 2.0))
+    assert isinstance(small, float)
+    assert float(pl.kernel_trace(pl.fig1(), np.full(7, 2.0), scaled=True)) == small
+    assert pl.path_norm(pl.fig1(), np.ones(7), 1).scaled.value == pl.path_norm(
+        pl.fig1(), np.ones(7), 1).norm
     x = pl.ScaledReal(1.5, 2000)
     assert x.log10 == pytest.approx(math.log10(1.5) + 2000 * math.log10(2))
     assert x.exponent + math.log2(abs(x.mantissa)) == pytest.approx(2000 + math.log2(1.5))
