@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common.hpp"
+#include "npz.hpp"
 #include "pathlift/error.hpp"
 
 namespace pathlift::cli {
@@ -33,10 +35,11 @@ std::string extension(const std::string& path) {
 }
 
 /// Writes through a temporary file renamed into place on success (nothing half-written), or
-/// to stdout for "-".
+/// to stdout for "-", with a progress bar ("writing PATH") on a terminal.
 class OutputFile {
  public:
-  explicit OutputFile(std::string path) : m_path(std::move(path)) {
+  explicit OutputFile(std::string path)
+      : m_path(std::move(path)), m_bar(fmt::format("writing {}", m_path)) {
     if (m_path == "-") {
       m_file = stdout;
       return;
@@ -61,14 +64,28 @@ class OutputFile {
     }
   }
   void write(const fmt::memory_buffer& buf) { write(buf.data(), buf.size()); }
-  /// Flushes `buf` to the file when it has grown large.
-  void flush_if_large(fmt::memory_buffer& buf) {
+  /// Writes `bytes` in large pieces, moving the progress bar after each.
+  void write_large(const void* data, std::size_t bytes) {
+    constexpr std::size_t piece = std::size_t{16} << 20;
+    const auto* p = static_cast<const char*>(data);
+    for (std::size_t at = 0; at < bytes; at += piece) {
+      const std::size_t n = std::min(piece, bytes - at);
+      write(p + at, n);
+      progress(static_cast<double>(at + n) / static_cast<double>(bytes));
+    }
+  }
+  /// Flushes `buf` to the file when it has grown large, and moves the progress bar to
+  /// `fraction`.
+  void flush_if_large(fmt::memory_buffer& buf, double fraction) {
     if (buf.size() > (std::size_t{1} << 20)) {
       write(buf);
       buf.clear();
+      progress(fraction);
     }
   }
+  void progress(double fraction) { m_bar(std::min(fraction, 0.999)); }
   void commit() {
+    m_bar(1.0);
     if (m_file == stdout) {
       std::fflush(stdout);
       return;
@@ -87,6 +104,7 @@ class OutputFile {
 
  private:
   std::string m_path;
+  ProgressBar m_bar;
   std::string m_tmp;
   std::FILE* m_file = nullptr;
 };
@@ -103,44 +121,14 @@ void append_number(fmt::memory_buffer& buf, T x) {
 }
 
 template <class T>
-const char* npy_descr() {
-  if constexpr (std::is_same_v<T, double>) {
-    return "<f8";
-  } else if constexpr (std::is_same_v<T, float>) {
-    return "<f4";
-  } else if constexpr (std::is_same_v<T, std::int64_t>) {
-    return "<i8";
-  } else {
-    return "<i4";
-  }
-}
-
-template <class T>
 void write_npy(OutputFile& out, const T* data, const std::vector<Index>& shape) {
-  std::string shape_text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    shape_text +=
-        fmt::format("{}{}", shape[i], shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
-  }
-  shape_text += ")";
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                   npy_descr<T>(), shape_text);
-  // magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
-  const std::size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
-  const char magic[] = "\x93NUMPY\x01\x00";
-  out.write(magic, 8);
-  const auto len = static_cast<std::uint16_t>(header.size());
-  const unsigned char len_bytes[2] = {static_cast<unsigned char>(len & 0xff),
-                                      static_cast<unsigned char>(len >> 8)};
-  out.write(len_bytes, 2);
+  const std::string header = npy_header(npy_descr<T>(), shape);
   out.write(header.data(), header.size());
-  Index n = 1;
+  std::size_t n = 1;
   for (Index s : shape) {
-    n *= s;
+    n *= static_cast<std::size_t>(s);
   }
-  out.write(data, static_cast<std::size_t>(n) * sizeof(T));
+  out.write_large(data, n * sizeof(T));
 }
 
 }  // namespace
@@ -151,6 +139,7 @@ FileFormat format_of(const std::string& path) {
   }
   constexpr std::pair<std::string_view, FileFormat> formats[] = {{"mtx", FileFormat::mtx},
                                                                  {"npy", FileFormat::npy},
+                                                                 {"npz", FileFormat::npz},
                                                                  {"txt", FileFormat::txt},
                                                                  {"csv", FileFormat::csv}};
   const std::string ext = extension(path);
@@ -160,13 +149,30 @@ FileFormat format_of(const std::string& path) {
     }
   }
   throw FormatError(fmt::format(
-      "'{}': unknown output format '.{}' (use .mtx, .npy, .txt or .csv, or - for stdout)", path,
-      ext));
+      "'{}': unknown output format '.{}' (use .mtx, .npy, .npz, .txt or .csv, or - for stdout)",
+      path, ext));
+}
+
+FileFormat output_format(const std::string& path, Content content, std::string_view hint) {
+  const FileFormat f = format_of(path);
+  if (f == FileFormat::npy && content == Content::sparse) {
+    throw FormatError(fmt::format(
+        "'{}': .npy holds a dense array; write a sparse matrix as .npz (scipy.sparse.load_npz), "
+        ".mtx, .txt or .csv{}",
+        path, hint));
+  }
+  if (f == FileFormat::npz && content != Content::sparse) {
+    throw FormatError(fmt::format(
+        "'{}': .npz holds a sparse matrix (scipy.sparse.load_npz); write a {} as .npy, .mtx, "
+        ".txt or .csv{}",
+        path, content == Content::vector ? "vector" : "dense matrix", hint));
+  }
+  return f;
 }
 
 template <class T>
 void write_vector(const std::string& path, std::span<const T> values) {
-  const FileFormat f = format_of(path);
+  const FileFormat f = output_format(path, Content::vector);
   OutputFile out(path);
   if (f == FileFormat::npy) {
     write_npy(out, values.data(), {static_cast<Index>(values.size())});
@@ -176,10 +182,10 @@ void write_vector(const std::string& path, std::span<const T> values) {
       fmt::format_to(std::back_inserter(buf), "%%MatrixMarket matrix array real general\n{} 1\n",
                      values.size());
     }
-    for (const T x : values) {
-      append_number(buf, x);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      append_number(buf, values[i]);
       buf.push_back('\n');
-      out.flush_if_large(buf);
+      out.flush_if_large(buf, static_cast<double>(i) / static_cast<double>(values.size()));
     }
     out.write(buf);
   }
@@ -188,15 +194,20 @@ void write_vector(const std::string& path, std::span<const T> values) {
 
 namespace {
 
-/// Writes CSR entries; `value(k)` gives entry k's value, or null for a pattern.
+/// Writes CSR entries; `value(k)` gives entry k's value (unused for a pattern); `values` are
+/// the entries as .npz data.
 template <class T, class Value>
-void write_sparse(const std::string& path, const CsrPattern& p, bool pattern, Value value) {
-  const FileFormat f = format_of(path);
-  if (f == FileFormat::npy) {
-    throw FormatError(fmt::format(
-        "'{}': .npy holds dense arrays; use --dense for a dense matrix, or .mtx/.txt/.csv", path));
-  }
+void write_sparse(const std::string& path, const CsrPattern& p, bool pattern, Value value,
+                  ArrayBytes values) {
+  const FileFormat f = output_format(path, Content::sparse);
   OutputFile out(path);
+  if (f == FileFormat::npz) {
+    const std::vector<NpzMember> members = csr_npz_members(p, std::move(values));
+    write_npz([&](const void* data, std::size_t bytes) { out.write(data, bytes); }, members,
+              [&](double fraction) { out.progress(fraction); });
+    out.commit();
+    return;
+  }
   fmt::memory_buffer buf;
   const char sep = f == FileFormat::csv ? ',' : ' ';
   const Index base = f == FileFormat::mtx ? 1 : 0;
@@ -221,7 +232,7 @@ void write_sparse(const std::string& path, const CsrPattern& p, bool pattern, Va
       }
       buf.push_back('\n');
     }
-    out.flush_if_large(buf);
+    out.flush_if_large(buf, static_cast<double>(r) / static_cast<double>(p.rows));
   }
   out.write(buf);
   out.commit();
@@ -231,17 +242,21 @@ void write_sparse(const std::string& path, const CsrPattern& p, bool pattern, Va
 
 template <class T>
 void write_csr(const std::string& path, const CsrMatrix<T>& m) {
-  write_sparse<T>(path, m.pattern, false,
-                  [&](Index k) { return m.values[static_cast<std::size_t>(k)]; });
+  write_sparse<T>(
+      path, m.pattern, false, [&](Index k) { return m.values[static_cast<std::size_t>(k)]; },
+      array_bytes(std::span<const T>(m.values.data(), m.values.size())));
 }
 
 void write_pattern(const std::string& path, const CsrPattern& b) {
-  write_sparse<double>(path, b, true, [](Index) { return 1.0; });
+  // As pathlift.skeleton gives B in Python: float64 ones.
+  write_sparse<double>(
+      path, b, true, [](Index) { return 1.0; },
+      constant_bytes(static_cast<std::size_t>(b.nnz()), 1.0));
 }
 
 template <class T>
 void write_dense(const std::string& path, const T* data, Index rows, Index cols) {
-  const FileFormat f = format_of(path);
+  const FileFormat f = output_format(path, Content::dense);
   OutputFile out(path);
   if (f == FileFormat::npy) {
     write_npy(out, data, {rows, cols});
@@ -257,7 +272,7 @@ void write_dense(const std::string& path, const T* data, Index rows, Index cols)
           append_number(buf, data[r * cols + c]);
           buf.push_back('\n');
         }
-        out.flush_if_large(buf);
+        out.flush_if_large(buf, static_cast<double>(c) / static_cast<double>(cols));
       }
     } else {
       for (Index r = 0; r < rows; ++r) {
@@ -268,7 +283,7 @@ void write_dense(const std::string& path, const T* data, Index rows, Index cols)
           append_number(buf, data[r * cols + c]);
         }
         buf.push_back('\n');
-        out.flush_if_large(buf);
+        out.flush_if_large(buf, static_cast<double>(r) / static_cast<double>(rows));
       }
     }
     out.write(buf);

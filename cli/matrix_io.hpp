@@ -1,38 +1,55 @@
 #pragma once
 // Reading and writing vectors and matrices for the CLI: Matrix Market (.mtx, coordinate,
-// readable by scipy.io.mmread), NumPy (.npy, little-endian float64/float32/int64), text
-// (.txt: whitespace separated; .csv: comma separated). Numbers are written with 17
-// significant digits (9 for float32) so they read back identically. Files are written to a
-// temporary name and renamed, so a refused or failed write leaves nothing half-written.
-// "-" as a path means stdout (text formats only).
+// readable by scipy.io.mmread), NumPy (.npy, little-endian float64/float32/int64; .npz, a
+// sparse matrix as scipy.sparse.save_npz writes it, see npz.hpp), text (.txt: whitespace
+// separated; .csv: comma separated). Numbers are written with 17 significant digits (9 for
+// float32) so they read back identically; .npy and .npz hold the bits themselves. Files are
+// written to a temporary name and renamed, so a refused or failed write leaves nothing
+// half-written. "-" as a path means stdout (text formats only). A write shows a progress bar
+// on a terminal when it takes over a second.
 
 #include <Eigen/Core>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pathlift/sparse.hpp"
 
 namespace pathlift::cli {
 
-enum class FileFormat { mtx, npy, txt, csv };
+enum class FileFormat { mtx, npy, npz, txt, csv };
 
 /// The format from the file's extension ("-" is txt). Throws FormatError for another one.
 FileFormat format_of(const std::string& path);
 
+/// What a file holds.
+enum class Content { vector, sparse, dense };
+
+/// The format of `path` for writing `content`: format_of(path), refused with a FormatError
+/// naming the file and the formats that hold it when it cannot: .npz holds only a sparse
+/// matrix, .npy only a vector or a dense matrix. The writers below check it; a command calls it
+/// before computing, so that a wrong name is refused at once; `hint` ends the message (a
+/// command's way out, e.g. its flag).
+FileFormat output_format(const std::string& path, Content content, std::string_view hint = {});
+
 /// A vector (Phi, theta, a diagonal): .npy (1-D), .txt/.csv (one number a line), .mtx (array).
+/// .npz is refused.
 template <class T>
 void write_vector(const std::string& path, std::span<const T> values);
 
-/// A sparse matrix: .mtx (coordinate real general, 1-based), .txt/.csv ("row col value" lines,
-/// 0-based). .npy is refused here (dense output goes through write_dense).
+/// A sparse matrix: .npz (scipy.sparse.load_npz gives a csr_matrix of T; int32 indices when
+/// nnz, rows and columns fit, else int64), .mtx (coordinate real general, 1-based), .txt/.csv
+/// ("row col value" lines, 0-based). .npy is refused (dense output goes through write_dense).
 template <class T>
 void write_csr(const std::string& path, const CsrMatrix<T>& m);
 
-/// A pattern (B): .mtx (coordinate pattern... written as "real" ones for scipy), .txt/.csv.
+/// A pattern (B): .npz (float64 ones, as pathlift.skeleton gives it in Python), .mtx
+/// (coordinate pattern), .txt/.csv ("row col 1" lines).
 void write_pattern(const std::string& path, const CsrPattern& b);
 
 /// A dense row-major matrix: .npy (2-D), .txt/.csv (one row a line), .mtx (array format).
+/// .npz is refused.
 template <class T>
 void write_dense(const std::string& path, const T* data, Index rows, Index cols);
 

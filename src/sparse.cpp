@@ -7,6 +7,11 @@
 
 namespace pathlift {
 
+bool fits_int32_indices(const CsrPattern& pattern) {
+  constexpr auto int32_max = static_cast<Index>(std::numeric_limits<std::int32_t>::max());
+  return pattern.nnz() <= int32_max && pattern.rows <= int32_max && pattern.cols <= int32_max;
+}
+
 std::size_t dense_bytes(Index rows, Index cols, std::size_t scalar_size) {
   const double bytes =
       static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(scalar_size);

@@ -44,6 +44,10 @@ struct CsrMatrix {
   [[nodiscard]] Index nnz() const { return pattern.nnz(); }
 };
 
+/// Whether the indices of a CSR pattern fit int32, as scipy chooses for a csr_matrix: nnz, rows
+/// and columns all at most 2^31 - 1 (else they are int64).
+bool fits_int32_indices(const CsrPattern& pattern);
+
 /// Bytes a dense rows x cols matrix of T needs (saturating at SIZE_MAX).
 std::size_t dense_bytes(Index rows, Index cols, std::size_t scalar_size);
 
