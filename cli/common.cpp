@@ -18,8 +18,41 @@
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/rank.hpp"
+#include "pathlift/version.hpp"
 
 namespace pathlift::cli {
+
+nlohmann::ordered_json json_header(std::string_view command, int layout_version,
+                                   const std::string& network,
+                                   const std::optional<std::string>& theta) {
+  nlohmann::ordered_json j;
+  j["format"] = fmt::format("pathlift-{}", command);
+  j["version"] = layout_version;
+  j["pathlift_version"] = version_string;
+  j["network"] = network;
+  j["theta"] = theta ? nlohmann::ordered_json(*theta) : nlohmann::ordered_json(nullptr);
+  return j;
+}
+
+void print_json(nlohmann::ordered_json header, const std::string& body) {
+  header.update(nlohmann::ordered_json::parse(body));
+  print_json(header);
+}
+
+void print_json(const nlohmann::ordered_json& j) {
+  fmt::print("{}\n", j.dump(2));
+}
+
+std::FILE* text_stream(const std::string& output) {
+  return output.empty() ? stdout : stderr;
+}
+
+void require_one_stdout_result(bool json, const std::string& output) {
+  if (json && output == "-") {
+    throw std::invalid_argument(
+        "--json and -o - would both write to stdout: write the data to a file, or drop --json");
+  }
+}
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   auto* group = cmd.add_option_group("network", "Choose the network (default: --example fig1)");
@@ -182,10 +215,14 @@ const Network& LoadedModel::network(std::size_t max_memory) const {
     return std::get<Network>(model);
   }
   // The cache of `g` (held by this model) keeps the DAG alive.
-  return *with_unroll_hint([&] { return g->network(max_memory); });
+  return *with_unroll_hint([&] {
+    return with_progress("unrolling the layer graph", [&] { return g->network(max_memory); });
+  });
 }
 
-LoadedModel load_model(const NetworkOptions& opts) {
+namespace {
+
+LoadedModel read_model(const NetworkOptions& opts) {
   if (opts.no_bias && opts.ff.empty()) {
     throw std::invalid_argument("--no-bias goes with --ff");
   }
@@ -216,6 +253,12 @@ LoadedModel load_model(const NetworkOptions& opts) {
   return {builtin_network(name), name};
 }
 
+}  // namespace
+
+LoadedModel load_model(const NetworkOptions& opts) {
+  return with_progress("loading the network", [&] { return read_model(opts); });
+}
+
 namespace {
 
 LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memory) {
@@ -226,7 +269,11 @@ LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memor
   // Unrolled into the result rather than the model's cache: a command that needs the DAG
   // holds one copy of it.
   const LayerGraph& graph = std::get<LayerNetwork>(m.model).graph();
-  return {with_unroll_hint([&] { return unroll(graph, max_memory); }), std::move(m.description)};
+  return {with_unroll_hint([&] {
+            return with_progress("unrolling the layer graph",
+                                 [&] { return unroll(graph, max_memory); });
+          }),
+          std::move(m.description)};
 }
 
 }  // namespace
@@ -251,11 +298,40 @@ void add_theta_options(CLI::App& cmd, ComputeOptions& opts) {
 
 void add_engine_options(CLI::App& cmd, ComputeOptions& opts) {
   cmd.add_option("--threads", opts.threads, "Threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   cmd.add_option("--max-memory", opts.max_memory,
                  "Refuse work needing more memory than this (e.g. 8G, 512M; default: half of "
                  "physical RAM)");
 }
+
+namespace {
+
+/// The number text starts with (std::stod) and the characters it takes; {0, 0} when none.
+std::pair<double, std::size_t> leading_number(const std::string& text) {
+  std::size_t used = 0;
+  try {
+    const double value = std::stod(text, &used);
+    return {value, used};
+  } catch (const std::exception&) {
+    return {0.0, 0};
+  }
+}
+
+CLI::Validator number_check(bool strict) {
+  const char* want = strict ? "a number > 0" : "a number >= 0";
+  return {[strict, want](const std::string& text) -> std::string {
+            const auto [value, used] = leading_number(text);
+            const bool ok =
+                used == text.size() && std::isfinite(value) && (strict ? value > 0 : value >= 0);
+            return ok ? std::string() : fmt::format("'{}' is not {}", text, want);
+          },
+          strict ? "POSITIVE" : "NONNEGATIVE"};
+}
+
+}  // namespace
+
+const CLI::Validator non_negative_number = number_check(false);
+const CLI::Validator positive_number = number_check(true);
 
 void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description) {
   cmd.add_option("--prime", prime, description)->check([](const std::string& text) -> std::string {
@@ -345,13 +421,7 @@ std::size_t parse_memory_size(const std::string& text) {
   if (text.empty()) {
     return 0;
   }
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const auto [value, used] = leading_number(text);
   std::string unit = text.substr(used);
   for (char& c : unit) {
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

@@ -6,9 +6,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -19,6 +23,42 @@
 #include "pathlift/paths.hpp"
 
 namespace pathlift::cli {
+
+/// The exit status of `pathlift` (docs/cli.md#exit-codes).
+enum ExitCode : int {
+  exit_ok = 0,            ///< done
+  exit_check_failed = 1,  ///< a check or theorem failed (CheckFailed)
+  exit_bad_input = 2,     ///< bad usage or bad input: parse error, unreadable file, work refused
+  exit_internal = 3,      ///< any other exception: a bug or out of memory
+};
+
+/// Thrown by a command after it printed its result, when a check or theorem it verified
+/// failed: exit 1, with "error: <what>" on stderr.
+class CheckFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The header every `--json` output starts with (docs/cli.md#json): "format":
+/// "pathlift-<command>", "version": `layout_version` (of that command's keys, bumped when one
+/// changes meaning), "pathlift_version", "network" (the description of the model) and "theta"
+/// (where theta came from; null for a command that takes no theta).
+nlohmann::ordered_json json_header(std::string_view command, int layout_version,
+                                   const std::string& network,
+                                   const std::optional<std::string>& theta);
+
+/// A `--json` result on stdout: `header` followed by the keys of `body`, a JSON object written
+/// by the library (to_json(...)).
+void print_json(nlohmann::ordered_json header, const std::string& body);
+/// A `--json` result on stdout, indented by 2.
+void print_json(const nlohmann::ordered_json& j);
+
+/// Where a command's human-readable text goes: stdout when it is the result, stderr when the
+/// data goes to -o (a file, or `-`: stdout then holds the data only). docs/cli.md#streams.
+std::FILE* text_stream(const std::string& output);
+
+/// Refuses --json with `-o -` (both would write to stdout).
+void require_one_stdout_result(bool json, const std::string& output);
 
 /// How the network is chosen: --network FILE.json | --ff r,w1,..,q [--no-bias] | --example NAME
 /// | --onnx FILE [--input-shape C,H,W].
@@ -80,6 +120,11 @@ LoadedNetwork load_network(const NetworkOptions& opts, const ComputeOptions& com
 void add_theta_options(CLI::App& cmd, ComputeOptions& opts);
 /// --threads N and --max-memory SIZE.
 void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
+
+/// Option checks whose message names the value: a number >= 0, a number > 0 (CLI11's own
+/// print the range of a double).
+extern const CLI::Validator non_negative_number;
+extern const CLI::Validator positive_number;
 
 /// --prime P, checked to be a prime below 2^63 (the modular ranks of rank and prove).
 void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description);
@@ -149,6 +194,15 @@ class ProgressBar {
   std::thread m_ticker;
   std::atomic<bool> m_ticking{false};
 };
+
+/// f() with a ProgressBar labelled `label` showing the seconds elapsed (work of unknown extent
+/// that reports nothing: reading a file, unrolling, a single DP pass).
+template <class F>
+decltype(auto) with_progress(const std::string& label, F&& f) {
+  ProgressBar bar(label);
+  bar(-1.0);
+  return f();
+}
 
 /// A display for the phases of long library work (PhaseProgress): one ProgressBar per phase,
 /// labelled with the phase's name, on stderr when it is a terminal.

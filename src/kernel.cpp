@@ -34,6 +34,27 @@ using detail::for_each_upper_pair;
 using detail::parallel_for;
 using detail::square_work_threads;
 
+/// Reports work of unknown extent for its lifetime: fraction -1 when built (a display shows
+/// the time elapsed), 1 when destroyed. Nothing when `progress` is empty.
+class ProgressScope {
+ public:
+  explicit ProgressScope(const std::function<void(double)>& progress) : m_progress(progress) {
+    if (m_progress) {
+      m_progress(-1.0);
+    }
+  }
+  ProgressScope(const ProgressScope&) = delete;
+  ProgressScope& operator=(const ProgressScope&) = delete;
+  ~ProgressScope() {
+    if (m_progress) {
+      m_progress(1.0);
+    }
+  }
+
+ private:
+  const std::function<void(double)>& m_progress;
+};
+
 /// A (s = 2) forward sums from the inputs and B (s = 2) backward sums, scaled. During the
 /// backward pass, visit(sums, gm, gk, i0, i1) is called once B(v) = gm 2^gk is final, for the
 /// in-edges in_list[i0, i1) of v.
@@ -303,6 +324,9 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
     std::vector<double> unit(static_cast<std::size_t>(d), 0.0);
     std::vector<double> column(static_cast<std::size_t>(d));
     for (Index j = 0; j < d; ++j) {
+      if (options.progress) {
+        options.progress(static_cast<double>(j) / static_cast<double>(d));
+      }
       unit[static_cast<std::size_t>(j)] = 1;
       op.apply(unit.data(), column.data());
       unit[static_cast<std::size_t>(j)] = 0;
@@ -310,8 +334,13 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
         k(i, j) = column[static_cast<std::size_t>(i)];
       }
     }
+    if (options.progress) {
+      options.progress(1.0);
+    }
     return k;
   }
+  // The rows are computed in parallel tasks: the extent is shown as unknown.
+  const ProgressScope progress(options.progress);
   const DagView g(net);
   const double* th = theta.data();
   const SquareSums sq =
@@ -472,6 +501,7 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
                                         Index count, const EngineOptions& engine) {
   const Index d = net.num_params();
   const DenseMatrix k = kernel(net, theta, engine);
+  const ProgressScope progress(engine.progress);  // the O(d^3) eigensolver reports nothing
   // K is symmetric: its row-major storage read column-major is K itself.
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
       Eigen::Map<const Eigen::MatrixXd>(k.data(), d, d), Eigen::EigenvaluesOnly);
@@ -512,6 +542,8 @@ KernelEigenvalues lanczos_top_eigenvalues(Index d,
   SpectraKernelOp sop(d, apply);
   Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
   KernelEigenvalues r;
+  // The restarts run until convergence: the extent is unknown (a negative fraction).
+  const ProgressScope progress(options.engine.progress);
   try {
     eigs.init();
     eigs.compute(Spectra::SortRule::LargestAlge, options.max_iterations, options.tolerance,

@@ -161,7 +161,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--scale", opts->scale,
                 "The sweep beyond the paper: L = 3, w = 8..64, and L = 4, w = 32");
   cmd->add_option("--reps", opts->reps, "Repetitions per measurement (median, min, max)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->add_flag("--float64", opts->float64, "Time float64 (default float32, as the paper)");
   cmd->add_option("--csv,-o", opts->csv, "Also write the results as CSV to this file");
   add_engine_options(*cmd, opts->compute);

@@ -29,7 +29,9 @@ void run_forward(const ForwardOptions& opts) {
   const LoadedTheta theta = load_theta(net, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, description);
   const EngineOptions engine = engine_options(opts.compute, "forward");
-  const ForwardResult fw = forward(net, theta.theta, X, engine);
+  // forward() reports no fraction: the display shows the time elapsed.
+  const ForwardResult fw =
+      with_progress("forward pass", [&] { return forward(net, theta.theta, X, engine); });
   const ActivationPattern pattern = activation_pattern(net, fw);
 
   const RowMajor f = fw.outputs;
@@ -38,14 +40,14 @@ void run_forward(const ForwardOptions& opts) {
     const RowMajor slopes = pattern.slopes;
     write_dense(opts.pattern, slopes.data(), slopes.rows(), slopes.cols());
   }
-  if (opts.output != "-") {
-    fmt::print("f(X): {} x {} ({} samples, outputs in output order) written to {}\n", f.rows(),
-               f.cols(), f.rows(), opts.output);
+  if (opts.output != "-") {  // f(X) is the result: what was written is a status (stderr)
+    fmt::print(stderr, "f(X): {} x {} ({} samples, outputs in output order) written to {}\n",
+               f.rows(), f.cols(), f.rows(), opts.output);
     if (!opts.pattern.empty()) {
-      fmt::print("activation pattern: {} x {} slopes (nodes in node order) written to {}\n",
+      fmt::print(stderr, "activation pattern: {} x {} slopes (nodes in node order) written to {}\n",
                  pattern.slopes.rows(), pattern.slopes.cols(), opts.pattern);
     }
-    fmt::print("margin: {}\n", pattern.margin);
+    fmt::print(stderr, "margin: {}\n", pattern.margin);
   }
   if (pattern.on_kink) {
     std::fflush(stdout);

@@ -107,7 +107,9 @@ void run_info(const InfoOptions& opts) {
   const LoadedModel model = load_model(opts.network);
   const std::string& description = model.description;
   const Summary sum =
-      model.layers() != nullptr ? summarise(model, opts.compute) : summarise(model.network());
+      model.layers() != nullptr
+          ? summarise(model, opts.compute)
+          : with_progress("counting paths", [&] { return summarise(model.network()); });
   const PathCounts& counts = sum.counts;
   const Index d = sum.d;
   const Index h = sum.hidden;
@@ -117,8 +119,7 @@ void run_info(const InfoOptions& opts) {
   const Index num_outputs = sum.outputs;
 
   if (opts.json) {
-    nlohmann::ordered_json j;
-    j["network"] = description;
+    nlohmann::ordered_json j = json_header("info", 1, description, std::nullopt);
     if (sum.layers) {
       j["layers"] = *sum.layers;
     }
@@ -145,7 +146,7 @@ void run_info(const InfoOptions& opts) {
       }
     }
     j["length_histogram"] = hist;
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
 
@@ -211,8 +212,9 @@ void add_info_command(CLI::App& app) {
   add_network_options(*cmd, opts->network);
   add_engine_options(*cmd, opts->compute);
   cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys nodes, inputs, hidden, outputs, d, edges, h, P, nnz, "
-                "max_path_length, length_histogram; layers for a layer graph)");
+                "Print one JSON object (keys in docs/cli.md#info: the header, then nodes, inputs, "
+                "hidden, outputs, d, edges, h, P, nnz, max_path_length, length_histogram; layers "
+                "for a layer graph)");
   cmd->callback([opts] { run_info(*opts); });
 }
 

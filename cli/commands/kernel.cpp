@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 #include "../common.hpp"
@@ -55,7 +57,8 @@ std::string trace_text(const ScaledReal& t) {
   return fmt::format("10^{:.10f}", t.log10());
 }
 
-/// The kernel's path-free computations on a DAG or on a layer graph (without unrolling).
+/// The kernel's path-free computations on a DAG or on a layer graph (without unrolling), each
+/// with a progress display.
 class KernelSource {
  public:
   KernelSource(const LoadedModel& model, std::span<const double> theta,
@@ -66,14 +69,14 @@ class KernelSource {
     if (const LayerNetwork* g = m_model.layers()) {
       return kernel_trace(g->graph(), m_theta, engine_options(m_compute, "trace(K)"));
     }
-    return kernel_trace(m_model.network(), m_theta);
+    return with_progress("trace(K)", [&] { return kernel_trace(m_model.network(), m_theta); });
   }
 
   [[nodiscard]] Buffer<double> diagonal() const {
     if (const LayerNetwork* g = m_model.layers()) {
       return kernel_diagonal(g->graph(), m_theta, engine_options(m_compute, "diag(K)"));
     }
-    return kernel_diagonal(m_model.network(), m_theta);
+    return with_progress("diag(K)", [&] { return kernel_diagonal(m_model.network(), m_theta); });
   }
 
   [[nodiscard]] KernelEigenvalues top_eigenvalues(Index count, const EigenOptions& eo) const {
@@ -90,6 +93,10 @@ class KernelSource {
 };
 
 void run_kernel(const KernelOptions& opts) {
+  require_one_stdout_result(opts.json, opts.output);
+  if (opts.trace && !opts.output.empty()) {
+    throw std::invalid_argument("--trace prints one number: -o is for --diag, --full, --top-eig");
+  }
   const LoadedModel model = load_model(opts.network);
   const std::string& description = model.description;
   const LoadedTheta theta = load_theta(model, opts.compute);
@@ -97,10 +104,10 @@ void run_kernel(const KernelOptions& opts) {
   const KernelSource source(model, theta.theta, opts.compute);
   const Index d = model.num_params();
   const auto start = std::chrono::steady_clock::now();
-  Json j;
-  j["network"] = description;
-  j["theta"] = theta.source;
+  Json j = json_header("kernel", 1, description, theta.source);
   j["d"] = d;
+  // The text is the result when no -o is given, else a report on stderr (docs/cli.md#streams).
+  std::FILE* text = text_stream(opts.output);
 
   if (opts.diag || opts.full) {
     if (opts.output.empty()) {
@@ -120,31 +127,29 @@ void run_kernel(const KernelOptions& opts) {
                       "the full path kernel K (its diagonal, K v and its top eigenvalues need "
                       "no d x d matrix)");
       }
-      const DenseMatrix k = kernel(model.network(engine.max_memory), theta.theta, engine);
+      const DenseMatrix k =
+          kernel(model.network(engine.max_memory), theta.theta, engine_options(opts.compute, "K"));
       write_dense(opts.output, k.data(), k.rows(), k.cols());
     }
     const double seconds = seconds_since(start);
-    if (opts.output == "-") {
-      return;  // stdout holds the numbers
-    }
     if (opts.json) {
       j["what"] = opts.diag ? "diagonal" : "full";
       j["output"] = opts.output;
       add_trace(j, trace);
       j["seconds"] = seconds;
-      fmt::print("{}\n", j.dump(2));
+      print_json(j);
       return;
     }
     if (opts.diag) {
-      fmt::print(
-          "diagonal of K ({} entries, K[k,k] = sum over paths through k of the product of "
-          "their other weights squared) written to {}\n",
-          d, opts.output);
+      fmt::print(text,
+                 "diagonal of K ({} entries, K[k,k] = sum over paths through k of the product of "
+                 "their other weights squared) written to {}\n",
+                 d, opts.output);
     } else {
-      fmt::print("K ({} x {}, float64, symmetric) written to {}\n", d, d, opts.output);
+      fmt::print(text, "K ({} x {}, float64, symmetric) written to {}\n", d, d, opts.output);
     }
-    fmt::print("trace(K)  {}\n", trace_text(trace));
-    fmt::print("time      {:.3f} s\n", seconds);
+    fmt::print(text, "trace(K)  {}\n", trace_text(trace));
+    fmt::print(text, "time      {:.3f} s\n", seconds);
     return;
   }
 
@@ -152,7 +157,7 @@ void run_kernel(const KernelOptions& opts) {
     const ScaledReal trace = source.trace();
     if (opts.json) {
       add_trace(j, trace);
-      fmt::print("{}\n", j.dump(2));
+      print_json(j);
     } else {
       fmt::print("trace(K)  {}\n", trace_text(trace));
     }
@@ -163,7 +168,7 @@ void run_kernel(const KernelOptions& opts) {
   eo.method = parse_eigen_method(opts.method);
   eo.tolerance = opts.tolerance;
   eo.max_iterations = opts.max_iterations;
-  eo.engine = engine;
+  eo.engine = engine_options(opts.compute, "top eigenvalues of K");
   const KernelEigenvalues r = source.top_eigenvalues(opts.top_eig, eo);
   const ScaledReal trace = source.trace();
   const double seconds = seconds_since(start);
@@ -175,16 +180,16 @@ void run_kernel(const KernelOptions& opts) {
     j.update(Json::parse(to_json(r, -1)));
     add_trace(j, trace);
     j["seconds"] = seconds;
-    fmt::print("{}\n", j.dump(2));
-  } else if (opts.output != "-") {
-    fmt::print("top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig, d, d,
-               r.dense ? "dense eigensolver" : "Lanczos on matrix-free K v", to_string(r.status),
-               r.dense ? "" : fmt::format(", {} products K v", r.products));
+    print_json(j);
+  } else {
+    fmt::print(text, "top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig,
+               d, d, r.dense ? "dense eigensolver" : "Lanczos on matrix-free K v",
+               to_string(r.status), r.dense ? "" : fmt::format(", {} products K v", r.products));
     for (Index i = 0; i < r.values.size(); ++i) {
-      fmt::print("  {:>4}  {:.12e}\n", i + 1, r.values(i));
+      fmt::print(text, "  {:>4}  {:.12e}\n", i + 1, r.values(i));
     }
-    fmt::print("trace(K)  {}\n", trace_text(trace));
-    fmt::print("time      {:.3f} s\n", seconds);
+    fmt::print(text, "trace(K)  {}\n", trace_text(trace));
+    fmt::print(text, "time      {:.3f} s\n", seconds);
   }
   if (r.status != EigenStatus::converged) {
     std::fflush(stdout);
@@ -214,20 +219,23 @@ void add_kernel_command(CLI::App& app) {
   mode->add_option("--top-eig", opts->top_eig,
                    "The N largest eigenvalues (Lanczos on matrix-free K v; dense for small d, "
                    "which unrolls a layer graph)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
   mode->require_option(1);
   cmd->add_option("-o,--output", opts->output,
                   "Output file: .npy, .txt, .csv, .mtx, or - for stdout (--diag and --full need "
-                  "it; with --top-eig it receives the eigenvalues)");
+                  "it; with --top-eig it receives the eigenvalues; the text report then goes to "
+                  "stderr)");
   cmd->add_option("--method", opts->method,
                   "Eigenvalues: auto (dense for d <= 256 or N > d/2), lanczos, dense")
       ->check(CLI::IsMember({"auto", "lanczos", "dense"}));
   cmd->add_option("--tol", opts->tolerance, "Lanczos relative tolerance (default 1e-10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->add_option("--max-iter", opts->max_iterations, "Lanczos restarts (default 1000)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_flag("--json", opts->json, "Print one JSON object");
+      ->check(positive_number);
+  cmd->add_flag("--json", opts->json,
+                "Print one JSON object (keys in docs/cli.md#kernel: the header, then d and what "
+                "was computed)");
   add_engine_options(*cmd, opts->compute);
   cmd->callback([opts] { run_kernel(*opts); });
 }

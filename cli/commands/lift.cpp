@@ -1,4 +1,4 @@
-// pathlift lift / skeleton / jacobian: Phi, B and dPhi written to a file (.mtx, .npy,
+// pathlift lift / skeleton / jacobian: Phi, B and dPhi written to a file (.npz, .mtx, .npy,
 // .txt/.csv, or - for stdout).
 
 #include <fmt/format.h>
@@ -51,7 +51,7 @@ void run_lift_t(const LiftOptions& opts) {
   const auto [net, description] = load_network(opts.network, opts.compute);
   const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
   const EngineOptions engine = engine_options(opts.compute, "Phi");
-  format_of(opts.output);  // an unknown extension is refused before the work
+  output_format(opts.output, Content::vector);  // a bad extension is refused before the work
   const auto start = std::chrono::steady_clock::now();
   const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(theta), engine);
   const double elapsed = seconds_since(start);
@@ -60,13 +60,16 @@ void run_lift_t(const LiftOptions& opts) {
                  elapsed);
 }
 
+/// The output file's format against --dense, refused before the work with the way out.
+void check_matrix_output(const LiftOptions& opts) {
+  output_format(opts.output, opts.dense ? Content::dense : Content::sparse,
+                opts.dense ? " (or drop --dense)" : " (or add --dense for a dense .npy)");
+}
+
 void run_skeleton(const LiftOptions& opts) {
   const auto [net, description] = load_network(opts.network, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "B");
-  const FileFormat format = format_of(opts.output);
-  if (format == FileFormat::npy && !opts.dense) {
-    throw FormatError(".npy holds dense arrays: add --dense, or write .mtx/.txt/.csv");
-  }
+  check_matrix_output(opts);  // before the work
   if (opts.dense) {
     require_dense(net, engine, sizeof(double));
   }
@@ -88,10 +91,7 @@ void run_jacobian_t(const LiftOptions& opts) {
   const auto [net, description] = load_network(opts.network, opts.compute);
   const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
   const EngineOptions engine = engine_options(opts.compute, "dPhi");
-  const FileFormat format = format_of(opts.output);
-  if (format == FileFormat::npy && !opts.dense) {
-    throw FormatError(".npy holds dense arrays: add --dense, or write .mtx/.txt/.csv");
-  }
+  check_matrix_output(opts);  // before the work
   if (opts.dense) {
     require_dense(net, engine, sizeof(T));
   }
@@ -127,7 +127,8 @@ CLI::App* common(CLI::App& app, const char* name, const char* help,
   }
   add_engine_options(*cmd, opts->compute);
   cmd->add_option("-o,--output", opts->output,
-                  "Output file: .mtx (Matrix Market), .npy, .txt or .csv; - for stdout")
+                  "Output file: .npz (sparse, scipy.sparse.load_npz), .mtx (Matrix Market), .npy "
+                  "(dense), .txt or .csv; - for stdout")
       ->required();
   return cmd;
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
@@ -30,14 +31,14 @@ struct LinearizeOptions {
   std::uint64_t check_seed = 0;
 };
 
-/// After the report: a mismatch is an error (exit 1), another status than ok a warning.
+/// After the report: a mismatch is a failed check (exit 1), another status than ok a warning.
 void exit_by_status(const LinearizationCheck& check) {
   std::fflush(stdout);
   switch (check.status) {
     case LinearizationStatus::ok:
       return;
     case LinearizationStatus::mismatch:
-      throw std::runtime_error(check.message);
+      throw CheckFailed(check.message);
     default:
       fmt::print(stderr, "warning: {}\n", check.message);
   }
@@ -45,56 +46,60 @@ void exit_by_status(const LinearizationCheck& check) {
 
 void run_linearize(const LinearizeOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
-  if (!opts.output.empty() && format_of(opts.output) == FileFormat::npy) {
-    throw FormatError(
-        fmt::format("'{}': L is sparse; write it as .mtx, .txt or .csv", opts.output));
+  require_one_stdout_result(opts.json, opts.output);
+  if (!opts.output.empty()) {
+    output_format(opts.output, Content::sparse);  // refused before the work
   }
   const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, description);
-  const EngineOptions engine = engine_options(opts.compute, "linearize");
-  const Linearization lin = linearize(net, theta.theta, X, engine);
+  const Linearization lin = linearize(net, theta.theta, X, engine_options(opts.compute, "L"));
   if (!opts.output.empty()) {
     write_csr(opts.output, lin.map);
   }
-  const Buffer<double> phi = path_lifting<double>(net, theta.theta, engine);
-  const CsrMatrix<double> dphi = jacobian<double>(net, theta.theta, engine);
+  const Buffer<double> phi =
+      path_lifting<double>(net, theta.theta, engine_options(opts.compute, "Phi"));
+  const CsrMatrix<double> dphi =
+      jacobian<double>(net, theta.theta, engine_options(opts.compute, "dPhi"));
   LinearizationCheckOptions check_options;
   check_options.grad_samples = opts.grad_samples;
   check_options.grad_params = opts.grad_params;
   check_options.seed = opts.check_seed;
-  check_options.engine = engine;
+  check_options.engine = engine_options(opts.compute, "verifying f = L Phi");
   const LinearizationCheck check =
       verify_linearization(net, theta.theta, X, lin, phi, dphi, check_options);
 
   if (opts.json) {
-    fmt::print("{}\n", to_json(check));
+    print_json(json_header("linearize", 1, description, theta.source), to_json(check));
   } else {
+    // The report is the result without -o; with -o it describes the file, on stderr.
+    std::FILE* out = text_stream(opts.output);
     const double entries = static_cast<double>(check.n * check.q) * static_cast<double>(check.P);
-    fmt::print("network      {} (theta: {})\n", description, theta.source);
-    fmt::print("data         {}: n = {} samples x r = {} inputs\n", opts.data, check.n, X.cols());
-    fmt::print("L            (n q) x P = {} x {}, nnz {} ({:.3g}% of the entries)\n",
+    fmt::print(out, "network      {} (theta: {})\n", description, theta.source);
+    fmt::print(out, "data         {}: n = {} samples x r = {} inputs\n", opts.data, check.n,
+               X.cols());
+    fmt::print(out, "L            (n q) x P = {} x {}, nnz {} ({:.3g}% of the entries)\n",
                check.n * check.q, check.P, check.nnz_L,
                entries > 0 ? 100.0 * static_cast<double>(check.nnz_L) / entries : 0.0);
     if (std::isfinite(check.margin)) {
-      fmt::print(
-          "margin       {:.6g} (min |pre-activation| over samples and ReLU nodes: node {}, "
-          "sample {})\n",
-          check.margin, net.node_name(lin.pattern.margin_node), lin.pattern.margin_sample);
+      fmt::print(out,
+                 "margin       {:.6g} (min |pre-activation| over samples and ReLU nodes: node {}, "
+                 "sample {})\n",
+                 check.margin, net.node_name(lin.pattern.margin_node), lin.pattern.margin_sample);
     } else {
-      fmt::print("margin       none (no ReLU node)\n");
+      fmt::print(out, "margin       none (no ReLU node)\n");
     }
-    fmt::print("f = L Phi    max relative error {:.3g} over {} entries\n", check.max_err_f,
+    fmt::print(out, "f = L Phi    max relative error {:.3g} over {} entries\n", check.max_err_f,
                check.n * check.q);
-    fmt::print(
-        "df = L dPhi  max relative error {:.3g} over {} entries (central finite "
-        "differences; {} skipped)\n",
-        check.max_err_grad, check.grad_entries, check.grad_skipped);
-    fmt::print("status       {}\n", to_string(check.status));
+    fmt::print(out,
+               "df = L dPhi  max relative error {:.3g} over {} entries (central finite "
+               "differences; {} skipped)\n",
+               check.max_err_grad, check.grad_entries, check.grad_skipped);
+    fmt::print(out, "status       {}\n", to_string(check.status));
     if (!opts.output.empty()) {
-      fmt::print("written      {}\n", opts.output);
+      fmt::print(out, "written      {}\n", opts.output);
     }
-    fmt::print("time         {:.3f} s\n", seconds_since(start));
+    fmt::print(out, "time         {:.3f} s\n", seconds_since(start));
   }
   exit_by_status(check);
 }
@@ -110,18 +115,19 @@ void add_linearize_command(CLI::App& app) {
   add_data_option(*cmd, opts->data);
   cmd->add_option("-o,--output", opts->output,
                   "Write L (row i q + j = sample i, output j; column p = path p in canonical "
-                  "order): .mtx, .txt or .csv");
+                  "order): .npz, .mtx, .txt or .csv, or - for stdout; the report then goes to "
+                  "stderr");
   cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys n, q, P, nnz_L, margin, max_err_f, max_err_grad, "
-                "status)");
+                "Print one JSON object (keys in docs/cli.md#linearize: the header, then n, q, P, "
+                "nnz_L, margin, max_err_f, max_err_grad, status)");
   cmd->add_option("--grad-samples", opts->grad_samples,
                   "Samples whose gradient rows are checked against finite differences")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   cmd->add_option("--grad-params", opts->grad_params,
                   "Parameters whose gradient columns are checked")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   cmd->add_option("--check-seed", opts->check_seed,
                   "Seed of the samples and parameters the gradient check picks")
       ->capture_default_str();

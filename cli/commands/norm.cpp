@@ -138,12 +138,14 @@ void run_norm(const NormOptions& opts) {
   }
   const NormResults results = model.layers() != nullptr
                                   ? norms_of_layers(model, theta.theta, opts)
-                                  : norms_of_network(model.network(), theta.theta, opts);
+                                  : with_progress("path-norms", [&] {
+                                      return norms_of_network(model.network(), theta.theta, opts);
+                                    });
   const Count& p = results.paths;
   const std::vector<PathNorm>& norms = results.norms;
 
   if (opts.json) {
-    Json j;
+    Json j = json_header("norm", 1, description, theta.source);
     j["P"] = count_json(p);
     Json values = Json::object();
     Json logs = Json::object();
@@ -155,8 +157,6 @@ void run_norm(const NormOptions& opts) {
     j["log10_norms"] = logs;
     j["P_exact"] = p.exact();
     j["log10_P"] = p.log10();
-    j["network"] = description;
-    j["theta"] = theta.source;
     j["d"] = model.num_params();
     if (opts.per_node) {
       // Per node: {"<s>": {"<node name>": log10 of the norm restricted to its paths}}.
@@ -177,7 +177,7 @@ void run_norm(const NormOptions& opts) {
       j["log10_per_output"] = per_output;
       j["log10_per_input"] = per_input;
     }
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
     return;
   }
 
@@ -215,9 +215,10 @@ void add_norm_command(CLI::App& app) {
   cmd->add_flag("--per-node", opts->per_node,
                 "Also the norm of the paths ending at each output and starting at each input (on "
                 "a layer graph, the per-input norms unroll it, within --max-memory)");
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object: {\"P\": ..., \"norms\": {\"1\": x, ...}, \"log10_norms\": "
-                "{...}} (a norm beyond double's range is null in norms)");
+  cmd->add_flag(
+      "--json", opts->json,
+      "Print one JSON object (keys in docs/cli.md#norm: the header, then P, norms {\"1\": "
+      "x, ...}, log10_norms, ...; a norm beyond double's range is null in norms)");
   cmd->callback([opts] { run_norm(*opts); });
 }
 

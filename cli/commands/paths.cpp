@@ -36,6 +36,7 @@ void run_paths(const PathsOptions& opts) {
     }
   }
   fmt::memory_buffer buf;
+  ProgressBar writing("writing the paths");
   bool ok = true;
   for (Index p = 0; p < paths.size() && ok; ++p) {
     const auto path = paths.path(p);
@@ -52,8 +53,10 @@ void run_paths(const PathsOptions& opts) {
     if (buf.size() > (1 << 20)) {
       ok = std::fwrite(buf.data(), 1, buf.size(), out) == buf.size();
       buf.clear();
+      writing(static_cast<double>(p) / static_cast<double>(paths.size()));
     }
   }
+  writing(1.0);
   ok = ok && std::fwrite(buf.data(), 1, buf.size(), out) == buf.size();
   if (out == stdout) {
     std::fflush(stdout);

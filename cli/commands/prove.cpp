@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "../common.hpp"
 #include "../registry.hpp"
@@ -165,8 +166,7 @@ void run_prove(const ProveCommandOptions& opts) {
   po.progress("induction steps", 1.0);  // clears the bar after a proof that stopped early
 
   if (opts.json) {
-    nlohmann::ordered_json j;
-    j["network"] = description;
+    nlohmann::ordered_json j = json_header("prove", 1, description, std::nullopt);
     j["d"] = cert.d;
     j["h"] = cert.h;
     j["expected"] = cert.d - cert.h;
@@ -183,7 +183,7 @@ void run_prove(const ProveCommandOptions& opts) {
     }
     j["findings"] = findings;
     j["failure"] = cert.failure ? issue_json(*cert.failure) : nlohmann::ordered_json(nullptr);
-    fmt::print("{}\n", j.dump(2));
+    print_json(j);
   } else {
     fmt::print("network {}: d = {}, h = {}, d - h = {}\n", description, cert.d, cert.h,
                cert.d - cert.h);
@@ -212,7 +212,8 @@ void run_prove(const ProveCommandOptions& opts) {
     }
   }
   if (!cert.proved()) {
-    throw CLI::RuntimeError(1);
+    throw CheckFailed(
+        fmt::format("the proof failed: {}", cert.failure ? cert.failure->message : "no step"));
   }
 }
 

@@ -136,12 +136,12 @@ void run_rank(const RankCommandOptions& opts) {
     shown.rank_J_note += " (--numerical computes it)";
   }
   if (opts.json) {
-    fmt::print("{}\n", to_json(shown));
+    print_json(json_header("rank", 1, description, theta.source), to_json(shown));
   } else {
     print_report(shown, description, theta.source);
   }
   if (is_failure(rep.status)) {
-    throw CLI::RuntimeError(1);
+    throw CheckFailed(fmt::format("rank: {}: {}", to_string(rep.status), rep.explanation));
   }
 }
 
@@ -159,9 +159,8 @@ void add_rank_command(CLI::App& app) {
   add_engine_options(*cmd, opts->compute);
   cmd->add_flag(
       "--json", opts->json,
-      "Print one JSON object (keys listed in docs/rank.md: d, h, h_sym, expected, rank_B, "
-      "rank_B_lower, rank_B_upper, rank_B_certified, rank_J, ..., rank_J_exact_lower, "
-      "rank_J_exact_upper, rank_J_certified, status, explanation)");
+      "Print one JSON object (keys in docs/cli.md#rank: the header, then d, h, h_sym, expected, "
+      "rank_B, ..., status, explanation)");
   cmd->add_flag("--no-enumerate", opts->no_enumerate,
                 "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
                 "dynamic programming with --method gram; rank_J is then null); chosen "
@@ -186,11 +185,11 @@ void add_rank_command(CLI::App& app) {
   cmd->add_option("--tolerance", opts->numerical.tolerance,
                   "Absolute tolerance on the singular values of dPhi (default: relative to the "
                   "largest, see docs/rank.md)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->add_option("--min-gap", opts->numerical.min_gap,
                   "rank(dPhi) is inconclusive when the gap at the cut is below this (default "
                   "1000)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   cmd->callback([opts] { run_rank(*opts); });
 }
 

@@ -3,8 +3,11 @@
 // and the time each computation took.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "../common.hpp"
 #include "../registry.hpp"
@@ -83,10 +86,19 @@ void print_matrix(const std::string& title, const CsrPattern& p, const double* v
   }
 }
 
+/// The rank certificate's options: its phases shown on stderr.
+RankOptions rank_options(const ComputeOptions& compute) {
+  RankOptions ro;
+  ro.engine = engine_options(compute, "rank");
+  ro.progress = phase_progress();
+  return ro;
+}
+
 void run_report(const ReportOptions& opts) {
   const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
-  EngineOptions engine = engine_options(opts.compute, "report");
+  const std::size_t max_memory = parse_memory_size(opts.compute.max_memory);
+  std::vector<std::string> failed;  // what makes the report exit 1 (docs/cli.md#exit-codes)
   Timings t;
 
   const PathCounts counts = t.time("path counts (DP)", [&] { return count_paths(net); });
@@ -109,7 +121,7 @@ void run_report(const ReportOptions& opts) {
 
   const std::size_t need = estimate_bytes(counts.paths, counts.nnz, d, PathObject::jacobian) +
                            estimate_bytes(counts.paths, counts.nnz, d, PathObject::path_set);
-  if (!counts.paths.exact() || need > effective_max_memory(engine.max_memory)) {
+  if (!counts.paths.exact() || need > effective_max_memory(max_memory)) {
     fmt::print(
         "\nP is too large to enumerate here ({} needed): Phi, B and dPhi are not formed.\n"
         "Path-free quantities need no enumeration: see `pathlift norm`, `pathlift kernel`{}.\n",
@@ -117,10 +129,12 @@ void run_report(const ReportOptions& opts) {
         per_edge ? " and `pathlift rank --no-enumerate`" : "");
   } else {
     const Buffer<double> phi = t.time("Phi (path-lifting)", [&] {
-      return path_lifting<double>(net, std::span<const double>(theta.theta), engine);
+      return path_lifting<double>(net, std::span<const double>(theta.theta),
+                                  engine_options(opts.compute, "Phi"));
     });
     const CsrMatrix<double> jac = t.time("B + dPhi (sparse)", [&] {
-      return jacobian<double>(net, std::span<const double>(theta.theta), engine);
+      return jacobian<double>(net, std::span<const double>(theta.theta),
+                              engine_options(opts.compute, "B + dPhi"));
     });
     const bool small =
         counts.paths.value() <= static_cast<std::uint64_t>(opts.show) && d <= opts.show;
@@ -156,11 +170,14 @@ void run_report(const ReportOptions& opts) {
     }
     if (per_edge) {  // the paper's identities are stated for one parameter per edge
       CheckOptions co;
-      co.engine = engine;
+      co.engine = engine_options(opts.compute, "checks");
       const auto results = t.time("checks", [&] { return check_identities(net, theta.theta, co); });
       fmt::print("\nchecks\n");
       for (const auto& r : results) {
         fmt::print("  {:<52} {}\n", r.claim, format_check(r));
+        if (r.applicable && !r.passed) {
+          failed.push_back(fmt::format("check {} failed", r.name));
+        }
       }
       if (!all_passed(results)) {
         fmt::print("  SOME CHECKS FAILED\n");
@@ -171,10 +188,14 @@ void run_report(const ReportOptions& opts) {
     fmt::print("\ntheorem   ");
     if (d <= k_numerical_rank_max_d) {
       const RankReport rr = t.time("rank", [&] {
+        const RankOptions ro = rank_options(opts.compute);
         NumericalRankOptions no;
-        no.engine.max_memory = engine.max_memory;
-        return check_rank_theorem(net, theta.theta, {}, no);
+        no.engine.max_memory = max_memory;
+        return check_rank_theorem(net, theta.theta, ro, no);
       });
+      if (is_failure(rr.status)) {
+        failed.push_back(fmt::format("rank: {}", to_string(rr.status)));
+      }
       fmt::print(
           "rank B = {} (certified: {} <= rank <= {}), rank dPhi = {} (numerical), {} = {}: "
           "{}\n",
@@ -182,7 +203,11 @@ void run_report(const ReportOptions& opts) {
           rr.rank_J ? std::to_string(rr.rank_J->rank) : std::string("-"),
           per_edge ? "d - h" : "d - h_sym", rr.expected, to_string(rr.status));
     } else {
-      const RankCertificate cert = t.time("rank", [&] { return certify_rank(net); });
+      const RankCertificate cert =
+          t.time("rank", [&] { return certify_rank(net, rank_options(opts.compute)); });
+      if (!cert.certified() || (per_edge && cert.lower != cert.expected)) {
+        failed.push_back(cert.certified() ? "Theorem 1 does not hold" : "rank(B) not certified");
+      }
       fmt::print(
           "rank B = {} (certified: {} <= rank <= {}), {} = {}: {}; rank dPhi: see "
           "`pathlift rank` (d = {} is large for an SVD here)\n",
@@ -197,9 +222,12 @@ void run_report(const ReportOptions& opts) {
     const Eigen::MatrixXd batch = random_data(net, 8, 0);
     const LinearizationCheck lc = t.time("f = L Phi", [&] {
       LinearizationCheckOptions lo;
-      lo.engine = engine;
+      lo.engine = engine_options(opts.compute, "f = L Phi");
       return check_linearization(net, theta.theta, batch, lo);
     });
+    if (lc.status == LinearizationStatus::mismatch) {
+      failed.push_back(fmt::format("f = L Phi: {}", lc.message));
+    }
     fmt::print(
         "f = L Phi {} on 8 random samples: L is {} x {} with {} entries, max rel. error of f "
         "{:.1e}, of df/dtheta {:.1e} (margin {:.2g})\n",
@@ -212,6 +240,9 @@ void run_report(const ReportOptions& opts) {
     fmt::print("{}{} {}", i == 0 ? "" : ", ", t.items[i].first, format_seconds(t.items[i].second));
   }
   fmt::print("\n");
+  if (!failed.empty()) {
+    throw CheckFailed(fmt::format("report: {}", fmt::join(failed, "; ")));
+  }
 }
 
 void add_report_command(CLI::App& app) {
@@ -224,7 +255,7 @@ void add_report_command(CLI::App& app) {
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
   cmd->add_option("--show", opts->show, "Print matrices in full up to this many rows and columns")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   cmd->callback([opts] { run_report(*opts); });
 }
 

@@ -171,10 +171,10 @@ def test_bad_usage(run_cli, tmp_path, args, message):
 def test_bad_theta_files(run_cli, tmp_path):
     np.save(tmp_path / "short.npy", np.ones(6))
     r = run_cli("lift", "--theta", tmp_path / "short.npy", "-o", "-")
-    assert r.returncode == 1 and "theta has 6 entries but the network has 7 edges" in r.stderr
+    assert r.returncode == 2 and "theta has 6 entries but the network has 7 edges" in r.stderr
     (tmp_path / "nan.txt").write_text("1 2 3\nnan 5 6 7\n")
     r = run_cli("lift", "--theta", tmp_path / "nan.txt", "-o", "-")
-    assert r.returncode == 1 and "not finite" in r.stderr and "line 2" in r.stderr
+    assert r.returncode == 2 and "not finite" in r.stderr and "line 2" in r.stderr
 
 
 def test_check_passes_and_reports_json(run_cli):

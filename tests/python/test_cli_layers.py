@@ -113,8 +113,9 @@ def assert_close(a, b, rel=1e-9, path="", abs_tol=0.0):
 
 
 def expect_error(result, *culprits):
-    """Exit code 1, stderr 'error: ...' naming the culprits, no crash and no traceback."""
-    assert result.returncode == 1, result
+    """Exit code 2 (bad input), stderr 'error: ...' naming the culprits, no crash and no
+    traceback."""
+    assert result.returncode == 2, result
     assert result.stderr.startswith("error: "), result
     assert "Traceback" not in result.stderr and "terminate called" not in result.stderr, result
     for culprit in culprits:

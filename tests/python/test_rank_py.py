@@ -109,12 +109,19 @@ def test_prove_rank_on_torch_models(pl):
 # --- pathlift.rank() ------------------------------------------------------------------------
 
 
+def without_header(cli_json):
+    """A CLI JSON object without the header every command's JSON starts with (docs/cli.md)."""
+    header = ("format", "version", "pathlift_version", "network", "theta")
+    return {k: v for k, v in cli_json.items() if k not in header}
+
+
 def test_rank_mirrors_the_cli(pl, run_cli, tmp_path):
     """rank(net) is `pathlift rank --json` key for key (same default theta: the stored
     weights, else normal_weights(d, 0)), and so is enumerate=False `--no-enumerate`."""
     for spec in ["fig1", "ff:4,6,5,2", "ff-nobias:3,5,5,2", "random-dag:10,0.4,3"]:
         net = pl.builtin_network(spec)
-        cli = json.loads(run_cli("rank", "--example", spec, "--json", check=True).stdout)
+        cli = without_header(json.loads(run_cli("rank", "--example", spec, "--json",
+                                                check=True).stdout))
         assert list(cli) == CLI_RANK_KEYS
         py = pl.rank(net)
         assert py.keys() == cli.keys()
@@ -122,8 +129,8 @@ def test_rank_mirrors_the_cli(pl, run_cli, tmp_path):
             assert py[k] == pytest.approx(cli[k], rel=1e-9), (spec, k)
         assert py == pl.rank(net, pl.normal_weights(net.d, 0))
         dp = pl.rank(net, enumerate=False)
-        cli_dp = json.loads(run_cli("rank", "--example", spec, "--json", "--no-enumerate",
-                                    check=True).stdout)
+        cli_dp = without_header(json.loads(run_cli("rank", "--example", spec, "--json",
+                                                   "--no-enumerate", check=True).stdout))
         assert dp == cli_dp
     # a network file with weights: both use them
     net = pl.feed_forward(3, [4], 2)

@@ -1,0 +1,266 @@
+"""The CLI contract of docs/cli.md, for every command `pathlift --help` lists (a new command
+without an entry here fails test_every_command_is_covered): the JSON header, stdout for the
+result only, exit 0 / 1 / 2, and the suggestion for a mistyped command or option.
+"""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from test_cli_info import project_version
+
+# A quick good run of each command on fig1 (the default network); "{out}" is a file in tmp_path
+# that receives the data. bench's --csv (-o) is a copy of its table, which stays on stdout.
+GOOD = {
+    "report": [],
+    "info": [],
+    "paths": ["-o", "{out}.txt"],
+    "lift": ["-o", "{out}.npy"],
+    "skeleton": ["-o", "{out}.mtx"],
+    "jacobian": ["-o", "{out}.mtx"],
+    "check": [],
+    "rank": [],
+    "prove": [],
+    "forward": ["--data", "{data}", "-o", "{out}.csv"],
+    "linearize": ["--data", "{data}", "-o", "{out}.mtx"],
+    "norm": [],
+    "kernel": ["--diag", "-o", "{out}.npy"],
+    "bench": ["--grid", "5,2,2", "--reps", "1", "-o", "{out}.csv"],
+    "convert": ["-o", "{out}.json"],
+}
+
+# The commands with --json, the arguments they need, and whether they take theta.
+JSON = {
+    "info": ([], False),
+    "check": ([], True),
+    "rank": ([], True),
+    "prove": ([], False),
+    "linearize": (["--data", "{data}"], True),
+    "norm": ([], True),
+    "kernel": (["--trace"], True),
+}
+HEADER = ["format", "version", "pathlift_version", "network", "theta"]
+
+
+def listed_commands(run_cli):
+    text = run_cli("--help", check=True).stdout
+    block = text.split("Subcommands:", 1)[1]
+    return re.findall(r"^  (\w+)\s", block, re.M)
+
+
+@pytest.fixture
+def expand(tmp_path):
+    data = tmp_path / "X.csv"
+    data.write_text("1.0,0.5\n-0.25,2.0\n0.75,-1.5\n")  # fig1: 2 data inputs
+
+    def run(args, name="out"):
+        return [a.format(out=tmp_path / name, data=data) for a in args]
+
+    return run
+
+
+def help_of(run_cli, command):
+    return run_cli(command, "--help", check=True).stdout
+
+
+# --- coverage --------------------------------------------------------------------------------
+
+
+def test_every_command_is_covered(run_cli):
+    commands = listed_commands(run_cli)
+    assert len(commands) >= 15, commands
+    assert sorted(commands) == sorted(GOOD)
+    for command in commands:
+        assert ("--json" in help_of(run_cli, command)) == (command in JSON), command
+
+
+# --- exit 0, and stdout holds the result only ------------------------------------------------
+
+
+@pytest.mark.parametrize("command", sorted(GOOD))
+def test_good_input_exits_0_with_the_result_alone_on_stdout(run_cli, expand, tmp_path, command):
+    args = expand(GOOD[command])
+    r = run_cli(command, *args)
+    assert r.returncode == 0, r
+    if "-o" not in args:  # the text is the result; no status line (and no progress: not a tty)
+        assert r.stdout.strip() and r.stderr == "", r
+        return
+    out = args[args.index("-o") + 1]
+    assert (tmp_path / out).stat().st_size > 0
+    assert out in r.stderr, r  # what was written is a status line
+    if command == "bench":
+        assert re.search(r"^5,2,2\s", r.stdout, re.M), r
+    else:
+        assert r.stdout == "", r
+
+
+@pytest.mark.parametrize("command", sorted(GOOD))
+def test_help_exits_0(run_cli, command):
+    r = run_cli(command, "--help")
+    assert r.returncode == 0 and command in r.stdout and r.stderr == "", r
+
+
+# --- the JSON header -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", sorted(JSON))
+def test_json_header(run_cli, expand, tmp_path, command):
+    extra, takes_theta = JSON[command]
+    theta = tmp_path / "theta.npy"
+    np.save(theta, np.linspace(0.5, 2.0, 7))  # fig1: d = 7, no zero weight
+    sources = [([], "standard normal, --seed 0"), (["--seed", "3"], "--seed 3"),
+               (["--theta", theta], f"--theta {theta}")] if takes_theta else [([], None)]
+    for theta_args, source in sources:
+        r = run_cli(command, *expand(extra), *theta_args, "--json")
+        assert r.returncode == 0, r
+        j = json.loads(r.stdout)  # stdout is the JSON object and nothing else
+        assert list(j)[:5] == HEADER
+        assert j["format"] == f"pathlift-{command}"
+        assert j["version"] == 1
+        assert j["pathlift_version"] == project_version()
+        assert j["network"] == "fig1"
+        assert j["theta"] == source
+    if command != "linearize":  # its data fits fig1
+        r = run_cli(command, *expand(extra), "--ff", "3,4,2", "--json", check=True)
+        assert json.loads(r.stdout)["network"] == "ff:3,4,2"
+
+
+def test_json_keys_agree_across_commands(run_cli, expand):
+    """d and P of one network, from the commands that report them."""
+    j = {c: json.loads(run_cli(c, *expand(JSON[c][0]), "--ff", "3,4,2", "--json",
+                               check=True).stdout) for c in JSON if c != "linearize"}
+    d = 3 * 4 + 4 + 4 * 2 + 2  # weights and biases of 3 -> 4 -> 2
+    assert j["info"]["d"] == j["rank"]["d"] == j["prove"]["d"] == j["norm"]["d"] == d
+    assert j["kernel"]["d"] == d
+    assert j["info"]["P"] == j["norm"]["P"] == 2 * (3 * 4 + 4 + 1)
+
+
+@pytest.mark.parametrize("args", [["kernel", "--diag"], ["linearize", "--data", "{data}"]])
+def test_json_with_a_file_output(run_cli, expand, tmp_path, args):
+    r = run_cli(*expand(args), "-o", tmp_path / "x.mtx", "--json")
+    assert r.returncode == 0, r
+    assert json.loads(r.stdout)["format"] == f"pathlift-{args[0]}"
+    assert (tmp_path / "x.mtx").stat().st_size > 0
+    r = run_cli(*expand(args), "-o", "-", "--json")  # both would go to stdout
+    assert r.returncode == 2 and r.stdout == "" and "--json" in r.stderr, r
+
+
+# --- exit 2: bad usage, bad input ------------------------------------------------------------
+
+
+def expect_2(r, *culprits):
+    assert r.returncode == 2, r
+    assert r.stderr.startswith("error: "), r
+    assert "terminate called" not in r.stderr
+    for culprit in culprits:
+        assert culprit in r.stderr, (culprit, r)
+
+
+@pytest.mark.parametrize("command", sorted(GOOD))
+def test_bad_flag_value_exits_2(run_cli, expand, command):
+    args = expand(GOOD[command])
+    expect_2(run_cli(command, *args, "--threads", "-1"), "--threads")
+    expect_2(run_cli(command, *args, "--no-such-option"), "--no-such-option")
+    if command != "bench":
+        expect_2(run_cli(command, *args, "--example", "no-such-network"), "no-such-network")
+
+
+@pytest.mark.parametrize("command", sorted(set(GOOD) - {"bench"}))
+def test_missing_and_malformed_files_exit_2(run_cli, expand, tmp_path, command):
+    args = expand(GOOD[command])
+    missing = tmp_path / "missing.json"
+    expect_2(run_cli(command, *args, "--network", missing), str(missing))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "pathlift-network", "version": 1, "nodes": ["a", "b"], '
+                   '"edges": [["a", "zz"]]}')
+    expect_2(run_cli(command, *args, "--network", bad), str(bad), "zz")
+    if "--theta" in help_of(run_cli, command):
+        expect_2(run_cli(command, *args, "--theta", tmp_path / "none.npy"), "none.npy")
+
+
+def test_unwritable_output_and_refused_work_exit_2(run_cli, tmp_path):
+    expect_2(run_cli("lift", "-o", tmp_path / "no" / "dir" / "phi.npy"), "phi.npy")
+    expect_2(run_cli("bench", "--grid", "5,2,2", "--reps", "1", "-o", tmp_path / "no" / "b.csv"),
+             "b.csv")
+    # P = 3,154,050 paths: the Jacobian needs far more than 1 MiB
+    expect_2(run_cli("jacobian", "--ff", "5,64,64,64,2", "--max-memory", "1M", "-o",
+                     tmp_path / "J.mtx"), "--max-memory")
+    assert not (tmp_path / "J.mtx").exists()
+
+
+def test_no_cli11_exit_codes(run_cli):
+    """CLI11's own codes (105 for a conversion, 106 for a validation, 109 for extras) map to 2."""
+    for args in (["rank", "--prime", "4"], ["info", "--threads", "x"], ["info", "extra"],
+                 ["kernel"], []):
+        expect_2(run_cli(*args))
+
+
+# --- exit 1: a check or theorem failed -------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_theta(tmp_path):
+    """theta_k = 1e-200: every path of fig1 has two or three edges, so Phi = 1e-400 underflows
+    to 0, and Proposition 2's diag(Phi) B diag(1/theta) gives 0 where dPhi is 1e-200."""
+    assert 1e-200 * 1e-200 == 0.0
+    path = tmp_path / "tiny.npy"
+    np.save(path, np.full(7, 1e-200))
+    return path
+
+
+def test_failing_check_exits_1(run_cli, tiny_theta):
+    r = run_cli("check", "--theta", tiny_theta, "--json")
+    assert r.returncode == 1, r
+    j = json.loads(r.stdout)  # the result is printed, then the error names what failed
+    assert j["passed"] is False
+    failed = [c["name"] for c in j["checks"] if c["applicable"] and not c["passed"]]
+    assert failed == ["proposition2"]
+    assert r.stderr.startswith("error: ") and "proposition2" in r.stderr
+    r = run_cli("report", "--theta", tiny_theta)
+    assert r.returncode == 1 and "SOME CHECKS FAILED" in r.stdout, r
+    assert r.stderr.startswith("error: report: ") and "proposition2" in r.stderr
+
+
+def test_uncertified_rank_exits_1(run_cli):
+    """B^T B mod 2 (sketch-h1): its rank mod 2 is a lower bound below d - h, so rank(B) is not
+    certified; mod 3 it is."""
+    r = run_cli("rank", "--example", "sketch-h1", "--method", "gram", "--prime", "2", "--json")
+    assert r.returncode == 1, r
+    j = json.loads(r.stdout)
+    assert j["status"] == "rank_B_uncertified" and j["rank_B_lower"] < j["expected"]
+    assert r.stderr.startswith("error: rank: rank_B_uncertified")
+    r = run_cli("rank", "--example", "sketch-h1", "--method", "gram", "--prime", "3", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "verified", r
+
+
+# --- mistyped commands and options -----------------------------------------------------------
+
+
+def test_typo_suggests_the_command(run_cli):
+    r = run_cli("jacobain", "--ff", "3,4,2")
+    expect_2(r)
+    assert r.stderr.startswith("error: unknown command 'jacobain'; did you mean 'jacobian'?")
+    assert "report, info, paths" in r.stderr and r.stdout == ""
+    r = run_cli("rnak")
+    expect_2(r)
+    assert "did you mean 'rank'?" in r.stderr
+    r = run_cli("frobnicate")
+    expect_2(r)
+    assert "did you mean" not in r.stderr and "convert" in r.stderr
+
+
+def test_typo_suggests_the_option(run_cli):
+    r = run_cli("rank", "--josn")
+    expect_2(r, "--josn", "did you mean '--json'?", "pathlift rank --help")
+    r = run_cli("kernel", "--diga", "-o", "-")
+    expect_2(r, "did you mean '--diag'?")  # an option of a group
+    r = run_cli("info", "--frobnicate")
+    expect_2(r, "--frobnicate")
+    assert "did you mean" not in r.stderr
+
+
+def test_no_command_lists_them(run_cli):
+    r = run_cli()
+    expect_2(r, "info", "jacobian", "convert")
