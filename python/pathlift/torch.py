@@ -48,6 +48,12 @@ training mode (call ``model.eval()``) -- raises :class:`pathlift.UnsupportedMode
 ValueError) listing **every** unsupported operation at once; :func:`supports` answers the
 same question without raising. ``to_torch`` maps a feed-forward network back to an
 ``nn.Sequential``.
+
+In a training loop (``_torch_autograd``): ``path_norm(model, s)``, a differentiable path-norm
+(a penalty in a loss), ``kernel_diagonal(model)``, the ``PathSGD`` optimizer,
+``theta_tensor(model)`` (theta with gradients to the parameters), ``PathNormFunction`` and
+``to_torch_sparse(J)`` (a scipy CSR matrix as a torch sparse CSR tensor). ``rescale(model,
+lambdas)`` (``_torch_rescale``): a copy of the model moved along a rescaling orbit.
 """
 
 from __future__ import annotations
@@ -60,13 +66,16 @@ import torch.fx
 from torch import nn
 
 from . import UnsupportedModelError, _pathlift
+from ._torch_autograd import (PathNormFunction, PathSGD, kernel_diagonal, path_norm,
+                              theta_tensor, to_torch_sparse)
 from ._torch_fx import (_FLATTEN_FUNCTIONS, _LEAKY_FUNCTIONS, _LINEAR_FUNCTIONS, _RELU_FUNCTIONS,
                         _SUPPORTED, _describe, _Importer, _offsets, _parameters, _type_problem)
 
 InputShape = Union[None, int, Sequence[int]]
 
 __all__ = ["from_torch", "theta_from_torch", "layer_graph_from_torch", "supports", "Support",
-           "to_torch", "UnsupportedModelError"]
+           "to_torch", "UnsupportedModelError", "path_norm", "PathNormFunction",
+           "kernel_diagonal", "PathSGD", "theta_tensor", "to_torch_sparse", "rescale"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,7 +108,7 @@ def _theta(model: nn.Module, batch_norms: Sequence[nn.Module]) -> np.ndarray:
     return theta
 
 
-def _batch_norm_affine(bn: nn.Module) -> Tuple[np.ndarray, np.ndarray]:
+def _batch_norm_affine(bn: Any) -> Tuple[np.ndarray, np.ndarray]:
     """(a, b) with bn(x) = a x + b in eval mode, per channel, in float64."""
     var = _numpy(bn.running_var).astype(np.float64)
     mean = _numpy(bn.running_mean).astype(np.float64)
@@ -295,7 +304,7 @@ def supports(model: Any, input_shape: InputShape = None) -> Support:
 # to_torch
 
 
-def _num_params(net: "_pathlift.Network") -> int:
+def _num_params(net: Any) -> int:
     return int(net.num_params)
 
 
@@ -318,7 +327,7 @@ def _param_endpoints(net: "_pathlift.Network") -> Tuple[np.ndarray, np.ndarray]:
     return s, t
 
 
-def _layers(net: "_pathlift.Network") -> List[Tuple[List[int], int, bool]]:
+def _layers(net: Any) -> List[Tuple[List[int], int, bool]]:
     """The layers of a feed-forward network in PyTorch parameter order: for each Linear, its
     target nodes (rows of W), the offset of W in theta and whether a bias block follows.
     ValueError when the edge list is not of that form."""
@@ -399,7 +408,12 @@ def to_torch(net: Union["_pathlift.Network", "_pathlift.LayerNetwork"],
         if net.weights is None:
             raise ValueError("to_torch: theta is required (the network has no stored weights)")
         theta = net.weights
-    theta = np.asarray(theta, dtype=np.float64)
+    elif isinstance(theta, torch.Tensor) and not theta.is_complex():
+        theta = _numpy(theta)  # detached, on the CPU: what the engine's functions do
+    theta = np.asarray(theta.detach().cpu() if isinstance(theta, torch.Tensor) else theta)
+    if theta.dtype.kind == "c":  # refused, as by the engine: a cast drops the imaginary part
+        raise ValueError(f"theta must be real numbers, got complex ({theta.dtype})")
+    theta = theta.astype(np.float64, copy=False)
     if theta.ndim != 1 or theta.size != _num_params(net):
         raise ValueError(f"theta has {theta.size} entries but the network has "
                          f"{_num_params(net)} parameters")
@@ -427,3 +441,7 @@ def to_torch(net: Union["_pathlift.Network", "_pathlift.LayerNetwork"],
             modules.append(act)
         n_in = out
     return nn.Sequential(*modules).eval()
+
+
+# Last: _torch_rescale uses this module's functions.
+from ._torch_rescale import rescale  # noqa: E402
