@@ -6,15 +6,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
 jobs=$(nproc 2>/dev/null || echo 2)
+# ccache, keyed relative to the checkout (CCACHE_BASEDIR), so that the pip build of
+# scripts/check-install.sh (setup.py, build-pip/) reuses these objects.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$PWD
+fi
 case "$kind" in
   release)
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 \
+      "${launcher[@]}" >/dev/null
     cmake --build build -j "$jobs"
     ;;
   asan)
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATHLIFT_SANITIZE=ON \
       -DPATHLIFT_BUILD_PYTHON=OFF -DPATHLIFT_BUILD_BENCHMARKS=OFF -DPATHLIFT_BUILD_EXAMPLES=OFF \
-      >/dev/null
+      "${launcher[@]}" >/dev/null
     cmake --build build-asan -j "$jobs"
     ;;
   *)

@@ -3,19 +3,23 @@
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 set -euo pipefail
 
-# Each package has a user: the build (cmake, make, g++; git for scripts/format.sh), the library
+# Each package has a user: the build (cmake, make, g++; git for scripts/format.sh; ccache, which
+# lets the pip build reuse the objects of build/), the library
 # (Eigen, nlohmann-json, fmt, Spectra, FLINT for ranks mod p, LAPACKE for singular values, ONNX
-# and protobuf for read_onnx), the CLI (CLI11), the tests and benchmarks (GoogleTest, Google
+# and protobuf for read_onnx), the CLI (CLI11; zlib for the CRC-32 of .npz files), the tests and benchmarks (GoogleTest, Google
 # Benchmark, clang-format), the Python package (pybind11, numpy, scipy.sparse results) and its
 # tests (pytest, PyTorch references, torchvision's ResNet and ONNX export for the CNN tests,
-# matplotlib for the paper's experiment figures).
+# matplotlib for the figures and pathlift.plot, scikit-learn's digits for
+# examples/path_training.py, mypy for the type check), `pip install --no-build-isolation .` into a
+# venv (pip, venv, setuptools, wheel: scripts/check-install.sh, docs/install.md).
 packages=(
-  cmake g++ make git
+  cmake g++ make git ccache
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev libgmp-dev liblapacke-dev
-  libonnx-dev libprotobuf-dev
+  libonnx-dev libprotobuf-dev zlib1g-dev
   libgtest-dev libbenchmark-dev clang-format
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
-  python3-torch python3-torchvision python3-onnx python3-matplotlib
+  python3-torch python3-torchvision python3-onnx python3-matplotlib python3-sklearn python3-mypy
+  python3-pip python3-venv python3-setuptools python3-wheel
 )
 
 missing=()

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The README's second command: install the Debian packages, build, and run the whole test
 # suite: formatting, the C++ tests under ASan + UBSan, the C++ tests in Release, and the
-# Python tests (bindings, CLI, PyTorch references) against the Release build.
+# Python tests (bindings, CLI, PyTorch references, mypy) against the Release build; between
+# them, `cmake --install` into a prefix and `pip install` into a virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/check-format.sh
 scripts/build.sh release
+scripts/check-install.sh build
 scripts/build.sh asan
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "== C++ tests (ASan + UBSan)"
