@@ -14,9 +14,13 @@ unrolled in C++), :class:`LayerNetwork` (a network known by its layer graph: the
 functions -- :func:`count_paths`, :func:`path_norm`, :func:`path_norm_gradient`, the
 ``kernel_*`` functions but the dense :func:`kernel` -- run on it without unrolling, every other
 function takes it too and unrolls it on first use) and ONNX import (:func:`from_onnx`, which
-needs neither torch nor the onnx package; like :func:`from_torch` it returns a LayerNetwork). The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
-:func:`layer_graph_from_torch`, :func:`to_torch` -- lives in ``pathlift.torch`` and is imported
-on first use, so ``import pathlift`` does not import torch.
+needs neither torch nor the onnx package; like :func:`from_torch` it returns a LayerNetwork).
+The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
+:func:`layer_graph_from_torch`, :func:`to_torch`, :func:`to_torch_sparse` -- lives in
+``pathlift.torch`` and is imported on first use, so ``import pathlift`` does not import torch;
+``pathlift.torch`` also has the training-loop tools (a differentiable ``path_norm``,
+``kernel_diagonal``, the ``PathSGD`` optimizer). Every function taking theta or X takes a
+torch tensor too (detached, moved to the CPU, converted to float64).
 
 Example::
 
@@ -42,7 +46,7 @@ from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
 from ._pathlift import UnsupportedModelError, __version__  # noqa: F401
 
 _TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
-                "layer_graph_from_torch")
+                "layer_graph_from_torch", "to_torch_sparse")
 
 
 def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
@@ -87,7 +91,11 @@ __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
 
 
 def __getattr__(name):
-    # PEP 562: the PyTorch bridge is imported when first used.
+    # PEP 562: the PyTorch bridge and the plots (matplotlib) are imported when first used.
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module(".plot", __name__)
     if name in _TORCH_NAMES:
         from . import torch as _torch_bridge
 
@@ -96,7 +104,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_TORCH_NAMES))
+    return sorted(set(globals()) | set(_TORCH_NAMES) | {"plot"})
 
 
 del _name, _obj

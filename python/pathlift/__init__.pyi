@@ -12,6 +12,8 @@ from .torch import layer_graph_from_torch as layer_graph_from_torch
 from .torch import supports as supports
 from .torch import theta_from_torch as theta_from_torch
 from .torch import to_torch as to_torch
+from .torch import to_torch_sparse as to_torch_sparse
+from . import plot as plot
 
 def from_onnx(model: Union[str, os.PathLike, bytes, Any],
               input_shape: Optional[Sequence[int]] = None, *,

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 # The one README line whose output is a 400 MB file: run on a smaller network of the same kind.
-SUBSTITUTE = {"jacobian --ff 5,64,64,64,2 -o J.mtx": "jacobian --ff 5,16,16,16,2 -o J.mtx"}
+SUBSTITUTE = {"jacobian --ff 5,64,64,64,2 -o J.npz": "jacobian --ff 5,16,16,16,2 -o J.npz"}
 
 
 def blocks(lang):
@@ -65,3 +65,5 @@ def test_readme_python_examples(pathlift_module):
     # the CNN block: forward equals the model, rank(B) = d - h_sym = 359 certified
     assert printed[4] == "True"
     assert printed[5] == "359 359 verified"
+    # the training block: dPhi as a torch sparse CSR tensor, P x d
+    assert printed[7] == "torch.sparse_csr (98, 66)"
