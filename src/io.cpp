@@ -65,7 +65,7 @@ void read_parameters(const json& doc, NetworkSpec& spec) {
   if (!d.is_number_unsigned() ||
       d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Index>::max() / 2)) {
     throw FormatError(
-        fmt::format("\"num_params\" must be a non-negative integer, not {}", d.dump()));
+        fmt::format("\"num_params\" must be a non-negative integer, not {}", detail::excerpt(d)));
   }
   spec.num_params = d.get<Index>();
   const json& params = doc["params"];
@@ -87,7 +87,7 @@ void read_parameters(const json& doc, NetworkSpec& spec) {
       if (p.get<std::uint64_t>() >= static_cast<std::uint64_t>(spec.num_params)) {
         throw FormatError(
             fmt::format("\"params\"[{}]: parameter {} is out of range (\"num_params\" is {})", e,
-                        p.dump(), spec.num_params));
+                        detail::excerpt(p), spec.num_params));
       }
       spec.edge_params[e] = p.get<Index>();
     } else if (p.is_object() && p.size() == 1 && p.contains("fixed") && p["fixed"].is_number()) {
@@ -97,7 +97,7 @@ void read_parameters(const json& doc, NetworkSpec& spec) {
       throw FormatError(fmt::format(
           "\"params\"[{}]: expected a parameter index (an integer >= 0) or {{\"fixed\": "
           "<number>}}, got {}",
-          e, p.dump()));
+          e, detail::excerpt(p)));
     }
   }
 }
@@ -133,7 +133,7 @@ Network parse_network(std::string_view json_text) {
   if (version != 1 && version != 2) {
     throw FormatError(
         fmt::format("\"version\" {} is not supported (this pathlift reads versions 1 and 2)",
-                    doc["version"].dump()));
+                    detail::excerpt(doc["version"])));
   }
   for (const char* key : {"num_params", "params"}) {
     if (version == 1 && doc.contains(key)) {
@@ -164,7 +164,7 @@ Network parse_network(std::string_view json_text) {
       throw FormatError(fmt::format(
           "\"nodes\": node count {} is out of range (every node needs an edge: at most 2 x {} "
           "edges = {})",
-          nodes.dump(), max_nodes / 2, max_nodes));
+          detail::excerpt(nodes), max_nodes / 2, max_nodes));
     }
     const auto n = nodes.get<std::int64_t>();
     spec.node_names.reserve(static_cast<std::size_t>(n));
@@ -201,7 +201,7 @@ Network parse_network(std::string_view json_text) {
     const json& e = edges[k];
     if (!e.is_array() || e.size() != 2) {
       throw FormatError(fmt::format(
-          "\"edges\"[{}]: an edge must be a [source, target] pair, got {}", k, e.dump()));
+          "\"edges\"[{}]: an edge must be a [source, target] pair, got {}", k, detail::excerpt(e)));
     }
     spec.edges.emplace_back(
         resolve(e[0], node_index, [k] { return fmt::format("\"edges\"[{}][0]", k); }),
@@ -220,8 +220,8 @@ Network parse_network(std::string_view json_text) {
     std::vector<double> weights(w.size());
     for (std::size_t k = 0; k < w.size(); ++k) {
       if (!w[k].is_number()) {
-        throw FormatError(
-            fmt::format("\"weights\"[{}]: a weight must be a number, got {}", k, w[k].dump()));
+        throw FormatError(fmt::format("\"weights\"[{}]: a weight must be a number, got {}", k,
+                                      detail::excerpt(w[k])));
       }
       weights[k] = w[k].get<double>();
     }
@@ -257,8 +257,8 @@ Network parse_network(std::string_view json_text) {
                                                : node_index.by_name(key, where_fn);
       }
       if (!value.is_string()) {
-        throw FormatError(
-            fmt::format("{}: an activation must be a string, got {}", where, value.dump()));
+        throw FormatError(fmt::format("{}: an activation must be a string, got {}", where,
+                                      detail::excerpt(value)));
       }
       try {
         spec.activations.emplace_back(v, Activation::parse(value.get<std::string>()));

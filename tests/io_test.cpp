@@ -2,6 +2,7 @@
 // keys, round trips, files, and errors that name the key and the offending entry.
 
 #include "pathlift/io.hpp"
+#include "pathlift/layers.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -467,6 +468,26 @@ TEST(IoErrors, AnActivationGivenTwiceIsRefused) {
       "nodes": ["a", "b", "c"], "edges": [["a", "b"], ["b", "c"]],
       "activations": {"b": "relu", "1": "identity"}})"),
                NetworkError);
+}
+
+/// A value nested 100,000 arrays deep (a 200 KB file): the reader answers with a short message
+/// instead of overflowing the stack while printing it (issue 19).
+TEST(Io, DeeplyNestedValuesGetAShortMessage) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string base = R"("nodes": ["x", "y"], )";
+  for (const std::string& rest :
+       {base + R"("edges": )" + deep,
+        base + R"("edges": [["x", "y"]], "weights": )" + "[" + deep + "]",
+        base + R"("edges": [["x", "y"]], "activations": {"y": )" + deep + "}",
+        base + R"("edges": [["x", )" + deep + "]]"}) {
+    const std::string msg = error_of<FormatError>([&] { (void)parse_network(doc(rest)); });
+    EXPECT_LT(msg.size(), 300U) << msg.substr(0, 300);
+    EXPECT_FALSE(msg.empty());
+  }
+  const std::string layers =
+      R"({"format": "pathlift-layers", "version": 1, "input_shape": )" + deep + "}";
+  const std::string msg = error_of<FormatError>([&] { (void)parse_layer_graph(layers); });
+  EXPECT_LT(msg.size(), 300U) << msg.substr(0, 300);
 }
 
 }  // namespace

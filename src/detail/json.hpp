@@ -28,6 +28,47 @@ Json optional_json(const std::optional<T>& x) {
   return x ? Json(*x) : Json(nullptr);
 }
 
+/// A JSON value for an error message, never a whole document: nested arrays and objects below
+/// depth 2 shown as [...] and {...}, at most 80 characters ("..." when cut). Bounded recursion,
+/// so a value nested 100,000 deep cannot exhaust the stack (J::dump would).
+template <class J>
+std::string excerpt(const J& value) {
+  constexpr std::size_t max_chars = 80;
+  std::string out;
+  const auto put = [&](const auto& self, const J& v, int depth) -> void {
+    if (out.size() > max_chars) {
+      return;
+    }
+    if (!v.is_structured()) {
+      const std::string text = v.dump();
+      out.append(text, 0, std::min(text.size(), max_chars + 1));
+      return;
+    }
+    const bool array = v.is_array();
+    if (depth >= 2 && !v.empty()) {
+      out += array ? "[...]" : "{...}";
+      return;
+    }
+    out += array ? "[" : "{";
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= max_chars; ++it) {
+      out += first ? "" : ", ";
+      first = false;
+      if (!array) {
+        out += J(it.key()).dump() + ": ";
+      }
+      self(self, *it, depth + 1);
+    }
+    out += array ? "]" : "}";
+  };
+  put(put, value, 0);
+  if (out.size() > max_chars) {
+    out.resize(max_chars - 3);
+    out += "...";
+  }
+  return out;
+}
+
 /// JSON text that must hold an object (a network or layer-graph file), as `J`. Throws
 /// FormatError "invalid JSON: ..." or "a <kind> file must hold a JSON object, not array".
 template <class J>

@@ -83,7 +83,8 @@ class Reader {
     constexpr Index hi = Index{1} << 62;
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > hi) ||
         v.get<Index>() < lo || v.get<Index>() > hi) {
-      throw FormatError(fmt::format("{}: expected an integer >= {}, got {}", where, lo, v.dump()));
+      throw FormatError(
+          fmt::format("{}: expected an integer >= {}, got {}", where, lo, detail::excerpt(v)));
     }
     return v.get<Index>();
   }
@@ -96,7 +97,8 @@ class Reader {
     }
     const Json& v = m_obj.at(key);
     if (!v.is_array()) {
-      throw FormatError(fmt::format("{}: expected a list of integers, got {}", at(key), v.dump()));
+      throw FormatError(
+          fmt::format("{}: expected a list of integers, got {}", at(key), detail::excerpt(v)));
     }
     std::vector<Index> out;
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -109,15 +111,15 @@ class Reader {
       return fallback;
     }
     if (!m_obj.at(key).is_boolean()) {
-      throw FormatError(
-          fmt::format("{}: expected true or false, got {}", at(key), m_obj.at(key).dump()));
+      throw FormatError(fmt::format("{}: expected true or false, got {}", at(key),
+                                    detail::excerpt(m_obj.at(key))));
     }
     return m_obj.at(key).get<bool>();
   }
   std::string string(const char* key) const {
     const Json& v = required(key);
     if (!v.is_string()) {
-      throw FormatError(fmt::format("{}: expected a string, got {}", at(key), v.dump()));
+      throw FormatError(fmt::format("{}: expected a string, got {}", at(key), detail::excerpt(v)));
     }
     return v.get<std::string>();
   }
@@ -141,7 +143,7 @@ Index layer_ref(const Json& v, const std::string& where, const std::vector<std::
   if (v.is_string()) {
     const auto it = std::find(names.begin(), names.end(), v.get<std::string>());
     if (it == names.end()) {
-      throw FormatError(fmt::format("{}: no earlier layer is named {}", where, v.dump()));
+      throw FormatError(fmt::format("{}: no earlier layer is named {}", where, detail::excerpt(v)));
     }
     return it - names.begin();
   }
@@ -169,7 +171,7 @@ Layer read_layer(const Json& j, std::size_t index, const std::vector<std::string
     const Json& in = j.at("inputs");
     if (!in.is_array()) {
       throw FormatError(fmt::format("{}: expected a list of layers (indices or names), got {}",
-                                    r.at("inputs"), in.dump()));
+                                    r.at("inputs"), detail::excerpt(in)));
     }
     for (std::size_t k = 0; k < in.size(); ++k) {
       layer.inputs.push_back(layer_ref(in[k], fmt::format("{}[{}]", r.at("inputs"), k), names));
@@ -289,7 +291,7 @@ LayerGraph parse_layer_graph(std::string_view json_text) {
     throw FormatError(fmt::format(
         "\"version\" must be the integer 1 (this pathlift reads version 1 of pathlift-layers), "
         "got {}",
-        doc.contains("version") ? doc["version"].dump() : "nothing"));
+        doc.contains("version") ? detail::excerpt(doc["version"]) : "nothing"));
   }
   LayerGraph graph;
   graph.input_shape = r.integers("input_shape", 1, true);
@@ -321,8 +323,8 @@ LayerGraph parse_layer_graph(std::string_view json_text) {
     std::vector<double> weights(w.size());
     for (std::size_t k = 0; k < w.size(); ++k) {
       if (!w[k].is_number()) {
-        throw FormatError(
-            fmt::format("\"weights\"[{}]: a weight must be a number, got {}", k, w[k].dump()));
+        throw FormatError(fmt::format("\"weights\"[{}]: a weight must be a number, got {}", k,
+                                      detail::excerpt(w[k])));
       }
       weights[k] = w[k].get<double>();
     }
