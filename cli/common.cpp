@@ -17,6 +17,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/rank.hpp"
 #include "pathlift/version.hpp"
 
@@ -449,6 +450,7 @@ std::size_t parse_memory_size(const std::string& text) {
 EngineOptions engine_options(const ComputeOptions& opts, const std::string& label) {
   EngineOptions e;
   e.threads = opts.threads;
+  (void)resolve_threads(e.threads);  // refuses more than the machine can run, before the work
   e.max_memory = parse_memory_size(opts.max_memory);
   auto bar = std::make_shared<ProgressBar>(label);
   e.progress = [bar](double fraction) { (*bar)(fraction); };

@@ -1,12 +1,15 @@
-// limits.hpp: the names of the objects whose memory is estimated.
+// limits.hpp: the names of the objects whose memory is estimated; options.hpp: the bound on
+// thread counts.
 
 #include "pathlift/limits.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
+#include "pathlift/options.hpp"
 #include "support.hpp"
 
 namespace pathlift {
@@ -25,4 +28,21 @@ TEST(Limits, PathObjectNamesReadBack) {
 }
 
 }  // namespace
+/// More threads than the machine can run are refused with the bound (libgomp aborts or crashes
+/// past what it can create: issue 19).
+TEST(Limits, ThreadCountsAreBounded) {
+  EXPECT_GE(max_threads(), 64);
+  EXPECT_EQ(resolve_threads(max_threads()), max_threads());
+  EXPECT_EQ(resolve_threads(3), 3);
+  EXPECT_GE(resolve_threads(0), 1);
+  try {
+    (void)resolve_threads(100000);
+    FAIL() << "100000 threads accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("at most {}", max_threads())),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace pathlift

@@ -19,8 +19,12 @@ struct EngineOptions {
   std::function<void(double)> progress;
 };
 
+/// The most threads a computation may ask for: 8 x the cores, and at least 64.
+int max_threads();
+
 /// The number of threads `threads` asks for: itself when positive, else every core OpenMP
-/// offers (omp_get_max_threads()).
+/// offers (omp_get_max_threads()). Throws std::invalid_argument, with the bound, above
+/// max_threads().
 int resolve_threads(int threads);
 
 }  // namespace pathlift

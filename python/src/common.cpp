@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 
 namespace pathlift::python {
 
@@ -177,6 +178,7 @@ EngineOptions engine_options(int threads, std::size_t max_memory) {
     throw std::invalid_argument(
         fmt::format("threads must be >= 0 (0 = all cores), got {}", threads));
   }
+  (void)resolve_threads(threads);  // refuses more than the machine can run
   EngineOptions o;
   o.threads = threads;
   o.max_memory = max_memory;
