@@ -20,6 +20,9 @@ namespace pathlift::cli {
 
 enum class FileFormat { mtx, npy, npz, txt, csv };
 
+/// The extension of the file name in `path`, lower case, without the dot ("" when none).
+std::string file_extension(const std::string& path);
+
 /// The format from the file's extension ("-" is txt). Throws FormatError for another one.
 FileFormat format_of(const std::string& path);
 
