@@ -3,17 +3,20 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 
 #include "matrix_io.hpp"
 #include "pathlift/builtins.hpp"
+#include "pathlift/checks.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
@@ -62,6 +65,8 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
                                  "handled as --onnx is)");
   auto* ff = group->add_option("--ff", opts.ff,
                                "Feed-forward ReLU network r,w1,...,wL,q (one bias per layer)");
+  file->check(non_empty);
+  ff->check(non_empty);
   group->add_flag("--no-bias", opts.no_bias, "With --ff: no bias nodes");
   auto* example = group->add_option(
       "--example", opts.example,
@@ -75,6 +80,8 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   group->add_option("--input-shape", opts.input_shape,
                     "With --onnx: the input shape per sample, without the batch dimension "
                     "(e.g. 3,32,32); needed when the model's is symbolic");
+  example->check(non_empty);
+  onnx->check(non_empty);
   file->excludes(ff)->excludes(example)->excludes(onnx);
   ff->excludes(example)->excludes(onnx);
   example->excludes(onnx);
@@ -86,19 +93,14 @@ std::vector<Index> parse_input_shape(const std::string& text) {
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value < 1) {
+    const auto value = parse_unsigned(item);
+    if (!value || *value < 1 ||
+        *value > static_cast<std::uint64_t>(std::numeric_limits<Index>::max())) {
       throw std::invalid_argument(fmt::format(
           "--input-shape '{}': expected positive integers separated by commas, such as 3,32,32",
-          text));
+          printable(text)));
     }
-    shape.push_back(value);
+    shape.push_back(static_cast<Index>(*value));
     start = comma + 1;
   }
   return shape;
@@ -164,14 +166,9 @@ bool is_layer_graph_file(const std::string& text) {
 
 /// A --network file: a layer graph stays one, anything else is read as a network. Errors name
 /// the file, as read_network's do.
-LoadedModel read_network_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw FormatError(fmt::format("cannot open network file '{}'", path));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = std::move(buffer).str();
+LoadedModel read_network_file(const std::string& path, std::size_t max_memory) {
+  const std::string text =
+      read_input_file(path, max_input_bytes(InputKind::json, max_memory), "network file");
   try {
     if (is_layer_graph_file(text)) {
       return {LayerNetwork(parse_layer_graph(text)), path};
@@ -223,7 +220,7 @@ const Network& LoadedModel::network(std::size_t max_memory) const {
 
 namespace {
 
-LoadedModel read_model(const NetworkOptions& opts) {
+LoadedModel read_model(const NetworkOptions& opts, std::size_t max_memory) {
   if (opts.no_bias && opts.ff.empty()) {
     throw std::invalid_argument("--no-bias goes with --ff");
   }
@@ -234,7 +231,7 @@ LoadedModel read_model(const NetworkOptions& opts) {
     const std::vector<Index> shape =
         opts.input_shape.empty() ? std::vector<Index>{} : parse_input_shape(opts.input_shape);
     try {
-      return {LayerNetwork(read_onnx(opts.onnx, shape)), opts.onnx};
+      return {LayerNetwork(read_onnx(opts.onnx, shape, max_memory)), opts.onnx};
     } catch (const FormatError& e) {
       const std::string what = e.what();
       if (opts.input_shape.empty() && what.find("give the input shape") != std::string::npos) {
@@ -244,7 +241,7 @@ LoadedModel read_model(const NetworkOptions& opts) {
     }
   }
   if (!opts.file.empty()) {
-    return read_network_file(opts.file);
+    return read_network_file(opts.file, max_memory);
   }
   if (!opts.ff.empty()) {
     const std::string name = (opts.no_bias ? "ff-nobias:" : "ff:") + opts.ff;
@@ -256,14 +253,14 @@ LoadedModel read_model(const NetworkOptions& opts) {
 
 }  // namespace
 
-LoadedModel load_model(const NetworkOptions& opts) {
-  return with_progress("loading the network", [&] { return read_model(opts); });
+LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory) {
+  return with_progress("loading the network", [&] { return read_model(opts, max_memory); });
 }
 
 namespace {
 
 LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memory) {
-  LoadedModel m = load_model(opts);
+  LoadedModel m = load_model(opts, max_memory);
   if (auto* net = std::get_if<Network>(&m.model)) {
     return {std::move(*net), std::move(m.description)};
   }
@@ -293,7 +290,8 @@ void add_theta_options(CLI::App& cmd, ComputeOptions& opts) {
                                "network file's weights)");
   auto* seed = cmd.add_option("--seed", opts.seed,
                               "Weights theta drawn standard normal from this seed (default: the "
-                              "network file's weights, else seed 0)");
+                              "network file's weights, else seed 0)")
+                   ->check(seed_number);
   theta->excludes(seed);
 }
 
@@ -334,15 +332,56 @@ CLI::Validator number_check(bool strict) {
 const CLI::Validator non_negative_number = number_check(false);
 const CLI::Validator positive_number = number_check(true);
 
+std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || ec != std::errc() ||
+      ptr != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+namespace {
+
+CLI::Validator integer_check(std::uint64_t least) {
+  return {[least](const std::string& text) -> std::string {
+            const auto value = parse_unsigned(text);
+            const bool ok = value && *value >= least &&
+                            *value <= static_cast<std::uint64_t>(std::numeric_limits<Index>::max());
+            return ok ? std::string()
+                      : fmt::format("'{}' is not an integer >= {} (digits only, below 2^63)",
+                                    printable(text), least);
+          },
+          least == 0 ? "UINT" : "POSITIVE_INT"};
+}
+
+}  // namespace
+
+const CLI::Validator non_negative_integer = integer_check(0);
+const CLI::Validator positive_integer = integer_check(1);
+const CLI::Validator seed_number{[](const std::string& text) -> std::string {
+                                   return parse_unsigned(text)
+                                              ? std::string()
+                                              : fmt::format(
+                                                    "'{}' is not a seed: an integer from "
+                                                    "0 to 2^64 - 1",
+                                                    printable(text));
+                                 },
+                                 "SEED"};
+const CLI::Validator non_empty{
+    [](const std::string& text) { return text.empty() ? std::string("the value is empty") : ""; },
+    ""};
+
 void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description) {
   cmd.add_option("--prime", prime, description)->check([](const std::string& text) -> std::string {
-    try {
-      const auto p = std::stoull(text);
-      return (p < (std::uint64_t{1} << 63) && is_prime(p)) ? ""
-                                                           : text + " is not a prime below 2^63";
-    } catch (const std::exception&) {
-      return text + " is not a number";
+    const auto p = parse_unsigned(text);
+    if (!p) {
+      return fmt::format("'{}' is not a number (digits only)", printable(text));
     }
+    return (*p < (std::uint64_t{1} << 63) && is_prime(*p))
+               ? ""
+               : fmt::format("{} is not a prime below 2^63", *p);
   });
 }
 
@@ -367,8 +406,8 @@ void add_data_option(CLI::App& cmd, std::string& path) {
 }
 
 Eigen::MatrixXd read_data(const std::string& path, const Network& net,
-                          const std::string& description) {
-  Eigen::MatrixXd X = read_matrix(path);
+                          const std::string& description, const ComputeOptions& compute) {
+  Eigen::MatrixXd X = read_matrix(path, true, parse_memory_size(compute.max_memory));
   const auto r = static_cast<Index>(net.data_inputs().size());
   if (X.cols() != r) {
     throw FormatError(
@@ -381,7 +420,8 @@ Eigen::MatrixXd read_data(const std::string& path, const Network& net,
 
 LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
   if (!opts.theta_file.empty()) {
-    std::vector<double> theta = read_vector(opts.theta_file);
+    std::vector<double> theta =
+        read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
     check_theta_size(net, theta.size());
     return {std::move(theta), "--theta " + opts.theta_file};
   }
@@ -400,7 +440,8 @@ LoadedTheta load_theta(const LoadedModel& model, const ComputeOptions& opts) {
   }
   const Index d = g->num_params();
   if (!opts.theta_file.empty()) {
-    std::vector<double> theta = read_vector(opts.theta_file);
+    std::vector<double> theta =
+        read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
     if (theta.size() != static_cast<std::size_t>(d)) {
       throw std::invalid_argument(
           fmt::format("theta has {} entries but the network has {} parameters (--theta {})",
@@ -422,29 +463,62 @@ std::size_t parse_memory_size(const std::string& text) {
   if (text.empty()) {
     return 0;
   }
-  const auto [value, used] = leading_number(text);
-  std::string unit = text.substr(used);
+  const auto bad = [&](std::string_view why) {
+    return std::invalid_argument(
+        fmt::format("--max-memory '{}': {} (expected a positive size such as 8G, 512M, 1.5G or "
+                    "1000000 bytes)",
+                    printable(text), why));
+  };
+  // digits [. digits] then a unit: no sign, exponent, space or other trailing text.
+  const std::size_t int_end = text.find_first_not_of("0123456789");
+  std::size_t number_end = int_end == std::string::npos ? text.size() : int_end;
+  if (number_end < text.size() && text[number_end] == '.') {
+    number_end = std::min(text.find_first_not_of("0123456789", number_end + 1), text.size());
+  }
+  if (number_end == 0 || text[0] == '.' || text[number_end - 1] == '.') {
+    throw bad("not a number");
+  }
+  std::string unit = text.substr(number_end);
   for (char& c : unit) {
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  double scale = 0;
+  int power = -1;  // of 1024
   if (unit.empty() || unit == "B") {
-    scale = 1;
-  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
-    scale = 1024.0;
-  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
-    scale = 1024.0 * 1024.0;
-  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
-    scale = 1024.0 * 1024.0 * 1024.0;
-  } else if (unit == "T" || unit == "TB" || unit == "TIB") {
-    scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+    power = 0;
+  } else if (unit.size() <= 3 &&
+             (unit.size() == 1 || unit.substr(1) == "B" || unit.substr(1) == "IB")) {
+    const auto at = std::string_view("KMGT").find(unit[0]);
+    power = at == std::string_view::npos ? -1 : static_cast<int>(at) + 1;
   }
-  if (used == 0 || scale == 0 || !(value > 0) || !std::isfinite(value * scale) ||
-      value * scale >= 1.8e19) {
-    throw std::invalid_argument(fmt::format(
-        "--max-memory '{}': expected a positive size such as 8G, 512M or 1000000", text));
+  if (power < 0) {
+    throw bad(fmt::format("unknown unit '{}' (B, K, M, G or T)", printable(unit)));
   }
-  return static_cast<std::size_t>(value * scale);
+  // Exact: the integer part times 1024^power, plus the fraction's share, overflow-checked.
+  std::uint64_t bytes = 0;
+  const auto whole = text.substr(0, std::min(int_end, number_end));
+  const auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), bytes);
+  (void)ptr;
+  const std::uint64_t scale = std::uint64_t{1} << (10 * power);
+  if (ec != std::errc() || __builtin_mul_overflow(bytes, scale, &bytes)) {
+    throw bad("too large");
+  }
+  if (number_end > whole.size()) {
+    const double fraction = std::stod("0" + text.substr(whole.size(), number_end - whole.size()));
+    if (power == 0 && fraction != 0) {
+      throw bad("a fraction of a byte");
+    }
+    if (__builtin_add_overflow(
+            bytes, static_cast<std::uint64_t>(fraction * static_cast<double>(scale)), &bytes)) {
+      throw bad("too large");
+    }
+  }
+  if (bytes == 0) {
+    throw bad("less than one byte");
+  }
+  if (bytes > std::numeric_limits<std::size_t>::max()) {
+    throw bad("too large");
+  }
+  return static_cast<std::size_t>(bytes);
 }
 
 EngineOptions engine_options(const ComputeOptions& opts, const std::string& label) {
@@ -546,18 +620,58 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace pathlift::cli
-
-#include "pathlift/checks.hpp"
-
-namespace pathlift::cli {
-
 std::string format_check(const CheckResult& r) {
-  if (!r.applicable) {
-    return fmt::format("n/a   ({})", r.note);
+  switch (r.status) {
+    case CheckStatus::not_applicable:
+      return fmt::format("n/a   ({})", r.note);
+    case CheckStatus::out_of_range:
+      return fmt::format("OUT OF RANGE  ({})", r.note);
+    case CheckStatus::passed:
+    case CheckStatus::failed:
+      break;
   }
   return fmt::format("{}  (max rel. error {:.1e}, tol {:.0e}, {} entries)",
-                     r.passed ? "pass" : "FAIL", r.max_error, r.tolerance, r.entries);
+                     r.status == CheckStatus::passed ? "pass" : "FAIL", r.max_error, r.tolerance,
+                     r.entries);
+}
+
+std::string_view checks_status(const std::vector<CheckResult>& results) {
+  if (std::any_of(results.begin(), results.end(),
+                  [](const CheckResult& r) { return r.status == CheckStatus::failed; })) {
+    return "failed";
+  }
+  return any_out_of_range(results) ? "out_of_range" : "passed";
+}
+
+std::string checks_verdict(const std::vector<CheckResult>& results) {
+  const std::string_view status = checks_status(results);
+  if (status == "passed") {
+    return "all checks passed";
+  }
+  return status == "failed" ? "SOME CHECKS FAILED"
+                            : "SOME CHECKS NOT RUN: the magnitudes at theta are beyond float64";
+}
+
+void throw_unless_passed(const std::vector<CheckResult>& results) {
+  const std::string_view status = checks_status(results);
+  if (status == "passed") {
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& r : results) {
+    if (r.status == (status == "failed" ? CheckStatus::failed : CheckStatus::out_of_range)) {
+      names.push_back(r.name);
+    }
+  }
+  if (status == "failed") {
+    throw CheckFailed(fmt::format("{} of {} checks failed: {}", names.size(), results.size(),
+                                  fmt::join(names, ", ")));
+  }
+  const auto it = std::find_if(results.begin(), results.end(), [](const CheckResult& r) {
+    return r.status == CheckStatus::out_of_range;
+  });
+  throw RangeError(fmt::format("{} of {} checks not run ({}): {}", names.size(), results.size(),
+                               fmt::join(names, ", "), it->note));
 }
 
 }  // namespace pathlift::cli

@@ -30,6 +30,9 @@ enum ExitCode : int {
   exit_check_failed = 1,  ///< a check or theorem failed (CheckFailed)
   exit_bad_input = 2,     ///< bad usage or bad input: parse error, unreadable file, work refused
   exit_internal = 3,      ///< any other exception: a bug or out of memory
+  exit_out_of_range = 4,  ///< a result overflows or underflows float64 (RangeError): not
+                          ///< computed, or a check not run; the sign and log10 forms (--log)
+                          ///< or the path-free commands give it
 };
 
 /// Thrown by a command after it printed its result, when a check or theorem it verified
@@ -90,7 +93,8 @@ struct LoadedModel {
   /// names the commands that run without unrolling.
   [[nodiscard]] const Network& network(std::size_t max_memory = 0) const;
 };
-LoadedModel load_model(const NetworkOptions& opts);
+/// A --network file is read under max_input_bytes(InputKind::json, max_memory) (0: default).
+LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory = 0);
 
 /// The chosen network as a DAG (default: the paper's Figure 1) and a short description of it:
 /// load_model(), a layer graph unrolled within --max-memory (the second form; the first uses
@@ -125,6 +129,17 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
 /// print the range of a double).
 extern const CLI::Validator non_negative_number;
 extern const CLI::Validator positive_number;
+/// Strict integer checks (digits only, no sign, space or exponent, below 2^63): an integer >= 0,
+/// an integer >= 1 (CLI11's own would answer "0 not in range 0 to 1.8e308"); a seed (an integer
+/// from 0 to 2^64 - 1: "-1" is refused, not wrapped); a value that is not empty (`--ff ''`
+/// would otherwise mean the default network).
+extern const CLI::Validator non_negative_integer;
+extern const CLI::Validator positive_integer;
+extern const CLI::Validator seed_number;
+extern const CLI::Validator non_empty;
+
+/// `text` as an unsigned decimal integer (digits only, below 2^64), else nullopt.
+std::optional<std::uint64_t> parse_unsigned(std::string_view text);
 
 /// --prime P, checked to be a prime below 2^63 (the modular ranks of rank and prove).
 void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description);
@@ -148,10 +163,11 @@ CLI::App* add_network_command(CLI::App& app, const std::string& name,
 /// --data FILE (required): the batch X of forward and linearize.
 void add_data_option(CLI::App& cmd, std::string& path);
 
-/// The data X (n x r) of --data FILE for `net` (.npy or text): FormatError when its width is
-/// not the number of data inputs, naming the file, both numbers and `description`.
+/// The data X (n x r) of --data FILE for `net` (.npy or text), read under --max-memory
+/// (`compute`): FormatError when its width is not the number of data inputs, naming the file,
+/// both numbers and `description`.
 Eigen::MatrixXd read_data(const std::string& path, const Network& net,
-                          const std::string& description);
+                          const std::string& description, const ComputeOptions& compute);
 
 /// theta for the network, and where it came from ("--theta FILE", "network file", "--seed 0").
 struct LoadedTheta {
@@ -220,4 +236,15 @@ struct CheckResult;
 namespace pathlift::cli {
 /// "pass  (max rel. error 1.2e-16, tol 1e-10, 9 entries)" or "n/a (...)" / "FAIL (...)".
 std::string format_check(const CheckResult& r);
+
+/// The verdict of check_identities' results: "failed" when one failed, else "out_of_range" when
+/// one could not be run, else "passed".
+std::string_view checks_status(const std::vector<CheckResult>& results);
+
+/// The last line of the checks' table: "all checks passed", "SOME CHECKS FAILED", ...
+std::string checks_verdict(const std::vector<CheckResult>& results);
+
+/// Throws CheckFailed (exit 1) naming the failed checks, else RangeError (exit 4) naming those
+/// out of range, else returns.
+void throw_unless_passed(const std::vector<CheckResult>& results);
 }  // namespace pathlift::cli

@@ -4,17 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string_view>
 #include <utility>
 
 #include "common.hpp"
 #include "npz.hpp"
+#include "output_file.hpp"
 #include "pathlift/error.hpp"
 
 namespace pathlift::cli {
@@ -33,81 +29,6 @@ std::string file_extension(const std::string& path) {
 }
 
 namespace {
-
-/// Writes through a temporary file renamed into place on success (nothing half-written), or
-/// to stdout for "-", with a progress bar ("writing PATH") on a terminal.
-class OutputFile {
- public:
-  explicit OutputFile(std::string path)
-      : m_path(std::move(path)), m_bar(fmt::format("writing {}", m_path)) {
-    if (m_path == "-") {
-      m_file = stdout;
-      return;
-    }
-    m_tmp = m_path + ".tmp";
-    m_file = std::fopen(m_tmp.c_str(), "wb");
-    if (m_file == nullptr) {
-      throw FormatError(fmt::format("cannot write '{}': {}", m_path, std::strerror(errno)));
-    }
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile() {
-    if (m_file != nullptr && m_file != stdout) {
-      std::fclose(m_file);
-      std::remove(m_tmp.c_str());
-    }
-  }
-  void write(const void* data, std::size_t bytes) {
-    if (bytes > 0 && std::fwrite(data, 1, bytes, m_file) != bytes) {
-      throw FormatError(fmt::format("cannot write '{}': {}", m_path, std::strerror(errno)));
-    }
-  }
-  void write(const fmt::memory_buffer& buf) { write(buf.data(), buf.size()); }
-  /// Writes `bytes` in large pieces, moving the progress bar after each.
-  void write_large(const void* data, std::size_t bytes) {
-    constexpr std::size_t piece = std::size_t{16} << 20;
-    const auto* p = static_cast<const char*>(data);
-    for (std::size_t at = 0; at < bytes; at += piece) {
-      const std::size_t n = std::min(piece, bytes - at);
-      write(p + at, n);
-      progress(static_cast<double>(at + n) / static_cast<double>(bytes));
-    }
-  }
-  /// Flushes `buf` to the file when it has grown large, and moves the progress bar to
-  /// `fraction`.
-  void flush_if_large(fmt::memory_buffer& buf, double fraction) {
-    if (buf.size() > (std::size_t{1} << 20)) {
-      write(buf);
-      buf.clear();
-      progress(fraction);
-    }
-  }
-  void progress(double fraction) { m_bar(std::min(fraction, 0.999)); }
-  void commit() {
-    m_bar(1.0);
-    if (m_file == stdout) {
-      std::fflush(stdout);
-      return;
-    }
-    const bool ok = std::fclose(m_file) == 0;
-    m_file = nullptr;
-    std::error_code ec;
-    if (ok) {
-      std::filesystem::rename(m_tmp, m_path, ec);
-    }
-    if (!ok || ec) {
-      std::remove(m_tmp.c_str());
-      throw FormatError(fmt::format("cannot write '{}'", m_path));
-    }
-  }
-
- private:
-  std::string m_path;
-  ProgressBar m_bar;
-  std::string m_tmp;
-  std::FILE* m_file = nullptr;
-};
 
 template <class T>
 void append_number(fmt::memory_buffer& buf, T x) {
@@ -154,6 +75,29 @@ FileFormat format_of(const std::string& path) {
 }
 
 FileFormat output_format(const std::string& path, Content content, std::string_view hint) {
+  check_output_path(path);
+  // Content with one format each; `to_stdout`: "-" takes it too.
+  struct Single {
+    Content content;
+    std::string_view ext;
+    FileFormat format;
+    bool to_stdout;
+    std::string_view what;
+  };
+  constexpr Single singles[] = {
+      {Content::text, "txt", FileFormat::txt, true, "this command writes text"},
+      {Content::table, "csv", FileFormat::csv, false, "this command writes a CSV table"},
+      {Content::network, "json", FileFormat::json, true,
+       "a network is written as pathlift-network JSON"}};
+  for (const Single& s : singles) {
+    if (s.content == content) {
+      if (path == "-" ? !s.to_stdout : file_extension(path) != s.ext) {
+        throw FormatError(fmt::format("'{}': {}: name it .{}{}{}", path, s.what, s.ext,
+                                      s.to_stdout ? ", or - for stdout" : "", hint));
+      }
+      return s.format;
+    }
+  }
   const FileFormat f = format_of(path);
   if (f == FileFormat::npy && content == Content::sparse) {
     throw FormatError(fmt::format(

@@ -2,15 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string_view>
 
 #include "common.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/io.hpp"
 
 namespace pathlift::cli {
 
@@ -18,42 +20,146 @@ namespace pathlift::cli {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw FormatError(fmt::format("cannot open '{}'", path));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 struct NpyArray {
   std::vector<Index> shape;
   std::vector<double> values;  // C order
 };
 
-std::string header_field(const std::string& header, const std::string& key,
-                         const std::string& path) {
-  const auto k = header.find("'" + key + "'");
-  if (k == std::string::npos) {
-    throw FormatError(fmt::format("'{}': .npy header has no '{}'", path, key));
-  }
-  const auto colon = header.find(':', k);
-  auto start = header.find_first_not_of(' ', colon + 1);
-  std::size_t end = 0;
-  if (header[start] == '(') {
-    end = header.find(')', start) + 1;
-  } else if (header[start] == '\'' || header[start] == '"') {
-    end = header.find(header[start], start + 1) + 1;
-  } else {
-    end = header.find_first_of(",}", start);
-  }
-  return header.substr(start, end - start);
-}
+/// The header of a .npy file, a Python dict literal such as
+/// {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }, parsed strictly: every index
+/// checked, each shape entry a non-negative integer that fits in an Index.
+class NpyHeader {
+ public:
+  NpyHeader(std::string_view text, const std::string& path) : m_text(text), m_path(path) {}
 
-NpyArray read_npy(const std::string& path) {
-  const std::string bytes = read_file(path);
+  std::string descr;
+  bool fortran = false;
+  std::vector<Index> shape;
+
+  void parse() {
+    bool has_descr = false;
+    bool has_fortran = false;
+    bool has_shape = false;
+    expect('{');
+    while (true) {
+      skip_space();
+      if (peek() == '}') {
+        break;
+      }
+      const std::string key = quoted_string();
+      skip_space();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        descr = quoted_string();
+        has_descr = true;
+      } else if (key == "fortran_order") {
+        fortran = boolean();
+        has_fortran = true;
+      } else if (key == "shape") {
+        shape = tuple();
+        has_shape = true;
+      } else {
+        fail(fmt::format("unknown key '{}'", printable(key)));
+      }
+      skip_space();
+      if (peek() == ',') {
+        ++m_pos;
+      } else if (peek() != '}') {
+        fail("expected ',' or '}'");
+      }
+    }
+    for (const auto& [has, key] :
+         {std::pair{has_descr, "descr"}, std::pair{has_fortran, "fortran_order"},
+          std::pair{has_shape, "shape"}}) {
+      if (!has) {
+        throw FormatError(fmt::format("'{}': .npy header has no '{}'", m_path, key));
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view what) const {
+    throw FormatError(fmt::format("'{}': bad .npy header at byte {}: {} (header: {})", m_path,
+                                  m_pos, what, printable(m_text, 120)));
+  }
+  [[nodiscard]] char peek() const { return m_pos < m_text.size() ? m_text[m_pos] : '\0'; }
+  void skip_space() {
+    while (peek() == ' ') {
+      ++m_pos;
+    }
+  }
+  void expect(char c) {
+    if (peek() != c) {
+      fail(fmt::format("expected '{}'", c));
+    }
+    ++m_pos;
+  }
+  std::string quoted_string() {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') {
+      fail("expected a quoted string");
+    }
+    const auto close = m_text.find(quote, m_pos + 1);
+    if (close == std::string_view::npos) {
+      fail("unterminated string");
+    }
+    std::string out(m_text.substr(m_pos + 1, close - m_pos - 1));
+    m_pos = close + 1;
+    return out;
+  }
+  bool boolean() {
+    for (const auto& [word, value] : {std::pair{"True", true}, std::pair{"False", false}}) {
+      if (m_text.substr(m_pos, std::strlen(word)) == word) {
+        m_pos += std::strlen(word);
+        return value;
+      }
+    }
+    fail("'fortran_order' must be True or False");
+  }
+  /// (3, 4), (5,) or (): non-negative integers.
+  std::vector<Index> tuple() {
+    constexpr std::size_t max_dims = 32;  // NumPy's own limit is 64; pathlift reads 1-D and 2-D
+    std::vector<Index> out;
+    expect('(');
+    while (true) {
+      skip_space();
+      if (peek() == ')') {
+        ++m_pos;
+        return out;
+      }
+      if (std::isdigit(static_cast<unsigned char>(peek())) == 0) {
+        fail("a shape entry must be a non-negative integer");
+      }
+      Index value = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek())) != 0) {
+        if (__builtin_mul_overflow(value, Index{10}, &value) ||
+            __builtin_add_overflow(value, Index{peek() - '0'}, &value)) {
+          fail("a shape entry is too large");
+        }
+        ++m_pos;
+      }
+      if (out.size() == max_dims) {
+        fail(fmt::format("more than {} dimensions", max_dims));
+      }
+      out.push_back(value);
+      skip_space();
+      if (peek() == ',') {
+        ++m_pos;
+      } else if (peek() != ')') {
+        fail("expected ',' or ')' in the shape");
+      }
+    }
+  }
+
+  std::string_view m_text;
+  const std::string& m_path;
+  std::size_t m_pos = 0;
+};
+
+NpyArray read_npy(const std::string& path, std::size_t max_memory) {
+  const std::string bytes =
+      read_input_file(path, max_input_bytes(InputKind::binary, max_memory), ".npy file");
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     throw FormatError(fmt::format("'{}' is not a .npy file (bad magic)", path));
   }
@@ -77,48 +183,46 @@ NpyArray read_npy(const std::string& path) {
   } else {
     throw FormatError(fmt::format("'{}': unsupported .npy version {}", path, major));
   }
-  if (pos + header_len > bytes.size()) {
-    throw FormatError(fmt::format("'{}': truncated .npy header", path));
+  if (header_len > bytes.size() - pos) {
+    throw FormatError(fmt::format("'{}': truncated .npy header ({} bytes announced, {} present)",
+                                  path, header_len, bytes.size() - pos));
   }
-  const std::string header = bytes.substr(pos, header_len);
+  NpyHeader header(std::string_view(bytes).substr(pos, header_len), path);
+  header.parse();
   pos += header_len;
-  std::string descr = header_field(header, "descr", path);
-  descr = descr.substr(1, descr.size() - 2);
-  const bool fortran = header_field(header, "fortran_order", path) == "True";
-  const std::string shape_text = header_field(header, "shape", path);
+  const std::string descr = header.descr;
+  const bool fortran = header.fortran;
   NpyArray a;
-  {
-    std::string inner = shape_text.substr(1, shape_text.size() - 2);
-    std::stringstream ss(inner);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      if (item.find_first_not_of(' ') == std::string::npos) {
-        continue;
-      }
-      a.shape.push_back(std::stoll(item));
-    }
-  }
+  a.shape = header.shape;
   Index n = 1;
   for (Index s : a.shape) {
-    n *= s;
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw FormatError(fmt::format("'{}': .npy shape ({}) has more entries than an index holds",
+                                    path, fmt::join(a.shape, ", ")));
+    }
   }
-  std::size_t item_size = 0;
-  const char kind = descr.size() >= 2 ? descr[1] : '?';
-  const char order = descr.empty() ? '?' : descr[0];
-  if (descr.size() >= 3) {
-    item_size = static_cast<std::size_t>(std::stoi(descr.substr(2)));
-  }
-  if (order == '>' || (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b') ||
+  // "<f8": byte order, kind, item size in one digit.
+  const char order = descr.size() == 3 ? descr[0] : '?';
+  const char kind = descr.size() == 3 ? descr[1] : '?';
+  const std::size_t item_size = descr.size() == 3 && descr[2] >= '1' && descr[2] <= '8'
+                                    ? static_cast<std::size_t>(descr[2] - '0')
+                                    : 0;
+  if ((order != '<' && order != '|' && order != '=') ||
+      (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b') ||
       !(item_size == 1 || item_size == 2 || item_size == 4 || item_size == 8) ||
       (kind == 'f' && item_size < 4)) {
     throw FormatError(fmt::format(
         "'{}': .npy dtype '{}' is not supported (use little-endian float64, float32 or integers)",
-        path, descr));
+        path, printable(descr)));
   }
-  if (bytes.size() - pos < static_cast<std::size_t>(n) * item_size) {
-    throw FormatError(fmt::format("'{}': .npy data is truncated ({} values expected)", path, n));
+  // The data is in the file: a shape cannot make the reader allocate more than the file holds.
+  if (static_cast<std::size_t>(n) > (bytes.size() - pos) / item_size) {
+    throw FormatError(
+        fmt::format("'{}': .npy data is truncated: shape ({}) needs {} values of {} "
+                    "bytes, the file holds {} bytes of data",
+                    path, fmt::join(a.shape, ", "), n, item_size, bytes.size() - pos));
   }
-  a.values.resize(static_cast<std::size_t>(n));
+  a.values.assign(static_cast<std::size_t>(n), 0.0);
   const char* p = bytes.data() + pos;
   for (Index i = 0; i < n; ++i) {
     const char* q = p + static_cast<std::size_t>(i) * item_size;
@@ -158,7 +262,7 @@ NpyArray read_npy(const std::string& path) {
     }
     a.values[static_cast<std::size_t>(i)] = x;
   }
-  if (fortran && a.shape.size() == 2) {
+  if (fortran && a.shape.size() == 2 && n > 0) {
     std::vector<double> c(a.values.size());
     const Index rows = a.shape[0];
     const Index cols = a.shape[1];
@@ -173,20 +277,24 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-/// Parses a number token; throws FormatError naming the location.
+/// Parses a number token; throws FormatError naming the location. Subnormals (1e-310) are
+/// numbers; a token beyond a double (1e400, or 1e-400 that would read as 0) is refused.
 double parse_number(const std::string& token, const std::string& where, bool finite) {
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(token, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(token.c_str(), &end);
+  const bool range = errno == ERANGE;
+  if (token.empty() || end != token.c_str() + token.size() ||
+      std::isspace(static_cast<unsigned char>(token[0])) != 0) {
+    throw FormatError(fmt::format("{}: '{}' is not a number", where, printable(token)));
   }
-  if (used == 0 || used != token.size()) {
-    throw FormatError(fmt::format("{}: '{}' is not a number", where, token));
+  if (range && (std::isinf(x) || x == 0)) {
+    throw FormatError(fmt::format(
+        "{}: {} is out of the range of a double ({})", where, printable(token),
+        x == 0 ? "it underflows to 0; the smallest is 4.9e-324" : "the largest is 1.8e308"));
   }
   if (finite && !std::isfinite(x)) {
-    throw FormatError(fmt::format("{}: value {} is not finite", where, token));
+    throw FormatError(fmt::format("{}: value {} is not finite", where, printable(token)));
   }
   return x;
 }
@@ -241,9 +349,9 @@ void check_finite_values(const std::vector<double>& v, Index cols, const std::st
 
 }  // namespace
 
-std::vector<double> read_vector(const std::string& path, bool finite) {
+std::vector<double> read_vector(const std::string& path, bool finite, std::size_t max_memory) {
   if (file_extension(path) == "npy") {
-    NpyArray a = read_npy(path);
+    NpyArray a = read_npy(path, max_memory);
     if (a.shape.size() > 2 || (a.shape.size() == 2 && a.shape[0] != 1 && a.shape[1] != 1)) {
       throw FormatError(fmt::format("'{}': expected a vector, got an array of shape ({})", path,
                                     fmt::join(a.shape, ", ")));
@@ -258,7 +366,9 @@ std::vector<double> read_vector(const std::string& path, bool finite) {
     return a.values;
   }
   std::vector<double> out;
-  for_each_text_row(read_file(path), [&](Index line_no, const std::vector<std::string>& tokens) {
+  const std::string text =
+      read_input_file(path, max_input_bytes(InputKind::text, max_memory), "text file");
+  for_each_text_row(text, [&](Index line_no, const std::vector<std::string>& tokens) {
     for (const auto& token : tokens) {
       out.push_back(parse_number(
           token, fmt::format("'{}', line {} (entry {})", path, line_no, out.size()), finite));
@@ -268,10 +378,10 @@ std::vector<double> read_vector(const std::string& path, bool finite) {
 }
 
 Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matrix(
-    const std::string& path, bool finite) {
+    const std::string& path, bool finite, std::size_t max_memory) {
   using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   if (file_extension(path) == "npy") {
-    NpyArray a = read_npy(path);
+    NpyArray a = read_npy(path, max_memory);
     if (a.shape.empty() || a.shape.size() > 2) {
       throw FormatError(fmt::format("'{}': expected a 2-D array (n x r), got {} dimensions", path,
                                     a.shape.size()));
@@ -291,7 +401,9 @@ Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matr
   std::vector<double> values;
   Index cols = -1;
   Index rows = 0;
-  for_each_text_row(read_file(path), [&](Index line_no, const std::vector<std::string>& tokens) {
+  const std::string text =
+      read_input_file(path, max_input_bytes(InputKind::text, max_memory), "text file");
+  for_each_text_row(text, [&](Index line_no, const std::vector<std::string>& tokens) {
     if (cols < 0) {
       cols = static_cast<Index>(tokens.size());
     } else if (static_cast<Index>(tokens.size()) != cols) {

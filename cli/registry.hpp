@@ -24,4 +24,13 @@ struct CommandRegistration {
   }
 };
 
+/// What run_cli does with the chosen command: run it, or stop once the command line is parsed
+/// and its options checked (no file read or written, no messages: the fuzz harness).
+enum class RunMode : bool { execute, parse_only };
+
+/// pathlift's main (app.cpp): builds the app from the registered commands, parses argv (argv[0]
+/// is the program), runs the command and prints any error as "error: ..." on stderr. Returns
+/// the exit status (ExitCode in common.hpp).
+int run_cli(int argc, const char* const* argv, RunMode mode);
+
 }  // namespace pathlift::cli

@@ -11,12 +11,14 @@ set -euo pipefail
 # tests (pytest, PyTorch references, torchvision's ResNet and ONNX export for the CNN tests,
 # matplotlib for the figures and pathlift.plot, scikit-learn's digits for
 # examples/path_training.py, mypy for the type check), `pip install --no-build-isolation .` into a
-# venv (pip, venv, setuptools, wheel: scripts/check-install.sh, docs/install.md).
+# venv (pip, venv, setuptools, wheel: scripts/check-install.sh, docs/install.md), and the fuzzing
+# of scripts/fuzz.sh (clang with libFuzzer and its sanitizers in libclang-rt-dev; libomp-dev,
+# clang's OpenMP).
 packages=(
   cmake g++ make git ccache
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev libgmp-dev liblapacke-dev
   libonnx-dev libprotobuf-dev zlib1g-dev
-  libgtest-dev libbenchmark-dev clang-format
+  libgtest-dev libbenchmark-dev clang-format clang libclang-rt-dev libomp-dev
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
   python3-torch python3-torchvision python3-onnx python3-matplotlib python3-sklearn python3-mypy
   python3-pip python3-venv python3-setuptools python3-wheel

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <charconv>
 #include <iterator>
@@ -69,19 +71,27 @@ Network feed_forward(Index r, const std::vector<Index>& widths, Index q, bool bi
   sizes.push_back(q);
   const std::size_t layers = sizes.size() - 1;  // number of Linear layers
 
-  // Count first so that absurd shapes are refused before allocating.
+  // Count first, overflow-checked, so that absurd shapes are refused before allocating.
+  const auto too_large = [&](std::string_view what, Index limit) {
+    return std::invalid_argument(fmt::format("feed-forward network {} too large: more than {} {}",
+                                             fmt::join(sizes, ","), limit, what));
+  };
   Index nodes = 0;
   Index edges = 0;
   for (std::size_t l = 0; l <= layers; ++l) {
-    nodes += sizes[l] + (bias && l < layers ? 1 : 0);
+    if (__builtin_add_overflow(nodes, sizes[l], &nodes) ||
+        __builtin_add_overflow(nodes, bias && l < layers ? 1 : 0, &nodes) ||
+        nodes > std::numeric_limits<NodeId>::max()) {
+      throw too_large("nodes", std::numeric_limits<NodeId>::max());
+    }
   }
   for (std::size_t l = 0; l < layers; ++l) {
     Index layer_edges = 0;
+    // sizes[l] + 1 cannot overflow: nodes, their sum, fits in a NodeId.
     if (__builtin_mul_overflow(sizes[l] + (bias ? 1 : 0), sizes[l + 1], &layer_edges) ||
         __builtin_add_overflow(edges, layer_edges, &edges) ||
         edges > std::numeric_limits<EdgeId>::max()) {
-      throw std::invalid_argument(fmt::format("feed-forward network too large: more than {} edges",
-                                              std::numeric_limits<EdgeId>::max()));
+      throw too_large("edges", std::numeric_limits<EdgeId>::max());
     }
   }
 
@@ -128,6 +138,13 @@ Network random_dag(Index m, double p, std::uint64_t seed, const RandomDagOptions
   }
   if (!(p >= 0.0 && p <= 1.0)) {
     throw std::invalid_argument(fmt::format("random-dag needs 0 <= p <= 1 (got {})", p));
+  }
+  // One draw per pair i < j: the work is quadratic in m, so m is bounded (about a second).
+  if (m > random_dag_max_nodes) {
+    throw std::invalid_argument(
+        fmt::format("random-dag: m = {} nodes is too many (at most {}: it draws each of the "
+                    "m (m - 1) / 2 pairs)",
+                    m, random_dag_max_nodes));
   }
   detail::SplitMix64 rng(seed);
   const auto n = static_cast<std::size_t>(m);

@@ -2,15 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "pathlift/error.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/limits.hpp"
 #include "src/detail/json.hpp"
 
 namespace pathlift {
@@ -112,13 +117,14 @@ Network parse_network(std::string_view json_text) {
   static const char* const known[] = {"format",  "version",    "nodes", "edges",
                                       "weights", "outputs",    "bias",  "activations",
                                       "name",    "num_params", "params"};
-  for (const auto& [key, value] : doc.items()) {
+  for (const auto& item : doc.items()) {
+    const std::string& key = item.key();  // a name, not a binding: clang 14 captures no binding
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) ==
         std::end(known)) {
       throw FormatError(fmt::format(
           "unknown key \"{}\" (expected format, version, nodes, edges, weights, outputs, bias, "
           "activations, name, num_params, params)",
-          key));
+          printable(key)));
     }
   }
   if (!doc.contains("format") || doc["format"] != "pathlift-network") {
@@ -150,27 +156,15 @@ Network parse_network(std::string_view json_text) {
     throw FormatError("missing key \"nodes\" (a list of names or a node count)");
   }
   const json& nodes = doc["nodes"];
+  NodeNames node_index;
   if (nodes.is_number_integer()) {
-    // Every node needs an edge: a huge count above 2 x the edges is refused before a name is
-    // made (it would exhaust memory first); smaller ones reach the isolated-node check, which
-    // names the nodes.
-    const std::size_t max_nodes =
-        doc.contains("edges") && doc["edges"].is_array() ? 2 * doc["edges"].size() : 0;
-    constexpr std::uint64_t k_small = 1'000'000;
-    if (!nodes.is_number_unsigned() ||
-        (nodes.get<std::uint64_t>() > max_nodes && nodes.get<std::uint64_t>() > k_small) ||
-        nodes.get<std::uint64_t>() >
-            static_cast<std::uint64_t>(std::numeric_limits<NodeId>::max())) {
-      throw FormatError(fmt::format(
-          "\"nodes\": node count {} is out of range (every node needs an edge: at most 2 x {} "
-          "edges = {})",
-          detail::excerpt(nodes), max_nodes / 2, max_nodes));
+    if (!nodes.is_number_unsigned()) {
+      throw FormatError(fmt::format("\"nodes\": node count {} is out of range (negative)",
+                                    detail::excerpt(nodes)));
     }
-    const auto n = nodes.get<std::int64_t>();
-    spec.node_names.reserve(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      spec.node_names.push_back(std::to_string(i));
-    }
+    node_index = NodeNames::numbered(
+        nodes.get<std::uint64_t>(),
+        doc.contains("edges") && doc["edges"].is_array() ? doc["edges"].size() : 0, "\"nodes\"");
   } else if (nodes.is_array()) {
     spec.node_names.reserve(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -180,13 +174,13 @@ Network parse_network(std::string_view json_text) {
       }
       spec.node_names.push_back(nodes[i].get<std::string>());
     }
+    // Names are indexed before the network is validated, so an empty or duplicate name is
+    // reported here, as Network would.
+    node_index = NodeNames(std::move(spec.node_names));
   } else {
     throw FormatError(
         fmt::format("\"nodes\" must be a list of names or a node count, not {}", type_name(nodes)));
   }
-  // Names are indexed before the network is validated, so an empty or duplicate name is
-  // reported here, as Network would.
-  NodeNames node_index(std::move(spec.node_names));
 
   if (!doc.contains("edges")) {
     throw FormatError("missing key \"edges\" (a list of [source, target] pairs)");
@@ -239,7 +233,7 @@ Network parse_network(std::string_view json_text) {
           type_name(acts)));
     }
     for (const auto& [key, value] : acts.items()) {
-      const std::string where = fmt::format("\"activations\"[\"{}\"]", key);
+      const std::string where = fmt::format("\"activations\"[\"{}\"]", printable(key));
       const auto where_fn = [&] { return where; };
       // Keys are names; a key that is not a name but an integer is an index.
       NodeId v = -1;
@@ -271,15 +265,75 @@ Network parse_network(std::string_view json_text) {
   return Network(std::move(spec));
 }
 
-Network read_network(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw FormatError(fmt::format("cannot open network file '{}'", path));
+std::size_t max_input_bytes(InputKind kind, std::size_t max_memory) {
+  return effective_max_memory(max_memory) / static_cast<std::size_t>(kind);
+}
+
+std::string read_input_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
+  // A file descriptor, closed on every way out.
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  };
+  const Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) {
+    throw FormatError(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  struct stat st {};
+  if (::fstat(in.fd, &st) != 0) {
+    throw FormatError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw FormatError(fmt::format("cannot read {}: '{}' is a directory", what, path));
+  }
+  const auto too_large = [&] {
+    return TooLarge(
+        fmt::format("{} '{}' is too large to read: more than {} ({} bytes), the most a "
+                    "file of its kind may hold under the memory limit",
+                    what, path, format_bytes(static_cast<double>(max_bytes)), max_bytes));
+  };
+  std::string bytes;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+      throw too_large();
+    }
+    bytes.reserve(static_cast<std::size_t>(st.st_size));
+  }
+  // Chunks, growing: a pipe or a device has no size, and a regular file may grow meanwhile.
+  constexpr std::size_t chunk = std::size_t{1} << 16;
+  std::size_t size = 0;
+  for (;;) {
+    if (size > max_bytes) {
+      throw too_large();
+    }
+    const std::size_t room = max_bytes - size;
+    const std::size_t want = room < chunk ? room + 1 : chunk;  // one past the bound: too large
+    bytes.resize(size + want);
+    const ssize_t got = ::read(in.fd, bytes.data() + size, want);
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw FormatError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+    }
+    if (got == 0) {
+      break;
+    }
+    size += static_cast<std::size_t>(got);
+  }
+  bytes.resize(size);
+  return bytes;
+}
+
+Network read_network(const std::string& path, std::size_t max_memory) {
+  const std::string text =
+      read_input_file(path, max_input_bytes(InputKind::json, max_memory), "network file");
   try {
-    return parse_network(text.str());
+    return parse_network(text);
   } catch (const FormatError& e) {
     throw FormatError(fmt::format("{}: {}", path, e.what()));
   } catch (const NetworkError& e) {
@@ -340,25 +394,89 @@ std::string network_to_json(const Network& net, int indent) {
   return detail::dump_readable(doc, indent, {"edges", "params"});
 }
 
+namespace {
+
+/// The permissions of a new file, 0666 & ~umask. umask() can only be read by setting it, so it
+/// is read from /proc/self/status (Linux 4.7+, no race with other threads) where it can be.
+mode_t new_file_mode() {
+  if (FILE* f = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    unsigned mask = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+      found = std::sscanf(line, "Umask: %o", &mask) == 1;
+    }
+    std::fclose(f);
+    if (found) {
+      return static_cast<mode_t>(0666 & ~mask);
+    }
+  }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0666 & ~mask;
+}
+
+/// Writes all of `bytes` to `fd`; 0, or the errno of the failure.
+int write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return n < 0 ? errno : ENOSPC;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what) {
+  const auto fail = [&](int error) {
+    throw FormatError(fmt::format("cannot write {} '{}': {}", what, path, std::strerror(error)));
+  };
+  if (path.empty() || path.back() == '/') {
+    fail(path.empty() ? ENOENT : EISDIR);
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fail(EISDIR);
+  }
+  // Hidden, next to the target (the same file system, so the rename is atomic), the name cut so
+  // that it stays within NAME_MAX; mkostemps creates it with O_EXCL: no symlink is followed, no
+  // existing file is reused.
+  const auto slash = path.find_last_of('/');
+  const std::size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  constexpr std::string_view suffix = ".tmp";
+  std::string tmp =
+      fmt::format("{}.{}.XXXXXX{}", path.substr(0, name_at), path.substr(name_at, 200), suffix);
+  const int fd = ::mkostemps(tmp.data(), static_cast<int>(suffix.size()), O_CLOEXEC);
+  if (fd < 0) {
+    fail(errno);
+  }
+  int error = write_all(fd, bytes);
+  if (error == 0 && ::fchmod(fd, new_file_mode()) != 0) {  // mkostemps made it 0600
+    error = errno;
+  }
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) {  // Linux closes it even on EINTR
+    error = errno;
+  }
+  if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = errno;
+  }
+  if (error != 0) {
+    ::unlink(tmp.c_str());
+    fail(error);
+  }
+}
+
 void write_network(const Network& net, const std::string& path) {
-  const std::string text = network_to_json(net, 1) + "\n";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw FormatError(fmt::format("cannot write network file '{}'", path));
-    }
-    out << text;
-    if (!out) {
-      throw FormatError(fmt::format("cannot write network file '{}'", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw FormatError(fmt::format("cannot write network file '{}'", path));
-  }
+  write_file_atomically(path, network_to_json(net, 1) + "\n", "network file");
 }
 
 }  // namespace pathlift

@@ -31,6 +31,26 @@ void require(const detail::WalkTables& t, Index d, PathObject object, const Engi
   require_memory(p, nnz, d, estimate_bytes(p, nnz, d, object, sizeof(T)), options.max_memory, what);
 }
 
+/// Refuses work on a path set that allocates `new_bytes` while the caller holds the path set and
+/// `held` more bytes (its inputs, e.g. Phi): the peak of the call, not its result alone.
+void require_on_paths(const PathSet& paths, double new_bytes, double held,
+                      const EngineOptions& options, std::string_view what) {
+  const double path_set =
+      static_cast<double>(paths.offsets->size()) * sizeof(Index) +
+      static_cast<double>(paths.edges->size()) * sizeof(EdgeId) +
+      static_cast<double>(paths.start.size() + paths.end.size()) * sizeof(NodeId);
+  require_bytes(new_bytes + held + path_set, options.max_memory,
+                fmt::format("{} (P = {} paths, nnz = {}; with the path set and inputs it reads)",
+                            what, paths.size(), paths.nnz()));
+}
+
+/// The bytes of dPhi's values, and of its column indices when skeleton(paths) must copy them.
+template <class T>
+double jacobian_bytes(const PathSet& paths) {
+  const auto nnz = static_cast<double>(paths.nnz());
+  return nnz * sizeof(T) + (paths.walk_order_sorted && !paths.params ? 0.0 : nnz * sizeof(EdgeId));
+}
+
 /// theta for a path set: d finite numbers (a NaN would silently spread to every path through
 /// it). The path set has no node names, so the message gives the index alone.
 template <class T>
@@ -238,6 +258,7 @@ Buffer<T> path_lifting(const PathSet& paths, std::span<const T> theta_in,
   check_paths_theta(paths, theta_in);
   const detail::EdgeTheta<T> theta(paths.params.get(), theta_in);
   const Index np = paths.size();
+  require_on_paths(paths, static_cast<double>(np) * sizeof(T), 0, options, "the path-lifting Phi");
   Buffer<T> phi(static_cast<std::size_t>(np));
   const Index* off = paths.offsets->data();
   const EdgeId* edges = paths.edges->data();
@@ -342,6 +363,7 @@ template <class T>
 CsrMatrix<T> jacobian(const PathSet& paths, std::span<const T> theta,
                       const EngineOptions& options) {
   check_paths_theta(paths, theta);
+  require_on_paths(paths, jacobian_bytes<T>(paths), 0, options, "the Jacobian dPhi");
   if (paths.params) {
     PathSet edges_only = paths;
     edges_only.params = nullptr;
@@ -380,6 +402,8 @@ CsrMatrix<T> jacobian_paper_formula(const PathSet& paths, std::span<const T> phi
     throw std::invalid_argument(
         fmt::format("phi has {} entries but there are {} paths", phi.size(), paths.size()));
   }
+  require_on_paths(paths, jacobian_bytes<T>(paths), static_cast<double>(phi.size()) * sizeof(T),
+                   options, "the Jacobian dPhi by the paper's formula");
   CsrMatrix<T> j;
   j.pattern = skeleton(paths, options);
   const Index np = paths.size();

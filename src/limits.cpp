@@ -6,27 +6,49 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
 #include "pathlift/error.hpp"
 #include "src/detail/enum_names.hpp"
+#include "src/detail/path_totals.hpp"
 
 namespace pathlift {
 
-std::size_t default_max_memory() {
-  // Asked once: sysconf(_SC_PHYS_PAGES) is a system call, and every engine call checks a limit.
-  static const std::size_t limit = [] {
+namespace {
+
+/// The physical memory in bytes (sysconf), asked once: every engine call checks a limit.
+std::size_t physical_memory() {
+  static const std::size_t bytes = [] {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page_size = sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page_size <= 0) {
-      return std::size_t{4} << 30;  // unknown: assume 8 GiB of RAM
+      return std::size_t{8} << 30;  // unknown: assume 8 GiB of RAM
     }
-    return static_cast<std::size_t>(pages) / 2 * static_cast<std::size_t>(page_size);
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
   }();
-  return limit;
+  return bytes;
+}
+
+}  // namespace
+
+std::size_t default_max_memory() {
+  return physical_memory() / 2;
 }
 
 std::size_t effective_max_memory(std::size_t max_memory) {
-  return max_memory == 0 ? default_max_memory() : max_memory;
+  if (max_memory == 0) {
+    return default_max_memory();
+  }
+  // A limit the machine cannot honour would let work through to fail in the allocator
+  // (std::bad_alloc, without sizes) instead of being refused with them.
+  if (max_memory > physical_memory()) {
+    throw std::invalid_argument(fmt::format(
+        "the memory limit of {} ({} bytes) is above the physical memory of {} ({} bytes)",
+        format_bytes(static_cast<double>(max_memory)), max_memory,
+        format_bytes(static_cast<double>(physical_memory())), physical_memory()));
+  }
+  return max_memory;
 }
 
 std::string format_bytes(double bytes) {
@@ -135,6 +157,37 @@ void require_memory(const Count& paths, const Count& nnz, Index d, std::size_t b
         what, format_bytes(static_cast<double>(bytes)), bytes, paths.to_string(), nnz.to_string(),
         d, format_bytes(static_cast<double>(limit))));
   }
+}
+
+namespace {
+
+/// The bytes of all of `objects` at once, and their names joined by " + ".
+std::pair<std::size_t, std::string> objects_bytes(const detail::PathTotals& t, Index d,
+                                                  std::initializer_list<PathObject> objects,
+                                                  std::size_t scalar_size) {
+  double bytes = 0;
+  std::string names;
+  for (const PathObject object : objects) {
+    bytes += static_cast<double>(estimate_bytes(t.paths, t.nnz, d, object, scalar_size));
+    names += fmt::format("{}{}", names.empty() ? "" : " + ", to_string(object));
+  }
+  const auto max = std::numeric_limits<std::size_t>::max();
+  return {bytes < static_cast<double>(max) ? static_cast<std::size_t>(bytes) : max, names};
+}
+
+}  // namespace
+
+std::size_t estimate_bytes(const Network& net, std::initializer_list<PathObject> objects,
+                           std::size_t scalar_size) {
+  return objects_bytes(detail::path_totals(net), net.num_params(), objects, scalar_size).first;
+}
+
+void require_memory(const Network& net, std::initializer_list<PathObject> objects,
+                    std::size_t max_memory, const std::string& what, std::size_t scalar_size) {
+  const detail::PathTotals t = detail::path_totals(net);
+  const auto [bytes, names] = objects_bytes(t, net.num_params(), objects, scalar_size);
+  require_memory(t.paths, t.nnz, net.num_params(), bytes, max_memory,
+                 fmt::format("{} ({})", what, names));
 }
 
 }  // namespace pathlift

@@ -438,7 +438,15 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
         for (Index j = 0; j < q; ++j) {
           const double fd = (fp.outputs(row, j) - fm.outputs(row, j)) / step;
           const std::size_t at = static_cast<std::size_t>((a * q + j) * nk + b);
-          const double e = relative_error(fd, lin_grad[at], abs_grad[at]);
+          // The rounding of f(theta +- h) divided by the step: the difference quotient cannot
+          // be closer than this, however right dPhi is (f may hold paths much larger than
+          // those through k, e.g. a bias next to the output when the weights are tiny).
+          const double rounding = 8 * std::numeric_limits<double>::epsilon() *
+                                  (std::abs(fp.outputs(row, j)) + std::abs(fm.outputs(row, j))) /
+                                  step;
+          const double e = std::abs(fd - lin_grad[at]) <= rounding
+                               ? 0.0
+                               : relative_error(fd, lin_grad[at], abs_grad[at]);
           ++out.grad_entries;
           if (worst.err < 0 || e > worst.err || (std::isnan(e) && !std::isnan(worst.err))) {
             worst = {e, i, j, static_cast<Index>(k), fd, lin_grad[at]};
@@ -479,8 +487,8 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
         "margin 0: node {} has pre-activation exactly 0 on sample {}; theta lies in the null set "
         "Proposition 1 excludes (f = L Phi holds, but L is not unique and f need not be "
         "differentiable); {} of {} gradient entries could not be checked",
-        net.node_name(lin.pattern.margin_node), lin.pattern.margin_sample, out.grad_skipped,
-        out.grad_skipped + out.grad_entries);
+        printable(net.node_name(lin.pattern.margin_node)), lin.pattern.margin_sample,
+        out.grad_skipped, out.grad_skipped + out.grad_entries);
   } else if (out.grad_skipped > 0) {
     out.status = LinearizationStatus::inconclusive;
     out.message = fmt::format(

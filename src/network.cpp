@@ -66,7 +66,7 @@ Activation Activation::parse(std::string_view text) {
   throw FormatError(fmt::format(
       "unknown activation '{}' (expected identity, relu, leaky_relu, leaky_relu:<slope> or "
       "max)",
-      text));
+      printable(text)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -95,6 +95,23 @@ NodeId NodeNames::add(std::string name) {
   return static_cast<NodeId>(v);
 }
 
+NodeNames NodeNames::numbered(std::uint64_t count, std::size_t edges, std::string_view what) {
+  constexpr std::uint64_t small = 1'000'000;
+  const std::uint64_t max_nodes = 2 * static_cast<std::uint64_t>(edges);
+  if ((count > max_nodes && count > small) ||
+      count > static_cast<std::uint64_t>(std::numeric_limits<NodeId>::max())) {
+    throw FormatError(fmt::format(
+        "{}: node count {} is out of range (every node needs an edge: at most 2 x {} edges = {})",
+        what, count, edges, max_nodes));
+  }
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(count));
+  for (std::uint64_t i = 0; i < count; ++i) {
+    names.push_back(std::to_string(i));
+  }
+  return NodeNames(std::move(names));
+}
+
 void NodeNames::index(const std::string& name, std::size_t v) {
   if (name.empty()) {
     throw NetworkError(fmt::format("node {} has an empty name", v));
@@ -102,7 +119,7 @@ void NodeNames::index(const std::string& name, std::size_t v) {
   const auto [it, inserted] = m_index.emplace(name, static_cast<NodeId>(v));
   if (!inserted) {
     throw NetworkError(
-        fmt::format("duplicate node name '{}' (nodes {} and {})", name, it->second, v));
+        fmt::format("duplicate node name '{}' (nodes {} and {})", printable(name), it->second, v));
   }
 }
 
@@ -120,7 +137,7 @@ std::optional<NodeId> NodeNames::find(std::string_view name) const {
 }
 
 void NodeNames::throw_unknown(const std::string& where, std::string_view name) {
-  throw FormatError(fmt::format("{}: unknown node '{}'", where, name));
+  throw FormatError(fmt::format("{}: unknown node '{}'", where, printable(name)));
 }
 
 void NodeNames::throw_out_of_range(const std::string& where, const std::string& index) const {
@@ -134,7 +151,7 @@ void NodeNames::throw_out_of_range(const std::string& where, const std::string& 
 namespace {
 
 std::string quoted(const std::vector<std::string>& names, NodeId v) {
-  return fmt::format("'{}'", names[static_cast<std::size_t>(v)]);
+  return fmt::format("'{}'", printable(names[static_cast<std::size_t>(v)]));
 }
 
 std::string join_names(const std::vector<std::string>& names, const std::vector<NodeId>& nodes,
@@ -226,7 +243,7 @@ std::optional<NodeId> Network::find_node(std::string_view name) const {
 }
 
 std::string Network::edge_label(EdgeId e) const {
-  return fmt::format("{} -> {}", node_name(source(e)), node_name(target(e)));
+  return fmt::format("{} -> {}", printable(node_name(source(e))), printable(node_name(target(e))));
 }
 
 std::span<const double> Network::weights() const {
@@ -262,7 +279,7 @@ void Network::check_loops_and_isolated_nodes() const {
   // Self-loops are the shortest cycles; report them before the general search.
   for (std::size_t e = 0; e < m_src.size(); ++e) {
     if (m_src[e] == m_dst[e]) {
-      const std::string& v = names[static_cast<std::size_t>(m_src[e])];
+      const std::string v = printable(names[static_cast<std::size_t>(m_src[e])]);
       throw NetworkError(fmt::format("edge {} ({} -> {}) closes a cycle: {} -> {}", e, v, v, v, v));
     }
   }
@@ -302,7 +319,8 @@ void Network::assign_roles(const NetworkSpec& spec) {
       const EdgeId e = m_in_edges[static_cast<std::size_t>(m_in_offsets[vi])];
       throw NetworkError(fmt::format(
           "bias node {} has an incoming edge: edge {} ({} -> {})", quoted(names, v), e,
-          names[static_cast<std::size_t>(m_src[static_cast<std::size_t>(e)])], names[vi]));
+          printable(names[static_cast<std::size_t>(m_src[static_cast<std::size_t>(e)])]),
+          printable(names[vi])));
     }
     m_is_bias[vi] = 1;
   }
@@ -424,9 +442,9 @@ void Network::throw_cycle(const std::vector<Index>& remaining) const {
   std::rotate(cycle.begin(), cycle.begin() + first, cycle.end());
   std::string text;
   for (NodeId c : cycle) {
-    text += names[static_cast<std::size_t>(c)] + " -> ";
+    text += printable(names[static_cast<std::size_t>(c)]) + " -> ";
   }
-  text += names[static_cast<std::size_t>(cycle.front())];
+  text += printable(names[static_cast<std::size_t>(cycle.front())]);
   EdgeId closing = -1;
   for (EdgeId e : out_edges(cycle.back())) {
     if (m_dst[static_cast<std::size_t>(e)] == cycle.front()) {
@@ -435,8 +453,8 @@ void Network::throw_cycle(const std::vector<Index>& remaining) const {
     }
   }
   throw NetworkError(fmt::format("edge {} ({} -> {}) closes a cycle: {}", closing,
-                                 names[static_cast<std::size_t>(cycle.back())],
-                                 names[static_cast<std::size_t>(cycle.front())], text));
+                                 printable(names[static_cast<std::size_t>(cycle.back())]),
+                                 printable(names[static_cast<std::size_t>(cycle.front())]), text));
 }
 
 void Network::check_weights(const NetworkSpec& spec) const {

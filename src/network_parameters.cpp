@@ -97,7 +97,7 @@ void Network::check_max_nodes() {
         throw NetworkError(fmt::format(
             "max node {} has an incoming edge {} ({}) that carries parameter {}: the incoming "
             "edges of a max node must be fixed",
-            fmt::format("'{}'", m_nodes.names()[v]), e, edge_label(e), edge_param(e)));
+            fmt::format("'{}'", printable(m_nodes.names()[v])), e, edge_label(e), edge_param(e)));
       }
     }
   }

@@ -6,12 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 #include "pathlift/error.hpp"
+#include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
-#include "src/detail/huge_pages.hpp"
 #include "src/detail/onnx_import.hpp"
 
 namespace pathlift {
@@ -358,17 +357,10 @@ LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_sh
   return detail::Importer(model.graph(), input_shape).run();
 }
 
-LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    throw FormatError(fmt::format("cannot open ONNX file '{}'", path));
-  }
-  std::string bytes;
-  detail::resize_huge(bytes, static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg())));
-  in.seekg(0);
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-    throw FormatError(fmt::format("cannot read ONNX file '{}'", path));
-  }
+LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape,
+                     std::size_t max_memory) {
+  const std::string bytes =
+      read_input_file(path, max_input_bytes(InputKind::binary, max_memory), "ONNX file");
   try {
     return parse_onnx(bytes, input_shape);
   } catch (const FormatError& e) {

@@ -242,12 +242,10 @@ namespace {
 
 /// Whether B and dPhi fit in max_memory, from the DP counts; `why` quotes the sizes when not.
 bool jacobian_fits(const Network& net, std::size_t max_memory, std::string& why) {
-  const PathCounts counts = count_paths(net);
   try {
-    const std::size_t bytes =
-        estimate_bytes(counts.paths, counts.nnz, net.num_edges(), PathObject::jacobian);
-    require_memory(counts.paths, counts.nnz, net.num_edges(), bytes, max_memory,
-                   "the Jacobian dPhi with its pattern B");
+    // The enumerated route holds the path set and B, then dPhi's values beside them.
+    require_memory(net, {PathObject::path_set, PathObject::jacobian}, max_memory,
+                   "the paths and the Jacobian dPhi with its pattern B");
   } catch (const TooLarge& e) {
     why = e.what();
     return false;

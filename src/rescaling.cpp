@@ -119,7 +119,7 @@ std::vector<double> rescale(const Network& net, std::span<const double> theta,
     if (!(std::isfinite(lambdas[j]) && lambdas[j] > 0)) {
       throw std::invalid_argument(
           fmt::format("lambdas[{}] (node {}) must be finite and > 0, got {}", j,
-                      net.node_name(hidden[j]), lambdas[j]));
+                      printable(net.node_name(hidden[j])), lambdas[j]));
     }
     lambda[static_cast<std::size_t>(hidden[j])] = lambdas[j];
   }

@@ -5,9 +5,13 @@
 #include "pathlift/layers.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -53,11 +57,42 @@ class TempPath {
   ~TempPath() {
     std::error_code ec;
     fs::remove(m_path, ec);
-    fs::remove(m_path.string() + ".tmp", ec);
   }
   TempPath(const TempPath&) = delete;
   TempPath& operator=(const TempPath&) = delete;
   [[nodiscard]] std::string str() const { return m_path.string(); }
+
+ private:
+  fs::path m_path;
+};
+
+/// A fresh, empty folder in the temporary directory, removed with its contents at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : m_path(fs::temp_directory_path() /
+               ("pathlift_io_test_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(m_path);
+    fs::create_directory(m_path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] std::string operator/(const std::string& name) const {
+    return (m_path / name).string();
+  }
+  /// The names in the folder, sorted.
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(m_path)) {
+      out.push_back(entry.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
  private:
   fs::path m_path;
@@ -251,16 +286,69 @@ TEST(Io, RoundTripRandomDagsWithWeightsAndActivations) {
 }
 
 TEST(Io, WriteAndReadFile) {
-  const TempPath path("roundtrip.json");
+  const TempDir dir("roundtrip");
+  const std::string path = dir / "net.json";
   const Network net = read_network(data_file("designated.json"));
-  write_network(net, path.str());
-  expect_same_network(net, read_network(path.str()));
-  EXPECT_FALSE(fs::exists(path.str() + ".tmp"));  // the temporary file was renamed
+  write_network(net, path);
+  expect_same_network(net, read_network(path));
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"net.json"});  // the temporary was renamed
   // The file is the pretty form of network_to_json.
-  EXPECT_EQ(slurp(path.str()), network_to_json(net, 1) + "\n");
+  EXPECT_EQ(slurp(path), network_to_json(net, 1) + "\n");
   // Writing again replaces the file.
-  write_network(fig1(), path.str());
-  expect_same_network(fig1(), read_network(path.str()));
+  write_network(fig1(), path);
+  expect_same_network(fig1(), read_network(path));
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"net.json"});
+}
+
+TEST(Io, WriteFollowsNoPlantedLinkAndKeepsTheUsersFiles) {
+  const TempDir dir("planted");
+  const std::string victim = dir / "victim";
+  { std::ofstream(victim) << "precious"; }
+  // The names a naive writer would open: none is followed, none is consumed.
+  const std::vector<std::string> traps = {"net.json.tmp", ".net.json.tmp", ".net.json.XXXXXX.tmp"};
+  for (const std::string& trap : traps) {
+    fs::create_symlink(victim, dir / trap);
+  }
+  { std::ofstream(dir / "mine.json.tmp") << "my own"; }
+  write_network(fig1(), dir / "net.json");
+  write_network(fig1(), dir / "mine.json");
+  expect_same_network(fig1(), read_network(dir / "net.json"));
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_EQ(slurp(dir / "mine.json.tmp"), "my own");
+  std::vector<std::string> want = traps;
+  want.insert(want.end(), {"mine.json", "mine.json.tmp", "net.json", "victim"});
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(dir.names(), want);
+}
+
+TEST(Io, WrittenFileHasTheModeOfANewFile) {
+  const TempDir dir("mode");
+  const mode_t old_mask = ::umask(027);
+  write_network(fig1(), dir / "net.json");
+  ::umask(old_mask);
+  EXPECT_EQ(fs::status(dir / "net.json").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+}
+
+TEST(IoErrors, FailedWriteLeavesNothing) {
+  const TempDir dir("failed");
+  fs::create_directory(dir / "sub");
+  for (const std::string& path : {dir / "sub", dir / "sub/", dir / "missing/net.json"}) {
+    const std::string msg = error_of<FormatError>([&] { write_network(fig1(), path); });
+    EXPECT_TRUE(contains(msg, "cannot write network file '" + path + "'")) << msg;
+  }
+  EXPECT_TRUE(contains(error_of<FormatError>([&] { write_network(fig1(), dir / "sub"); }),
+                       std::strerror(EISDIR)));
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"sub"});
+  EXPECT_TRUE(fs::is_empty(dir / "sub"));
+  // An unwritable folder: the temporary cannot be made, the error gives the system's reason.
+  if (::geteuid() != 0) {
+    fs::permissions(dir / "sub", fs::perms::owner_read | fs::perms::owner_exec);
+    const std::string msg = error_of<FormatError>([&] { write_network(fig1(), dir / "sub/n"); });
+    EXPECT_TRUE(contains(msg, std::strerror(EACCES))) << msg;
+    fs::permissions(dir / "sub", fs::perms::owner_all);
+    EXPECT_TRUE(fs::is_empty(dir / "sub"));
+  }
 }
 
 TEST(Io, WrittenKeysAreTheDocumentedOnes) {

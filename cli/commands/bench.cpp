@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
+#include <optional>
 
 #include "../common.hpp"
+#include "../matrix_io.hpp"
+#include "../output_file.hpp"
 #include "../registry.hpp"
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
@@ -86,13 +88,12 @@ void run_bench_t(const BenchOptions& opts) {
   engine.max_memory = parse_memory_size(opts.compute.max_memory);
   const std::size_t limit = effective_max_memory(engine.max_memory);
 
-  std::ofstream csv;
+  // Created now, so that a bad name is refused before the timings; renamed into place at the end.
+  std::optional<OutputFile> csv;
   if (!opts.csv.empty()) {
-    csv.open(opts.csv);
-    if (!csv) {
-      throw FormatError(fmt::format("cannot write '{}'", opts.csv));
-    }
-    csv << "shape,L,w,P,d,nnz,dtype,threads,reps,method,median_s,min_s,max_s,status\n";
+    output_format(opts.csv, Content::table, " (the table itself goes to stdout)");
+    csv.emplace(opts.csv);
+    csv->write("shape,L,w,P,d,nnz,dtype,threads,reps,method,median_s,min_s,max_s,status\n");
   }
   const char* dtype = sizeof(T) == 4 ? "float32" : "float64";
   fmt::print("pathlift bench: {} reps, {}, {} threads\n", opts.reps, dtype,
@@ -133,11 +134,11 @@ void run_bench_t(const BenchOptions& opts) {
                    : cell(dense));
     if (csv) {
       const auto row = [&](const char* method, const Stat& s) {
-        csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", shape,
-                           sizes.size() - 2, sizes.size() > 2 ? sizes[1] : 0, paths.size(),
-                           net.num_edges(), paths.nnz(), dtype, engine.threads, opts.reps, method,
-                           s.median, s.min, s.max,
-                           s.skipped ? fmt::format("needs {} bytes", dense_need) : "ok");
+        csv->write(fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", shape,
+                               sizes.size() - 2, sizes.size() > 2 ? sizes[1] : 0, paths.size(),
+                               net.num_edges(), paths.nnz(), dtype, engine.threads, opts.reps,
+                               method, s.median, s.min, s.max,
+                               s.skipped ? fmt::format("needs {} bytes", dense_need) : "ok"));
       };
       row("pathlift_build", build);
       row("pathlift_phi", phi);
@@ -145,7 +146,8 @@ void run_bench_t(const BenchOptions& opts) {
       row("pathlift_dense_jacobian", dense);
     }
   }
-  if (!opts.csv.empty()) {
+  if (csv) {
+    csv->commit();
     fmt::print(stderr, "wrote {}\n", opts.csv);
   }
 }

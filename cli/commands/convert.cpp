@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "../common.hpp"
+#include "../matrix_io.hpp"
+#include "../output_file.hpp"
 #include "../registry.hpp"
 #include "pathlift/io.hpp"
 
@@ -18,12 +20,15 @@ struct ConvertOptions {
 };
 
 void run_convert(const ConvertOptions& opts) {
+  output_format(opts.output, Content::network);  // a wrong name is refused before the work
   const auto [net, description] = load_network(opts.network);
+  // The text of write_network, through the CLI's OutputFile (temporary name, signals).
+  OutputFile out(opts.output);
+  out.write(network_to_json(net, 1) + "\n");
+  out.commit();
   if (opts.output == "-") {
-    fmt::print("{}\n", network_to_json(net, 1));
     return;
   }
-  write_network(net, opts.output);
   fmt::print(stderr, "wrote {} ({} nodes, {} edges) to {}\n", description, net.num_nodes(),
              net.num_edges(), opts.output);
 }

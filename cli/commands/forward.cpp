@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "../common.hpp"
+#include "../magnitudes.hpp"
 #include "../matrix_io.hpp"
 #include "../registry.hpp"
 #include "pathlift/error.hpp"
@@ -25,9 +26,16 @@ struct ForwardOptions {
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 void run_forward(const ForwardOptions& opts) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  // Named, not a structured binding: lambdas capture net (clang 14 cannot capture a binding).
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = loaded.net;
+  const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
-  const Eigen::MatrixXd X = read_data(opts.data, net, description);
+  output_format(opts.output, Content::dense);  // a bad name is refused before the work
+  if (!opts.pattern.empty()) {
+    output_format(opts.pattern, Content::dense);
+  }
+  const Eigen::MatrixXd X = read_data(opts.data, net, description, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "forward");
   // forward() reports no fraction: the display shows the time elapsed.
   const ForwardResult fw =
@@ -35,6 +43,27 @@ void run_forward(const ForwardOptions& opts) {
   const ActivationPattern pattern = activation_pattern(net, fw);
 
   const RowMajor f = fw.outputs;
+  require_representable(std::span<const double>(f.data(), static_cast<std::size_t>(f.size())),
+                        "f(X)");
+  // Paths whose |Phi_p| underflows contribute 0: exact only where they are negligible. An
+  // output 0 next to them may be all underflow (refused); otherwise the outputs are finite and
+  // normal and the loss is said.
+  const double smallest = lifting_range(net, theta.theta).partial.min_log10;
+  const std::string problem =
+      range_problem<double>(LogRange{smallest, smallest}, "a product of weights along a path");
+  if (!problem.empty()) {
+    if ((f.array() == 0).any()) {
+      throw RangeError(fmt::format(
+          "f(X) has outputs 0 that may be underflows: {} (the path-lifting's magnitudes: `pathlift "
+          "lift --log`)",
+          problem));
+    }
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "warning: {}; the paths below 2.2e-308 contribute 0 to f(X), which is exact only "
+               "where they are negligible\n",
+               problem);
+  }
   write_dense(opts.output, f.data(), f.rows(), f.cols());
   if (!opts.pattern.empty()) {
     const RowMajor slopes = pattern.slopes;
@@ -54,7 +83,7 @@ void run_forward(const ForwardOptions& opts) {
     fmt::print(stderr,
                "warning: margin 0: node {} has pre-activation exactly 0 on sample {} (a ReLU "
                "kink; theta lies in the null set Proposition 1 excludes)\n",
-               net.node_name(pattern.margin_node), pattern.margin_sample);
+               printable(net.node_name(pattern.margin_node)), pattern.margin_sample);
   }
 }
 

@@ -41,7 +41,7 @@ struct Summary {
   PathCounts counts;
 };
 
-Summary summarise(const Network& net) {
+Summary summarise(const Network& net, std::size_t max_memory) {
   Summary s;
   s.nodes = net.num_nodes();
   s.edges = net.num_edges();
@@ -51,7 +51,7 @@ Summary summarise(const Network& net) {
   s.outputs = static_cast<Index>(net.outputs().size());
   s.d = net.num_params();
   s.per_edge = net.one_parameter_per_edge();
-  s.counts = count_paths(net);
+  s.counts = count_paths(net, max_memory);
   return s;
 }
 
@@ -104,12 +104,14 @@ nlohmann::ordered_json count_json(const Count& c) {
 }
 
 void run_info(const InfoOptions& opts) {
-  const LoadedModel model = load_model(opts.network);
+  const LoadedModel model = load_model(opts.network, parse_memory_size(opts.compute.max_memory));
   const std::string& description = model.description;
   const Summary sum =
       model.layers() != nullptr
           ? summarise(model, opts.compute)
-          : with_progress("counting paths", [&] { return summarise(model.network()); });
+          : with_progress("counting paths", [&] {
+              return summarise(model.network(), parse_memory_size(opts.compute.max_memory));
+            });
   const PathCounts& counts = sum.counts;
   const Index d = sum.d;
   const Index h = sum.hidden;
@@ -145,7 +147,11 @@ void run_info(const InfoOptions& opts) {
         hist[std::to_string(l)] = count_json(counts.length_histogram[l]);
       }
     }
-    j["length_histogram"] = hist;
+    j["length_histogram"] =
+        counts.length_histogram_refused.empty() ? hist : nlohmann::ordered_json(nullptr);
+    if (!counts.length_histogram_refused.empty()) {
+      j["length_histogram_refused"] = counts.length_histogram_refused;
+    }
     print_json(j);
     return;
   }
@@ -188,6 +194,10 @@ void run_info(const InfoOptions& opts) {
   }
   fmt::print("max path length  {}\n", counts.max_path_length);
   fmt::print("path lengths     ");
+  if (!counts.length_histogram_refused.empty()) {
+    fmt::print("not computed: {}\n", counts.length_histogram_refused);
+    return;
+  }
   bool first = true;
   for (std::size_t l = 0; l < counts.length_histogram.size(); ++l) {
     if (!counts.length_histogram[l].is_zero()) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,8 +16,10 @@
 #include <string>
 
 #include "../common.hpp"
+#include "../magnitudes.hpp"
 #include "../matrix_io.hpp"
 #include "../registry.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/kernel.hpp"
 #include "pathlift/layer_dp.hpp"
 #include "pathlift/limits.hpp"
@@ -25,6 +28,10 @@
 namespace pathlift::cli {
 
 namespace {
+
+/// The way out of a RangeError, ending its message.
+constexpr std::string_view k_trace_hint =
+    " (`pathlift kernel --trace` and `pathlift norm` work at any magnitude)";
 
 struct KernelOptions {
   NetworkOptions network;
@@ -97,7 +104,7 @@ void run_kernel(const KernelOptions& opts) {
   if (opts.trace && !opts.output.empty()) {
     throw std::invalid_argument("--trace prints one number: -o is for --diag, --full, --top-eig");
   }
-  const LoadedModel model = load_model(opts.network);
+  const LoadedModel model = load_model(opts.network, parse_memory_size(opts.compute.max_memory));
   const std::string& description = model.description;
   const LoadedTheta theta = load_theta(model, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "kernel");
@@ -115,9 +122,22 @@ void run_kernel(const KernelOptions& opts) {
           fmt::format("--{} needs -o FILE (.npy, .txt, .csv, .mtx; - for stdout)",
                       opts.diag ? "diag" : "full"));
     }
+    output_format(opts.output, opts.diag ? Content::vector : Content::dense);  // before the work
     const ScaledReal trace = source.trace();
     if (opts.diag) {
       const Buffer<double> diag = source.diagonal();
+      require_representable(std::span<const double>(diag.data(), diag.size()), "diag(K)",
+                            k_trace_hint);
+      if (model.layers() == nullptr && std::find(diag.begin(), diag.end(), 0.0) != diag.end()) {
+        // K[k,k] >= dPhi[p, k]^2: a 0 beside squares below the smallest double may be underflow.
+        const double smallest = 2 * lifting_range(model.network(), theta.theta).jacobian.min_log10;
+        const std::string problem =
+            range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
+        if (!problem.empty()) {
+          throw RangeError(fmt::format("diag(K) has entries 0 that may be underflows: {}{}",
+                                       problem, k_trace_hint));
+        }
+      }
       write_vector(opts.output, std::span<const double>(diag.data(), diag.size()));
     } else {
       // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it, once
@@ -129,6 +149,8 @@ void run_kernel(const KernelOptions& opts) {
       }
       const DenseMatrix k =
           kernel(model.network(engine.max_memory), theta.theta, engine_options(opts.compute, "K"));
+      require_representable(std::span<const double>(k.data(), static_cast<std::size_t>(k.size())),
+                            "K", k_trace_hint);
       write_dense(opts.output, k.data(), k.rows(), k.cols());
     }
     const double seconds = seconds_since(start);
@@ -164,13 +186,22 @@ void run_kernel(const KernelOptions& opts) {
     return;
   }
 
+  if (!opts.output.empty()) {
+    output_format(opts.output, Content::vector);  // before the work
+  }
   EigenOptions eo;
   eo.method = parse_eigen_method(opts.method);
   eo.tolerance = opts.tolerance;
   eo.max_iterations = opts.max_iterations;
   eo.engine = engine_options(opts.compute, "top eigenvalues of K");
-  const KernelEigenvalues r = source.top_eigenvalues(opts.top_eig, eo);
   const ScaledReal trace = source.trace();
+  if (trace.log10() > max_log10_of<double>() - 1) {  // the entries of K and K v overflow
+    throw RangeError(fmt::format(
+        "the eigenvalues of K are computed in float64, and trace(K) = 10^{:.1f} overflows it (the "
+        "largest float64 is 1.8e308){}",
+        trace.log10(), k_trace_hint));
+  }
+  const KernelEigenvalues r = source.top_eigenvalues(opts.top_eig, eo);
   const double seconds = seconds_since(start);
   if (!opts.output.empty()) {
     write_vector(opts.output, std::span<const double>(r.values.data(),
@@ -219,7 +250,7 @@ void add_kernel_command(CLI::App& app) {
   mode->add_option("--top-eig", opts->top_eig,
                    "The N largest eigenvalues (Lanczos on matrix-free K v; dense for small d, "
                    "which unrolls a layer graph)")
-      ->check(positive_number);
+      ->check(positive_integer);
   mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
   mode->require_option(1);
   cmd->add_option("-o,--output", opts->output,

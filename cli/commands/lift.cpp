@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "../common.hpp"
+#include "../magnitudes.hpp"
 #include "../matrix_io.hpp"
 #include "../registry.hpp"
 #include "pathlift/counting.hpp"
@@ -24,6 +25,7 @@ struct LiftOptions {
   bool float32 = false;
   bool dense = false;
   bool paper_formula = false;
+  bool log = false;
 };
 
 void report_written(const std::string& what, const std::string& output, double seconds) {
@@ -37,6 +39,74 @@ std::vector<T> cast_theta(const std::vector<double>& theta) {
   return std::vector<T>(theta.begin(), theta.end());
 }
 
+/// The way out of a RangeError, ending its message.
+constexpr std::string_view k_log_hint =
+    " (--log writes the exact sign and log10 magnitude instead; `pathlift norm` and `pathlift "
+    "kernel` work at any magnitude)";
+
+/// --log: the result is float64 sign and log10 columns; --float32 and --dense do not apply.
+void check_log_options(const LiftOptions& opts) {
+  if (opts.float32 || opts.dense || opts.paper_formula) {
+    throw std::invalid_argument(
+        fmt::format("--log writes float64 sign and log10 columns: drop {}",
+                    opts.float32 ? "--float32" : (opts.dense ? "--dense" : "--paper-formula")));
+  }
+  output_format(opts.output, Content::dense,
+                " (--log writes a dense table: rows of sign and log10, or of row, column, sign "
+                "and log10)");
+}
+
+/// lift --log: P x 2, [sign, log10|Phi_p|] a path; jacobian --log: nnz x 4, [row, column,
+/// sign, log10|dPhi[row, column]|] an entry of B's pattern, row by row. Memory: the path set,
+/// the signs and logs and the table, refused together over the limit.
+void run_log(const LiftOptions& opts, bool jacobian) {
+  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedTheta theta = load_theta(net, opts.compute);
+  const EngineOptions engine = engine_options(opts.compute, jacobian ? "log dPhi" : "log Phi");
+  check_log_options(opts);
+  const auto start = std::chrono::steady_clock::now();
+  // The table beside what the library holds (the path set, the signs and logs).
+  const PathCounts counts = count_paths(net);
+  require_bytes(
+      static_cast<double>(estimate_bytes(net, {PathObject::path_set, PathObject::skeleton})) +
+          (jacobian
+               ? counts.nnz.approx() * (4 * sizeof(double) + sizeof(std::int8_t) + sizeof(double))
+               : counts.paths.approx() *
+                     (2 * sizeof(double) + sizeof(std::int8_t) + sizeof(double))),
+      engine.max_memory,
+      jacobian ? "the table of dPhi's entries (--log)" : "the table of Phi (--log)");
+  std::vector<double> rows;
+  Index n = 0;
+  if (jacobian) {
+    const LogJacobian j = log_jacobian(net, theta.theta, engine);
+    const auto off = j.pattern.offsets();
+    const auto cols = j.pattern.indices();
+    n = static_cast<Index>(cols.size());
+    rows.resize(4 * cols.size());
+    for (Index p = 0; p < j.pattern.rows; ++p) {
+      for (auto k = static_cast<std::size_t>(off[static_cast<std::size_t>(p)]);
+           k < static_cast<std::size_t>(off[static_cast<std::size_t>(p) + 1]); ++k) {
+        rows[4 * k] = static_cast<double>(p);
+        rows[4 * k + 1] = static_cast<double>(cols[k]);
+        rows[4 * k + 2] = j.values.sign[k];
+        rows[4 * k + 3] = j.values.log10[k];
+      }
+    }
+  } else {
+    const SignedLog10 phi = log_path_lifting(net, theta.theta, engine);
+    n = static_cast<Index>(phi.sign.size());
+    rows = sign_log10_rows(phi);
+  }
+  const double elapsed = seconds_since(start);
+  const Index width = jacobian ? 4 : 2;
+  write_dense<double>(opts.output, rows.data(), n, width);
+  report_written(fmt::format("{} ({} rows) of {}",
+                             jacobian ? "row, column, sign and log10|dPhi| of the entries of dPhi"
+                                      : "sign and log10|Phi_p| of the paths",
+                             n, description),
+                 opts.output, elapsed);
+}
+
 /// Refuses a dense P x d output before anything is computed or written.
 void require_dense(const Network& net, const EngineOptions& engine, std::size_t scalar_size) {
   const PathCounts counts = count_paths(net);
@@ -48,10 +118,16 @@ void require_dense(const Network& net, const EngineOptions& engine, std::size_t 
 
 template <class T>
 void run_lift_t(const LiftOptions& opts) {
+  if (opts.log) {
+    run_log(opts, false);
+    return;
+  }
   const auto [net, description] = load_network(opts.network, opts.compute);
-  const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
+  const LoadedTheta loaded = load_theta(net, opts.compute);
+  const auto theta = cast_theta<T>(loaded.theta);
   const EngineOptions engine = engine_options(opts.compute, "Phi");
   output_format(opts.output, Content::vector);  // a bad extension is refused before the work
+  require_lifting_fits<T>(net, loaded.theta, false, "Phi", k_log_hint);
   const auto start = std::chrono::steady_clock::now();
   const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(theta), engine);
   const double elapsed = seconds_since(start);
@@ -88,10 +164,19 @@ void run_skeleton(const LiftOptions& opts) {
 
 template <class T>
 void run_jacobian_t(const LiftOptions& opts) {
+  if (opts.log) {
+    run_log(opts, true);
+    return;
+  }
   const auto [net, description] = load_network(opts.network, opts.compute);
-  const auto theta = cast_theta<T>(load_theta(net, opts.compute).theta);
+  const LoadedTheta loaded = load_theta(net, opts.compute);
+  const auto theta = cast_theta<T>(loaded.theta);
   const EngineOptions engine = engine_options(opts.compute, "dPhi");
   check_matrix_output(opts);  // before the work
+  require_lifting_fits<T>(net, loaded.theta, true, "dPhi", k_log_hint);
+  if (opts.paper_formula) {
+    require_lifting_fits<T>(net, loaded.theta, false, "Phi (for the paper's formula)", k_log_hint);
+  }
   if (opts.dense) {
     require_dense(net, engine, sizeof(T));
   }
@@ -138,6 +223,9 @@ void add_lift_commands(CLI::App& app) {
     auto opts = std::make_shared<LiftOptions>();
     auto* cmd = common(app, "lift", "Write the path-lifting Phi(theta) (P values, canonical order)",
                        opts, true);
+    cmd->add_flag("--log", opts->log,
+                  "Write sign and log10|Phi_p| (P x 2, dense: .npy, .txt, .csv), exact at any "
+                  "magnitude (Phi beyond float64 is refused with exit 4 otherwise)");
     cmd->callback([opts] { opts->float32 ? run_lift_t<float>(*opts) : run_lift_t<double>(*opts); });
   }
   {
@@ -155,6 +243,10 @@ void add_lift_commands(CLI::App& app) {
     cmd->add_flag("--dense", opts->dense, "Write a dense P x d matrix (refused when too large)");
     cmd->add_flag("--paper-formula", opts->paper_formula,
                   "Use the paper's diag(Phi) B diag(1/theta) (inf/NaN where a weight is 0)");
+    cmd->add_flag("--log", opts->log,
+                  "Write row, column, sign and log10|dPhi| of each entry (nnz x 4, dense: .npy, "
+                  ".txt, .csv), exact at any magnitude (dPhi beyond float64 is refused with exit 4 "
+                  "otherwise)");
     cmd->callback(
         [opts] { opts->float32 ? run_jacobian_t<float>(*opts) : run_jacobian_t<double>(*opts); });
   }

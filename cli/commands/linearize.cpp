@@ -14,7 +14,9 @@
 #include "../registry.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/linearize.hpp"
+#include "pathlift/magnitude.hpp"
 
 namespace pathlift::cli {
 
@@ -31,13 +33,21 @@ struct LinearizeOptions {
   std::uint64_t check_seed = 0;
 };
 
-/// After the report: a mismatch is a failed check (exit 1), another status than ok a warning.
-void exit_by_status(const LinearizationCheck& check) {
+/// After the report: a mismatch is a failed check (exit 1), or, when Phi and dPhi at theta
+/// leave float64 (`range_problems`), no counterexample (exit 4); another status than ok a
+/// warning.
+void exit_by_status(const LinearizationCheck& check, const std::string& range_problems) {
   std::fflush(stdout);
   switch (check.status) {
     case LinearizationStatus::ok:
       return;
     case LinearizationStatus::mismatch:
+      if (!range_problems.empty()) {
+        throw RangeError(
+            fmt::format("{}: not a counterexample, the magnitudes at theta are "
+                        "beyond float64: {}",
+                        check.message, range_problems));
+      }
       throw CheckFailed(check.message);
     default:
       fmt::print(stderr, "warning: {}\n", check.message);
@@ -52,8 +62,16 @@ void run_linearize(const LinearizeOptions& opts) {
   }
   const auto [net, description] = load_network(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(net, opts.compute);
-  const Eigen::MatrixXd X = read_data(opts.data, net, description);
+  const Eigen::MatrixXd X = read_data(opts.data, net, description, opts.compute);
   const Linearization lin = linearize(net, theta.theta, X, engine_options(opts.compute, "L"));
+  // Phi and dPhi are held beside L for the check: refused on the sum, before either is built.
+  require_bytes(static_cast<double>(lin.map.rows() + 1) * sizeof(Index) +
+                    static_cast<double>(lin.map.nnz()) * (sizeof(EdgeId) + sizeof(double)) +
+                    static_cast<double>(
+                        estimate_bytes(net, {PathObject::path_lifting, PathObject::jacobian})),
+                parse_memory_size(opts.compute.max_memory),
+                fmt::format("checking L ({} x {}, nnz = {}): L, Phi and dPhi held together",
+                            lin.map.rows(), lin.map.cols(), lin.map.nnz()));
   if (!opts.output.empty()) {
     write_csr(opts.output, lin.map);
   }
@@ -101,7 +119,7 @@ void run_linearize(const LinearizeOptions& opts) {
     }
     fmt::print(out, "time         {:.3f} s\n", seconds_since(start));
   }
-  exit_by_status(check);
+  exit_by_status(check, describe_problems<double>(lifting_range(net, theta.theta)));
 }
 
 void add_linearize_command(CLI::App& app) {

@@ -9,6 +9,7 @@
 
 #include "../common.hpp"
 #include "../registry.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/proof.hpp"
 
 namespace pathlift::cli {
@@ -67,14 +68,14 @@ void print_step(const ProofStep& s, Index index, bool verbose) {
     fmt::print(
         "step {}: u = {} becomes an output; k = {}, e = {} ({}); rank(B) = {} = #E_end {} "
         "+ rank(B_reduced) {}\n",
-        index, n.node_name(s.u), n.node_name(s.k), s.e, n.edge_label(s.e), s.rank, s.e_end.size(),
-        s.reduced_rank);
+        index, printable(n.node_name(s.u)), printable(n.node_name(s.k)), s.e, n.edge_label(s.e),
+        s.rank, s.e_end.size(), s.reduced_rank);
     fmt::print("    network d = {}, h = {}, P = {}; E-u = {}, E+u = {}, E-k = {}\n", s.d, s.h,
                s.num_paths, edge_list(s, s.e_minus_u), edge_list(s, s.e_plus_u),
                edge_list(s, s.e_minus_k));
     std::string dropped;
     for (const NodeId v : s.dropped_nodes) {
-      dropped += fmt::format("{}{}", dropped.empty() ? "" : ", ", n.node_name(v));
+      dropped += fmt::format("{}{}", dropped.empty() ? "" : ", ", printable(n.node_name(v)));
     }
     fmt::print(
         "    removed e and E_end = {}; Algorithm 2: {} row operation(s) (Lemma 4); [H; D]: "

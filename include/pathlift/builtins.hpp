@@ -29,7 +29,8 @@ Network sketch_h1();
 /// h<l>_<j>, l from 1), q outputs y0..; with `bias`, one bias node b<l> per Linear layer
 /// (l = 1..L+1). Parameter order is PyTorch's nn.Sequential(Linear, ReLU, ..., Linear):
 /// per layer W (out x in, row-major) then b. Node order: inputs, b1, layer 1, b2, layer 2,
-/// ..., b<L+1>, outputs. Throws std::invalid_argument for a zero width or r, q = 0.
+/// ..., b<L+1>, outputs. Throws std::invalid_argument for a zero width or r, q = 0, and for
+/// sizes whose node or edge count exceeds NodeId or EdgeId (naming the sizes).
 Network feed_forward(Index r, const std::vector<Index>& widths, Index q, bool bias = true);
 
 /// Options of random_dag; the defaults exercise every feature of the model.
@@ -40,9 +41,13 @@ struct RandomDagOptions {
   bool shuffle = true;                          ///< shuffle node and edge order (non-topological)
 };
 
-/// A random valid DAG with m >= 2 nodes: each ordered pair (i < j) of a hidden random order
-/// gets an edge with probability p; isolated nodes are then connected. Reproducible: the same
-/// (m, p, seed, options) give the same network on every platform.
+/// The largest m random_dag takes: 8192 nodes, 33.5 million pairs drawn.
+inline constexpr Index random_dag_max_nodes = 8192;
+
+/// A random valid DAG with 2 <= m <= random_dag_max_nodes nodes: each ordered pair (i < j)
+/// of a hidden random order gets an edge with probability p; isolated nodes are then
+/// connected. Reproducible: the same (m, p, seed, options) give the same network on every
+/// platform. Complexity: O(m^2) draws.
 Network random_dag(Index m, double p, std::uint64_t seed, const RandomDagOptions& options = {});
 
 /// A built-in network by name: "fig1", "sketch-h0", "sketch-h1", "ff:r,w1,...,wL,q",

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pathlift/network.hpp"
@@ -15,13 +16,25 @@
 
 namespace pathlift {
 
+/// What became of one check.
+enum class CheckStatus {
+  passed,          ///< max_error <= tolerance
+  failed,          ///< max_error > tolerance, or not a number (NaN, inf)
+  not_applicable,  ///< the identity does not apply (e.g. a weight is 0)
+  out_of_range     ///< Phi or dPhi overflows or underflows float64 at theta: not checked
+};
+
+/// "passed", "failed", "not_applicable", "out_of_range".
+std::string_view to_string(CheckStatus status);
+
 /// One verified identity.
 struct CheckResult {
   std::string name;        ///< "lemma1", "proposition2", "corollary1", "finite_differences"
   std::string claim;       ///< the identity, in words
   bool applicable = true;  ///< false when the identity does not apply (e.g. a weight is 0)
-  bool passed = true;      ///< true when applicable and max_error <= tolerance (or n/a)
-  double max_error = 0;    ///< largest relative error seen
+  bool passed = true;      ///< status == passed, or not applicable
+  CheckStatus status = CheckStatus::passed;
+  double max_error = 0;  ///< largest relative error seen (NaN or inf when one was not finite)
   double tolerance = 0;
   Index entries = 0;  ///< entries compared
   std::string note;   ///< why not applicable, or where the largest error is
@@ -35,7 +48,10 @@ struct CheckOptions {
   EngineOptions engine;
 };
 
-/// Runs the four checks. Relative error of x against a reference y: |x - y| / max(|x|, |y|,
+/// Runs the four checks. When Phi or dPhi at theta (or a product they are computed from)
+/// overflows or underflows float64 (magnitude.hpp), the three that depend on theta are not run:
+/// their status is out_of_range and the note gives the magnitudes. A non-finite error is a
+/// failure. Relative error of x against a reference y: |x - y| / max(|x|, |y|,
 /// floor) where floor = 1e-300 for exact identities and, for finite differences, a small
 /// fraction of the largest sampled |dPhi| entry (round-off of the difference quotient).
 /// Throws std::invalid_argument for a theta of the wrong size or with a non-finite entry,
@@ -44,7 +60,10 @@ struct CheckOptions {
 std::vector<CheckResult> check_identities(const Network& net, std::span<const double> theta,
                                           const CheckOptions& options = {});
 
-/// True when every applicable check passed.
+/// True when every applicable check passed (false when one is out of range).
 bool all_passed(const std::vector<CheckResult>& results);
+
+/// True when a check could not be run because of the magnitudes at theta.
+bool any_out_of_range(const std::vector<CheckResult>& results);
 
 }  // namespace pathlift

@@ -3,6 +3,7 @@
 /// Path counting by dynamic programming over the DAG, never by enumeration: P, paths per
 /// output and per input node, paths through each edge, the length histogram, nnz(B).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,15 +53,24 @@ struct PathCounts {
   std::vector<Count> per_output;  ///< paths ending at each output, in output order
   std::vector<Count> per_input;   ///< paths starting at each input (bias included), input order
   std::vector<Count> per_edge;    ///< paths through each edge (column sums of B)
-  /// length_histogram[l] = number of paths of length l (entry 0 is always 0).
+  /// length_histogram[l] = number of paths of length l (entry 0 is always 0); empty when
+  /// refused (length_histogram_refused says why).
   std::vector<Count> length_histogram;
+  /// Empty when length_histogram was computed; else why it was not: the TooLarge message with
+  /// the bytes it needs and the memory limit. The other counts are computed regardless.
+  std::string length_histogram_refused;
   int max_path_length = 0;  ///< longest input-to-output path (edges)
 };
 
 /// Counts paths by dynamic programming: forward counts F(v) (partial paths input -> v) and
 /// backward counts G(v) = [v output] + sum_{v->w} G(w). Overflow is detected, never wrapped.
-/// Complexity: O((m + d) * max_path_length) for the histogram, O(m + d) for the rest.
-PathCounts count_paths(const Network& net);
+/// The length histogram holds, for each node still to be read by a successor, its counts over
+/// its range of path lengths; when that peak exceeds `max_memory` (0: default_max_memory()),
+/// the histogram alone is skipped and length_histogram_refused says so (never a throw).
+/// Complexity: O(m + d) for the counts; the histogram O(sum over edges of the source's range
+/// of lengths) time (O(d) in a layered network, up to O(d * max_path_length)) and memory
+/// O(m + the largest sum of the live nodes' ranges).
+PathCounts count_paths(const Network& net, std::size_t max_memory = 0);
 
 /// P alone (cheaper than count_paths). Complexity: O(m + d).
 Count count_paths_total(const Network& net);

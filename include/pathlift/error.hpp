@@ -5,8 +5,10 @@
 /// std::overflow_error -> OverflowError, std::length_error -> MemoryError.
 /// Messages name the offending node, edge, key or value.
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace pathlift {
 
@@ -27,6 +29,14 @@ class FormatError : public std::invalid_argument {
 class UnsupportedModel : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// A floating-point result that would overflow (beyond the largest finite value) or underflow
+/// (below the smallest normal value) where an exact answer was asked for: the magnitudes in the
+/// message (magnitude.hpp). The CLI's exit 4.
+class RangeError : public std::range_error {
+ public:
+  using std::range_error::range_error;
 };
 
 /// A count that does not fit in 64 bits where an exact count is needed.
@@ -51,5 +61,12 @@ class TooLarge : public std::length_error {
  private:
   Reason m_reason;
 };
+
+/// `text` from the input (a node or parameter name, a token) as an error message shows it:
+/// backslash, control characters and bytes that are not UTF-8 escaped (\n, \t, \\, \x1b,
+/// ...), cut after `max_chars` characters with "...", so a name cannot break or flood a message
+/// or the terminal.
+/// Complexity: O(min(size, max_chars)).
+std::string printable(std::string_view text, std::size_t max_chars = 64);
 
 }  // namespace pathlift

@@ -13,6 +13,7 @@
 /// `nodes` may be an integer n (names "0".."n-1"); a node reference is a name (JSON string) or
 /// a 0-based index (JSON integer). `weights`, `outputs`, `bias`, `activations` are optional.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -25,16 +26,49 @@ namespace pathlift {
 /// Complexity: O(size of the text).
 Network parse_network(std::string_view json_text);
 
-/// Reads a network file. Throws FormatError when the file cannot be read or parsed.
-Network read_network(const std::string& path);
+/// How much memory an input file's contents can take once parsed, per byte of the file: the
+/// factor by which max_input_bytes() divides the memory limit.
+enum class InputKind : unsigned {
+  json = 16,   ///< a network or layer-graph file: the parsed document takes ~10-20x its text
+  text = 8,    ///< numbers in text ("1\n" becomes an 8-byte double, plus the text itself)
+  binary = 2,  ///< .npy, ONNX: the bytes plus the values decoded from them
+};
+
+/// The largest input file of `kind` read under the memory limit `max_memory` (0: the default,
+/// half of physical RAM): effective_max_memory(max_memory) / kind, so that reading and parsing
+/// it fit in the limit.
+std::size_t max_input_bytes(InputKind kind, std::size_t max_memory = 0);
+
+/// The bytes of the file at `path`, read under a bound: the one reader of every input file
+/// (networks, layer graphs, ONNX models, theta and data). Throws FormatError naming the file
+/// (as `what`: "network file") when it is missing, unreadable (with the system's reason) or a
+/// directory, and TooLarge naming the file and the bound when it holds more than `max_bytes`:
+/// refused from its size for a regular file, after reading `max_bytes` + 1 bytes for a pipe or
+/// a device (/dev/zero does not exhaust memory). Complexity: O(min(file size, max_bytes)).
+std::string read_input_file(const std::string& path, std::size_t max_bytes,
+                            std::string_view what = "file");
+
+/// Reads a network file of at most max_input_bytes(InputKind::json, max_memory) bytes.
+/// Throws FormatError when the file cannot be read or parsed, TooLarge when it is too large.
+Network read_network(const std::string& path, std::size_t max_memory = 0);
 
 /// The network as `pathlift-network` JSON: version 1 with one parameter per edge, else version
 /// 2 (weights included when the network has them).
 /// `indent` < 0 writes one line; otherwise pretty-printed with that indent.
 std::string network_to_json(const Network& net, int indent = -1);
 
-/// Writes network_to_json(net, 1) to `path` (replaced atomically: written to a temporary
-/// file first). Throws FormatError when the file cannot be written.
+/// Writes `bytes` to the file at `path` in full or not at all: to a new hidden temporary file
+/// `.NAME.XXXXXX.tmp` next to it, created with O_CREAT | O_EXCL (no symlink is followed, no
+/// existing file is reused), given the permissions of a new file (0666 & ~umask) and renamed
+/// onto `path` when complete. Every write, the close and the rename are checked; on a failure
+/// the temporary is removed and FormatError("cannot write WHAT 'PATH': reason") is thrown. No
+/// signal handler is installed: a process killed during the write may leave the temporary.
+/// Complexity: O(bytes.size()).
+void write_file_atomically(const std::string& path, std::string_view bytes,
+                           std::string_view what = "file");
+
+/// Writes network_to_json(net, 1) to `path` with write_file_atomically(). Throws FormatError
+/// when the file cannot be written.
 void write_network(const Network& net, const std::string& path);
 
 }  // namespace pathlift

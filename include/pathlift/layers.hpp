@@ -184,8 +184,10 @@ class LayerNetwork {
 /// (out, in); a parameter the exporter merged with an equal one, an Identity of its
 /// initializer, is a block of its own placed before the first initializer used after it).
 /// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
-/// FormatError for a file that is not ONNX.
-LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {});
+/// FormatError for a file that is not ONNX; the file is read under
+/// max_input_bytes(InputKind::binary, max_memory) (io.hpp; 0: the default limit).
+LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {},
+                     std::size_t max_memory = 0);
 LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {});
 
 /// The layer graph as JSON ("format": "pathlift-layers", "version": 1), and back. Throws

@@ -4,6 +4,7 @@
 /// before anything is enumerated, and the refusal (TooLarge) when it exceeds the limit.
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,8 @@ namespace pathlift {
 /// Half of the physical memory: the default for every `max_memory` of 0.
 std::size_t default_max_memory();
 
-/// `max_memory`, or default_max_memory() when it is 0.
+/// `max_memory`, or default_max_memory() when it is 0. Throws std::invalid_argument (with both
+/// sizes) when `max_memory` exceeds the physical memory: such a limit could not be honoured.
 std::size_t effective_max_memory(std::size_t max_memory);
 
 /// "1.50 GiB" style.
@@ -57,5 +59,18 @@ void require_dense(Index rows, Index cols, std::size_t scalar_size, std::size_t 
 /// (`max_memory`, 0 = default). The message gives P, nnz, d, the bytes needed and the limit.
 void require_memory(const Count& paths, const Count& nnz, Index d, std::size_t bytes,
                     std::size_t max_memory, const std::string& what);
+
+/// Bytes needed to hold all of `objects` at once for `net` (an object listed twice is held
+/// twice), P and nnz counted by DP (saturating at SIZE_MAX). Complexity: O(m + d).
+std::size_t estimate_bytes(const Network& net, std::initializer_list<PathObject> objects,
+                           std::size_t scalar_size = sizeof(double));
+
+/// require_memory for work that holds all of `objects` at once (an object listed twice is held
+/// twice), with P and nnz counted by DP: the check a function runs before building several
+/// results, so that the peak, not each result, is within the limit. `what` names the work.
+/// Complexity: O(m + d).
+void require_memory(const Network& net, std::initializer_list<PathObject> objects,
+                    std::size_t max_memory, const std::string& what,
+                    std::size_t scalar_size = sizeof(double));
 
 }  // namespace pathlift

@@ -69,6 +69,13 @@ class NodeNames {
   /// Appends a node named `name` and returns its index; throws as the constructor.
   NodeId add(std::string name);
 
+  /// The nodes "0", ..., "count - 1" of a network given by a node count (or by node indices)
+  /// with `edges` edges. A count no such network can have is refused (FormatError "<what>:
+  /// ...") before a name is made: one above 2 x edges (every node needs an edge) and above
+  /// 1,000,000 (smaller counts reach the isolated-node check, which names the nodes), or
+  /// above the largest NodeId. Complexity: O(count).
+  static NodeNames numbered(std::uint64_t count, std::size_t edges, std::string_view what);
+
   [[nodiscard]] Index size() const { return static_cast<Index>(m_names.size()); }
   [[nodiscard]] const std::vector<std::string>& names() const { return m_names; }
   /// The names, moved out (the index is left empty).
@@ -213,7 +220,7 @@ class Network {
   [[nodiscard]] NodeId target(EdgeId e) const { return m_dst[edge_at(e)]; }
   [[nodiscard]] std::span<const NodeId> sources() const { return m_src; }
   [[nodiscard]] std::span<const NodeId> targets() const { return m_dst; }
-  /// "a -> d", for messages.
+  /// "a -> d", for messages (the names through printable(), error.hpp).
   [[nodiscard]] std::string edge_label(EdgeId e) const;
 
   /// Outgoing edges of v by increasing edge index.

@@ -29,12 +29,15 @@ void bind_checks(py::module_& m) {
       field("tolerance", &CheckResult::tolerance, "The relative tolerance applied."),
       field("entries", &CheckResult::entries, "Entries compared."),
       field("note", &CheckResult::note, "Why not applicable, or where the largest error is."));
-  result.def("__bool__", [](const CheckResult& r) { return r.passed; })
+  result
+      .def_property_readonly(
+          "status", [](const CheckResult& r) { return std::string(to_string(r.status)); },
+          "'passed', 'failed' (also for a NaN or inf error), 'not_applicable', or "
+          "'out_of_range': Phi or dPhi at theta leaves float64, the identity is not checked.")
+      .def("__bool__", [](const CheckResult& r) { return r.passed; })
       .def("__repr__", [](const CheckResult& r) {
         return fmt::format("<pathlift.CheckResult {}: {}, max error {:.3g} (tolerance {:.3g})>",
-                           r.name,
-                           !r.applicable ? "not applicable" : (r.passed ? "passed" : "FAILED"),
-                           r.max_error, r.tolerance);
+                           r.name, to_string(r.status), r.max_error, r.tolerance);
       });
 
   m.def(

@@ -82,6 +82,9 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
           "length_histogram",
           [](const PathCounts& c) { return counts_to_list(c.length_histogram); },
           "length_histogram[l] = number of paths of length l (entry 0 is 0).")
+      .def_readonly("length_histogram_refused", &PathCounts::length_histogram_refused,
+                    "Empty when length_histogram was computed; else why not (the bytes it needs "
+                    "and the memory limit); the other counts are computed regardless.")
       .def_readonly("max_path_length", &PathCounts::max_path_length,
                     "The longest input-to-output path, in edges.")
       .def("__repr__", [](const PathCounts& c) {
@@ -90,11 +93,14 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
       });
 
   // A LayerNetwork goes to its own overload (noconvert: never unrolled for a DAG form).
-  m.def("count_paths", py::overload_cast<const Network&>(&count_paths), py::arg("net").noconvert(),
+  m.def("count_paths", py::overload_cast<const Network&, std::size_t>(&count_paths),
+        py::arg("net").noconvert(), py::kw_only(), py::arg("max_memory") = 0,
         py::call_guard<py::gil_scoped_release>(),
         "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
         "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
-        "wrapped. Complexity: O((m + d) * max path length).");
+        "wrapped. When the histogram's working memory would exceed max_memory (bytes, 0 = half "
+        "of physical RAM), it alone is skipped: length_histogram is empty and "
+        "length_histogram_refused says why. Complexity: O((m + d) * max path length).");
   m.def(
       "count_paths",
       [](const BoundLayerNetwork& net, int threads) {

@@ -39,17 +39,16 @@ const char* role_name(NodeRole r) {
 /// resolution of node references against it: the library's NodeNames, fed Python objects.
 class NodeResolver {
  public:
-  NodeResolver(const py::object& nodes, const std::vector<py::object>& refs) {
+  /// `edges`: the number of edges, which bounds the node count (NodeNames::numbered).
+  NodeResolver(const py::object& nodes, const std::vector<py::object>& refs, std::size_t edges) {
     if (nodes.is_none()) {
-      infer(refs);
+      infer(refs, edges);
     } else if (py::isinstance<py::int_>(nodes) && !py::isinstance<py::bool_>(nodes)) {
       const auto n = nodes.cast<long long>();
-      if (n < 0 || n > std::numeric_limits<NodeId>::max()) {
+      if (n < 0) {
         throw std::invalid_argument(fmt::format("nodes = {} is not a valid node count", n));
       }
-      for (long long i = 0; i < n; ++i) {
-        m_nodes.add(std::to_string(i));
-      }
+      m_nodes = NodeNames::numbered(static_cast<std::uint64_t>(n), edges, "nodes");
     } else if (py::isinstance<py::str>(nodes)) {
       throw std::invalid_argument("nodes must be a node count or a sequence of names, not a str");
     } else {
@@ -85,7 +84,7 @@ class NodeResolver {
     return py::isinstance<py::int_>(h) || py::hasattr(h, "__index__");
   }
 
-  void infer(const std::vector<py::object>& refs) {
+  void infer(const std::vector<py::object>& refs, std::size_t edges) {
     bool any_name = false;
     bool any_index = false;
     long long max_index = -1;
@@ -102,9 +101,8 @@ class NodeResolver {
           "node references mix names and indices: pass nodes= (a list of names or a count)");
     }
     if (any_index) {
-      for (long long i = 0; i <= max_index; ++i) {
-        m_nodes.add(std::to_string(i));
-      }
+      m_nodes = NodeNames::numbered(static_cast<std::uint64_t>(max_index) + 1, edges,
+                                    fmt::format("node index {}", max_index));
       return;
     }
     for (const auto& r : refs) {
@@ -144,7 +142,8 @@ void read_parameters(const py::object& params, const py::object& fixed_weights,
     }
     return;
   }
-  const auto p = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(params);
+  const auto p = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(
+      array_of(params, "params"));
   if (!p || p.ndim() != 1) {
     throw std::invalid_argument("params must be a 1-D sequence of ints (one per edge, -1: fixed)");
   }
@@ -238,7 +237,7 @@ Network make_network(const py::object& edges, const py::object& nodes, const py:
     all_refs.push_back(a.first);
   }
 
-  NodeResolver resolver(nodes, all_refs);
+  NodeResolver resolver(nodes, all_refs, array_edges ? spec.edges.size() : edge_refs.size());
   for (std::size_t k = 0; !array_edges && k < edge_refs.size(); ++k) {
     const auto where = [k] { return fmt::format("edge {}", k); };
     spec.edges.emplace_back(resolver.resolve(edge_refs[k].first, where),

@@ -118,13 +118,36 @@ bool is_strided(const py::object& t) {
   return py::str(t.attr("layout")).cast<std::string>() == "torch.strided";
 }
 
+/// Refuses an array whose entries are not numbers (the casts would read the text "1.5" of a
+/// str array, or an object array of str, as a number): complex (refuse_complex), str, bytes,
+/// void, datetime, and object arrays holding a str or bytes.
+void require_numbers(const py::array& a, const py::handle& x, const char* what) {
+  // dtype.kind through Python: GCC 12 sees a null dereference in pybind11's kind().
+  const auto kind_text = py::str(a.attr("dtype").attr("kind")).cast<std::string>();
+  const char kind = kind_text.empty() ? '?' : kind_text[0];
+  if (kind == 'c') {
+    refuse_complex(x, what);
+  }
+  bool text = kind == 'U' || kind == 'S' || kind == 'V' || kind == 'M' || kind == 'm';
+  if (kind == 'O') {
+    for (const py::handle item : a.attr("flat")) {
+      if (py::isinstance<py::str>(item) || py::isinstance<py::bytes>(item)) {
+        text = true;
+        break;
+      }
+    }
+  }
+  if (text) {
+    throw std::invalid_argument(fmt::format("{} must be numbers, got {} of dtype {}", what,
+                                            repr_of(x), py::str(a.dtype()).cast<std::string>()));
+  }
+}
+
 }  // namespace
 
 py::object array_of(const py::object& x, const char* what) {
   if (py::isinstance<py::array>(x)) {
-    if (py::reinterpret_borrow<py::array>(x).dtype().kind() == 'c') {
-      refuse_complex(x, what);
-    }
+    require_numbers(py::reinterpret_borrow<py::array>(x), x, what);
     return x;
   }
   if (is_torch_tensor(x)) {
@@ -142,9 +165,7 @@ py::object array_of(const py::object& x, const char* what) {
   } catch (const py::error_already_set&) {
     return x;  // not numbers: the caller's conversion says what was expected
   }
-  if (py::reinterpret_borrow<py::array>(a).dtype().kind() == 'c') {
-    refuse_complex(x, what);
-  }
+  require_numbers(py::reinterpret_borrow<py::array>(a), x, what);
   return a;
 }
 

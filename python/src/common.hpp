@@ -233,7 +233,8 @@ std::string repr_of(const py::handle& x);
 /// float64, and viewed as numpy (no copy for a CPU tensor); anything else through
 /// numpy.asarray, or as it is when numpy cannot read it (the caller's conversion then names
 /// what it expected). ValueError naming `what` for complex numbers, whose imaginary part a
-/// cast would drop, and for a sparse tensor.
+/// cast would drop, for entries that are not numbers (str, bytes, an object array holding
+/// text: numpy would read "1.5" as 1.5), and for a sparse tensor.
 py::object array_of(const py::object& x, const char* what);
 
 /// numpy.dtype(dtype).

@@ -18,6 +18,7 @@
   X(lifting)                       \
   X(modular)                       \
   X(checks)                        \
+  X(magnitude)                     \
   X(rank)                          \
   X(proof)                         \
   X(forward)                       \

@@ -146,7 +146,7 @@ struct CheckedCountsAndLengths {
               "the number of paths from node {} ({}) to the outputs, or their total length, does "
               "not fit in 64 bits: the paths cannot be enumerated (their number is counted without "
               "enumeration)",
-              v, net->node_name(v)),
+              v, printable(net->node_name(v))),
           TooLarge::Reason::too_many_paths);
     }
   }

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "pathlift/error.hpp"
 
@@ -69,13 +71,112 @@ std::string excerpt(const J& value) {
   return out;
 }
 
+/// The DOM parser of nlohmann, refusing a number that a double cannot hold: one that overflows
+/// (1e400 would be inf) or underflows to 0 (1e-400: non-zero digits, value 0). Subnormals
+/// (1e-310) are kept. The message names where the number is ("weights"[3]) and its text.
+template <class J>
+class RangeCheckedParser : public nlohmann::detail::json_sax_dom_parser<J> {
+  using Base = nlohmann::detail::json_sax_dom_parser<J>;
+
+ public:
+  using Base::Base;
+  using typename Base::number_float_t;
+  using typename Base::number_integer_t;
+  using typename Base::number_unsigned_t;
+  using typename Base::string_t;
+
+  bool null() { return step(), Base::null(); }
+  bool boolean(bool v) { return step(), Base::boolean(v); }
+  bool number_integer(number_integer_t v) { return step(), Base::number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return step(), Base::number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& text) {
+    step();
+    const auto mantissa = text.substr(0, text.find_first_of("eE"));
+    if (!std::isfinite(v) || (v == 0 && mantissa.find_first_of("123456789") != string_t::npos)) {
+      out_of_range(text, v == 0);
+    }
+    return Base::number_float(v, text);
+  }
+  /// nlohmann reports a number that overflows (1e400) as a parse error (out_of_range 406).
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    if constexpr (std::is_same_v<Exception, nlohmann::detail::out_of_range>) {
+      if (e.id == 406) {
+        step();
+        out_of_range(token, false);
+      }
+    }
+    return Base::parse_error(position, token, e);
+  }
+  bool string(string_t& v) { return step(), Base::string(v); }
+  bool start_object(std::size_t n) {
+    step();
+    m_path.push_back({false, 0, {}});
+    return Base::start_object(n);
+  }
+  bool key(string_t& k) {
+    m_path.back().key = k;
+    return Base::key(k);
+  }
+  bool end_object() {
+    m_path.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t n) {
+    step();
+    m_path.push_back({true, 0, {}});
+    return Base::start_array(n);
+  }
+  bool end_array() {
+    m_path.pop_back();
+    return Base::end_array();
+  }
+
+ private:
+  struct Step {
+    bool array;
+    std::size_t next;  // the index of the next element of an array
+    std::string key;   // the current key of an object
+  };
+  [[noreturn]] void out_of_range(const std::string& text, bool underflow) const {
+    throw FormatError(fmt::format(
+        "{}: the number {} is out of the range of a double ({})", where(), printable(text, 40),
+        underflow ? "it underflows to 0; the smallest is 4.9e-324" : "the largest is 1.8e308"));
+  }
+  /// Before each value: the index of an array element.
+  void step() {
+    if (!m_path.empty() && m_path.back().array) {
+      ++m_path.back().next;
+    }
+  }
+  /// "weights"[3] or "layers"[2]["bias"]: the place of the current value (the outermost 8
+  /// steps).
+  [[nodiscard]] std::string where() const {
+    std::string out;
+    for (std::size_t i = 0; i < m_path.size() && i < 8; ++i) {
+      const Step& s = m_path[i];
+      if (s.array) {
+        out += fmt::format("[{}]", s.next - 1);
+      } else {
+        const std::string key = printable(s.key, 40);
+        out += i == 0 ? fmt::format("\"{}\"", key) : fmt::format("[\"{}\"]", key);
+      }
+    }
+    return out.empty() ? "the document" : out + (m_path.size() > 8 ? "..." : "");
+  }
+
+  std::vector<Step> m_path;
+};
+
 /// JSON text that must hold an object (a network or layer-graph file), as `J`. Throws
-/// FormatError "invalid JSON: ..." or "a <kind> file must hold a JSON object, not array".
+/// FormatError "invalid JSON: ...", "a <kind> file must hold a JSON object, not array", or
+/// "\"weights\"[3]: the number 1e-400 is out of the range of a double ..." (RangeCheckedParser).
 template <class J>
 J parse_json_object(std::string_view text, std::string_view kind) {
   J doc;
   try {
-    doc = J::parse(text.begin(), text.end());
+    RangeCheckedParser<J> parser(doc);
+    J::sax_parse(text.begin(), text.end(), &parser);
   } catch (const typename J::exception& e) {
     throw FormatError(fmt::format("invalid JSON: {}", e.what()));
   }

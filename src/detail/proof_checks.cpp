@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "pathlift/error.hpp"
 #include "src/detail/proof_claims.hpp"
 
 namespace pathlift::detail::proof {
@@ -108,7 +109,7 @@ Verdict check_prefixes(const StepCheck& c, ProofClaim claim) {
             : fmt::format(
                   "{} crosses k = {} without ending there, but has no prefix path of "
                   "length {}",
-                  c.ctx.describe_path(p), c.ctx.net.node_name(c.step.k), length);
+                  c.ctx.describe_path(p), printable(c.ctx.net.node_name(c.step.k)), length);
     return issue(c, claim, detail, p, c.ctx.last_edge(p));
   }
   return std::nullopt;

@@ -5,6 +5,8 @@
 #include <array>
 #include <utility>
 
+#include "pathlift/error.hpp"
+
 namespace pathlift::detail::proof {
 
 namespace {
@@ -67,8 +69,8 @@ std::string step_label(const ProofStep& s, Index index) {
   if (s.u < 0 || s.u >= s.network.num_nodes() || s.e < 0 || s.e >= s.network.num_edges()) {
     return fmt::format("step {}", index);
   }
-  return fmt::format("step {} (u = {}, e = edge {} ({}))", index, s.network.node_name(s.u), s.e,
-                     s.network.edge_label(s.e));
+  return fmt::format("step {} (u = {}, e = edge {} ({}))", index,
+                     printable(s.network.node_name(s.u)), s.e, s.network.edge_label(s.e));
 }
 
 }  // namespace

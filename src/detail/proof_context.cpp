@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 
 namespace pathlift::detail::proof {
@@ -58,10 +59,10 @@ std::string StepContext::describe_path(Index p) const {
     return fmt::format("path {}", p);
   }
   const auto edges = paths.path(p);
-  std::string nodes = net.node_name(net.source(edges.front()));
+  std::string nodes = printable(net.node_name(net.source(edges.front())));
   std::string ids;
   for (const EdgeId e : edges) {
-    nodes += " -> " + net.node_name(net.target(e));
+    nodes += " -> " + printable(net.node_name(net.target(e)));
     ids += fmt::format("{}{}", ids.empty() ? "" : " ", e);
   }
   return fmt::format("path {} ({}; edges {})", p, nodes, ids);

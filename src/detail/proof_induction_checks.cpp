@@ -23,8 +23,9 @@ bool same_network(const Network& a, const Network& b, std::string& why) {
   }
   for (NodeId v = 0; v < a.num_nodes(); ++v) {
     if (a.node_name(v) != b.node_name(v) || a.role(v) != b.role(v)) {
-      why = fmt::format("node {} is '{}' ({}) instead of '{}' ({})", v, b.node_name(v),
-                        static_cast<int>(b.role(v)), a.node_name(v), static_cast<int>(a.role(v)));
+      why = fmt::format("node {} is '{}' ({}) instead of '{}' ({})", v, printable(b.node_name(v)),
+                        static_cast<int>(b.role(v)), printable(a.node_name(v)),
+                        static_cast<int>(a.role(v)));
       return false;
     }
   }
@@ -68,13 +69,14 @@ Verdict check_choice(const StepCheck& c) {
                      ? std::string("the network has no hidden node")
                      : fmt::format("the proof takes u = {}, k = {}, e = {} ({}); the step records "
                                    "u = {}, k = {}, e = {} (or other edge sets)",
-                                   n.node_name(ch.u), n.node_name(ch.k), ch.e, n.edge_label(ch.e),
-                                   s.u, s.k, s.e),
+                                   printable(n.node_name(ch.u)), printable(n.node_name(ch.k)), ch.e,
+                                   n.edge_label(ch.e), s.u, s.k, s.e),
                  -1, ch.e, ch.u);
   }
   if (!n.is_output(ch.k)) {
     return issue(c, ProofClaim::choice,
-                 fmt::format("k = {} is not an output node", n.node_name(ch.k)), -1, ch.e, ch.k);
+                 fmt::format("k = {} is not an output node", printable(n.node_name(ch.k))), -1,
+                 ch.e, ch.k);
   }
   return std::nullopt;
 }

@@ -426,7 +426,7 @@ def test_bad_theta(pl):
                 f(target, [1, 1, 1, 1, 1, np.inf, 1])
             with pytest.raises(ValueError, match="1-D"):
                 f(target, np.ones((7, 1)))
-            with pytest.raises(ValueError, match="vector of numbers"):
+            with pytest.raises(ValueError, match="theta must be numbers, got .* dtype <U1"):
                 f(target, ["a"] * 7)
     with pytest.raises(ValueError, match="not finite"), np.errstate(over="ignore"):
         pl.path_lifting(net, [1e300] + [1.0] * 6, dtype=np.float32)  # inf in float32

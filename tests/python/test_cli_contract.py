@@ -200,27 +200,42 @@ def test_no_cli11_exit_codes(run_cli):
 # --- exit 1: a check or theorem failed -------------------------------------------------------
 
 
+def test_failing_check_exits_1(run_cli):
+    """--tolerance 0: Lemma 1's S exp(B log|theta|) differs from the product by rounding on
+    some path of fig1 at --seed 0, so the check fails honestly."""
+    r = run_cli("check", "--tolerance", "0", "--json")
+    assert r.returncode == 1, r
+    j = json.loads(r.stdout)  # the result is printed, then the error names what failed
+    assert j["passed"] is False and j["status"] == "failed"
+    failed = [c["name"] for c in j["checks"] if c["status"] == "failed"]
+    assert "lemma1" in failed
+    assert r.stderr.startswith("error: ") and "lemma1" in r.stderr
+    r = run_cli("report", "--tolerance", "0")
+    assert r.returncode == 1 and "SOME CHECKS FAILED" in r.stdout, r
+    assert r.stderr.startswith("error: report: ") and "lemma1" in r.stderr
+
+
 @pytest.fixture
 def tiny_theta(tmp_path):
     """theta_k = 1e-200: every path of fig1 has two or three edges, so Phi = 1e-400 underflows
-    to 0, and Proposition 2's diag(Phi) B diag(1/theta) gives 0 where dPhi is 1e-200."""
+    to 0 (Proposition 2's diag(Phi) B diag(1/theta) used to "fail" from it)."""
     assert 1e-200 * 1e-200 == 0.0
     path = tmp_path / "tiny.npy"
     np.save(path, np.full(7, 1e-200))
     return path
 
 
-def test_failing_check_exits_1(run_cli, tiny_theta):
+def test_underflow_is_out_of_range_exit_4_not_a_failure(run_cli, tiny_theta):
     r = run_cli("check", "--theta", tiny_theta, "--json")
-    assert r.returncode == 1, r
-    j = json.loads(r.stdout)  # the result is printed, then the error names what failed
-    assert j["passed"] is False
-    failed = [c["name"] for c in j["checks"] if c["applicable"] and not c["passed"]]
-    assert failed == ["proposition2"]
-    assert r.stderr.startswith("error: ") and "proposition2" in r.stderr
+    assert r.returncode == 4, r
+    j = json.loads(r.stdout)
+    assert j["passed"] is False and j["status"] == "out_of_range"
+    assert [c["status"] for c in j["checks"]] == ["out_of_range", "out_of_range", "passed",
+                                                  "out_of_range"]
+    assert r.stderr.startswith("error: ") and "underflow" in r.stderr
     r = run_cli("report", "--theta", tiny_theta)
-    assert r.returncode == 1 and "SOME CHECKS FAILED" in r.stdout, r
-    assert r.stderr.startswith("error: report: ") and "proposition2" in r.stderr
+    assert r.returncode == 4 and "OUT OF RANGE" in r.stdout, r
+    assert r.stderr.startswith("error: report: ") and "underflow" in r.stderr
 
 
 def test_uncertified_rank_exits_1(run_cli):

@@ -58,6 +58,8 @@ CALLS = {
     "jacobian_paper_formula/paths": lambda pl, n, ln, t, X: pl.jacobian_paper_formula(
         pl.enumerate_paths(n), pl.path_lifting(n, t), t),
     "check_identities": lambda pl, n, ln, t, X: pl.check_identities(n, t),
+    "lifting_range": lambda pl, n, ln, t, X: pl.lifting_range(n, t),
+    "log_path_lifting": lambda pl, n, ln, t, X: pl.log_path_lifting(n, t),
     "rank": lambda pl, n, ln, t, X: pl.rank(n, t),
     "check_rank_theorem": lambda pl, n, ln, t, X: pl.check_rank_theorem(n, t),
     "certify_jacobian_rank": lambda pl, n, ln, t, X: pl.certify_jacobian_rank(

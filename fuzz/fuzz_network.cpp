@@ -1,0 +1,71 @@
+// The network JSON readers, as the CLI's --network uses them: a "pathlift-layers" document is
+// read as a layer graph (parse_layer_graph, validated by LayerNetwork) and, when small, unrolled;
+// anything else goes to parse_network. Any bytes give a network or a pathlift error. A network
+// read back from its own JSON (network_to_json) must give the same JSON.
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "harness.hpp"
+#include "pathlift/io.hpp"
+#include "pathlift/layers.hpp"
+
+namespace {
+
+/// Whether `text` is a JSON object whose "format" is "pathlift-layers" (parse_network's own
+/// test, so that the network branch never unrolls).
+bool is_layer_graph(std::string_view text) {
+  const auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object()) {
+    return false;
+  }
+  const auto format = doc.find("format");
+  return format != doc.end() && *format == "pathlift-layers";
+}
+
+// Unrolling is work, not reading: only small graphs, within a small memory limit.
+constexpr pathlift::Index kMaxUnrolled = 100'000;
+constexpr std::size_t kMaxMemory = std::size_t{64} << 20;
+
+void read_layer_graph(std::string_view text) {
+  const pathlift::LayerNetwork graph(pathlift::parse_layer_graph(text));
+  const pathlift::UnrolledSize size = graph.unrolled_size();
+  if (size.nodes < 0 || size.edges < 0) {
+    pathlift::fuzz::fail("negative unrolled size", std::to_string(size.nodes));
+  }
+  if (size.nodes + size.edges <= kMaxUnrolled) {
+    const auto net = graph.network(kMaxMemory);
+    if (net->num_nodes() != size.nodes || net->num_edges() != size.edges) {
+      pathlift::fuzz::fail("unrolled_size differs from the unrolled network",
+                           std::to_string(net->num_nodes()) + " nodes");
+    }
+  }
+}
+
+void read_network(std::string_view text) {
+  const pathlift::Network net = pathlift::parse_network(text);
+  const std::string json = pathlift::network_to_json(net);
+  try {
+    if (pathlift::network_to_json(pathlift::parse_network(json)) != json) {
+      pathlift::fuzz::fail("the network's JSON reads back differently", json.substr(0, 200));
+    }
+  } catch (const std::exception& e) {
+    pathlift::fuzz::fail("the network's own JSON is refused", e.what());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (is_layer_graph(text)) {
+    pathlift::fuzz::expect_clean([&] { read_layer_graph(text); });
+  } else {
+    pathlift::fuzz::expect_clean([&] { read_network(text); });
+  }
+  return 0;
+}

@@ -1,0 +1,281 @@
+"""Hostile inputs (issue 19, items 2, 3, 6, 7): the .npy and text readers, the one bounded file
+reader, numbers beyond a double, node counts no network can have, built-in sizes, option values
+parsed strictly, and names that would break a message. Each case used to crash, hang, read
+without bound or be silently accepted.
+
+Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_hostile_inputs.py
+"""
+import struct
+import time
+
+import numpy as np
+import pytest
+
+
+def npy_bytes(header, data=b"", version=1):
+    """A .npy file with this header dict text (padded as numpy pads it)."""
+    text = header.encode("latin1")
+    if version == 1:
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + data
+    return b"\x93NUMPY\x02\x00" + struct.pack("<I", len(text)) + text + data
+
+
+def assert_refused(r, *parts):
+    assert r.returncode == 2, r
+    assert r.stderr.startswith("error: "), r
+    assert "Traceback" not in r.stderr and "std::" not in r.stderr, r
+    for part in parts:
+        assert part in r.stderr, (part, r)
+
+
+# --- item 2: the .npy reader ------------------------------------------------------------------
+
+NPY_CASES = {
+    # 19 bytes: a header shorter than claimed / a field absent (read past the end before).
+    "short": b"\x93NUMPY\x01\x00\x09\x00{'descr'",
+    "no_shape": npy_bytes("{'descr': '<f8', 'fortran_order': False, }\n"),
+    "unterminated": npy_bytes("{'descr': '<f8"),
+    "negative_shape": npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (-5,), }\n"),
+    "overflowing_shape": npy_bytes(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n"),
+    "huge_shape": npy_bytes(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999,), }\n"),
+    "float_shape": npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2.5,), }\n"),
+    "text_itemsize": npy_bytes("{'descr': '<fx', 'fortran_order': False, 'shape': (1,), }\n",
+                               b"\0" * 8),
+    "big_shape_small_file": npy_bytes(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }\n", b"\0" * 8),
+    "version2_header_past_end": b"\x93NUMPY\x02\x00\xff\xff\xff\x7f{}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NPY_CASES))
+def test_malformed_npy_is_refused_naming_the_file(run_cli, tmp_path, name):
+    path = tmp_path / f"{name}.npy"
+    path.write_bytes(NPY_CASES[name])
+    for args in (["lift", "--theta", path, "-o", "-"], ["forward", "--data", path]):
+        r = run_cli(*args, "--ff", "2,1")
+        assert_refused(r, str(path))
+        assert "stoll" not in r.stderr and "stoi" not in r.stderr, r
+
+
+def test_well_formed_npy_still_reads(run_cli, tmp_path):
+    path = tmp_path / "theta.npy"
+    np.save(path, np.linspace(0.5, 2.0, 7))  # fig1, the default network, has 7 edges
+    r = run_cli("lift", "--theta", path, "-o", "-")
+    assert r.returncode == 0, r
+    f = tmp_path / "X.npy"
+    np.save(f, np.asfortranarray(np.arange(6.0).reshape(3, 2)))
+    assert run_cli("forward", "--ff", "2,1", "--data", f).returncode == 0
+
+
+# --- item 7: numbers in a text theta ------------------------------------------------------------
+
+
+def test_text_theta_accepts_subnormals(run_cli, tmp_path):
+    path = tmp_path / "theta.txt"
+    path.write_text("1e-310 1 1 1 1 1 1\n")
+    r = run_cli("norm", "--theta", path)  # norm works at any magnitude
+    assert r.returncode == 0, r
+
+
+@pytest.mark.parametrize("token,why", [("1e400", "out of the range of a double"),
+                                       ("-1e400", "out of the range of a double"),
+                                       ("1e-400", "underflows to 0")])
+def test_text_theta_beyond_a_double_says_so(run_cli, tmp_path, token, why):
+    path = tmp_path / "theta.txt"
+    path.write_text(f"1 1 {token} 1 1 1 1\n")
+    r = run_cli("lift", "--theta", path, "-o", "-")
+    assert_refused(r, str(path), "line 1", token, why)
+    assert "not a number" not in r.stderr
+
+
+# --- item 6: one bounded reader -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--network", "--theta", "--data", "--onnx"])
+def test_endless_input_is_refused_at_the_bound(run_cli, option):
+    command = "forward" if option == "--data" else "lift"
+    args = [command, option, "/dev/zero", "--max-memory", "16M"]
+    args += ["--ff", "2,1"] if option == "--data" else ["-o", "-"]
+    start = time.monotonic()
+    r = run_cli(*args)
+    assert time.monotonic() - start < 30
+    assert_refused(r, "'/dev/zero' is too large")
+
+
+def test_sparse_huge_file_is_refused_from_its_size(run_cli, tmp_path):
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.truncate(1 << 42)  # 4 TiB of holes: reading it would never end
+    start = time.monotonic()
+    r = run_cli("info", "--network", path)
+    assert time.monotonic() - start < 30
+    assert_refused(r, str(path), "too large", "--max-memory")
+
+
+@pytest.mark.parametrize("command", [["info"], ["kernel", "--trace"], ["norm"]])
+def test_network_file_is_read_under_the_given_max_memory(run_cli, tmp_path, command):
+    # 100 KB of JSON: within the default bound, above the bound for --max-memory 1M (64 KiB).
+    path = tmp_path / "big.json"
+    path.write_text('{"format": "pathlift-network", "version": 1, "nodes": 2, "edges": [[0, 1]]}'
+                    + " " * 100_000)
+    r = run_cli(*command, "--network", path, "--max-memory", "1M")
+    assert_refused(r, str(path), "too large", f"({(1 << 20) // 16} bytes)")
+
+
+@pytest.mark.parametrize("option", ["--network", "--theta", "--data"])
+def test_directory_as_input_is_refused(run_cli, tmp_path, option):
+    args = ["forward", "--ff", "2,1"] if option == "--data" else ["lift", "-o", "-"]
+    r = run_cli(*args, option, tmp_path)
+    assert_refused(r, f"'{tmp_path}' is a directory")
+    assert "0 entries" not in r.stderr
+
+
+def test_missing_file_names_the_reason(run_cli, tmp_path):
+    r = run_cli("info", "--network", tmp_path / "missing.json")
+    assert_refused(r, "missing.json", "No such file or directory")
+
+
+def test_python_readers_refuse_a_directory(pathlift_module, tmp_path):
+    with pytest.raises(pathlift_module.FormatError, match="is a directory"):
+        pathlift_module.read_network(str(tmp_path))
+
+
+# --- item 3: JSON numbers and string weights ------------------------------------------------------
+
+
+def network_json(weights):
+    return ('{"format": "pathlift-network", "version": 1, "nodes": ["a", "b"], '
+            '"edges": [["a", "b"]], "weights": [' + weights + "]}")
+
+
+@pytest.mark.parametrize("weight", ["1e-400", "1e400", "-2.5e-999"])
+def test_json_weight_beyond_a_double_is_refused(pathlift_module, run_cli, tmp_path, weight):
+    with pytest.raises(pathlift_module.FormatError, match=r'"weights"\[0\].*out of the range'):
+        pathlift_module.parse_network(network_json(weight))
+    path = tmp_path / "net.json"
+    path.write_text(network_json(weight))
+    assert_refused(run_cli("info", "--network", path), str(path), weight)
+
+
+def test_json_subnormal_weight_is_kept(pathlift_module):
+    assert pathlift_module.parse_network(network_json("1e-310")).weights[0] == 1e-310
+
+
+@pytest.mark.parametrize("make", [
+    lambda pl: pl.Network([("a", "b")], weights=["1.5"]),
+    lambda pl: pl.Network([("a", "b")], weights=np.array(["1.5"])),
+    lambda pl: pl.Network([("a", "b")], weights=np.array(["1.5"], dtype=object)),
+    lambda pl: pl.Network([("a", "b")], params=["0"]),
+    lambda pl: pl.Network([("a", "b")], weights=[b"1"]),
+], ids=["list", "unicode_array", "object_array", "params", "bytes"])
+def test_strings_as_weights_are_refused(pathlift_module, make):
+    with pytest.raises(ValueError, match=r"(weights|params) must be numbers"):
+        make(pathlift_module)
+
+
+def test_numeric_weights_still_work(pathlift_module):
+    net = pathlift_module.Network([("a", "b")], weights=np.array([2], dtype=object))
+    assert list(net.weights) == [2.0]
+
+
+# --- item 6: unbounded work ---------------------------------------------------------------------
+
+
+def test_a_node_index_far_beyond_the_edges_is_refused_quickly(pathlift_module):
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="node count 10000001 is out of range"):
+        pathlift_module.Network([(0, 10_000_000)])
+    with pytest.raises(ValueError, match="node count 10000000 is out of range"):
+        pathlift_module.Network([(0, 1)], nodes=10_000_000)
+    with pytest.raises(ValueError, match="node count"):
+        pathlift_module.Network(np.array([[0, 2**30]]))
+    assert time.monotonic() - start < 5
+
+
+def test_random_dag_refuses_sizes_it_cannot_draw(run_cli):
+    start = time.monotonic()
+    r = run_cli("info", "--example", "random-dag:1000000,0.00001,1")
+    assert time.monotonic() - start < 10
+    assert_refused(r, "at most 8192")
+
+
+def test_feed_forward_refuses_absurd_sizes(run_cli):
+    r = run_cli("info", "--ff", "9223372036854775807,9223372036854775807,2")
+    assert_refused(r, "too large")
+
+
+# --- item 7: option values --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,part", [
+    (["--ff", ""], "--ff"),
+    (["--example", ""], "--example"),
+    (["--network", ""], "--network"),
+])
+def test_empty_network_choice_is_refused(run_cli, args, part):
+    r = run_cli("info", *args)
+    assert_refused(r, part, "empty")
+    assert "fig1" not in r.stdout
+
+
+@pytest.mark.parametrize("seed", ["-1", "1.5", "1e3", " 7", "7x", "18446744073709551616"])
+def test_bad_seed_is_refused_naming_it(run_cli, seed):
+    assert_refused(run_cli("lift", "--seed", seed, "-o", "-"), "--seed", seed.strip())
+
+
+def test_largest_seed_is_a_seed(run_cli):
+    assert run_cli("lift", "--seed", "18446744073709551615", "-o", "-").returncode == 0
+
+
+@pytest.mark.parametrize("count", ["0", "-1", "1.5", "2x"])
+def test_top_eig_must_be_a_positive_integer(run_cli, count):
+    r = run_cli("kernel", "--top-eig", count)
+    assert_refused(r, "--top-eig", f"'{count}' is not an integer >= 1")
+    assert "1.8e308" not in r.stderr
+
+
+@pytest.mark.parametrize("size", ["0", "0.5", "0.4B", "1.5", "8Q", "8G ", "-1G", "1e9", "G",
+                                  ".5G", "5.G", "99999999999T", "0.0000000001K"])
+def test_max_memory_is_parsed_strictly(run_cli, size):
+    r = run_cli("lift", "--max-memory", size, "-o", "-")
+    assert_refused(r, "--max-memory")
+
+
+@pytest.mark.parametrize("size", ["64M", "1.5G", "100000000", "512MiB", "2gb", "0.5G"])
+def test_max_memory_good_sizes(run_cli, size):
+    assert run_cli("lift", "--max-memory", size, "-o", "-").returncode == 0
+
+
+def test_prime_with_trailing_text_is_refused(run_cli):
+    assert_refused(run_cli("rank", "--prime", "7abc"), "--prime", "7abc")
+
+
+# --- item 7: names in messages ------------------------------------------------------------------
+
+
+def test_node_names_are_escaped_in_messages(run_cli, tmp_path, pathlift_module):
+    text = ('{"format": "pathlift-network", "version": 1, "nodes": ["a\\nb", "\\u001b[2J"], '
+            '"edges": [[0, 1], [1, 0]]}')
+    path = tmp_path / "net.json"
+    path.write_text(text)
+    r = run_cli("info", "--network", path)
+    assert_refused(r, "a\\nb", "\\x1b[2J")
+    assert "\x1b" not in r.stderr and r.stderr.count("\n") == 1, r
+    with pytest.raises(pathlift_module.NetworkError) as e:
+        pathlift_module.Network([("x\x1b", "y"), ("y", "x\x1b")])
+    assert "\x1b" not in str(e.value) and "x\\x1b" in str(e.value)
+
+
+def test_node_names_are_escaped_in_rescale_and_paths(run_cli, tmp_path, pathlift_module):
+    pl = pathlift_module
+    net = pl.Network([("x", "h\x1b[2J"), ("h\x1b[2J", "y")])
+    with pytest.raises(ValueError) as e:
+        pl.rescale(net, [1.0, 1.0], [-1.0])
+    assert "\x1b" not in str(e.value) and "h\\x1b[2J" in str(e.value)
+    path = tmp_path / "net.json"
+    path.write_text('{"format": "pathlift-network", "version": 1, "nodes": ["x", "h\\nz", "y"], '
+                    '"edges": [[0, 1], [1, 2]]}')
+    r = run_cli("paths", "--network", path, "--nodes", "-o", "-", check=True)
+    assert "x -> h\\nz -> y" in r.stdout and "h\nz" not in r.stdout, r

@@ -1,0 +1,81 @@
+"""Memory that the limit sees (issue 19, item 5): the path-length histogram of `info` is bounded
+and refused alone, a limit above the physical memory is refused with both sizes, and the peak
+resident memory of the big commands stays within --max-memory (scripts/check-memory.sh)."""
+import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def chain_with_skips(path, n):
+    """Nodes 0 -> 1 -> ... -> n-1 and i -> i + 2: the histograms of all the nodes take O(n^2)."""
+    edges = [[i, i + 1] for i in range(n - 1)] + [[i, i + 2] for i in range(n - 2)]
+    path.write_text(json.dumps({"format": "pathlift-network", "version": 1, "nodes": n,
+                                "edges": edges, "outputs": [n - 1]}))
+    return path
+
+
+def test_info_on_a_deep_network_refuses_the_histogram_alone(run_cli):
+    # 20,000 layers of width 2 with biases: paths of every length up to 20,001 edges, so the
+    # histograms of all the nodes would take O(nodes x depth); only their live part is held.
+    # (A network file this deep would itself exceed the file bound of a 1M limit: --ff.)
+    ff = ",".join(["2"] * 20001 + ["1"])
+    r = run_cli("info", "--ff", ff, "--max-memory", "1M")
+    assert r.returncode == 0, r
+    assert "max path length  20001" in r.stdout and "P                ~" in r.stdout
+    assert "path lengths     not computed: the path-length histogram (60004 nodes" in r.stdout
+    assert "over the memory limit of 1.00 MiB" in r.stdout
+    j = json.loads(run_cli("info", "--ff", ff, "--max-memory", "1M", "--json", check=True).stdout)
+    assert j["length_histogram"] is None and "memory limit" in j["length_histogram_refused"]
+    assert j["max_path_length"] == 20001
+
+
+def test_python_count_paths_of_a_long_chain_refuses_the_histogram_alone(pathlift_module):
+    # 40,000 nodes used to need ~19 GB for the histogram; its live part is ~3 MB.
+    pl = pathlift_module
+    n = 40000
+    edges = [(i, i + 1) for i in range(n - 1)] + [(i, i + 2) for i in range(n - 2)]
+    counts = pl.count_paths(pl.Network(edges), max_memory=1 << 20)
+    assert "40000 nodes" in counts.length_histogram_refused
+    assert "memory limit" in counts.length_histogram_refused
+    assert counts.max_path_length == n - 1 and len(counts.length_histogram) == 0
+
+
+def test_info_histogram_of_a_chain_within_the_limit(run_cli, tmp_path):
+    net = chain_with_skips(tmp_path / "chain.json", 2000)
+    j = json.loads(run_cli("info", "--network", net, "--max-memory", "2M", "--json",
+                           check=True).stdout)
+    hist = j["length_histogram"]
+    assert hist["1999"] == 1 and hist["1000"] == 1000 and "999" not in hist
+    assert "length_histogram_refused" not in j
+
+
+def test_limit_above_physical_memory_is_refused(run_cli, tmp_path):
+    r = run_cli("lift", "--ff", "3,4,2", "--max-memory", "1000T", "-o", tmp_path / "phi.npy")
+    assert r.returncode == 2, r
+    assert "above the physical memory of" in r.stderr and "1000.00 TiB" in r.stderr, r
+    assert not (tmp_path / "phi.npy").exists()
+
+
+def test_python_limit_above_physical_memory(pathlift_module):
+    pl = pathlift_module
+    with pytest.raises(ValueError, match="above the physical memory"):
+        pl.effective_max_memory(1 << 60)
+    net = pl.feed_forward(3, [4], 2)
+    with pytest.raises(ValueError, match="above the physical memory"):
+        pl.jacobian(net, [1.0] * net.d, max_memory=1 << 60)
+    counts = pl.count_paths(net, max_memory=1 << 10)
+    assert counts.length_histogram_refused == "" and sum(counts.length_histogram) == counts.paths
+
+
+@pytest.mark.skipif(shutil.which("/usr/bin/time") is None, reason="GNU time is not installed")
+def test_peak_memory_within_the_limit(cli_path):
+    # The smallest size (64M, networks of 10-200 MB of results): a few seconds.
+    r = subprocess.run([str(ROOT / "scripts" / "check-memory.sh"), "--quick", str(cli_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("\n") == 8 and " NO" not in r.stdout, r.stdout
