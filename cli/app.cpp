@@ -162,11 +162,19 @@ void print_error(const ErrorStream& err, std::string_view message) {
   err(fmt::format("error: {}\n", message));
 }
 
-/// Replaces the work of `cmd` and of its subcommands by nothing (RunMode::parse_only).
+/// The member that holds a command's callback (protected in CLI::App), for drop_callbacks.
+struct CallbackAccess : CLI::App {
+  static std::function<void()> CLI::App::*member() { return &CallbackAccess::final_callback_; }
+};
+
+/// Replaces the work of `cmd` and of its subcommands by nothing (RunMode::parse_only). The
+/// replaced callback is kept inside the new one, never called: it owns the options struct
+/// that CLI11 writes the parsed values into (freeing it was a use after free).
 void drop_callbacks(CLI::App& cmd) {
   for (CLI::App* sub : cmd.get_subcommands([](CLI::App*) { return true; })) {
     if (dynamic_cast<CLI::Option_group*>(sub) == nullptr) {
-      sub->callback([] {});
+      std::function<void()> work = std::move(sub->*CallbackAccess::member());
+      sub->callback([keep = std::move(work)] {});
       drop_callbacks(*sub);
     }
   }
