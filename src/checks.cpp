@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
+#include "src/detail/enum_names.hpp"
 #include "src/detail/random.hpp"
 
 namespace pathlift {
@@ -273,17 +275,12 @@ bool any_out_of_range(const std::vector<CheckResult>& results) {
 }
 
 std::string_view to_string(CheckStatus status) {
-  switch (status) {
-    case CheckStatus::passed:
-      return "passed";
-    case CheckStatus::failed:
-      return "failed";
-    case CheckStatus::not_applicable:
-      return "not_applicable";
-    case CheckStatus::out_of_range:
-      return "out_of_range";
-  }
-  return "unknown";
+  static constexpr std::array k_names{
+      detail::EnumName<CheckStatus>{CheckStatus::passed, "passed"},
+      detail::EnumName<CheckStatus>{CheckStatus::failed, "failed"},
+      detail::EnumName<CheckStatus>{CheckStatus::not_applicable, "not_applicable"},
+      detail::EnumName<CheckStatus>{CheckStatus::out_of_range, "out_of_range"}};
+  return detail::enum_name(k_names, status);
 }
 
 }  // namespace pathlift
