@@ -193,7 +193,8 @@ int run_cli(int argc, const char* const* argv, RunMode mode) {
       "model (--onnx FILE [--input-shape C,H,W]), a feed-forward shape (--ff r,w1,...,q) or a\n"
       "built-in example (--example fig1 | sketch-h0 | sketch-h1 | ...).\n"
       "Run 'pathlift COMMAND --help' for a command's options. Exit status: 0 ok, 1 a check or\n"
-      "theorem failed, 2 bad usage or bad input, 3 an internal error (docs/cli.md).",
+      "theorem failed, 2 bad usage or bad input, 3 an internal error, 4 a result beyond float64\n"
+      "(docs/cli.md).",
       "pathlift"};
   app.set_version_flag("--version", std::string("pathlift ") + pathlift::version_string);
   app.require_subcommand(1);
