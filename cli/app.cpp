@@ -109,6 +109,39 @@ void print_unknown_command(const ErrorStream& err, std::string_view word,
                   fmt::join(names, ", ")));
 }
 
+/// The place in `args` of an empty word that no option takes as its value, if any, and the
+/// command it belongs to (null before the command's name). CLI11 2.1 matches such a word
+/// against the nameless option groups: it accepts it silently or, before another option, never
+/// returns; the word is refused before parsing.
+std::optional<std::pair<std::size_t, const CLI::App*>> stray_empty_word(
+    CLI::App& app, const std::vector<std::string>& args) {
+  const std::vector<std::string> names = command_names(app);
+  const CLI::App* command = nullptr;
+  bool after_separator = false;  // after "--", every word is a positional (none is expected)
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word.empty()) {
+      return std::pair{i, command};
+    }
+    if (after_separator) {
+      continue;
+    }
+    if (word == "--") {
+      after_separator = true;
+    } else if (word[0] != '-') {
+      if (command == nullptr && std::find(names.begin(), names.end(), word) != names.end()) {
+        command = app.get_subcommand(word);
+      }
+    } else if (command != nullptr) {  // the root's options (--help, --version) take no value
+      const CLI::Option* opt = command->get_option_no_throw(word);  // not "--a=v" nor "-oFILE"
+      if (opt != nullptr && opt->get_items_expected_min() > 0) {
+        ++i;  // the option's value, whatever it is
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 /// The long option names of `cmd` and of its option groups ("--json", ...).
 void collect_options(const CLI::App& cmd, std::vector<std::string>& out) {
   for (const CLI::Option* opt : cmd.get_options()) {
@@ -214,6 +247,17 @@ int run_cli(int argc, const char* const* argv, RunMode mode) {
       print_unknown_command(err, args.front(), names);
       return ExitCode::exit_bad_input;
     }
+  }
+  if (const auto stray = stray_empty_word(app, args)) {
+    const auto [place, command] = *stray;
+    const std::string after =
+        place > 0 ? fmt::format(" (it follows '{}')", printable(args[place - 1])) : "";
+    const std::string help = command == nullptr ? "" : command->get_name() + " ";
+    err(
+        fmt::format("error: argument {} is empty and is not the value of an option{}\n"
+                    "run 'pathlift {}--help' for the options\n",
+                    place + 1, after, help));
+    return ExitCode::exit_bad_input;
   }
   try {
     app.parse(argc, argv);

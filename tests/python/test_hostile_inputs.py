@@ -6,6 +6,7 @@ without bound or be silently accepted.
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_hostile_inputs.py
 """
 import struct
+import subprocess
 import time
 
 import numpy as np
@@ -218,6 +219,32 @@ def test_empty_network_choice_is_refused(run_cli, args, part):
     r = run_cli("info", *args)
     assert_refused(r, part, "empty")
     assert "fig1" not in r.stdout
+
+
+@pytest.mark.parametrize("args,place,follows,help", [
+    (["info", ""], 2, "info", "info"),  # was accepted silently
+    (["lift", "", "-o", "x.txt"], 2, "lift", "lift"),  # CLI11 never returned (found by fuzz_cli)
+    (["lift", "-o", "x.txt", "--ff=2,2", ""], 5, "--ff=2,2", "lift"),  # was accepted, x written
+    (["check", "--json", "", "--ff", "2,2"], 3, "--json", "check"),
+    (["lift", "-o", "x.txt", "--", ""], 5, "--", "lift"),
+    (["--x", "", "prove", "", "-o", "x"], 2, "--x", ""),  # never returned (found by fuzz_cli)
+])
+def test_an_empty_word_that_no_option_takes_is_refused(cli_path, tmp_path, args, place, follows,
+                                                        help):
+    proc = subprocess.run([str(cli_path), *args], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.startswith(
+        f"error: argument {place} is empty and is not the value of an option"), proc
+    if follows is not None:
+        assert f"(it follows '{follows}')" in proc.stderr, proc
+    assert f"run 'pathlift {help + ' ' if help else ''}--help'" in proc.stderr, proc
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == [], proc
+
+
+def test_an_empty_option_value_keeps_its_own_message(run_cli):
+    assert_refused(run_cli("lift", "-o", ""), "empty output file name")
+    assert_refused(run_cli("lift", "--ff", "", "-o", "-"), "--ff: the value is empty")
 
 
 @pytest.mark.parametrize("seed", ["-1", "1.5", "1e3", " 7", "7x", "18446744073709551616"])
