@@ -86,24 +86,41 @@ def test_a_users_own_tmp_file_survives(run_cli, tmp_path, name):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_the_write_leaves_no_temporary(cli_path, tmp_path, sig):
-    proc = subprocess.Popen([str(cli_path), "jacobian", "--ff", BIG, "-o", "J.mtx"], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The signal's default action, as from an interactive shell (a background job of a script,
+    # as CI may run this suite, starts with SIGINT ignored, and pathlift leaves it so).
+    proc, seen = signal_during_the_write(cli_path, tmp_path, sig, signal.SIG_DFL)
+    assert all(n.startswith(".J.mtx.") and n.endswith(".tmp") for n in seen), seen
+    assert proc.returncode == -sig  # killed by the signal, as without the cleanup
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_ignored_signal_stays_ignored(cli_path, tmp_path):
+    # nohup and background jobs ignore SIGINT: the handler is not installed over SIG_IGN.
+    proc, _ = signal_during_the_write(cli_path, tmp_path, signal.SIGINT, signal.SIG_IGN)
+    assert proc.returncode == 0, proc.stderr.read()
+    assert [p.name for p in tmp_path.iterdir()] == ["J.mtx"]
+
+
+def signal_during_the_write(cli_path, folder, sig, disposition):
+    """Starts `jacobian -o J.mtx` with `sig` at `disposition`, sends `sig` once its file
+    appears, waits; returns the process and the names seen before the signal."""
+    proc = subprocess.Popen([str(cli_path), "jacobian", "--ff", BIG, "-o", "J.mtx"], cwd=folder,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(sig, disposition))
     try:
         deadline = time.monotonic() + 120
-        while not any(tmp_path.iterdir()) and proc.poll() is None:
+        while not any(folder.iterdir()) and proc.poll() is None:
             assert time.monotonic() < deadline, "no file appeared"
             time.sleep(0.002)
         assert proc.poll() is None, "the write ended before the signal could be sent"
-        seen = [p.name for p in tmp_path.iterdir()]
+        seen = [p.name for p in folder.iterdir()]
         proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert all(n.startswith(".J.mtx.") and n.endswith(".tmp") for n in seen), seen
-    assert proc.returncode == -sig  # killed by the signal, as without the cleanup
-    assert list(tmp_path.iterdir()) == []
+    return proc, seen
 
 
 def limit_file_size(limit):
