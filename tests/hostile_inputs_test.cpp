@@ -3,7 +3,6 @@
 // have, absurd built-in sizes, and names that would break a message.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -26,26 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::contains;
 using testing::error_of;
-
-/// A fresh path in the temporary directory, removed at scope exit.
-class TempPath {
- public:
-  explicit TempPath(const std::string& name)
-      : m_path(fs::temp_directory_path() /
-               ("pathlift_hostile_test_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(m_path);
-  }
-  ~TempPath() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  [[nodiscard]] std::string str() const { return m_path.string(); }
-
- private:
-  fs::path m_path;
-};
+using testing::TempPath;
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

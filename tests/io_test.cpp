@@ -34,6 +34,8 @@ using testing::contains;
 using testing::error_of;
 using testing::expect_same_network;
 using testing::names_of;
+using testing::TempDir;
+using testing::TempPath;
 
 std::string data_file(const std::string& name) {
   return std::string(PATHLIFT_TEST_DATA) + "/" + name;
@@ -45,58 +47,6 @@ std::string slurp(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-/// A fresh path in the temporary directory, removed (with any leftover) at scope exit.
-class TempPath {
- public:
-  explicit TempPath(const std::string& name)
-      : m_path(fs::temp_directory_path() /
-               ("pathlift_io_test_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove(m_path);
-  }
-  ~TempPath() {
-    std::error_code ec;
-    fs::remove(m_path, ec);
-  }
-  TempPath(const TempPath&) = delete;
-  TempPath& operator=(const TempPath&) = delete;
-  [[nodiscard]] std::string str() const { return m_path.string(); }
-
- private:
-  fs::path m_path;
-};
-
-/// A fresh, empty folder in the temporary directory, removed with its contents at scope exit.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : m_path(fs::temp_directory_path() /
-               ("pathlift_io_test_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(m_path);
-    fs::create_directory(m_path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string operator/(const std::string& name) const {
-    return (m_path / name).string();
-  }
-  /// The names in the folder, sorted.
-  [[nodiscard]] std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& entry : fs::directory_iterator(m_path)) {
-      out.push_back(entry.path().filename().string());
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path m_path;
-};
 
 /// A document with the mandatory header and the given extra keys (a JSON fragment).
 std::string doc(const std::string& rest) {

@@ -1,12 +1,16 @@
 #pragma once
 // Helpers the GoogleTest programs share: checks on error messages, the comparison of two
-// networks, and the sweep over many random networks that stops at the first failing one.
+// networks, the sweep over many random networks that stops at the first failing one, and
+// temporary files and folders.
 // References to compare the library against live in reference.hpp.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -107,5 +111,54 @@ inline NamedNetwork small_random_dag(std::uint64_t seed) {
   return {random_dag(m, p, seed),
           "random-dag:" + std::to_string(m) + "," + std::to_string(p) + "," + std::to_string(seed)};
 }
+
+/// A fresh path in the temporary directory (nothing there), removed with anything left there
+/// at scope exit.
+class TempPath {
+ public:
+  explicit TempPath(const std::string& name) : m_path(fresh(name)) {}
+  ~TempPath() {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  [[nodiscard]] std::string str() const { return m_path.string(); }
+  [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
+
+  /// "<tmp>/pathlift_test_<pid>_<name>", removed if it was there.
+  static std::filesystem::path fresh(const std::string& name) {
+    std::filesystem::path p = std::filesystem::temp_directory_path() /
+                              ("pathlift_test_" + std::to_string(::getpid()) + "_" + name);
+    std::filesystem::remove_all(p);
+    return p;
+  }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+/// A fresh, empty folder in the temporary directory, removed with its contents at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name) : m_path(name) {
+    std::filesystem::create_directory(m_path.path());
+  }
+  [[nodiscard]] std::string operator/(const std::string& name) const {
+    return (m_path.path() / name).string();
+  }
+  /// The names in the folder, sorted.
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(m_path.path())) {
+      out.push_back(entry.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  TempPath m_path;
+};
 
 }  // namespace pathlift::testing
