@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "pathlift/error.hpp"
+#include "pathlift/io.hpp"
 
 namespace pathlift::cli {
 
@@ -94,17 +95,6 @@ void install_signal_handlers() {
       }
     }
   });
-}
-
-/// The permissions of a new file, 0666 & ~umask (read once: umask() can only be read by
-/// setting it).
-mode_t new_file_mode() {
-  static const mode_t mode = [] {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return 0666 & ~mask;
-  }();
-  return mode;
 }
 
 /// Creates the temporary for `tmpl` (mkstemps: O_CREAT | O_EXCL, mode 0600) and registers it,
@@ -189,14 +179,9 @@ OutputFile::OutputFile(std::string path)
   }
   check_output_path(m_path);
   install_signal_handlers();
-  // Hidden, next to the target (the same file system, so the rename is atomic); the name is
-  // cut so that it stays within NAME_MAX.
-  const auto slash = m_path.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "" : m_path.substr(0, slash + 1);
-  const std::string name = slash == std::string::npos ? m_path : m_path.substr(slash + 1);
-  constexpr std::string_view suffix = ".tmp";
-  m_tmp = fmt::format("{}.{}.XXXXXX{}", folder, name.substr(0, 200), suffix);
-  const auto [fd, slot] = create_registered(m_tmp, static_cast<int>(suffix.size()));
+  // Hidden, next to the target (the same file system, so the rename is atomic).
+  m_tmp = temporary_template(m_path);
+  const auto [fd, slot] = create_registered(m_tmp, static_cast<int>(temporary_suffix.size()));
   if (fd < 0) {
     const int error = errno;
     m_tmp.clear();
@@ -241,20 +226,8 @@ void OutputFile::write(const void* data, std::size_t bytes) {
     }
     return;
   }
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(m_fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      fail(errno);
-    }
-    if (n == 0) {
-      fail(ENOSPC);
-    }
-    p += n;
-    bytes -= static_cast<std::size_t>(n);
+  if (const int error = write_all(m_fd, data, bytes); error != 0) {
+    fail(error);
   }
 }
 
@@ -284,17 +257,10 @@ void OutputFile::commit() {
     }
     return;
   }
-  // mkstemp made the file 0600: give it the mode of any new file.
-  if (::fchmod(m_fd, new_file_mode()) != 0) {
-    fail(errno);
-  }
-  const int closed = ::close(m_fd);
-  m_fd = -1;
-  if (closed != 0 && errno != EINTR) {  // Linux releases the descriptor even on EINTR
-    fail(errno);
-  }
-  if (::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
-    fail(errno);
+  const int error = install_temporary(m_fd, m_tmp, m_path);
+  m_fd = -1;  // closed
+  if (error != 0) {
+    fail(error);
   }
   m_tmp.clear();
   release(m_slot);

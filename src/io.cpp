@@ -416,12 +416,19 @@ mode_t new_file_mode() {
   return 0666 & ~mask;
 }
 
-/// Writes all of `bytes` to `fd`; 0, or the errno of the failure.
-int write_all(int fd, std::string_view bytes) {
-  const char* p = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
+}  // namespace
+
+std::string temporary_template(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const std::size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  return fmt::format("{}.{}.XXXXXX{}", path.substr(0, name_at), path.substr(name_at, 200),
+                     temporary_suffix);
+}
+
+int write_all(int fd, const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -429,12 +436,24 @@ int write_all(int fd, std::string_view bytes) {
       return n < 0 ? errno : ENOSPC;
     }
     p += n;
-    left -= static_cast<std::size_t>(n);
+    bytes -= static_cast<std::size_t>(n);
   }
   return 0;
 }
 
-}  // namespace
+int install_temporary(int fd, const std::string& tmp, const std::string& path) {
+  int error = 0;
+  if (::fchmod(fd, new_file_mode()) != 0) {  // mkostemps made it 0600
+    error = errno;
+  }
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) {  // Linux closes it even on EINTR
+    error = errno;
+  }
+  if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = errno;
+  }
+  return error;
+}
 
 void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what) {
   const auto fail = [&](int error) {
@@ -447,27 +466,18 @@ void write_file_atomically(const std::string& path, std::string_view bytes, std:
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     fail(EISDIR);
   }
-  // Hidden, next to the target (the same file system, so the rename is atomic), the name cut so
-  // that it stays within NAME_MAX; mkostemps creates it with O_EXCL: no symlink is followed, no
-  // existing file is reused.
-  const auto slash = path.find_last_of('/');
-  const std::size_t name_at = slash == std::string::npos ? 0 : slash + 1;
-  constexpr std::string_view suffix = ".tmp";
-  std::string tmp =
-      fmt::format("{}.{}.XXXXXX{}", path.substr(0, name_at), path.substr(name_at, 200), suffix);
-  const int fd = ::mkostemps(tmp.data(), static_cast<int>(suffix.size()), O_CLOEXEC);
+  // Next to the target (the same file system, so the rename is atomic); mkostemps creates it
+  // with O_EXCL: no symlink is followed, no existing file is reused.
+  std::string tmp = temporary_template(path);
+  const int fd = ::mkostemps(tmp.data(), static_cast<int>(temporary_suffix.size()), O_CLOEXEC);
   if (fd < 0) {
     fail(errno);
   }
-  int error = write_all(fd, bytes);
-  if (error == 0 && ::fchmod(fd, new_file_mode()) != 0) {  // mkostemps made it 0600
-    error = errno;
-  }
-  if (::close(fd) != 0 && error == 0 && errno != EINTR) {  // Linux closes it even on EINTR
-    error = errno;
-  }
-  if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = errno;
+  int error = write_all(fd, bytes.data(), bytes.size());
+  if (error != 0) {
+    ::close(fd);
+  } else {
+    error = install_temporary(fd, tmp, path);
   }
   if (error != 0) {
     ::unlink(tmp.c_str());

@@ -67,6 +67,22 @@ std::string network_to_json(const Network& net, int indent = -1);
 void write_file_atomically(const std::string& path, std::string_view bytes,
                            std::string_view what = "file");
 
+// The steps of such a write, for writers that own the temporary's life themselves (the CLI's
+// output files, removed on a signal). Each returns 0 or the errno of its failure.
+
+/// The mkstemps template of the temporary for `path`: `DIR/.NAME.XXXXXX.tmp` (NAME cut at 200
+/// bytes, within NAME_MAX); its suffix is temporary_suffix.
+std::string temporary_template(const std::string& path);
+inline constexpr std::string_view temporary_suffix = ".tmp";
+
+/// Writes all `bytes` bytes at `data` to the descriptor `fd` (again after EINTR and partial
+/// writes; a write of 0 bytes is ENOSPC).
+int write_all(int fd, const void* data, std::size_t bytes);
+
+/// Completes the temporary `tmp` open on `fd`: the permissions of a new file (0666 & ~umask),
+/// closed (always, even on a failure), renamed onto `path`. The caller removes `tmp` on failure.
+int install_temporary(int fd, const std::string& tmp, const std::string& path);
+
 /// Writes network_to_json(net, 1) to `path` with write_file_atomically(). Throws FormatError
 /// when the file cannot be written.
 void write_network(const Network& net, const std::string& path);
