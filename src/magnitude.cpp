@@ -87,12 +87,11 @@ LiftingRange lifting_range(const Network& net, std::span<const double> theta) {
       widen(out.phi, fv.full);
       widen(out.jacobian, fv.skip);
     }
-    const bool on_a_path =
-        !(fv.full.empty() && fv.skip.empty()) && !(gv.full.empty() && gv.skip.empty());
-    if (on_a_path) {
-      widen(out.partial, fv.full);
-      widen(out.partial, gv.full);
-    }
+    // Every node is on a path (a node without inputs is an input, one without outputs an
+    // output); a prefix that overflows is computed even where every suffix holds a zero weight
+    // (inf x 0 = NaN), so every node's products count.
+    widen(out.partial, fv.full);
+    widen(out.partial, gv.full);
   }
   return out;
 }

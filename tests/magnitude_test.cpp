@@ -131,5 +131,21 @@ TEST(Magnitude, ChecksBeyondFloat64AreOutOfRangeNeverPassed) {
   }
 }
 
+TEST(Magnitude, APrefixBeyondFloat64CountsWhereEverySuffixHoldsZeros) {
+  // in -> h1 -> h2 -> h3 -> out: the prefix at h2 is 1e400 (inf in float64), and both edges
+  // after it are zero, so Phi and every entry of dPhi are 0; the engine would still form
+  // inf x 0 = NaN.
+  const Network net = feed_forward(1, {1, 1, 1}, 1, false);
+  const std::vector<double> theta = {1e200, 1e200, 0.0, 0.0};
+  const LiftingRange r = lifting_range(net, theta);
+  EXPECT_TRUE(r.phi.empty());
+  EXPECT_TRUE(r.jacobian.empty());
+  EXPECT_NEAR(r.partial.max_log10, 400.0, 1e-9);
+  EXPECT_FALSE(r.fits_all<double>());
+  for (const auto& c : check_identities(net, theta)) {
+    EXPECT_NE(c.status, CheckStatus::failed) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace pathlift
