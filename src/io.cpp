@@ -296,15 +296,16 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes, std:
                     "file of its kind may hold under the memory limit",
                     what, path, format_bytes(static_cast<double>(max_bytes)), max_bytes));
   };
+  // Chunks, growing: a pipe or a device has no size, and a regular file may grow meanwhile.
+  constexpr std::size_t chunk = std::size_t{1} << 16;
   std::string bytes;
   if (S_ISREG(st.st_mode)) {
     if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
       throw too_large();
     }
-    bytes.reserve(static_cast<std::size_t>(st.st_size));
+    // With room for the last read, which finds the end: no reallocation, no second copy.
+    bytes.reserve(static_cast<std::size_t>(st.st_size) + chunk + 1);
   }
-  // Chunks, growing: a pipe or a device has no size, and a regular file may grow meanwhile.
-  constexpr std::size_t chunk = std::size_t{1} << 16;
   std::size_t size = 0;
   for (;;) {
     if (size > max_bytes) {
