@@ -95,7 +95,7 @@ for limit in "${limits[@]}"; do
     fi
     [[ "$ok" == yes ]] || fail=1
     printf '%-15s %-6s %9s %8s %8s %s\n' "$name" "$limit" "$peak" "$refused" "$secs" "$ok"
-    rm -f "$work"/*.npy.* "$work"/phi.npy "$work"/J.npz "$work"/L.npz "$work"/K.npy "$work"/D.npy
+    rm -f "$work"/.*.tmp "$work"/phi.npy "$work"/J.npz "$work"/L.npz "$work"/K.npy "$work"/D.npy
   done
 done
 exit $fail
