@@ -257,6 +257,10 @@ LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory) {
   return with_progress("loading the network", [&] { return read_model(opts, max_memory); });
 }
 
+LoadedModel load_model(const NetworkOptions& opts, const ComputeOptions& compute) {
+  return load_model(opts, parse_memory_size(compute.max_memory));
+}
+
 namespace {
 
 LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memory) {
@@ -358,7 +362,6 @@ CLI::Validator integer_check(std::uint64_t least) {
 
 }  // namespace
 
-const CLI::Validator non_negative_integer = integer_check(0);
 const CLI::Validator positive_integer = integer_check(1);
 const CLI::Validator seed_number{[](const std::string& text) -> std::string {
                                    return parse_unsigned(text)
@@ -635,35 +638,39 @@ std::string format_check(const CheckResult& r) {
                      r.entries);
 }
 
-std::string_view checks_status(const std::vector<CheckResult>& results) {
+CheckStatus checks_status(const std::vector<CheckResult>& results) {
   if (std::any_of(results.begin(), results.end(),
                   [](const CheckResult& r) { return r.status == CheckStatus::failed; })) {
-    return "failed";
+    return CheckStatus::failed;
   }
-  return any_out_of_range(results) ? "out_of_range" : "passed";
+  return any_out_of_range(results) ? CheckStatus::out_of_range : CheckStatus::passed;
 }
 
 std::string checks_verdict(const std::vector<CheckResult>& results) {
-  const std::string_view status = checks_status(results);
-  if (status == "passed") {
-    return "all checks passed";
+  switch (checks_status(results)) {
+    case CheckStatus::passed:
+    case CheckStatus::not_applicable:
+      return "all checks passed";
+    case CheckStatus::failed:
+      return "SOME CHECKS FAILED";
+    case CheckStatus::out_of_range:
+      break;
   }
-  return status == "failed" ? "SOME CHECKS FAILED"
-                            : "SOME CHECKS NOT RUN: the magnitudes at theta are beyond float64";
+  return "SOME CHECKS NOT RUN: the magnitudes at theta are beyond float64";
 }
 
 void throw_unless_passed(const std::vector<CheckResult>& results) {
-  const std::string_view status = checks_status(results);
-  if (status == "passed") {
+  const CheckStatus status = checks_status(results);
+  if (status != CheckStatus::failed && status != CheckStatus::out_of_range) {
     return;
   }
   std::vector<std::string> names;
   for (const auto& r : results) {
-    if (r.status == (status == "failed" ? CheckStatus::failed : CheckStatus::out_of_range)) {
+    if (r.status == status) {
       names.push_back(r.name);
     }
   }
-  if (status == "failed") {
+  if (status == CheckStatus::failed) {
     throw CheckFailed(fmt::format("{} of {} checks failed: {}", names.size(), results.size(),
                                   fmt::join(names, ", ")));
   }

@@ -93,8 +93,11 @@ struct LoadedModel {
   /// names the commands that run without unrolling.
   [[nodiscard]] const Network& network(std::size_t max_memory = 0) const;
 };
+struct ComputeOptions;
 /// A --network file is read under max_input_bytes(InputKind::json, max_memory) (0: default).
 LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory = 0);
+/// load_model() under the --max-memory of `compute`.
+LoadedModel load_model(const NetworkOptions& opts, const ComputeOptions& compute);
 
 /// The chosen network as a DAG (default: the paper's Figure 1) and a short description of it:
 /// load_model(), a layer graph unrolled within --max-memory (the second form; the first uses
@@ -129,11 +132,10 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
 /// print the range of a double).
 extern const CLI::Validator non_negative_number;
 extern const CLI::Validator positive_number;
-/// Strict integer checks (digits only, no sign, space or exponent, below 2^63): an integer >= 0,
-/// an integer >= 1 (CLI11's own would answer "0 not in range 0 to 1.8e308"); a seed (an integer
+/// Strict integer checks (digits only, no sign, space or exponent, below 2^63): an integer >= 1
+/// (CLI11's own would answer "0 not in range 0 to 1.8e308"); a seed (an integer
 /// from 0 to 2^64 - 1: "-1" is refused, not wrapped); a value that is not empty (`--ff ''`
 /// would otherwise mean the default network).
-extern const CLI::Validator non_negative_integer;
 extern const CLI::Validator positive_integer;
 extern const CLI::Validator seed_number;
 extern const CLI::Validator non_empty;
@@ -231,7 +233,8 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 
 namespace pathlift {
 struct CheckResult;
-}
+enum class CheckStatus;
+}  // namespace pathlift
 
 namespace pathlift::cli {
 /// "pass  (max rel. error 1.2e-16, tol 1e-10, 9 entries)" or "n/a (...)" / "FAIL (...)".
@@ -239,7 +242,7 @@ std::string format_check(const CheckResult& r);
 
 /// The verdict of check_identities' results: "failed" when one failed, else "out_of_range" when
 /// one could not be run, else "passed".
-std::string_view checks_status(const std::vector<CheckResult>& results);
+CheckStatus checks_status(const std::vector<CheckResult>& results);
 
 /// The last line of the checks' table: "all checks passed", "SOME CHECKS FAILED", ...
 std::string checks_verdict(const std::vector<CheckResult>& results);

@@ -48,7 +48,7 @@ void run_check(const CheckCommandOptions& opts) {
     }
     j["checks"] = checks;
     j["passed"] = ok;
-    j["status"] = checks_status(results);
+    j["status"] = to_string(checks_status(results));
     print_json(j);
   } else {
     fmt::print("checks on {} (theta: {})\n", description, theta.source);

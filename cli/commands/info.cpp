@@ -104,7 +104,7 @@ nlohmann::ordered_json count_json(const Count& c) {
 }
 
 void run_info(const InfoOptions& opts) {
-  const LoadedModel model = load_model(opts.network, parse_memory_size(opts.compute.max_memory));
+  const LoadedModel model = load_model(opts.network, opts.compute);
   const std::string& description = model.description;
   const Summary sum =
       model.layers() != nullptr

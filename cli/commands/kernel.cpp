@@ -104,7 +104,7 @@ void run_kernel(const KernelOptions& opts) {
   if (opts.trace && !opts.output.empty()) {
     throw std::invalid_argument("--trace prints one number: -o is for --diag, --full, --top-eig");
   }
-  const LoadedModel model = load_model(opts.network, parse_memory_size(opts.compute.max_memory));
+  const LoadedModel model = load_model(opts.network, opts.compute);
   const std::string& description = model.description;
   const LoadedTheta theta = load_theta(model, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "kernel");

@@ -130,7 +130,7 @@ NormResults norms_of_layers(const LoadedModel& model, std::span<const double> th
 }
 
 void run_norm(const NormOptions& opts) {
-  const LoadedModel model = load_model(opts.network, parse_memory_size(opts.compute.max_memory));
+  const LoadedModel model = load_model(opts.network, opts.compute);
   const std::string& description = model.description;
   const LoadedTheta theta = load_theta(model, opts.compute);
   if (opts.s.empty()) {
