@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
@@ -14,6 +17,7 @@
 #include "src/detail/dag_dp.hpp"
 #include "src/detail/one_parameter_per_edge.hpp"
 #include "src/detail/parameters.hpp"
+#include "src/detail/path_totals.hpp"
 
 namespace pathlift {
 
@@ -62,6 +66,31 @@ struct RangeRing {
   void finish(NodeId, value_type&) const {}
 };
 
+/// log10|w_e| of each entry of `w` (-inf at a zero): the terms every log form sums.
+std::vector<double> log10_abs(std::span<const double> w) {
+  std::vector<double> out(w.size());
+  for (std::size_t e = 0; e < w.size(); ++e) {
+    out[e] = std::log10(std::abs(w[e]));
+  }
+  return out;
+}
+
+/// Refuses, before the enumeration, the path set (and `objects`) beside a table of a sign and a
+/// log10 per path (per entry of B when `per_entry`): P and nnz counted once.
+void require_log_table(const Network& net, std::initializer_list<PathObject> objects,
+                       bool per_entry, std::size_t max_memory, std::string_view what) {
+  const detail::PathTotals t = detail::path_totals(net);
+  double bytes = 0;
+  for (const PathObject object : objects) {
+    bytes += static_cast<double>(estimate_bytes(t.paths, t.nnz, net.num_params(), object));
+  }
+  bytes += (per_entry ? t.nnz : t.paths).approx() * (sizeof(std::int8_t) + sizeof(double));
+  const auto most = std::numeric_limits<std::size_t>::max();
+  require_memory(t.paths, t.nnz, net.num_params(),
+                 bytes < static_cast<double>(most) ? static_cast<std::size_t>(bytes) : most,
+                 max_memory, std::string(what));
+}
+
 std::string type_name(int digits) {
   return digits == std::numeric_limits<float>::digits ? "float32" : "float64";
 }
@@ -71,10 +100,7 @@ std::string type_name(int digits) {
 LiftingRange lifting_range(const Network& net, std::span<const double> theta) {
   check_theta(net, theta);
   const detail::EdgeTheta<double> w(net.parameter_map().get(), theta);
-  std::vector<double> log_w(static_cast<std::size_t>(net.num_edges()));
-  for (std::size_t e = 0; e < log_w.size(); ++e) {
-    log_w[e] = std::log10(std::abs(w.span()[e]));
-  }
+  const std::vector<double> log_w = log10_abs(w.span());
   const detail::DagView g(net);
   const RangeRing ring{&log_w};
   const auto f = detail::dag_forward(g, ring);
@@ -148,12 +174,11 @@ void require_fits(const LiftingRange& range, bool jacobian, std::string_view wha
 SignedLog10 log_path_lifting(const Network& net, std::span<const double> theta,
                              const EngineOptions& options) {
   check_theta(net, theta);
-  require_memory(net, {PathObject::path_set}, options.max_memory, "the sign and log10 form of Phi");
+  require_log_table(net, {PathObject::path_set}, false, options.max_memory,
+                    "the sign and log10 form of Phi (and the path set)");
   const PathSet paths = enumerate_paths(net, options);
-  require_bytes(static_cast<double>(estimate_bytes(net, {PathObject::path_set})) +
-                    static_cast<double>(paths.size()) * (sizeof(std::int8_t) + sizeof(double)),
-                options.max_memory, "the sign and log10 form of Phi (and the path set)");
   const detail::EdgeTheta<double> w(net.parameter_map().get(), theta);
+  const std::vector<double> log_w = log10_abs(w.span());
   const Index np = paths.size();
   const auto off = std::span<const Index>(*paths.offsets);
   const auto edges = std::span<const EdgeId>(*paths.edges);
@@ -166,9 +191,10 @@ SignedLog10 log_path_lifting(const Network& net, std::span<const double> theta,
     int sign = 1;
     for (Index k = off[static_cast<std::size_t>(p)]; k < off[static_cast<std::size_t>(p) + 1];
          ++k) {
-      const double x = w.span()[static_cast<std::size_t>(edges[static_cast<std::size_t>(k)])];
+      const auto e = static_cast<std::size_t>(edges[static_cast<std::size_t>(k)]);
+      const double x = w.span()[e];
       sign = x == 0 ? 0 : (x < 0 ? -sign : sign);
-      sum += std::log10(std::abs(x));
+      sum += log_w[e];
     }
     out.sign[static_cast<std::size_t>(p)] = static_cast<std::int8_t>(sign);
     out.log10[static_cast<std::size_t>(p)] = sign == 0 ? -k_inf : sum;
@@ -180,13 +206,10 @@ LogJacobian log_jacobian(const Network& net, std::span<const double> theta,
                          const EngineOptions& options) {
   detail::require_one_parameter_per_edge(net, "the sign and log10 form of dPhi");
   check_theta(net, theta);
-  require_memory(net, {PathObject::path_set, PathObject::skeleton}, options.max_memory,
-                 "the sign and log10 form of dPhi");
+  require_log_table(net, {PathObject::path_set, PathObject::skeleton}, true, options.max_memory,
+                    "the sign and log10 form of dPhi (and the path set and skeleton)");
   const PathSet paths = enumerate_paths(net, options);
-  require_bytes(
-      static_cast<double>(estimate_bytes(net, {PathObject::path_set, PathObject::skeleton})) +
-          static_cast<double>(paths.nnz()) * (sizeof(std::int8_t) + sizeof(double)),
-      options.max_memory, "the sign and log10 form of dPhi (and the path set)");
+  const std::vector<double> log_theta = log10_abs(theta);
   LogJacobian out;
   out.pattern = skeleton(paths, options);
   const auto off = out.pattern.offsets();
@@ -204,13 +227,13 @@ LogJacobian log_jacobian(const Network& net, std::span<const double> theta,
     std::size_t zeros = 0;
     std::size_t zero_at = last;
     for (std::size_t k = first; k < last; ++k) {
-      const double x = theta[static_cast<std::size_t>(cols[k])];
-      if (x == 0) {
+      const auto c = static_cast<std::size_t>(cols[k]);
+      if (theta[c] == 0) {
         ++zeros;
         zero_at = k;
       } else {
-        sign = x < 0 ? -sign : sign;
-        sum += std::log10(std::abs(x));
+        sign = theta[c] < 0 ? -sign : sign;
+        sum += log_theta[c];
       }
     }
     if (zeros > 1) {
@@ -220,9 +243,9 @@ LogJacobian log_jacobian(const Network& net, std::span<const double> theta,
       if (zeros == 1 && k != zero_at) {
         continue;
       }
-      const double x = theta[static_cast<std::size_t>(cols[k])];
-      out.values.sign[k] = static_cast<std::int8_t>(x < 0 ? -sign : sign);
-      out.values.log10[k] = x == 0 ? sum : sum - std::log10(std::abs(x));
+      const auto c = static_cast<std::size_t>(cols[k]);
+      out.values.sign[k] = static_cast<std::int8_t>(theta[c] < 0 ? -sign : sign);
+      out.values.log10[k] = theta[c] == 0 ? sum : sum - log_theta[c];
     }
   }
   return out;
