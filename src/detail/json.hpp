@@ -91,9 +91,14 @@ class RangeCheckedParser : public nlohmann::detail::json_sax_dom_parser<J> {
   bool number_unsigned(number_unsigned_t v) { return step(), Base::number_unsigned(v); }
   bool number_float(number_float_t v, const string_t& text) {
     step();
-    const auto mantissa = text.substr(0, text.find_first_of("eE"));
-    if (!std::isfinite(v) || (v == 0 && mantissa.find_first_of("123456789") != string_t::npos)) {
-      out_of_range(text, v == 0);
+    if (!std::isfinite(v)) {
+      out_of_range(text, false);
+    }
+    if (v == 0) {  // a zero written with a non-zero digit before any exponent underflowed
+      const auto digit = text.find_first_of("123456789");
+      if (digit != string_t::npos && digit < text.find_first_of("eE")) {
+        out_of_range(text, true);
+      }
     }
     return Base::number_float(v, text);
   }
