@@ -61,8 +61,8 @@ void require_one_stdout_result(bool json, const std::string& output) {
 void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   auto* group = cmd.add_option_group("network", "Choose the network (default: --example fig1)");
   auto* file = group->add_option("--network", opts.file,
-                                 "A pathlift-network or pathlift-layers JSON file (a layer graph: "
-                                 "handled as --onnx is)");
+                                 "A model file, read by its content: pathlift-network JSON, or a "
+                                 "layer graph (pathlift-layers JSON, ONNX), handled as --onnx is");
   auto* ff = group->add_option("--ff", opts.ff,
                                "Feed-forward ReLU network r,w1,...,wL,q (one bias per layer)");
   file->check(non_empty);
@@ -108,90 +108,6 @@ std::vector<Index> parse_input_shape(const std::string& text) {
 
 namespace {
 
-/// Stops a SAX parse at the top-level "format" value: whether a file is a layer graph is known
-/// without building the document (the writers put "format" first).
-class FormatKeyScanner : public nlohmann::json::json_sax_t {
- public:
-  std::string format;
-
-  bool null() override { return value(); }
-  bool boolean(bool /*val*/) override { return value(); }
-  bool number_integer(number_integer_t /*val*/) override { return value(); }
-  bool number_unsigned(number_unsigned_t /*val*/) override { return value(); }
-  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override { return value(); }
-  bool string(string_t& val) override {
-    if (m_depth == 1 && m_at_format) {
-      format = val;
-      return false;
-    }
-    return value();
-  }
-  bool binary(binary_t& /*val*/) override { return value(); }
-  bool start_object(std::size_t /*n*/) override { return open(); }
-  bool key(string_t& val) override {
-    m_at_format = m_depth == 1 && val == "format";
-    return true;
-  }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t /*n*/) override { return open(); }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t /*pos*/, const std::string& /*tok*/,
-                   const nlohmann::json::exception& /*e*/) override {
-    return false;  // the file's own reader reports it
-  }
-
- private:
-  bool value() { return !(m_depth == 1 && m_at_format); }  // a non-string format: stop
-  bool open() {
-    if (m_depth == 1 && m_at_format) {
-      return false;
-    }
-    ++m_depth;
-    return true;
-  }
-  bool close() {
-    --m_depth;
-    return m_depth > 0;
-  }
-
-  int m_depth = 0;
-  bool m_at_format = false;
-};
-
-bool is_layer_graph_file(const std::string& text) {
-  FormatKeyScanner scanner;
-  nlohmann::json::sax_parse(text, &scanner, nlohmann::json::input_format_t::json, false);
-  return scanner.format == "pathlift-layers";
-}
-
-/// A --network file: a layer graph stays one, anything else is read as a network. Errors name
-/// the file, as read_network's do.
-LoadedModel read_network_file(const std::string& path, std::size_t max_memory) {
-  const std::string text =
-      read_input_file(path, max_input_bytes(InputKind::json, max_memory), "network file");
-  try {
-    if (is_layer_graph_file(text)) {
-      return {LayerNetwork(parse_layer_graph(text)), path};
-    }
-    return {parse_network(text), path};
-  } catch (const FormatError& e) {
-    throw FormatError(fmt::format("{}: {}", path, e.what()));
-  } catch (const NetworkError& e) {
-    throw NetworkError(fmt::format("{}: {}", path, e.what()));
-  }
-}
-
-}  // namespace
-
-Index LoadedModel::num_params() const {
-  if (const LayerNetwork* g = layers()) {
-    return g->num_params();
-  }
-  return std::get<Network>(model).num_params();
-}
-
-namespace {
-
 /// f(), a TooLarge from unrolling naming the commands that need no unrolling.
 template <class F>
 decltype(auto) with_unroll_hint(F&& f) {
@@ -205,53 +121,52 @@ decltype(auto) with_unroll_hint(F&& f) {
   }
 }
 
-}  // namespace
-
-const Network& LoadedModel::network(std::size_t max_memory) const {
-  const LayerNetwork* g = layers();
-  if (g == nullptr) {
-    return std::get<Network>(model);
-  }
-  // The cache of `g` (held by this model) keeps the DAG alive.
-  return *with_unroll_hint([&] {
-    return with_progress("unrolling the layer graph", [&] { return g->network(max_memory); });
-  });
-}
-
-namespace {
-
 LoadedModel read_model(const NetworkOptions& opts, std::size_t max_memory) {
   if (opts.no_bias && opts.ff.empty()) {
     throw std::invalid_argument("--no-bias goes with --ff");
   }
-  if (!opts.input_shape.empty() && opts.onnx.empty()) {
-    throw std::invalid_argument("--input-shape goes with --onnx");
+  if (!opts.input_shape.empty() && opts.onnx.empty() && opts.file.empty()) {
+    throw std::invalid_argument("--input-shape goes with --onnx (an ONNX model)");
   }
-  if (!opts.onnx.empty()) {
-    const std::vector<Index> shape =
-        opts.input_shape.empty() ? std::vector<Index>{} : parse_input_shape(opts.input_shape);
+  const std::string& file = opts.onnx.empty() ? opts.file : opts.onnx;
+  if (!file.empty()) {
+    ModelOptions mo;
+    mo.engine.max_memory = max_memory;
+    if (!opts.input_shape.empty()) {
+      mo.input_shape = parse_input_shape(opts.input_shape);
+    }
     try {
-      return {LayerNetwork(read_onnx(opts.onnx, shape, max_memory)), opts.onnx};
+      return {load_model(file, mo), file};
     } catch (const FormatError& e) {
       const std::string what = e.what();
       if (opts.input_shape.empty() && what.find("give the input shape") != std::string::npos) {
         throw FormatError(what + " with --input-shape");
       }
       throw;
+    } catch (const std::invalid_argument& e) {
+      if (std::string_view(e.what()).starts_with("an input shape is for ONNX models")) {
+        throw std::invalid_argument(
+            fmt::format("--input-shape goes with an ONNX model: {}", e.what()));
+      }
+      throw;
     }
   }
-  if (!opts.file.empty()) {
-    return read_network_file(opts.file, max_memory);
-  }
-  if (!opts.ff.empty()) {
-    const std::string name = (opts.no_bias ? "ff-nobias:" : "ff:") + opts.ff;
-    return {builtin_network(name), name};
-  }
-  const std::string name = opts.example.empty() ? "fig1" : opts.example;
-  return {builtin_network(name), name};
+  const std::string name = !opts.ff.empty()       ? (opts.no_bias ? "ff-nobias:" : "ff:") + opts.ff
+                           : opts.example.empty() ? std::string("fig1")
+                                                  : opts.example;
+  return {Model(builtin_network(name)), name};
 }
 
 }  // namespace
+
+const Network& LoadedModel::network(const ComputeOptions& compute) const {
+  if (const Network* dag = model.dag()) {
+    return *dag;
+  }
+  // The model keeps the DAG it unrolls, and this model the model.
+  const EngineOptions options = engine_options(compute, "unrolling the layer graph");
+  return *with_unroll_hint([&] { return model.unrolled(options); });
+}
 
 LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory) {
   return with_progress("loading the network", [&] { return read_model(opts, max_memory); });
@@ -261,31 +176,14 @@ LoadedModel load_model(const NetworkOptions& opts, const ComputeOptions& compute
   return load_model(opts, parse_memory_size(compute.max_memory));
 }
 
-namespace {
-
-LoadedNetwork unrolled_network(const NetworkOptions& opts, std::size_t max_memory) {
-  LoadedModel m = load_model(opts, max_memory);
-  if (auto* net = std::get_if<Network>(&m.model)) {
-    return {std::move(*net), std::move(m.description)};
-  }
-  // Unrolled into the result rather than the model's cache: a command that needs the DAG
-  // holds one copy of it.
-  const LayerGraph& graph = std::get<LayerNetwork>(m.model).graph();
-  return {with_unroll_hint([&] {
-            return with_progress("unrolling the layer graph",
-                                 [&] { return unroll(graph, max_memory); });
-          }),
-          std::move(m.description)};
-}
-
-}  // namespace
-
 LoadedNetwork load_network(const NetworkOptions& opts) {
-  return unrolled_network(opts, 0);
+  return load_network(opts, ComputeOptions{});
 }
 
 LoadedNetwork load_network(const NetworkOptions& opts, const ComputeOptions& compute) {
-  return unrolled_network(opts, parse_memory_size(compute.max_memory));
+  LoadedModel m = load_model(opts, compute);
+  (void)m.network(compute);  // unrolled, with its hint and progress, and kept by the model
+  return {m.model.unrolled(), std::move(m.description)};
 }
 
 void add_theta_options(CLI::App& cmd, ComputeOptions& opts) {
@@ -421,45 +319,52 @@ Eigen::MatrixXd read_data(const std::string& path, const Network& net,
   return X;
 }
 
-LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
-  if (!opts.theta_file.empty()) {
-    std::vector<double> theta =
-        read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
-    check_theta_size(net, theta.size());
-    return {std::move(theta), "--theta " + opts.theta_file};
-  }
-  if (opts.seed) {
-    return {normal_weights(net.num_params(), *opts.seed), fmt::format("--seed {}", *opts.seed)};
-  }
-  return {default_theta(net), default_theta_source(net) == ThetaSource::stored_weights
-                                  ? "the network file's weights"
-                                  : "standard normal, --seed 0"};
-}
+namespace {
 
-LoadedTheta load_theta(const LoadedModel& model, const ComputeOptions& opts) {
-  const LayerNetwork* g = model.layers();
-  if (g == nullptr) {
-    return load_theta(std::get<Network>(model.model), opts);
-  }
-  const Index d = g->num_params();
+/// theta from --theta FILE (d numbers), --seed N, else the stored weights, else --seed 0.
+LoadedTheta choose_theta(Index d, const std::optional<std::span<const double>>& stored,
+                         const std::function<void(std::size_t)>& check_size,
+                         const ComputeOptions& opts) {
   if (!opts.theta_file.empty()) {
     std::vector<double> theta =
         read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
-    if (theta.size() != static_cast<std::size_t>(d)) {
-      throw std::invalid_argument(
-          fmt::format("theta has {} entries but the network has {} parameters (--theta {})",
-                      theta.size(), d, opts.theta_file));
-    }
+    check_size(theta.size());
     return {std::move(theta), "--theta " + opts.theta_file};
   }
   if (opts.seed) {
     return {normal_weights(d, *opts.seed), fmt::format("--seed {}", *opts.seed)};
   }
-  if (g->has_weights()) {
-    const std::span<const double> w = g->weights();
-    return {std::vector<double>(w.begin(), w.end()), "the network file's weights"};
+  if (stored) {
+    return {std::vector<double>(stored->begin(), stored->end()), "the network file's weights"};
   }
   return {normal_weights(d, 0), "standard normal, --seed 0"};
+}
+
+}  // namespace
+
+LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
+  const auto stored = net.has_weights() ? std::optional(net.weights()) : std::nullopt;
+  return choose_theta(
+      net.num_params(), stored, [&](std::size_t n) { check_theta_size(net, n); }, opts);
+}
+
+LoadedTheta load_theta(const LoadedModel& loaded, const ComputeOptions& opts) {
+  const Model& m = loaded.model;
+  if (const Network* net = m.dag()) {
+    return load_theta(*net, opts);
+  }
+  const auto stored = m.has_weights() ? std::optional(m.weights()) : std::nullopt;
+  const Index d = m.num_params();
+  return choose_theta(
+      d, stored,
+      [&](std::size_t n) {
+        if (n != static_cast<std::size_t>(d)) {
+          throw std::invalid_argument(
+              fmt::format("theta has {} entries but the network has {} parameters (--theta {})", n,
+                          d, opts.theta_file));
+        }
+      },
+      opts);
 }
 
 std::size_t parse_memory_size(const std::string& text) {
@@ -530,7 +435,7 @@ EngineOptions engine_options(const ComputeOptions& opts, const std::string& labe
   (void)resolve_threads(e.threads);  // refuses more than the machine can run, before the work
   e.max_memory = parse_memory_size(opts.max_memory);
   auto bar = std::make_shared<ProgressBar>(label);
-  e.progress = [bar](double fraction) { (*bar)(fraction); };
+  e.progress = [bar](std::string_view /*phase*/, double fraction) { (*bar)(fraction); };
   return e;
 }
 
@@ -601,7 +506,7 @@ void ProgressBar::operator()(double fraction) {
   m_drawn = true;
 }
 
-PhaseProgress phase_progress() {
+Progress phase_progress() {
   struct State {
     std::string phase;
     std::unique_ptr<ProgressBar> bar;

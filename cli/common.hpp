@@ -8,17 +8,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "pathlift/certificate.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
 
@@ -76,34 +77,31 @@ struct NetworkOptions {
 
 void add_network_options(CLI::App& cmd, NetworkOptions& opts);
 
-/// The chosen model and a short description of it. An ONNX model and a "pathlift-layers"
-/// --network file stay a layer graph (LayerNetwork): the path-free commands (norm, kernel
-/// --diag|--trace|--top-eig, info) run on it without unrolling; network() unrolls it on first
-/// use (kept) for everything that needs edges. Anything else is a DAG (Network).
+struct ComputeOptions;
+
+/// The chosen model (model.hpp: a DAG, or a layer graph for an ONNX model or a
+/// pathlift-layers file) and a short description of it. The path-free commands (norm, kernel
+/// --diag|--trace|--top-eig, info) run on a layer graph without unrolling (path_free.hpp);
+/// network() unrolls it for everything that needs edges.
 struct LoadedModel {
-  std::variant<Network, LayerNetwork> model;
+  Model model;
   std::string description;
 
-  /// The layer graph, or null for a DAG.
-  [[nodiscard]] const LayerNetwork* layers() const { return std::get_if<LayerNetwork>(&model); }
-  /// d, the length of theta.
-  [[nodiscard]] Index num_params() const;
-  /// The DAG: the network itself, or the layer graph unrolled within `max_memory` bytes (0:
-  /// half of physical RAM), made once and kept. TooLarge gives the node and edge counts and
-  /// names the commands that run without unrolling.
-  [[nodiscard]] const Network& network(std::size_t max_memory = 0) const;
+  /// The DAG: the model's own, or the layer graph unrolled within --max-memory (progress on a
+  /// terminal; TooLarge with the node and edge counts, naming the commands that run without
+  /// unrolling), made once and kept by the model.
+  [[nodiscard]] const Network& network(const ComputeOptions& compute) const;
 };
-struct ComputeOptions;
-/// A --network file is read under max_input_bytes(InputKind::json, max_memory) (0: default).
+/// Files are read under max_input_bytes(kind, max_memory) (0: default).
 LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory = 0);
 /// load_model() under the --max-memory of `compute`.
 LoadedModel load_model(const NetworkOptions& opts, const ComputeOptions& compute);
 
 /// The chosen network as a DAG (default: the paper's Figure 1) and a short description of it:
-/// load_model(), a layer graph unrolled within --max-memory (the second form; the first uses
+/// load_model() then LoadedModel::network() (the second form within --max-memory; the first uses
 /// the default limit). Its weights are the network's weights.
 struct LoadedNetwork {
-  Network net;
+  std::shared_ptr<const Network> dag;
   std::string description;
 };
 LoadedNetwork load_network(const NetworkOptions& opts);
@@ -222,9 +220,9 @@ decltype(auto) with_progress(const std::string& label, F&& f) {
   return f();
 }
 
-/// A display for the phases of long library work (PhaseProgress): one ProgressBar per phase,
+/// A display for the phases of long library work (Progress): one ProgressBar per phase,
 /// labelled with the phase's name, on stderr when it is a terminal.
-PhaseProgress phase_progress();
+Progress phase_progress();
 
 /// Seconds since `start`, for the timings the commands print.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "pathlift/lifting.hpp"
 #include "pathlift/magnitude.hpp"
 #include "pathlift/network.hpp"
 

@@ -1,5 +1,5 @@
 // The network JSON readers, as the CLI's --network uses them: a "pathlift-layers" document is
-// read as a layer graph (parse_layer_graph, validated by LayerNetwork) and, when small, unrolled;
+// read as a layer graph (parse_layer_graph, validated by Model) and, when small, unrolled;
 // anything else goes to parse_network. Any bytes give a network or a pathlift error. A network
 // read back from its own JSON (network_to_json) must give the same JSON.
 
@@ -13,6 +13,7 @@
 #include "harness.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
 
 namespace {
 
@@ -32,13 +33,13 @@ constexpr pathlift::Index kMaxUnrolled = 100'000;
 constexpr std::size_t kMaxMemory = std::size_t{64} << 20;
 
 void read_layer_graph(std::string_view text) {
-  const pathlift::LayerNetwork graph(pathlift::parse_layer_graph(text));
-  const pathlift::UnrolledSize size = graph.unrolled_size();
+  const pathlift::Model graph(pathlift::parse_layer_graph(text));
+  const pathlift::UnrolledSize size = graph.size();
   if (size.nodes < 0 || size.edges < 0) {
     pathlift::fuzz::fail("negative unrolled size", std::to_string(size.nodes));
   }
   if (size.nodes + size.edges <= kMaxUnrolled) {
-    const auto net = graph.network(kMaxMemory);
+    const auto net = graph.unrolled({.max_memory = kMaxMemory});
     if (net->num_nodes() != size.nodes || net->num_edges() != size.edges) {
       pathlift::fuzz::fail("unrolled_size differs from the unrolled network",
                            std::to_string(net->num_nodes()) + " nodes");

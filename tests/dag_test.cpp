@@ -13,8 +13,14 @@
 #include "pathlift/error.hpp"
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
-#include "src/detail/dag_dp.hpp"
-#include "src/detail/walk.hpp"
+#include "src/dp/detail/ring_log10_counts.hpp"
+#include "src/dp/detail/ring_mod_counts.hpp"
+#include "src/dp/detail/ring_saturated_u64.hpp"
+#include "src/model/detail/dag_dp.hpp"
+#include "src/model/detail/ring_longest_paths.hpp"
+#include "src/walk/detail/ring_checked_counts.hpp"
+#include "src/walk/detail/ring_saturating_counts.hpp"
+#include "src/walk/detail/walk.hpp"
 
 namespace pathlift {
 namespace {

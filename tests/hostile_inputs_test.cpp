@@ -85,7 +85,7 @@ TEST(ReadInputFile, EveryReaderUsesIt) {
   const TempPath big("big.json");
   write_text(big.str(), std::string(100'000, ' ') + "{}");
   EXPECT_EQ(max_input_bytes(InputKind::json, 1 << 20), std::size_t{1} << 16);
-  EXPECT_THROW((void)read_network(big.str(), 1 << 20), TooLarge);
+  EXPECT_THROW((void)read_network(big.str(), {.max_memory = 1 << 20}), TooLarge);
 }
 
 // --- numbers a double cannot hold (item 3) ---

@@ -362,7 +362,7 @@ TEST(Layers, ErrorsNameTheLayer) {
 TEST(Layers, TooLargeIsRefusedBeforeAllocating) {
   GraphBuilder b({100});
   const LayerGraph g = b.graph({b.linear("fc", b.act("r", b.linear("h", 0, 100)), 10)});
-  const std::string msg = error_of<TooLarge>([&] { (void)unroll(g, 1000); });
+  const std::string msg = error_of<TooLarge>([&] { (void)unroll(g, {.max_memory = 1000}); });
   EXPECT_TRUE(contains(msg, "unrolling the layer graph into 212 nodes and 11110 edges"));
 }
 

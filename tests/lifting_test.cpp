@@ -458,7 +458,7 @@ TEST(Limits, RefusesWithTheSizes) {
   const Network mid = builtin_network("ff:5,8,8,2");
   const auto jm =
       jacobian<double>(mid, std::span<const double>(normal_weights(mid.num_edges(), 0)));
-  EXPECT_THROW((void)to_dense(jm, 1024), TooLarge);
+  EXPECT_THROW((void)to_dense(jm, {.max_memory = 1024}), TooLarge);
   EXPECT_NO_THROW((void)to_dense(jm));
 }
 

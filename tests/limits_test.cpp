@@ -2,6 +2,7 @@
 // thread counts.
 
 #include "pathlift/limits.hpp"
+#include "pathlift/path_memory.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -67,7 +67,7 @@ TEST(MemoryLimits, HistogramAloneIsRefusedAboveTheLimitWithItsSizes) {
   // 40,000 nodes: keeping every node's counts would take ~19 GB; the live ones, ~1.5 MB.
   const Network net = chain_with_skips(40000);
   const auto start = std::chrono::steady_clock::now();
-  const PathCounts c = count_paths(net, 1 << 20);
+  const PathCounts c = count_paths(net, {.max_memory = 1 << 20});
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   EXPECT_TRUE(c.length_histogram.empty());
   EXPECT_NE(c.length_histogram_refused.find("the path-length histogram (40000 nodes, paths up to "
@@ -86,7 +86,7 @@ TEST(MemoryLimits, HistogramAloneIsRefusedAboveTheLimitWithItsSizes) {
 TEST(MemoryLimits, HistogramHoldsOnlyTheLiveNodes) {
   // 3,000 nodes: every node's counts would be ~2.25 million (54 MB); the live ones fit in 1 MiB.
   const Network net = chain_with_skips(3000);
-  const PathCounts c = count_paths(net, 1 << 20);
+  const PathCounts c = count_paths(net, {.max_memory = 1 << 20});
   ASSERT_TRUE(c.length_histogram_refused.empty()) << c.length_histogram_refused;
   ASSERT_EQ(c.length_histogram.size(), 3000U);
   Count total = 0;

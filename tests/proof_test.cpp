@@ -515,8 +515,7 @@ TEST(Proof, ClaimTexts) {
   }
   EXPECT_EQ(claim_id(ProofClaim::lemma4_prefix), "lemma4");
   EXPECT_NE(claim_statement(ProofClaim::lemma4_prefix).find("Lemma 4"), std::string::npos);
-  EXPECT_THROW((void)prove_rank(fig1(), ProveOptions{false, true, 91, {}, {}}),
-               std::invalid_argument);
+  EXPECT_THROW((void)prove_rank(fig1(), ProveOptions{false, true, 91, {}}), std::invalid_argument);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
-#include "src/detail/random.hpp"
+#include "src/core/detail/random.hpp"
 #include "support.hpp"
 
 namespace pathlift {

@@ -24,7 +24,9 @@ struct CheckCommandOptions : NetworkCommandOptions {
 
 /// Runs and prints the checks; CheckFailed naming the failed ones.
 void run_check(const CheckCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
   CheckOptions co;
   co.fd_samples = opts.samples;

@@ -21,7 +21,9 @@ struct ConvertOptions {
 
 void run_convert(const ConvertOptions& opts) {
   output_format(opts.output, Content::network);  // a wrong name is refused before the work
-  const auto [net, description] = load_network(opts.network);
+  const LoadedNetwork loaded = load_network(opts.network);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   // The text of write_network, through the CLI's OutputFile (temporary name, signals).
   OutputFile out(opts.output);
   out.write(network_to_json(net, 1) + "\n");

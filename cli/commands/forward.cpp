@@ -28,7 +28,7 @@ using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 void run_forward(const ForwardOptions& opts) {
   // Named, not a structured binding: lambdas capture net (clang 14 cannot capture a binding).
   const LoadedNetwork loaded = load_network(opts.network, opts.compute);
-  const Network& net = loaded.net;
+  const Network& net = *loaded.dag;
   const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
   output_format(opts.output, Content::dense);  // a bad name is refused before the work

@@ -41,7 +41,7 @@ struct Summary {
   PathCounts counts;
 };
 
-Summary summarise(const Network& net, std::size_t max_memory) {
+Summary summarise(const Network& net, const EngineOptions& options) {
   Summary s;
   s.nodes = net.num_nodes();
   s.edges = net.num_edges();
@@ -51,7 +51,7 @@ Summary summarise(const Network& net, std::size_t max_memory) {
   s.outputs = static_cast<Index>(net.outputs().size());
   s.d = net.num_params();
   s.per_edge = net.one_parameter_per_edge();
-  s.counts = count_paths(net, max_memory);
+  s.counts = count_paths(net, options);
   return s;
 }
 
@@ -65,11 +65,10 @@ Index entries(const std::vector<Index>& shape) {
 /// parameter k; that one is unrolled to tell (it is no larger than theta's order), within
 /// --max-memory.
 Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
-  const LayerNetwork& g = *model.layers();
-  const LayerGraph& graph = g.graph();
+  const LayerGraph& graph = *model.model.layer_graph();
   Summary s;
   s.layers = static_cast<Index>(graph.layers.size());
-  const UnrolledSize size = g.unrolled_size();
+  const UnrolledSize size = model.model.size();
   s.nodes = size.nodes;
   s.edges = size.edges;
   const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
@@ -83,10 +82,10 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
     s.outputs += entries(shapes[static_cast<std::size_t>(o)]);
   }
   s.hidden = s.nodes - s.inputs - s.outputs;
-  s.d = g.num_params();
+  s.d = graph.num_params;
   if (s.edges == s.d) {
     try {
-      s.per_edge = model.network(parse_memory_size(compute.max_memory)).one_parameter_per_edge();
+      s.per_edge = model.network(compute).one_parameter_per_edge();
     } catch (const TooLarge&) {
       s.per_edge = false;  // unknown: reported as with shared parameters
     }
@@ -107,10 +106,12 @@ void run_info(const InfoOptions& opts) {
   const LoadedModel model = load_model(opts.network, opts.compute);
   const std::string& description = model.description;
   const Summary sum =
-      model.layers() != nullptr
+      model.model.is_layer_graph()
           ? summarise(model, opts.compute)
           : with_progress("counting paths", [&] {
-              return summarise(model.network(), parse_memory_size(opts.compute.max_memory));
+              return summarise(
+                  *model.model.dag(),
+                  EngineOptions{.max_memory = parse_memory_size(opts.compute.max_memory)});
             });
   const PathCounts& counts = sum.counts;
   const Index d = sum.d;

@@ -21,9 +21,9 @@
 #include "../registry.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/kernel.hpp"
-#include "pathlift/layer_dp.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/norms.hpp"
+#include "pathlift/path_free.hpp"
 
 namespace pathlift::cli {
 
@@ -64,37 +64,41 @@ std::string trace_text(const ScaledReal& t) {
   return fmt::format("10^{:.10f}", t.log10());
 }
 
-/// The kernel's path-free computations on a DAG or on a layer graph (without unrolling), each
-/// with a progress display.
+/// The kernel's path-free computations (path_free.hpp: a layer graph layer by layer, without
+/// unrolling), each with a progress display.
 class KernelSource {
  public:
-  KernelSource(const LoadedModel& model, std::span<const double> theta,
-               const ComputeOptions& compute)
+  KernelSource(const Model& model, std::span<const double> theta, const ComputeOptions& compute)
       : m_model(model), m_theta(theta), m_compute(compute) {}
 
-  [[nodiscard]] ScaledReal trace() const {
-    if (const LayerNetwork* g = m_model.layers()) {
-      return kernel_trace(g->graph(), m_theta, engine_options(m_compute, "trace(K)"));
+  /// f(options): the layer DP reports its progress; the DAG's passes report none, so the
+  /// seconds elapsed are shown instead.
+  template <class F>
+  decltype(auto) shown(const char* label, F&& f) const {
+    EngineOptions options = engine_options(m_compute, label);
+    if (m_model.is_layer_graph()) {
+      return f(options);
     }
-    return with_progress("trace(K)", [&] { return kernel_trace(m_model.network(), m_theta); });
+    options.progress = {};
+    return with_progress(label, [&] { return f(options); });
+  }
+
+  [[nodiscard]] ScaledReal trace() const {
+    return shown("trace(K)",
+                 [&](const EngineOptions& o) { return kernel_trace(m_model, m_theta, o); });
   }
 
   [[nodiscard]] Buffer<double> diagonal() const {
-    if (const LayerNetwork* g = m_model.layers()) {
-      return kernel_diagonal(g->graph(), m_theta, engine_options(m_compute, "diag(K)"));
-    }
-    return with_progress("diag(K)", [&] { return kernel_diagonal(m_model.network(), m_theta); });
+    return shown("diag(K)",
+                 [&](const EngineOptions& o) { return kernel_diagonal(m_model, m_theta, o); });
   }
 
   [[nodiscard]] KernelEigenvalues top_eigenvalues(Index count, const EigenOptions& eo) const {
-    if (const LayerNetwork* g = m_model.layers()) {
-      return kernel_top_eigenvalues(g->graph(), m_theta, count, eo);
-    }
-    return kernel_top_eigenvalues(m_model.network(), m_theta, count, eo);
+    return kernel_top_eigenvalues(m_model, m_theta, count, eo);
   }
 
  private:
-  const LoadedModel& m_model;
+  const Model& m_model;
   std::span<const double> m_theta;
   const ComputeOptions& m_compute;
 };
@@ -108,8 +112,8 @@ void run_kernel(const KernelOptions& opts) {
   const std::string& description = model.description;
   const LoadedTheta theta = load_theta(model, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, "kernel");
-  const KernelSource source(model, theta.theta, opts.compute);
-  const Index d = model.num_params();
+  const KernelSource source(model.model, theta.theta, opts.compute);
+  const Index d = model.model.num_params();
   const auto start = std::chrono::steady_clock::now();
   Json j = json_header("kernel", 1, description, theta.source);
   j["d"] = d;
@@ -128,9 +132,10 @@ void run_kernel(const KernelOptions& opts) {
       const Buffer<double> diag = source.diagonal();
       require_representable(std::span<const double>(diag.data(), diag.size()), "diag(K)",
                             k_trace_hint);
-      if (model.layers() == nullptr && std::find(diag.begin(), diag.end(), 0.0) != diag.end()) {
+      if (const Network* net = model.model.dag();
+          net != nullptr && std::find(diag.begin(), diag.end(), 0.0) != diag.end()) {
         // K[k,k] >= dPhi[p, k]^2: a 0 beside squares below the smallest double may be underflow.
-        const double smallest = 2 * lifting_range(model.network(), theta.theta).jacobian.min_log10;
+        const double smallest = 2 * lifting_range(*net, theta.theta).jacobian.min_log10;
         const std::string problem =
             range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
         if (!problem.empty()) {
@@ -142,13 +147,13 @@ void run_kernel(const KernelOptions& opts) {
     } else {
       // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it, once
       // d x d doubles are known to fit.
-      if (model.layers() != nullptr) {
+      if (model.model.is_layer_graph()) {
         require_dense(d, d, sizeof(double), engine.max_memory,
                       "the full path kernel K (its diagonal, K v and its top eigenvalues need "
                       "no d x d matrix)");
       }
       const DenseMatrix k =
-          kernel(model.network(engine.max_memory), theta.theta, engine_options(opts.compute, "K"));
+          kernel(model.network(opts.compute), theta.theta, engine_options(opts.compute, "K"));
       require_representable(std::span<const double>(k.data(), static_cast<std::size_t>(k.size())),
                             "K", k_trace_hint);
       write_dense(opts.output, k.data(), k.rows(), k.cols());

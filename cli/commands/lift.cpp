@@ -13,6 +13,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/path_memory.hpp"
 
 namespace pathlift::cli {
 
@@ -60,7 +61,9 @@ void check_log_options(const LiftOptions& opts) {
 /// sign, log10|dPhi[row, column]|] an entry of B's pattern, row by row. Memory: the path set,
 /// the signs and logs and the table, refused together over the limit.
 void run_log(const LiftOptions& opts, bool jacobian) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
   const EngineOptions engine = engine_options(opts.compute, jacobian ? "log dPhi" : "log Phi");
   check_log_options(opts);
@@ -122,12 +125,14 @@ void run_lift_t(const LiftOptions& opts) {
     run_log(opts, false);
     return;
   }
-  const auto [net, description] = load_network(opts.network, opts.compute);
-  const LoadedTheta loaded = load_theta(net, opts.compute);
-  const auto theta = cast_theta<T>(loaded.theta);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
+  const LoadedTheta given = load_theta(net, opts.compute);
+  const auto theta = cast_theta<T>(given.theta);
   const EngineOptions engine = engine_options(opts.compute, "Phi");
   output_format(opts.output, Content::vector);  // a bad extension is refused before the work
-  require_lifting_fits<T>(net, loaded.theta, false, "Phi", k_log_hint);
+  require_lifting_fits<T>(net, given.theta, false, "Phi", k_log_hint);
   const auto start = std::chrono::steady_clock::now();
   const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(theta), engine);
   const double elapsed = seconds_since(start);
@@ -143,7 +148,9 @@ void check_matrix_output(const LiftOptions& opts) {
 }
 
 void run_skeleton(const LiftOptions& opts) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const EngineOptions engine = engine_options(opts.compute, "B");
   check_matrix_output(opts);  // before the work
   if (opts.dense) {
@@ -153,7 +160,7 @@ void run_skeleton(const LiftOptions& opts) {
   const CsrPattern b = skeleton(net, engine);
   const double elapsed = seconds_since(start);
   if (opts.dense) {
-    const auto m = to_dense(b, engine.max_memory);
+    const auto m = to_dense(b, engine);
     write_dense<double>(opts.output, m.data(), m.rows(), m.cols());
   } else {
     write_pattern(opts.output, b);
@@ -168,14 +175,16 @@ void run_jacobian_t(const LiftOptions& opts) {
     run_log(opts, true);
     return;
   }
-  const auto [net, description] = load_network(opts.network, opts.compute);
-  const LoadedTheta loaded = load_theta(net, opts.compute);
-  const auto theta = cast_theta<T>(loaded.theta);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
+  const LoadedTheta given = load_theta(net, opts.compute);
+  const auto theta = cast_theta<T>(given.theta);
   const EngineOptions engine = engine_options(opts.compute, "dPhi");
   check_matrix_output(opts);  // before the work
-  require_lifting_fits<T>(net, loaded.theta, true, "dPhi", k_log_hint);
+  require_lifting_fits<T>(net, given.theta, true, "dPhi", k_log_hint);
   if (opts.paper_formula) {
-    require_lifting_fits<T>(net, loaded.theta, false, "Phi (for the paper's formula)", k_log_hint);
+    require_lifting_fits<T>(net, given.theta, false, "Phi (for the paper's formula)", k_log_hint);
   }
   if (opts.dense) {
     require_dense(net, engine, sizeof(T));
@@ -192,7 +201,7 @@ void run_jacobian_t(const LiftOptions& opts) {
   }
   const double elapsed = seconds_since(start);
   if (opts.dense) {
-    const auto m = to_dense(j, engine.max_memory);
+    const auto m = to_dense(j, engine);
     write_dense<T>(opts.output, m.data(), m.rows(), m.cols());
   } else {
     write_csr<T>(opts.output, j);

@@ -17,6 +17,7 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/linearize.hpp"
 #include "pathlift/magnitude.hpp"
+#include "pathlift/path_memory.hpp"
 
 namespace pathlift::cli {
 
@@ -60,7 +61,9 @@ void run_linearize(const LinearizeOptions& opts) {
   if (!opts.output.empty()) {
     output_format(opts.output, Content::sparse);  // refused before the work
   }
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, description, opts.compute);
   const Linearization lin = linearize(net, theta.theta, X, engine_options(opts.compute, "L"));

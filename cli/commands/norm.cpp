@@ -15,8 +15,8 @@
 #include "../registry.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
-#include "pathlift/layer_dp.hpp"
 #include "pathlift/norms.hpp"
+#include "pathlift/path_free.hpp"
 
 namespace pathlift::cli {
 
@@ -72,46 +72,19 @@ struct NormResults {
   std::vector<std::string> input_names;   // of per_input's entries (--per-node)
 };
 
-NormResults norms_of_network(const Network& net, std::span<const double> theta,
-                             const NormOptions& opts) {
+/// P and the norms (path_free.hpp: a layer graph layer by layer, without unrolling). The norms
+/// per input node are sums per node of the DAG: on a layer graph --per-node unrolls it.
+NormResults norms_of(const LoadedModel& loaded, std::span<const double> theta,
+                     const NormOptions& opts) {
+  const Model& model = loaded.model;
   NormResults r;
-  r.paths = count_paths_total(net);
+  r.paths = count_paths_total(model, engine_options(opts.compute, "counting paths"));
   const PathNormDetail parts =
       opts.per_node ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
-  for (double s : opts.s) {
-    r.norms.push_back(path_norm(net, theta, s, parts));
-  }
-  for (const NodeId v : net.outputs()) {
-    r.output_names.push_back(net.node_name(v));
-  }
-  if (opts.per_node) {
-    for (const NodeId v : net.inputs()) {
-      r.input_names.push_back(net.node_name(v));
-    }
-  }
-  return r;
-}
-
-/// The layer-graph route: P and the norms (total and per output y0, y1, ...) layer by layer.
-/// The norms per input node are sums per node of the unrolled DAG: --per-node unrolls for them.
-NormResults norms_of_layers(const LoadedModel& model, std::span<const double> theta,
-                            const NormOptions& opts) {
-  const LayerGraph& graph = model.layers()->graph();
-  NormResults r;
-  r.paths = count_paths_total(graph, engine_options(opts.compute, "counting paths"));
-  for (double s : opts.s) {
-    r.norms.push_back(
-        path_norm(graph, theta, s, engine_options(opts.compute, fmt::format("norm s={}", s))));
-  }
-  if (!r.norms.empty()) {
-    for (std::size_t i = 0; i < r.norms.front().per_output.size(); ++i) {
-      r.output_names.push_back(fmt::format("y{}", i));  // the unrolled outputs' names
-    }
-  }
-  if (opts.per_node) {
-    std::shared_ptr<const Network> net;
+  const Network* net = model.dag();
+  if (opts.per_node && net == nullptr) {
     try {
-      net = model.layers()->network(parse_memory_size(opts.compute.max_memory));
+      net = &loaded.network(opts.compute);
     } catch (const TooLarge& e) {
       throw TooLarge(fmt::format("--per-node: the norms per input node are sums over the "
                                  "unrolled network's input nodes (without --per-node, the norms "
@@ -119,9 +92,18 @@ NormResults norms_of_layers(const LoadedModel& model, std::span<const double> th
                                  e.what()),
                      e.reason());
     }
-    for (PathNorm& n : r.norms) {
-      n.per_input = path_norm(*net, theta, n.s, PathNormDetail::inputs_and_outputs).per_input;
-    }
+  }
+  for (double s : opts.s) {
+    r.norms.push_back(path_norm(model, theta, s, parts,
+                                engine_options(opts.compute, fmt::format("norm s={}", s))));
+  }
+  const std::size_t outputs = r.norms.empty() ? 0 : r.norms.front().per_output.size();
+  for (std::size_t i = 0; i < outputs; ++i) {
+    // A layer graph's outputs are the unrolled DAG's y0, y1, ...
+    r.output_names.push_back(model.dag() != nullptr ? net->node_name(net->outputs()[i])
+                                                    : fmt::format("y{}", i));
+  }
+  if (opts.per_node) {
     for (const NodeId v : net->inputs()) {
       r.input_names.push_back(net->node_name(v));
     }
@@ -136,11 +118,7 @@ void run_norm(const NormOptions& opts) {
   if (opts.s.empty()) {
     throw std::invalid_argument("--s needs at least one exponent, e.g. --s 1,2");
   }
-  const NormResults results = model.layers() != nullptr
-                                  ? norms_of_layers(model, theta.theta, opts)
-                                  : with_progress("path-norms", [&] {
-                                      return norms_of_network(model.network(), theta.theta, opts);
-                                    });
+  const NormResults results = norms_of(model, theta.theta, opts);
   const Count& p = results.paths;
   const std::vector<PathNorm>& norms = results.norms;
 
@@ -157,7 +135,7 @@ void run_norm(const NormOptions& opts) {
     j["log10_norms"] = logs;
     j["P_exact"] = p.exact();
     j["log10_P"] = p.log10();
-    j["d"] = model.num_params();
+    j["d"] = model.model.num_params();
     if (opts.per_node) {
       // Per node: {"<s>": {"<node name>": log10 of the norm restricted to its paths}}.
       Json per_output = Json::object();

@@ -25,7 +25,9 @@ struct PathsOptions {
 
 void run_paths(const PathsOptions& opts) {
   output_format(opts.output, Content::text);  // a wrong name is refused before the work
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const auto start = std::chrono::steady_clock::now();
   const PathSet paths = enumerate_paths(net, engine_options(opts.compute, "paths"));
   const double elapsed = seconds_since(start);

@@ -156,15 +156,16 @@ nlohmann::ordered_json step_json(const ProofStep& s, Index index, bool verbose) 
 }
 
 void run_prove(const ProveCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   ProveOptions po;
   po.keep_matrices = opts.verbose;
   po.prime = opts.prime;
   po.engine = engine_options(opts.compute, "prove");
-  po.engine.progress = nullptr;  // one bar, for the steps: each step's enumeration is short
-  po.progress = phase_progress();
+  po.engine.progress = phase_progress();  // one bar, for the steps (their enumerations are quiet)
   const ProofCertificate cert = prove_rank(net, po);
-  po.progress("induction steps", 1.0);  // clears the bar after a proof that stopped early
+  po.engine.progress("induction steps", 1.0);  // clears the bar after a proof that stopped early
 
   if (opts.json) {
     nlohmann::ordered_json j = json_header("prove", 1, description, std::nullopt);

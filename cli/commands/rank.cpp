@@ -112,12 +112,14 @@ void print_report(const RankReport& rep, const std::string& description,
 }
 
 void run_rank(const RankCommandOptions& opts) {
-  const auto [net, description] = load_network(opts.network, opts.compute);
+  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
+  const Network& net = *loaded.dag;
+  const std::string& description = loaded.description;
   const EngineOptions engine = engine_options(opts.compute, "rank");
   RankOptions ro = opts.rank;
   ro.method = parse_rank_method(opts.method);
   ro.engine = engine;
-  ro.progress = phase_progress();
+  ro.engine.progress = phase_progress();
 
   NumericalRankOptions no = opts.numerical;
   no.method = parse_numerical_rank_method(opts.jacobian_method);

@@ -18,6 +18,7 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/linearize.hpp"
 #include "pathlift/magnitude.hpp"
+#include "pathlift/path_memory.hpp"
 #include "pathlift/rank.hpp"
 
 namespace pathlift::cli {
@@ -92,14 +93,14 @@ void print_matrix(const std::string& title, const CsrPattern& p, const double* v
 RankOptions rank_options(const ComputeOptions& compute) {
   RankOptions ro;
   ro.engine = engine_options(compute, "rank");
-  ro.progress = phase_progress();
+  ro.engine.progress = phase_progress();
   return ro;
 }
 
 void run_report(const ReportOptions& opts) {
   // Named, not a structured binding: lambdas capture net (clang 14 cannot capture a binding).
   const LoadedNetwork loaded = load_network(opts.network, opts.compute);
-  const Network& net = loaded.net;
+  const Network& net = *loaded.dag;
   const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
   const std::size_t max_memory = parse_memory_size(opts.compute.max_memory);

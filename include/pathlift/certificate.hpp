@@ -31,10 +31,6 @@
 
 namespace pathlift {
 
-/// Called from the calling thread during long work: the phase ("eliminating B mod p", ...) and
-/// the fraction of it done (0..1; 1 when the phase ends).
-using PhaseProgress = std::function<void(std::string_view phase, double fraction)>;
-
 /// The anchor edge of each hidden node (its out-edge of smallest index), in net.hidden()
 /// order. The anchors index an h x h triangular block of the z_v (so the z_v are independent)
 /// and are the columns left out of the pivot order of rank_column_order().
@@ -95,8 +91,7 @@ struct RankCertificate {
 struct RankOptions {
   RankMethod method = RankMethod::automatic;
   std::uint64_t prime = default_prime;  ///< a prime < 2^63
-  EngineOptions engine;                 ///< threads and memory limit
-  PhaseProgress progress;               ///< phases of the certificate, for a progress display
+  EngineOptions engine;                 ///< threads, memory limit, the phases' progress
 };
 
 /// Certifies rank(B) of an enumerated skeleton `b` of `net` (P x d): upper bound from the z_v

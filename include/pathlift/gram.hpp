@@ -10,7 +10,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 
-#include "pathlift/modular.hpp"
+#include "pathlift/mod_p.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/sparse.hpp"

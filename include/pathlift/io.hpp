@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 
 namespace pathlift {
 
@@ -50,7 +51,7 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes,
 
 /// Reads a network file of at most max_input_bytes(InputKind::json, max_memory) bytes.
 /// Throws FormatError when the file cannot be read or parsed, TooLarge when it is too large.
-Network read_network(const std::string& path, std::size_t max_memory = 0);
+Network read_network(const std::string& path, const EngineOptions& options = {});
 
 /// The network as `pathlift-network` JSON: version 1 with one parameter per edge, else version
 /// 2 (weights included when the network has them).

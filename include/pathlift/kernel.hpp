@@ -17,10 +17,10 @@
 #include <string_view>
 
 #include "pathlift/gram.hpp"
-#include "pathlift/modular.hpp"
+#include "pathlift/mod_p.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/norms.hpp"
-#include "pathlift/paths.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {

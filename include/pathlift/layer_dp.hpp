@@ -88,4 +88,9 @@ Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> t
 KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<const double> theta,
                                          Index count, const EigenOptions& options = {});
 
+/// The path magnitude of each parameter (norms.hpp's path_magnitude) of unroll(graph):
+/// theta_k times path_norm_gradient(graph, theta, 1). Same rules.
+std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
+                                   const EngineOptions& options = {});
+
 }  // namespace pathlift

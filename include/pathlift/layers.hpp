@@ -35,7 +35,6 @@
 ///   const pathlift::Network net = pathlift::unroll(g);         // validates g first
 /// \endcode
 
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,6 +42,7 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
@@ -104,6 +104,10 @@ struct LayerGraph {
   std::vector<Index> outputs;      ///< layers whose entries are the outputs, concatenated
   Index num_params = 0;            ///< d, the length of theta
   std::optional<std::vector<double>> weights;  ///< theta (d entries), if known
+  /// What the importer noticed that is not an error (an ONNX export that folded batch norms
+  /// into convolutions, so that theta is not the model's parameters): for the user, not part of
+  /// the network (not written to JSON).
+  std::vector<std::string> warnings;
 
   bool operator==(const LayerGraph&) const = default;
 };
@@ -133,8 +137,9 @@ std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph);
 /// parameter k. Entries no output depends on are not made (an input entry no output depends on
 /// is an error). Parallel over output entries, deterministic, the same for any thread count.
 /// Throws what layer_shapes throws; TooLarge (with the node and edge counts) when the unrolled
-/// network would exceed `max_memory` bytes (0: half of physical RAM) before allocating it.
-Network unroll(const LayerGraph& graph, std::size_t max_memory = 0);
+/// network would exceed options.max_memory bytes (0: half of physical RAM) before allocating
+/// it. A Model (model.hpp) unrolls once and keeps the DAG.
+Network unroll(const LayerGraph& graph, const EngineOptions& options = {});
 
 /// Node and edge counts of unroll(graph), computed without unrolling. O(layers + entries).
 struct UnrolledSize {
@@ -142,36 +147,6 @@ struct UnrolledSize {
   Index edges = 0;
 };
 UnrolledSize unrolled_size(const LayerGraph& graph);
-
-/// A network known by its layer graph: what PyTorch and ONNX import give (Python's from_torch
-/// and from_onnx, the CLI's --onnx) and what a "pathlift-layers" file holds. The path-free
-/// functions of layer_dp.hpp run on graph() without unrolling; network() unrolls on first use
-/// and keeps the DAG for the functions that need edges (paths, B, dPhi, L). Copies share the
-/// graph and the unrolled DAG. Thread-safe.
-class LayerNetwork {
- public:
-  /// Validates the graph (layer_shapes; throws what it throws).
-  explicit LayerNetwork(LayerGraph graph);
-
-  [[nodiscard]] const LayerGraph& graph() const { return *m_graph; }
-  /// d, the length of theta.
-  [[nodiscard]] Index num_params() const { return m_graph->num_params; }
-  [[nodiscard]] bool has_weights() const { return m_graph->weights.has_value(); }
-  /// The weights the graph holds (std::logic_error when it holds none).
-  [[nodiscard]] std::span<const double> weights() const;
-  /// Node and edge counts of the unrolled DAG, computed once without unrolling.
-  [[nodiscard]] UnrolledSize unrolled_size() const;
-  /// True once network() has unrolled the graph.
-  [[nodiscard]] bool is_unrolled() const;
-  /// The unrolled DAG (unroll(graph(), max_memory)), made on the first call and kept. Throws
-  /// TooLarge with the node and edge counts when it would not fit.
-  [[nodiscard]] std::shared_ptr<const Network> network(std::size_t max_memory = 0) const;
-
- private:
-  struct Cache;
-  std::shared_ptr<const LayerGraph> m_graph;
-  std::shared_ptr<Cache> m_cache;
-};
 
 /// Reads an ONNX model (a file, or the serialized ModelProto bytes) into a layer graph.
 /// `input_shape` (per sample, without batch) overrides the model's own input shape, which is
@@ -185,9 +160,9 @@ class LayerNetwork {
 /// initializer, is a block of its own placed before the first initializer used after it).
 /// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
 /// FormatError for a file that is not ONNX; the file is read under
-/// max_input_bytes(InputKind::binary, max_memory) (io.hpp; 0: the default limit).
+/// max_input_bytes(InputKind::binary, options.max_memory) (io.hpp).
 LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {},
-                     std::size_t max_memory = 0);
+                     const EngineOptions& options = {});
 LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {});
 
 /// The layer graph as JSON ("format": "pathlift-layers", "version": 1), and back. Throws

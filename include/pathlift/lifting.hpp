@@ -4,9 +4,12 @@
 /// Definition 2, Proposition 2), sparse. float64 by default; float32 instantiations exist for
 /// the paper's experiment. Rows follow the canonical path order of paths.hpp.
 
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/options.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/sparse.hpp"
 
@@ -69,5 +72,32 @@ Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dense_jacobian
 PATHLIFT_LIFTING_EXTERN(double)
 PATHLIFT_LIFTING_EXTERN(float)
 #undef PATHLIFT_LIFTING_EXTERN
+
+// ---------------------------------------------------------------------------------------------
+// The sign and log10 forms: exact at any magnitude (magnitude.hpp tells when they are needed).
+
+/// Values as sign and log10 magnitude: x = sign * 10^log10, sign in {-1, 0, 1} and log10 = -inf
+/// where x = 0.
+struct SignedLog10 {
+  std::vector<std::int8_t> sign;
+  std::vector<double> log10;
+};
+
+/// Phi(theta) as sign and log10|Phi_p|, in canonical path order: log10|Phi_p| is the sum of
+/// log10|theta_e| along the path, exact to rounding at any magnitude (the paper's Lemma 1).
+/// Complexity: O(nnz) time and memory (the path set is enumerated).
+SignedLog10 log_path_lifting(const Network& net, std::span<const double> theta,
+                             const EngineOptions& options = {});
+
+/// dPhi as sign and log10 magnitude with B's pattern: log10|dPhi[p, k]| is the sum over the
+/// other edges of the path; exact at zero weights (no division). Networks with one parameter
+/// per edge only (otherwise NetworkError).
+/// Complexity: O(nnz) time and memory.
+struct LogJacobian {
+  CsrPattern pattern;
+  SignedLog10 values;  ///< parallel to pattern.indices()
+};
+LogJacobian log_jacobian(const Network& net, std::span<const double> theta,
+                         const EngineOptions& options = {});
 
 }  // namespace pathlift

@@ -1,8 +1,8 @@
 #pragma once
 /// \file magnitude.hpp
 /// Magnitudes beyond floating point: the range of |Phi_p| and of the entries of dPhi over all
-/// paths, by dynamic programming (no path enumerated), the test of whether they fit a float type,
-/// and Phi and dPhi as sign and log10 magnitude, exact at any magnitude.
+/// paths, by dynamic programming (no path enumerated), and the test of whether they fit a float
+/// type. Phi and dPhi as sign and log10 magnitude, exact at any magnitude, are in lifting.hpp.
 ///
 /// A product of weights overflows (inf) above the largest finite value of its type and loses
 /// precision below the smallest normal one (subnormal, then 0). The range says, before anything
@@ -92,29 +92,5 @@ void require_fits(const LiftingRange& range, bool jacobian, std::string_view wha
 /// fit): the one description of a lifting out of range, for errors and warnings.
 template <class T>
 std::string describe_problems(const LiftingRange& range);
-
-/// Values as sign and log10 magnitude: x = sign * 10^log10, sign in {-1, 0, 1} and log10 = -inf
-/// where x = 0.
-struct SignedLog10 {
-  std::vector<std::int8_t> sign;
-  std::vector<double> log10;
-};
-
-/// Phi(theta) as sign and log10|Phi_p|, in canonical path order: log10|Phi_p| is the sum of
-/// log10|theta_e| along the path, exact to rounding at any magnitude (the paper's Lemma 1).
-/// Complexity: O(nnz) time and memory (the path set is enumerated).
-SignedLog10 log_path_lifting(const Network& net, std::span<const double> theta,
-                             const EngineOptions& options = {});
-
-/// dPhi as sign and log10 magnitude with B's pattern: log10|dPhi[p, k]| is the sum over the
-/// other edges of the path; exact at zero weights (no division). Networks with one parameter
-/// per edge only (otherwise NetworkError).
-/// Complexity: O(nnz) time and memory.
-struct LogJacobian {
-  CsrPattern pattern;
-  SignedLog10 values;  ///< parallel to pattern.indices()
-};
-LogJacobian log_jacobian(const Network& net, std::span<const double> theta,
-                         const EngineOptions& options = {});
 
 }  // namespace pathlift

@@ -7,29 +7,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "pathlift/mod_p.hpp"
 #include "pathlift/sparse.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
-
-/// The default prime for rank certificates: 2^61 - 1 (a Mersenne prime; products of two
-/// residues fit in 128 bits).
-inline constexpr std::uint64_t default_prime = (std::uint64_t{1} << 61) - 1;
-
-/// A rows x cols matrix of residues in [0, prime), row-major.
-struct ModMatrix {
-  std::uint64_t prime = 0;
-  Index rows = 0;
-  Index cols = 0;
-  std::vector<std::uint64_t> data;
-
-  [[nodiscard]] std::uint64_t& at(Index r, Index c) {
-    return data[static_cast<std::size_t>(r * cols + c)];
-  }
-  [[nodiscard]] std::uint64_t at(Index r, Index c) const {
-    return data[static_cast<std::size_t>(r * cols + c)];
-  }
-};
 
 /// One stored entry of a SparseIntMatrix row.
 struct IntEntry {
@@ -59,16 +41,6 @@ struct SparseIntMatrix {
 
   bool operator==(const SparseIntMatrix&) const = default;
 };
-
-/// Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).
-bool is_prime(std::uint64_t n);
-
-/// The residue modulo an odd prime p < 2^63 of a finite double x. Every finite double is a
-/// dyadic rational m 2^e (m an integer), and 2 is invertible mod an odd p, so this is the image
-/// of x under the ring map Z[1/2] -> Z/pZ: sums and products of doubles, taken exactly, map to
-/// sums and products of their residues. Throws std::invalid_argument for a non-finite x or a p
-/// that is not an odd prime < 2^63. Complexity: O(log p).
-std::uint64_t dyadic_residue(double x, std::uint64_t p);
 
 /// Options of modular_rank().
 struct ModularRankOptions {

@@ -10,29 +10,9 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
+#include "pathlift/scaled_real.hpp"
 
 namespace pathlift {
-
-/// A real number that may lie outside double's range: mantissa * 2^exponent. Zero is stored
-/// as mantissa 0. Produced by the path-free computations (path-norms, trace of the kernel).
-struct ScaledReal {
-  double mantissa = 0;
-  std::int64_t exponent = 0;
-
-  /// The value as a double: +-inf beyond double's range, 0 (or a subnormal) below it.
-  [[nodiscard]] double value() const;
-  /// log10 |x| (exact to rounding whatever the exponent); -inf for 0.
-  [[nodiscard]] double log10() const;
-  /// True when value() represents the number without overflow or underflow to zero.
-  [[nodiscard]] bool fits_double() const;
-  [[nodiscard]] bool is_zero() const { return mantissa == 0; }
-
-  /// x as a ScaledReal (x finite).
-  static ScaledReal from_double(double x);
-};
-
-/// x^(1/s) for x >= 0 and s > 0 (exact square root for s = 2, identity for s = 1).
-ScaledReal scaled_root(const ScaledReal& x, double s);
 
 /// The path-norm (docs/conventions.md#path-free) and its parts.
 struct PathNorm {
@@ -89,5 +69,13 @@ PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
 /// where they fit. Throws std::invalid_argument for a bad theta or s <= 0.
 /// Complexity: O(m + d), one forward and one backward pass.
 std::vector<double> path_norm_gradient(const Network& net, std::span<const double> theta, double s);
+
+/// The path magnitude of each parameter (d entries): sum over the paths p through k of
+/// |Phi_p| (a path using k on n edges counts n times), the pruning score "how much of
+/// ||Phi||_1 goes through k". It is theta_k times the gradient of ||Phi||_1, computed by the
+/// same forward and backward pass as path_norm_gradient (norms.hpp), without enumerating a
+/// path; entries beyond double's range are inf. Rescaling-invariant. Throws
+/// std::invalid_argument for a bad theta. Complexity: O(m + d).
+std::vector<double> path_magnitude(const Network& net, std::span<const double> theta);
 
 }  // namespace pathlift

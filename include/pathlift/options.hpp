@@ -6,8 +6,15 @@
 
 #include <cstddef>
 #include <functional>
+#include <string_view>
 
 namespace pathlift {
+
+/// How long work reports its progress: the phase it is in ("enumerating paths", "unrolling the
+/// layer graph", "eliminating B mod p", ...) and the fraction of that phase done, 0..1 (1 when
+/// the phase ends; -1: running, extent unknown). Called from the calling thread only, often:
+/// a display throttles itself.
+using Progress = std::function<void(std::string_view phase, double fraction)>;
 
 /// Options shared by the computations of the path engine and the DPs.
 struct EngineOptions {
@@ -15,8 +22,8 @@ struct EngineOptions {
   int threads = 0;
   /// Refuse work whose results need more bytes than this; 0 = half of physical RAM.
   std::size_t max_memory = 0;
-  /// Called from the calling thread with the fraction done (0..1) during long work.
-  std::function<void(double)> progress;
+  /// The progress of long work (none when empty).
+  Progress progress = {};
 };
 
 /// The most threads a computation may ask for: 8 x the cores, and at least 64.

@@ -85,7 +85,7 @@ struct ProofMatrix {
 
 /// The matrix in print order, dense. Throws TooLarge beyond `max_memory` (0 = default).
 Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> displayed(
-    const ProofMatrix& m, std::size_t max_memory = 0);
+    const ProofMatrix& m, const EngineOptions& options = {});
 
 enum class ProofStepKind : std::uint8_t { base, induction };
 
@@ -151,10 +151,10 @@ struct ProveOptions {
   /// Also compute rank(B~'') mod p at every step (rank_preserved).
   bool check_rank_after = true;
   std::uint64_t prime = default_prime;  ///< a prime < 2^63 for the modular ranks
-  EngineOptions engine;                 ///< threads and memory limit for the path enumerations
-  /// Called before each step ("induction steps", fraction of the h + 1 steps done) and with 1
-  /// at the end, for a progress display.
-  PhaseProgress progress;
+  /// Threads and memory limit for the path enumerations; progress is called before each step
+  /// ("induction steps", fraction of the h + 1 steps done) and with 1 at the end (the steps'
+  /// own enumerations report nothing).
+  EngineOptions engine;
 };
 
 /// Runs the paper's induction on `net` (h induction steps, then the base case), checking every

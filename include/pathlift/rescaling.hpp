@@ -10,7 +10,6 @@
 #include <span>
 #include <vector>
 
-#include "pathlift/layers.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/sparse.hpp"
@@ -43,18 +42,5 @@ CsrMatrix<double> rescaling_matrix(const Network& net);
 /// Complexity: O(edges).
 std::vector<double> rescale(const Network& net, std::span<const double> theta,
                             std::span<const double> lambdas);
-
-/// The path magnitude of each parameter (d entries): sum over the paths p through k of
-/// |Phi_p| (a path using k on n edges counts n times), the pruning score "how much of
-/// ||Phi||_1 goes through k". It is theta_k times the gradient of ||Phi||_1, computed by the
-/// same forward and backward pass as path_norm_gradient (norms.hpp), without enumerating a
-/// path; entries beyond double's range are inf. Rescaling-invariant. Throws
-/// std::invalid_argument for a bad theta. Complexity: O(m + d).
-std::vector<double> path_magnitude(const Network& net, std::span<const double> theta);
-
-/// The same on a layer graph, layer by layer without unrolling it (layer_dp.hpp's
-/// path_norm_gradient with s = 1).
-std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
-                                   const EngineOptions& options = {});
 
 }  // namespace pathlift

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
@@ -52,14 +53,14 @@ bool fits_int32_indices(const CsrPattern& pattern);
 std::size_t dense_bytes(Index rows, Index cols, std::size_t scalar_size);
 
 /// The pattern as a dense 0/1 matrix (row-major). Throws TooLarge, with the sizes, when it
-/// needs more than `max_memory` bytes (0: the default limit, half of physical RAM).
+/// needs more than options.max_memory bytes (0: the default limit, half of physical RAM).
 Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(
-    const CsrPattern& pattern, std::size_t max_memory = 0);
+    const CsrPattern& pattern, const EngineOptions& options = {});
 
 /// The matrix as a dense row-major matrix, under the same limit as above.
 template <class T>
 Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(
-    const CsrMatrix<T>& m, std::size_t max_memory = 0);
+    const CsrMatrix<T>& m, const EngineOptions& options = {});
 
 /// A copy as an Eigen sparse matrix (row-major, 64-bit indices), for Eigen's algorithms.
 template <class T>
@@ -68,9 +69,9 @@ Eigen::SparseMatrix<T, Eigen::RowMajor, Index> to_eigen(const CsrMatrix<T>& m);
 Eigen::SparseMatrix<double, Eigen::RowMajor, Index> to_eigen(const CsrPattern& pattern);
 
 extern template Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(
-    const CsrMatrix<double>&, std::size_t);
+    const CsrMatrix<double>&, const EngineOptions&);
 extern template Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> to_dense(
-    const CsrMatrix<float>&, std::size_t);
+    const CsrMatrix<float>&, const EngineOptions&);
 extern template Eigen::SparseMatrix<double, Eigen::RowMajor, Index> to_eigen(
     const CsrMatrix<double>&);
 extern template Eigen::SparseMatrix<float, Eigen::RowMajor, Index> to_eigen(

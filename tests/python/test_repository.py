@@ -40,3 +40,66 @@ def test_nothing_points_outside_the_repository():
     hits = [str(p.relative_to(ROOT)) for p in tracked_text_files()
             if p.name != "test_repository.py" and outside.search(p.read_text(errors="replace"))]
     assert not hits, hits
+
+
+# The parts of the library (src/<part>/, docs/maths-to-code.md "Where things live") and the parts
+# each may include. The plan reads left to right: a model (a DAG, or a layer graph) is
+# unrolled into a DAG; the walk enumerates its paths, the DPs sum over them without enumerating,
+# the layer DP sums over a layer graph, and the ranks use all of them.
+ALLOWED = {
+    "core": {"core"},
+    "model": {"core", "model", "layers"},
+    "layers": {"core", "model", "layers"},
+    "dp": {"core", "model", "dp"},
+    "walk": {"core", "model", "dp", "walk"},
+    "layer_dp": {"core", "model", "layers", "dp", "layer_dp"},
+    "rank": {"core", "model", "layers", "dp", "walk", "layer_dp", "rank"},
+}
+# The public headers (include/pathlift/, flat: a user includes <pathlift/norms.hpp> whatever the
+# folder of its implementation) by part. A new header must be added here.
+PUBLIC = {
+    "core": ["types", "error", "options", "limits", "sparse", "count", "scaled_real", "mod_p",
+             "version"],
+    "model": ["network", "builtins", "io", "model"],
+    "layers": ["layers", "layer_graph_builder"],
+    "layer_dp": ["layer_dp", "path_free"],
+    "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory"],
+    "walk": ["paths", "lifting", "linearize", "forward", "checks"],
+    "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling"],
+}
+INCLUDE = re.compile(r'^#include "((?:pathlift|src)/[^"]+)"', re.M)
+
+
+def part_of(path: str):
+    """The part of a repository file ("src/dp/norms.cpp") or include ("pathlift/norms.hpp")."""
+    if path.startswith("src/"):
+        return path.split("/")[1]
+    name = pathlib.PurePath(path).stem
+    if name == "pathlift":
+        return None  # the umbrella header includes everything
+    return next((part for part, names in PUBLIC.items() if name in names), "unclassified")
+
+
+def test_every_source_file_is_in_a_part():
+    loose = [str(p.relative_to(ROOT)) for p in (ROOT / "src").rglob("*")
+             if p.suffix in (".cpp", ".hpp") and p.relative_to(ROOT / "src").parts[0] not in ALLOWED]
+    assert not loose, loose
+    headers = {p.stem for p in (ROOT / "include/pathlift").glob("*.hpp")} | {"version"}
+    unclassified = sorted(h for h in headers if part_of(f"pathlift/{h}.hpp") == "unclassified")
+    assert not unclassified, f"add these public headers to PUBLIC: {unclassified}"
+
+
+def test_the_include_directions():
+    """model never includes dp, walk or rank; walk never includes rank; dp never includes walk;
+    core includes no other part (the whole table is ALLOWED)."""
+    wrong = []
+    for p in LIBRARY:
+        rel = str(p.relative_to(ROOT))
+        me = part_of(rel if rel.startswith("src/") else rel.removeprefix("include/"))
+        if me is None:
+            continue
+        for target in INCLUDE.findall(p.read_text()):
+            them = part_of(target)
+            if them is not None and them not in ALLOWED[me]:
+                wrong.append(f"{rel} ({me}) includes {target} ({them})")
+    assert not wrong, "\n".join(wrong)

@@ -1,0 +1,67 @@
+#pragma once
+/// \file path_free.hpp
+/// The path-free functions of a Model (model.hpp): path counts, path-norms and their gradient,
+/// path magnitudes, the kernel's diagonal, trace, products K v and top eigenvalues. Here, and
+/// only here, a model's kind picks the computation: a layer graph runs the layer DP
+/// (layer_dp.hpp) without unrolling, a DAG its own DP (counting.hpp, norms.hpp, kernel.hpp).
+/// Results are those of the DAG either way (to rounding), and the rules, errors and complexity
+/// those of the functions named.
+///
+/// Example:
+/// \code
+///   const pathlift::Model m = pathlift::load_model("net.onnx");
+///   const pathlift::PathNorm l1 = pathlift::path_norm(m, m.weights(), 1.0);
+/// \endcode
+
+#include <Eigen/Core>
+#include <span>
+#include <vector>
+
+#include "pathlift/counting.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/model.hpp"
+#include "pathlift/norms.hpp"
+#include "pathlift/options.hpp"
+#include "pathlift/scaled_real.hpp"
+
+namespace pathlift {
+
+/// count_paths. On a layer graph the per-node parts (per_input, per_edge) are left empty.
+PathCounts count_paths(const Model& model, const EngineOptions& options = {});
+
+/// count_paths_total: P.
+Count count_paths_total(const Model& model, const EngineOptions& options = {});
+
+/// path_norm. PathNormDetail::inputs_and_outputs on a layer graph needs the norm per input
+/// node, a sum over the unrolled DAG's nodes: the graph is then unrolled (Model::unrolled,
+/// TooLarge with the sizes when it would not fit); the total and per_output come from the
+/// layer DP either way.
+PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
+                   PathNormDetail detail = PathNormDetail::outputs,
+                   const EngineOptions& options = {});
+
+/// path_norm_gradient.
+std::vector<double> path_norm_gradient(const Model& model, std::span<const double> theta, double s,
+                                       const EngineOptions& options = {});
+
+/// path_magnitude.
+std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
+                                   const EngineOptions& options = {});
+
+/// kernel_diagonal.
+Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
+                               const EngineOptions& options = {});
+
+/// kernel_trace.
+ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
+                        const EngineOptions& options = {});
+
+/// kernel_matvec.
+Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
+                              std::span<const double> v, const EngineOptions& options = {});
+
+/// kernel_top_eigenvalues.
+KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,
+                                         Index count, const EigenOptions& options = {});
+
+}  // namespace pathlift

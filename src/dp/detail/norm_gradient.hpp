@@ -1,0 +1,31 @@
+#pragma once
+// The parts of path_norm_gradient shared by the DAG (norms.cpp) and the layer graph
+// (layer_dp.cpp).
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pathlift/norms.hpp"
+
+namespace pathlift::detail {
+
+/// Throws std::invalid_argument unless s is finite and > 0.
+void check_gradient_exponent(double s);
+
+/// Throws std::invalid_argument, naming label(k), when s < 1 and some theta_k = 0: there
+/// |t|^s has an infinite slope and the norm is not differentiable.
+void check_differentiable(std::span<const double> theta, double s,
+                          const std::function<std::string(Index)>& label);
+
+/// norm^(1 - s) = S^((1 - s) / s) for the sum S = sum_p |Phi_p|^s: the factor of
+/// |theta|^(s-1) sign(theta) F G in the gradient of the norm (1 for s = 1 or S = 0).
+ScaledReal norm_gradient_factor(const ScaledReal& sum, double s);
+
+/// theta_k times the gradient of ||Phi||_1: the path magnitude sum_p |Phi_p| (with
+/// multiplicity) through k, 0 at theta_k = 0 even where the gradient overflowed.
+std::vector<double> magnitude_from_gradient(std::span<const double> theta,
+                                            std::vector<double> gradient);
+
+}  // namespace pathlift::detail

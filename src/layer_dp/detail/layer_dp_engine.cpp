@@ -1,0 +1,583 @@
+// The layer-by-layer dynamic programme (layer_dp_engine.hpp).
+
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
+
+#include <fmt/format.h>
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+#include "pathlift/limits.hpp"
+#include "src/dp/detail/dp_scaled.hpp"
+#include "src/layer_dp/detail/layer_kernels.hpp"
+
+namespace pathlift::detail {
+
+namespace {
+
+// --------------------------------------------------------------------------------------------
+// One layer, forward and transposed.
+
+/// A parameter layer with every weight 1 (counting): no product is needed, since every output
+/// channel of a group sees the same sums. conv: the group's channel sum, then window sums.
+TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, double bias_value) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const Index n_out = plan.entries(l);
+  TensorPtr y = make_tensor(n_out, x.exp, false);
+  const double b = ly.bias_offset >= 0 ? bias_value : 0.0;
+  Index channels = n_out;
+  Index positions = 1;
+  switch (ly.kind) {
+    case LayerKind::linear: {
+      double acc = 0;
+      for (const double v : x.value) {
+        acc += v;
+      }
+      std::fill(y->value.begin(), y->value.end(), acc);
+      break;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      const Window& w = *c.w;
+      channels = w.channels_out;
+      positions = c.n_out;
+      for (Index g = 0; g < w.groups; ++g) {
+        std::vector<double> sum(static_cast<std::size_t>(c.n_in), 0.0);
+        for (Index ci = 0; ci < c.cg_in; ++ci) {
+          const double* plane = x.value.data() + (g * c.cg_in + ci) * c.n_in;
+          for (Index p = 0; p < c.n_in; ++p) {
+            sum[static_cast<std::size_t>(p)] += plane[p];
+          }
+        }
+        double* first = y->value.data() + g * c.cg_out * c.n_out;
+        Index o = 0;
+        for (Index oh = 0; oh < w.h.out; ++oh) {
+          for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
+            double acc = 0;
+            for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+              const Index ih = w.h.input(oh, kh);
+              for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+                acc += sum[static_cast<std::size_t>(ih * w.w.in + w.w.input(ow, kw))];
+              }
+            }
+            first[o] = acc;
+          }
+        }
+        for (Index co = 1; co < c.cg_out; ++co) {
+          std::copy(first, first + c.n_out, first + co * c.n_out);
+        }
+      }
+      break;
+    }
+    case LayerKind::batch_norm:
+      channels = plan.shape(l)[0];
+      positions = n_out / channels;
+      std::copy(x.value.begin(), x.value.end(), y->value.begin());
+      break;
+    default:
+      throw std::logic_error("ones_forward: not a parameter layer");
+  }
+  Block bias;
+  if (b != 0) {
+    bias.m.assign(static_cast<std::size_t>(channels), 1.0);
+    bias.zero = false;
+  }
+  add_bias(*y, bias, channels, positions, b, threads);
+  return y;
+}
+
+}  // namespace
+
+TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
+                        const WeightSpec& spec, double bias_value) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const Index n_out = plan.entries(l);
+  if (spec.mode == Mode::ones) {
+    return ones_forward(plan, l, x, bias_value);
+  }
+  TensorPtr y = make_tensor(n_out, 0, false);
+  switch (ly.kind) {
+    case LayerKind::linear: {
+      const Index f = plan.entries(plan.input(l));
+      const Block wb = weights_of(ly, n_out * f, spec, threads);
+      if (wb.zero) {
+        std::fill(y->value.begin(), y->value.end(), 0.0);
+      } else {
+        const ConstVecMap xv(x.value.data(), f);
+        for_tasks(ceil_div(n_out, k_rows), threads, [&](Index t) {
+          const Index r0 = t * k_rows;
+          const Index r1 = std::min(n_out, r0 + k_rows);
+          const ConstMatMap wm(wb.m.data() + r0 * f, r1 - r0, f, Eigen::OuterStride<>(f));
+          VecMap(y->value.data() + r0, r1 - r0).noalias() = wm * xv;
+        });
+      }
+      y->exp = wb.exp + x.exp;
+      add_bias(*y, bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
+      return y;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (wb.zero) {
+        std::fill(y->value.begin(), y->value.end(), 0.0);
+      } else {
+        conv_forward(c, wb.m.data(), x.value.data(), y->value.data(), threads);
+      }
+      y->exp = wb.exp + x.exp;
+      add_bias(*y, bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out, c.n_out,
+               bias_value, threads);
+      return y;
+    }
+    case LayerKind::batch_norm: {
+      const Index channels = plan.shape(l)[0];
+      const Index positions = n_out / channels;
+      const Block a = weights_of(ly, channels, spec, threads);
+      scale_channels(a.m.data(), x.value.data(), y->value.data(), channels, positions, threads);
+      y->exp = a.exp + x.exp;
+      add_bias(*y, bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
+      return y;
+    }
+    default:
+      throw std::logic_error("param_forward: not a parameter layer");
+  }
+}
+
+namespace {
+
+/// The transposed map of parameter layer l applied to y (its output's backward sums).
+TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
+                          const WeightSpec& spec) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const Index n_in = plan.entries(plan.input(l));
+  TensorPtr x = make_tensor(n_in);
+  switch (ly.kind) {
+    case LayerKind::linear: {
+      const Index out = plan.entries(l);
+      const Block wb = weights_of(ly, out * n_in, spec, threads);
+      if (!wb.zero) {
+        const ConstMatMap wm(wb.m.data(), out, n_in, Eigen::OuterStride<>(n_in));
+        const ConstVecMap yv(y.value.data(), out);
+        constexpr Index k_tcols = 512;
+        for_tasks(ceil_div(n_in, k_tcols), threads, [&](Index t) {
+          const Index c0 = t * k_tcols;
+          const Index c1 = std::min(n_in, c0 + k_tcols);
+          VecMap(x->value.data() + c0, c1 - c0).noalias() =
+              wm.middleCols(c0, c1 - c0).transpose() * yv;
+        });
+      }
+      x->exp = wb.exp + y.exp;
+      break;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (!wb.zero) {
+        conv_transpose(c, wb.m.data(), y.value.data(), x->value.data(), threads);
+      }
+      x->exp = wb.exp + y.exp;
+      break;
+    }
+    case LayerKind::batch_norm: {
+      const Index channels = plan.shape(l)[0];
+      const Index positions = n_in / channels;
+      const Block a = weights_of(ly, channels, spec, threads);
+      scale_channels(a.m.data(), y.value.data(), x->value.data(), channels, positions, threads);
+      x->exp = a.exp + y.exp;
+      break;
+    }
+    default:
+      throw std::logic_error("param_transpose: not a parameter layer");
+  }
+  normalize(*x, threads);
+  return x;
+}
+
+}  // namespace
+
+TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
+                        const WeightSpec& spec) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const Index n = plan.entries(l);
+  switch (ly.kind) {
+    case LayerKind::flatten:
+    case LayerKind::activation:
+      return sums[plan.input(l)];
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool: {
+      const Tensor& x = *sums[plan.input(l)];
+      TensorPtr y = make_tensor(n, x.exp);
+      pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
+      normalize(*y, threads);
+      return y;
+    }
+    case LayerKind::add:
+    case LayerKind::sub: {
+      std::vector<std::pair<const Tensor*, double>> terms;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
+        terms.emplace_back(sums[plan.input(l, k)].get(), fixed(w, spec));
+      }
+      return combine(terms, n, threads);
+    }
+    case LayerKind::concat: {
+      // Entries are the inputs' entries (no edge): copied, aligned to the largest exponent.
+      std::int64_t e = std::numeric_limits<std::int64_t>::min();
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        e = std::max(e, sums[plan.input(l, k)]->exp);
+      }
+      TensorPtr y = make_tensor(n, e, false);
+      Index outer = 1;
+      for (Index i = 0; i < ly.axis; ++i) {
+        outer *= plan.shape(l)[static_cast<std::size_t>(i)];
+      }
+      Index at = 0;
+      const Index row_out = n / outer;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const Tensor& x = *sums[plan.input(l, k)];
+        const Index row = plan.entries(plan.input(l, k)) / outer;
+        const double g = down(x.exp - e);
+        for (Index o = 0; o < outer; ++o) {
+          for (Index i = 0; i < row; ++i) {
+            y->value[static_cast<std::size_t>(o * row_out + at + i)] =
+                g * x.value[static_cast<std::size_t>(o * row + i)];
+          }
+        }
+        at += row;
+      }
+      normalize(*y, threads);
+      return y;
+    }
+    default:
+      throw std::logic_error(fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name,
+                                         to_string(ly.kind)));
+  }
+}
+
+namespace {
+
+/// The transposed map of a layer without parameters: the contribution to input k.
+TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, const TensorPtr& y,
+                          const WeightSpec& spec) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const std::size_t src = plan.input(l, k);
+  switch (ly.kind) {
+    case LayerKind::flatten:
+    case LayerKind::activation:
+      return y;
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool: {
+      TensorPtr x = make_tensor(plan.entries(src), y->exp);
+      pool_apply(ly, plan.window(l), spec, y->value.data(), x->value.data(), true, threads);
+      normalize(*x, threads);
+      return x;
+    }
+    case LayerKind::add:
+    case LayerKind::sub: {
+      const double f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
+      if (f == 1) {
+        return y;
+      }
+      return combine({{y.get(), f}}, plan.entries(src), threads);
+    }
+    case LayerKind::concat: {
+      Index outer = 1;
+      for (Index i = 0; i < ly.axis; ++i) {
+        outer *= plan.shape(l)[static_cast<std::size_t>(i)];
+      }
+      const Index row_out = plan.entries(l) / outer;
+      Index at = 0;
+      for (std::size_t j = 0; j < k; ++j) {
+        at += plan.entries(plan.input(l, j)) / outer;
+      }
+      const Index row = plan.entries(src) / outer;
+      TensorPtr x = make_tensor(plan.entries(src), y->exp);
+      for (Index o = 0; o < outer; ++o) {
+        for (Index i = 0; i < row; ++i) {
+          x->value[static_cast<std::size_t>(o * row + i)] =
+              y->value[static_cast<std::size_t>(o * row_out + at + i)];
+        }
+      }
+      normalize(*x, threads);
+      return x;
+    }
+    default:
+      throw std::logic_error(fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name,
+                                         to_string(ly.kind)));
+  }
+}
+
+/// slot += t (copy-on-write: a slot may share its tensor with a view).
+void accumulate(TensorPtr& slot, const TensorPtr& t, Index n, int threads) {
+  if (!t) {
+    return;
+  }
+  if (!slot) {
+    slot = t;
+    return;
+  }
+  slot = combine({{slot.get(), 1.0}, {t.get(), 1.0}}, n, threads);
+}
+
+}  // namespace
+
+bool has_parameters(const Layer& layer) {
+  return layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
+         layer.kind == LayerKind::batch_norm;
+}
+
+EigenSerial::EigenSerial() : m_saved(Eigen::nbThreads()) {
+  Eigen::setNbThreads(1);
+}
+
+EigenSerial::~EigenSerial() {
+  Eigen::setNbThreads(m_saved);
+}
+
+LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
+    : m_graph(&graph), m_shapes(layer_shapes(graph)), m_options(&options) {
+  const std::size_t n = graph.layers.size();
+  m_entries.assign(n, 0);
+  m_windows.resize(n);
+  m_last_use.assign(n, 0);
+  for (std::size_t l = 0; l < n; ++l) {
+    Index e = 1;
+    for (const Index x : m_shapes[l]) {
+      e *= x;
+    }
+    m_entries[l] = e;
+    const Layer& ly = graph.layers[l];
+    if (ly.kind != LayerKind::flatten && ly.kind != LayerKind::activation) {
+      m_total_entries += e;
+      m_max_entries = std::max(m_max_entries, e);
+    }
+    if (ly.kind == LayerKind::conv || ly.kind == LayerKind::max_pool ||
+        ly.kind == LayerKind::avg_pool || ly.kind == LayerKind::adaptive_avg_pool) {
+      m_windows[l] = window_of(ly, m_shapes[static_cast<std::size_t>(ly.inputs[0])]);
+      if (ly.kind == LayerKind::conv) {
+        const ConvShape c = conv_shape(m_windows[l]);
+        m_max_columns = std::max(m_max_columns, c.rows * c.n_out);
+      }
+    }
+    for (const Index i : ly.inputs) {
+      m_last_use[static_cast<std::size_t>(i)] = l;
+    }
+  }
+  for (const Index o : graph.outputs) {
+    m_last_use[static_cast<std::size_t>(o)] = n;
+  }
+  // Threads pay off from tens of thousands of entries on; below, one thread (the results are
+  // the same for any count).
+  m_threads = m_total_entries < (Index{1} << 16) ? 1 : resolve_threads(options.threads);
+}
+
+void LayerPlan::report(double fraction) const {
+  if (m_options->progress) {
+    m_options->progress("layer by layer", std::clamp(fraction, 0.0, 1.0));
+  }
+}
+
+void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) const {
+  // Live tensors of an unkept pass: a layer's inputs, its output and a skip branch or two.
+  const double tensors = kept > 0 ? static_cast<double>(kept) * static_cast<double>(m_total_entries)
+                                  : 4.0 * static_cast<double>(m_max_entries);
+  const double bytes = 8.0 * (tensors + 2.0 * static_cast<double>(m_max_entries) +
+                              static_cast<double>(m_max_columns)) +
+                       16.0 * param_sums * static_cast<double>(m_graph->num_params);
+  require_bytes(bytes, m_options->max_memory,
+                fmt::format("{} on the layer graph ({} layers, {} tensor entries, d = {})", what,
+                            size(), m_total_entries, m_graph->num_params));
+}
+
+std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
+                                    double source, const std::vector<TensorPtr>* extra,
+                                    const WeightSpec* extra_w, Span progress) {
+  const std::size_t n = plan.size();
+  const int threads = plan.threads();
+  std::vector<TensorPtr> sums(n);
+  sums[0] = make_tensor(plan.entries(0), 0, false);
+  std::fill(sums[0]->value.begin(), sums[0]->value.end(), source);
+  normalize(*sums[0], threads);
+  for (std::size_t l = 1; l < n; ++l) {
+    const Layer& ly = plan.layer(l);
+    if (has_parameters(ly)) {
+      TensorPtr y = param_forward(plan, l, *sums[plan.input(l)], w, source);
+      if (extra != nullptr) {
+        const TensorPtr t = param_forward(plan, l, *(*extra)[plan.input(l)], *extra_w, 1.0);
+        y = combine({{y.get(), 1.0}, {t.get(), 1.0}}, plan.entries(l), threads);
+      }
+      sums[l] = std::move(y);
+    } else {
+      sums[l] = plain_forward(plan, l, sums, w);
+    }
+    if (!keep) {
+      for (const Index i : ly.inputs) {
+        if (plan.last_use(static_cast<std::size_t>(i)) == l) {
+          sums[static_cast<std::size_t>(i)].reset();
+        }
+      }
+    }
+    plan.report(progress.from +
+                (progress.to - progress.from) * static_cast<double>(l) / static_cast<double>(n));
+  }
+  plan.report(progress.to);
+  return sums;
+}
+
+std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w, bool seed_outputs,
+                                     bool keep, const std::vector<TensorPtr>* extra,
+                                     const WeightSpec* extra_w,
+                                     const std::function<void(std::size_t, const Tensor&)>& visit,
+                                     Span progress) {
+  const std::size_t n = plan.size();
+  const int threads = plan.threads();
+  std::vector<TensorPtr> grads(n);
+  if (seed_outputs) {
+    for (const Index o : plan.graph().outputs) {
+      const auto l = static_cast<std::size_t>(o);
+      TensorPtr ones = make_tensor(plan.entries(l), 0, false);
+      std::fill(ones->value.begin(), ones->value.end(), 0.5);
+      ones->exp = 1;
+      accumulate(grads[l], ones, plan.entries(l), threads);
+    }
+  }
+  for (std::size_t l = n; l-- > 1;) {
+    const Layer& ly = plan.layer(l);
+    const bool param = has_parameters(ly);
+    const bool has_extra = param && extra != nullptr && (*extra)[l] != nullptr;
+    if (grads[l] || has_extra) {
+      if (param && grads[l]) {
+        visit(l, *grads[l]);
+      }
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const std::size_t src = plan.input(l, k);
+        TensorPtr t;
+        if (param) {
+          if (grads[l]) {
+            t = param_transpose(plan, l, *grads[l], w);
+          }
+          if (has_extra) {
+            const TensorPtr u = param_transpose(plan, l, *(*extra)[l], *extra_w);
+            t = t ? combine({{t.get(), 1.0}, {u.get(), 1.0}}, plan.entries(src), threads) : u;
+          }
+        } else {
+          t = plain_transpose(plan, l, k, grads[l], w);
+        }
+        accumulate(grads[src], t, plan.entries(src), threads);
+      }
+    }
+    if (!keep) {
+      grads[l].reset();
+    }
+    plan.report(progress.from + (progress.to - progress.from) * static_cast<double>(n - l) /
+                                    static_cast<double>(n));
+  }
+  plan.report(progress.to);
+  return grads;
+}
+
+void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
+                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const std::int64_t e = x.exp + y.exp;
+  const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    for_chunks(count, threads, [&](Index i0, Index i1) {
+      for (Index i = i0; i < i1; ++i) {
+        if (values[i] == 0) {
+          continue;
+        }
+        if (out_k == nullptr && factor == nullptr) {
+          out_m[offset + i] += dp_ldexp(values[i], exp);
+          continue;
+        }
+        if (factor == nullptr) {
+          dp_merge(out_m[offset + i], out_k[offset + i], values[i], exp);
+          continue;
+        }
+        const double f = factor[offset + i];
+        if (f != 0) {
+          int fe = 0;
+          const double fm = std::frexp(f, &fe);
+          if (out_k == nullptr) {
+            out_m[offset + i] += dp_ldexp(values[i] * fm, exp + fe);
+          } else {
+            dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
+          }
+        }
+      }
+    });
+  };
+  // The bias: bias_value * sum over the positions of each channel's y.
+  const auto bias = [&](Index channels, Index positions) {
+    if (ly.bias_offset < 0 || bias_value == 0) {
+      return;
+    }
+    std::vector<double> sums(static_cast<std::size_t>(channels));
+    for_tasks(channels, threads, [&](Index c) {
+      double acc = 0;
+      const double* row = y.value.data() + c * positions;
+      for (Index p = 0; p < positions; ++p) {
+        acc += row[p];
+      }
+      sums[static_cast<std::size_t>(c)] = acc * bias_value;
+    });
+    merge_block(ly.bias_offset, sums.data(), channels, y.exp);
+  };
+  switch (ly.kind) {
+    case LayerKind::linear: {
+      const Index out = plan.entries(l);
+      const Index f = plan.entries(plan.input(l));
+      Buffer<double> g(static_cast<std::size_t>(out * f));
+      for_tasks(out, threads, [&](Index o) {
+        const double yo = y.value[static_cast<std::size_t>(o)];
+        double* row = g.data() + o * f;
+        for (Index j = 0; j < f; ++j) {
+          row[j] = yo * x.value[static_cast<std::size_t>(j)];
+        }
+      });
+      merge_block(ly.weight_offset, g.data(), out * f, e);
+      bias(out, 1);
+      return;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
+      conv_weight_products(c, x.value.data(), y.value.data(), g.data(), threads);
+      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      bias(c.w->channels_out, c.n_out);
+      return;
+    }
+    case LayerKind::batch_norm: {
+      const Index channels = plan.shape(l)[0];
+      const Index positions = plan.entries(l) / channels;
+      Buffer<double> g(static_cast<std::size_t>(channels));
+      for_tasks(channels, threads, [&](Index c) {
+        double acc = 0;
+        const double* xr = x.value.data() + c * positions;
+        const double* yr = y.value.data() + c * positions;
+        for (Index p = 0; p < positions; ++p) {
+          acc += xr[p] * yr[p];
+        }
+        g[static_cast<std::size_t>(c)] = acc;
+      });
+      merge_block(ly.weight_offset, g.data(), channels, e);
+      bias(channels, positions);
+      return;
+    }
+    default:
+      throw std::logic_error("edge_products: not a parameter layer");
+  }
+}
+
+}  // namespace pathlift::detail

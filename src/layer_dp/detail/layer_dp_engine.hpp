@@ -1,0 +1,156 @@
+#pragma once
+// The layer-by-layer dynamic programme behind layer_dp.hpp (docs/layers.md#path-free).
+//
+// A sum over partial paths is kept per layer output as a Tensor: one double per entry and one
+// binary exponent for the whole tensor (values = v * 2^exp), renormalised after every layer
+// so that nothing overflows or underflows however deep the network. Each layer is a linear map
+// T_w of its inputs' sums whose coefficients are the unrolled edges' weights transformed by a
+// Mode: |w|^s (path-norms), w^2 (the kernel), theta * v (the derivative terms of K v, 0 on
+// fixed edges) or 1 (counting). A layer's parameters are gathered once per pass into a
+// WeightBlock (mantissas and one exponent). Convolutions are im2col + Eigen GEMM in blocks of
+// fixed shapes, so results are bit-identical for any thread count.
+//
+// Pending sums of the unroller (docs/layers.md) do not change these sums: a materialised
+// pending sum is a node reached by the same terms, left by edges of weight 1.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "pathlift/layers.hpp"
+#include "pathlift/options.hpp"
+#include "pathlift/types.hpp"
+#include "src/layers/detail/layers_geometry.hpp"
+
+namespace pathlift::detail {
+
+/// Sums of one layer output: value[i] * 2^exp.
+struct Tensor {
+  Buffer<double> value;
+  std::int64_t exp = 0;
+};
+using TensorPtr = std::shared_ptr<Tensor>;
+
+/// How an edge weight w enters a pass.
+enum class Mode : std::uint8_t {
+  power,    ///< |w|^s (s = 0: every edge 1)
+  square,   ///< w^2
+  product,  ///< theta_k v_k on parameter edges, 0 on fixed edges (the derivative terms of K v)
+  ones      ///< 1 (path counting)
+};
+
+struct WeightSpec {
+  Mode mode = Mode::power;
+  double s = 1;                       ///< Mode::power
+  std::span<const double> theta;      ///< all modes but ones
+  std::span<const double> direction;  ///< Mode::product: v
+};
+
+/// The layer graph prepared for passes: shapes, windows, the last consumer of each layer.
+class LayerPlan {
+ public:
+  /// Validates the graph (layer_shapes).
+  LayerPlan(const LayerGraph& graph, const EngineOptions& options);
+
+  [[nodiscard]] const LayerGraph& graph() const { return *m_graph; }
+  [[nodiscard]] std::size_t size() const { return m_graph->layers.size(); }
+  [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph->layers[l]; }
+  [[nodiscard]] std::size_t input(std::size_t l, std::size_t k = 0) const {
+    return static_cast<std::size_t>(layer(l).inputs[k]);
+  }
+  [[nodiscard]] const std::vector<Index>& shape(std::size_t l) const { return m_shapes[l]; }
+  [[nodiscard]] Index entries(std::size_t l) const { return m_entries[l]; }
+  [[nodiscard]] const Window& window(std::size_t l) const { return m_windows[l]; }
+  /// The last layer that reads layer l (size() when l is an output).
+  [[nodiscard]] std::size_t last_use(std::size_t l) const { return m_last_use[l]; }
+  [[nodiscard]] int threads() const { return m_threads; }
+  /// Reports progress `fraction` (0..1) to the options' callback, if any.
+  void report(double fraction) const;
+  /// Throws TooLarge (with the sizes) when `what` would need more than the memory limit:
+  /// `kept` passes whose every tensor is kept (0: tensors dropped after their last use, a few
+  /// alive at a time), `param_sums` per-parameter accumulators of 16 bytes, plus the largest
+  /// column matrix of a convolution.
+  void require_memory(int kept, int param_sums, std::string_view what) const;
+
+ private:
+  const LayerGraph* m_graph;
+  std::vector<std::vector<Index>> m_shapes;
+  std::vector<Index> m_entries;
+  std::vector<Window> m_windows;
+  std::vector<std::size_t> m_last_use;
+  int m_threads = 1;
+  Index m_total_entries = 0;  // entries of the layers that are not views
+  Index m_max_entries = 0;
+  Index m_max_columns = 0;  // the largest rows x positions of a convolution's column matrix
+  const EngineOptions* m_options;
+};
+
+/// What a pass reports progress over: [from, to) of the whole computation.
+struct Span {
+  double from = 0;
+  double to = 1;
+};
+
+/// Forward sums of every layer output, inputs and bias nodes counting `source` (1; 0 for the
+/// derivative sums C of K v). With `extra` (the kept tensors A of a first pass) and `extra_w`,
+/// each parameter layer adds T_extra(A of its input) + its bias block (bias nodes count 1):
+/// C = T_sq(C) + T_prod(A). `keep`: every tensor is kept (for a backward pass); otherwise one
+/// is dropped after its last use and only the outputs survive.
+std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
+                                    double source, const std::vector<TensorPtr>* extra,
+                                    const WeightSpec* extra_w, Span progress);
+
+/// Backward sums G = [output] + sum over consumers of T^T G (outputs seeded with 1 when
+/// `seed_outputs`), with `extra` (kept backward tensors B) as in forward_pass:
+/// E = T_sq^T E + T_prod^T B. At each parameter layer l, once G_l is final, visit(l, G_l) is
+/// called. Returns every G when `keep` (empty pointers where no output is reached).
+std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w, bool seed_outputs,
+                                     bool keep, const std::vector<TensorPtr>* extra,
+                                     const WeightSpec* extra_w,
+                                     const std::function<void(std::size_t, const Tensor&)>& visit,
+                                     Span progress);
+
+/// Per-parameter sums over the edges of each parameter of layer l (linear, conv or
+/// batch_norm): (out_m[k], out_k[k]) += sum_{e of k} X(src e) Y(dst e), with X the forward sums
+/// of l's input, Y the backward sums of l's output, and `bias_value` the forward sum of a bias
+/// node; each term multiplied by factor[k] when `factor` is given (indexed by parameter).
+/// Accumulated with dp_merge (out_m starts at 0 and out_k at dp_no_exponent); without out_k,
+/// added to out_m as doubles (each term converted, +-inf beyond double's range).
+void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
+                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k);
+
+/// The number of input-to-output paths of unroll(graph) of each length (in edges), as
+/// (mantissa, exponent) per length: a counting pass whose tensors are split by length.
+/// `nodes` is the unroller's node_entries(): a pending sum that becomes a node (1) puts one more
+/// edge on the paths through it; activations, max_pool entries and the output nodes always do.
+std::vector<std::pair<double, std::int64_t>> length_histogram(
+    const LayerPlan& plan, const std::vector<std::vector<std::uint8_t>>& nodes, Span progress);
+
+/// The forward map of parameter layer l (linear, conv, batch_norm) applied to x, bias nodes
+/// counting bias_value; normalised.
+TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
+                        const WeightSpec& spec, double bias_value);
+/// The forward map of a layer without parameters, its inputs read from sums[input].
+TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
+                        const WeightSpec& spec);
+
+/// True for the layers that carry parameters (linear, conv, batch_norm).
+bool has_parameters(const Layer& layer);
+
+/// Eigen's own GEMM threads are set to 1 for the guard's lifetime (the engine splits the work
+/// itself, in blocks of fixed shapes), then restored.
+class EigenSerial {
+ public:
+  EigenSerial();
+  EigenSerial(const EigenSerial&) = delete;
+  EigenSerial& operator=(const EigenSerial&) = delete;
+  ~EigenSerial();
+
+ private:
+  int m_saved;
+};
+
+}  // namespace pathlift::detail

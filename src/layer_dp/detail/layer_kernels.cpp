@@ -1,0 +1,514 @@
+// The kernels of the layer dynamic programme (layer_kernels.hpp).
+
+#include "src/layer_dp/detail/layer_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace pathlift::detail {
+
+Index ceil_div(Index a, Index b) {
+  return (a + b - 1) / b;
+}
+
+/// 2^e as a double for e <= 0 (0 below the subnormals).
+double down(std::int64_t e) {
+  return std::ldexp(1.0, static_cast<int>(std::max<std::int64_t>(e, -1100)));
+}
+
+namespace {
+
+/// x * 2^e for any e, exactly while the result is a normal double.
+void scale_all(double* x, Index n, int e, int threads) {
+  if (e == 0) {
+    return;
+  }
+  if (e > -1000 && e < 1000) {
+    const double f = std::ldexp(1.0, e);
+    for_chunks(n, threads, [&](Index b, Index end) {
+      for (Index i = b; i < end; ++i) {
+        x[i] *= f;
+      }
+    });
+    return;
+  }
+  for_chunks(n, threads, [&](Index b, Index end) {
+    for (Index i = b; i < end; ++i) {
+      x[i] = std::ldexp(x[i], e);
+    }
+  });
+}
+
+}  // namespace
+
+namespace {
+
+double max_abs(const double* x, Index n, int threads) {
+  const Index tasks = ceil_div(n, k_chunk);
+  std::vector<double> part(static_cast<std::size_t>(std::max<Index>(tasks, 1)), 0.0);
+  for_tasks(tasks, threads, [&](Index t) {
+    double m = 0;
+    const Index end = std::min(n, (t + 1) * k_chunk);
+    for (Index i = t * k_chunk; i < end; ++i) {
+      m = std::max(m, std::fabs(x[i]));
+    }
+    part[static_cast<std::size_t>(t)] = m;
+  });
+  return *std::max_element(part.begin(), part.end());
+}
+
+}  // namespace
+
+/// Rescales t so that its largest magnitude lies in [0.5, 1) (the exponent absorbs 2^e).
+void normalize(Tensor& t, int threads) {
+  const auto n = static_cast<Index>(t.value.size());
+  const double m = max_abs(t.value.data(), n, threads);
+  if (m == 0) {
+    t.exp = 0;
+    return;
+  }
+  if (!std::isfinite(m)) {
+    throw std::logic_error("layer dynamic programme: a sum is not finite");
+  }
+  int e = 0;
+  (void)std::frexp(m, &e);
+  scale_all(t.value.data(), n, -e, threads);
+  t.exp += e;
+}
+
+/// A tensor of n entries, zeros when `zero` (else left for the caller to write).
+TensorPtr make_tensor(Index n, std::int64_t exp, bool zero) {
+  auto t = std::make_shared<Tensor>();
+  if (zero) {
+    t->value.assign(static_cast<std::size_t>(n), 0.0);
+  } else {
+    t->value.resize(static_cast<std::size_t>(n));
+  }
+  t->exp = exp;
+  return t;
+}
+
+/// A scratch buffer of at least n doubles owned by the calling thread (reused across calls,
+/// so that im2col blocks cost no allocation and no page fault after the first).
+double* scratch(std::size_t n) {
+  thread_local Buffer<double> buffer;
+  if (buffer.size() < n) {
+    buffer.resize(n);
+  }
+  return buffer.data();
+}
+
+/// A fixed edge weight as it enters a pass.
+double fixed(double w, const WeightSpec& spec) {
+  switch (spec.mode) {
+    case Mode::power:
+      if (spec.s == 0) {
+        return 1.0;
+      }
+      if (spec.s == 1) {
+        return std::fabs(w);
+      }
+      return spec.s == 2 ? w * w : std::pow(std::fabs(w), spec.s);
+    case Mode::square:
+      return w * w;
+    case Mode::product:
+      return 0.0;
+    case Mode::ones:
+      return 1.0;
+  }
+  return 0.0;
+}
+
+namespace {
+
+int block_exponent(const double* x, Index n, int threads) {
+  const double m = max_abs(x, n, threads);
+  if (m == 0) {
+    return std::numeric_limits<int>::min();
+  }
+  int e = 0;
+  (void)std::frexp(m, &e);
+  return e;
+}
+
+}  // namespace
+
+Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+  Block b;
+  b.m.resize(static_cast<std::size_t>(count));
+  double* out = b.m.data();
+  if (spec.mode == Mode::ones || (spec.mode == Mode::power && spec.s == 0)) {
+    std::fill(b.m.begin(), b.m.end(), 1.0);
+    b.zero = false;
+    return b;
+  }
+  const double* t = spec.theta.data() + offset;
+  const int et = block_exponent(t, count, threads);
+  if (et == std::numeric_limits<int>::min()) {
+    std::fill(b.m.begin(), b.m.end(), 0.0);
+    return b;
+  }
+  b.zero = false;
+  if (spec.mode == Mode::product) {
+    const double* v = spec.direction.data() + offset;
+    const int ev = block_exponent(v, count, threads);
+    if (ev == std::numeric_limits<int>::min()) {
+      std::fill(b.m.begin(), b.m.end(), 0.0);
+      b.zero = true;
+      return b;
+    }
+    const double ft = std::ldexp(1.0, -et);
+    const double fv = std::ldexp(1.0, -ev);
+    const bool tiny = et < -1000 || ev < -1000;  // 2^-e would overflow: scale entry by entry
+    for_chunks(count, threads, [&](Index i0, Index i1) {
+      for (Index i = i0; i < i1; ++i) {
+        out[i] = tiny ? std::ldexp(t[i], -et) * std::ldexp(v[i], -ev) : (t[i] * ft) * (v[i] * fv);
+      }
+    });
+    b.exp = static_cast<std::int64_t>(et) + ev;
+    return b;
+  }
+  const double s = spec.mode == Mode::square ? 2.0 : spec.s;
+  // |t 2^-et|^s 2^(et s), the fractional part of et s folded into the mantissas.
+  const double es = static_cast<double>(et) * s;
+  const double whole = std::floor(es);
+  const double frac = std::exp2(es - whole);
+  const double ft = std::ldexp(1.0, -et);
+  const bool tiny = et < -1000;  // 2^-et would overflow: scale entry by entry
+  for_chunks(count, threads, [&](Index i0, Index i1) {
+    for (Index i = i0; i < i1; ++i) {
+      const double a = std::fabs(tiny ? std::ldexp(t[i], -et) : t[i] * ft);
+      out[i] = (s == 1 ? a : s == 2 ? a * a : std::pow(a, s)) * frac;
+    }
+  });
+  b.exp = static_cast<std::int64_t>(whole);
+  return b;
+}
+
+Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
+  return gather(spec, ly.weight_offset, count, threads);
+}
+
+/// The bias block (empty when the layer has no bias).
+Block bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
+  if (ly.bias_offset < 0) {
+    return {};
+  }
+  return gather(spec, ly.bias_offset, count, threads);
+}
+
+/// y (channels x positions, exponent y.exp) += bias[c] * bias_value, then normalised.
+void add_bias(Tensor& y, const Block& bias, Index channels, Index positions, double bias_value,
+              int threads) {
+  if (bias.zero || bias.m.empty() || bias_value == 0) {
+    normalize(y, threads);
+    return;
+  }
+  normalize(y, threads);
+  const std::int64_t e = std::max(y.exp, bias.exp);
+  const double fy = down(y.exp - e);
+  const double fb = down(bias.exp - e) * bias_value;
+  double* v = y.value.data();
+  for_tasks(channels, threads, [&](Index c) {
+    const double b = bias.m[static_cast<std::size_t>(c)] * fb;
+    double* row = v + c * positions;
+    for (Index p = 0; p < positions; ++p) {
+      row[p] = row[p] * fy + b;
+    }
+  });
+  y.exp = e;
+  normalize(y, threads);
+}
+
+// --------------------------------------------------------------------------------------------
+// Convolution: im2col + GEMM per group.
+
+ConvShape conv_shape(const Window& w) {
+  ConvShape c{};
+  c.w = &w;
+  c.cg_in = w.channels_in / w.groups;
+  c.cg_out = w.channels_out / w.groups;
+  c.kk = w.h.kernel * w.w.kernel;
+  c.rows = c.cg_in * c.kk;
+  c.n_in = w.h.in * w.w.in;
+  c.n_out = w.h.out * w.w.out;
+  c.direct = c.kk == 1 && w.h.stride == 1 && w.w.stride == 1 && w.h.padding == 0 &&
+             w.w.padding == 0 && c.n_in == c.n_out;
+  return c;
+}
+
+namespace {
+
+/// Columns [n0, n1) of group g's column matrix (rows x (n1 - n0), row-major) from x.
+void im2col(const ConvShape& c, const double* x, Index g, Index n0, Index n1, double* col) {
+  const Window& w = *c.w;
+  const Index nb = n1 - n0;
+  for (Index r = 0; r < c.rows; ++r) {
+    const Index ci = r / c.kk;
+    const Index i = (r / w.w.kernel) % w.h.kernel;
+    const Index j = r % w.w.kernel;
+    const double* plane = x + (g * c.cg_in + ci) * c.n_in;
+    double* out = col + r * nb;
+    Index oh = n0 / w.w.out;
+    Index ow = n0 % w.w.out;
+    for (Index n = 0; n < nb; ++n) {
+      const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
+      const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
+      out[n] = (ih >= 0 && ih < w.h.in && iw >= 0 && iw < w.w.in) ? plane[ih * w.w.in + iw] : 0.0;
+      if (++ow == w.w.out) {
+        ow = 0;
+        ++oh;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+/// y = W x per group (y: channels_out x n_out).
+void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads) {
+  const Window& w = *c.w;
+  const Index row_blocks = ceil_div(c.cg_out, k_rows);
+  const Index col_blocks = ceil_div(c.n_out, k_cols);
+  const Index per_group = row_blocks * col_blocks;
+  for_tasks(w.groups * per_group, threads, [&](Index task) {
+    const Index g = task / per_group;
+    const Index rb = (task % per_group) / col_blocks;
+    const Index cb = task % col_blocks;
+    const Index r0 = rb * k_rows;
+    const Index r1 = std::min(c.cg_out, r0 + k_rows);
+    const Index n0 = cb * k_cols;
+    const Index n1 = std::min(c.n_out, n0 + k_cols);
+    const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
+                         Eigen::OuterStride<>(c.rows));
+    MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
+               Eigen::OuterStride<>(c.n_out));
+    if (c.direct) {
+      const ConstMatMap xin(x + g * c.cg_in * c.n_in + n0, c.rows, n1 - n0,
+                            Eigen::OuterStride<>(c.n_in));
+      out.noalias() = wg * xin;
+      return;
+    }
+    double* col = scratch(static_cast<std::size_t>(c.rows * (n1 - n0)));
+    im2col(c, x, g, n0, n1, col);
+    const ConstMatMap cm(col, c.rows, n1 - n0, Eigen::OuterStride<>(n1 - n0));
+    out.noalias() = wg * cm;
+  });
+}
+
+/// x_grad = W^T y per group, scattered back through the windows (col2im).
+void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg,
+                    int threads) {
+  const Window& w = *c.w;
+  constexpr Index k_trows = 512;
+  for (Index g = 0; g < w.groups; ++g) {
+    const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
+                         Eigen::OuterStride<>(c.rows));
+    const double* yg = y + g * c.cg_out * c.n_out;
+    const Index row_blocks = ceil_div(c.rows, k_trows);
+    const Index col_blocks = ceil_div(c.n_out, k_cols);
+    if (c.direct) {
+      double* xgg = xg + g * c.cg_in * c.n_in;
+      for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+        const Index r0 = (task / col_blocks) * k_trows;
+        const Index r1 = std::min(c.rows, r0 + k_trows);
+        const Index n0 = (task % col_blocks) * k_cols;
+        const Index n1 = std::min(c.n_out, n0 + k_cols);
+        MatMap out(xgg + r0 * c.n_in + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_in));
+        const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
+        out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
+      });
+      continue;
+    }
+    Buffer<double> col(static_cast<std::size_t>(c.rows * c.n_out));
+    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+      const Index r0 = (task / col_blocks) * k_trows;
+      const Index r1 = std::min(c.rows, r0 + k_trows);
+      const Index n0 = (task % col_blocks) * k_cols;
+      const Index n1 = std::min(c.n_out, n0 + k_cols);
+      MatMap out(col.data() + r0 * c.n_out + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_out));
+      const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
+      out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
+    });
+    // col2im: each input channel gathers its own rows (no two tasks write one entry).
+    for_tasks(c.cg_in, threads, [&](Index ci) {
+      double* plane = xg + (g * c.cg_in + ci) * c.n_in;
+      for (Index t = 0; t < c.kk; ++t) {
+        const Index i = t / w.w.kernel;
+        const Index j = t % w.w.kernel;
+        const double* row = col.data() + (ci * c.kk + t) * c.n_out;
+        Index n = 0;
+        for (Index oh = 0; oh < w.h.out; ++oh) {
+          const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
+          if (ih < 0 || ih >= w.h.in) {
+            n += w.w.out;
+            continue;
+          }
+          for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
+            const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
+            if (iw >= 0 && iw < w.w.in) {
+              plane[ih * w.w.in + iw] += row[n];
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+/// G (channels_out x rows per group, the weight layout) = y col(x)^T.
+void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
+                          int threads) {
+  const Window& w = *c.w;
+  constexpr Index k_grows = 64;
+  constexpr Index k_gcols = 256;
+  for (Index g = 0; g < w.groups; ++g) {
+    Buffer<double> col;
+    const double* cm = nullptr;
+    if (c.direct) {
+      cm = x + g * c.cg_in * c.n_in;
+    } else {
+      col.resize(static_cast<std::size_t>(c.rows * c.n_out));
+      // Built over all columns, each task writing its own rows.
+      for_tasks(ceil_div(c.rows, 16), threads, [&](Index t) {
+        const Index r0 = t * 16;
+        const Index r1 = std::min(c.rows, r0 + 16);
+        for (Index r = r0; r < r1; ++r) {
+          const Index ci = r / c.kk;
+          const Index i = (r / w.w.kernel) % w.h.kernel;
+          const Index j = r % w.w.kernel;
+          const double* plane = x + (g * c.cg_in + ci) * c.n_in;
+          double* out = col.data() + r * c.n_out;
+          Index n = 0;
+          for (Index oh = 0; oh < w.h.out; ++oh) {
+            const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
+            for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
+              const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
+              out[n] = (ih >= 0 && ih < w.h.in && iw >= 0 && iw < w.w.in) ? plane[ih * w.w.in + iw]
+                                                                          : 0.0;
+            }
+          }
+        }
+      });
+      cm = col.data();
+    }
+    const Index stride = c.direct ? c.n_in : c.n_out;
+    const Index row_blocks = ceil_div(c.cg_out, k_grows);
+    const Index col_blocks = ceil_div(c.rows, k_gcols);
+    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+      const Index o0 = (task / col_blocks) * k_grows;
+      const Index o1 = std::min(c.cg_out, o0 + k_grows);
+      const Index r0 = (task % col_blocks) * k_gcols;
+      const Index r1 = std::min(c.rows, r0 + k_gcols);
+      const ConstMatMap yb(y + (g * c.cg_out + o0) * c.n_out, o1 - o0, c.n_out,
+                           Eigen::OuterStride<>(c.n_out));
+      const ConstMatMap xb(cm + r0 * stride, r1 - r0, c.n_out, Eigen::OuterStride<>(stride));
+      MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
+                 Eigen::OuterStride<>(c.rows));
+      out.noalias() = yb * xb.transpose();
+    });
+  }
+}
+
+// --------------------------------------------------------------------------------------------
+// Pooling: window sums with one fixed weight per output entry.
+
+namespace {
+
+/// The weight of output (oh, ow)'s edges before the pass's transform.
+double pool_weight(const Layer& ly, const Window& w, Index oh, Index ow) {
+  if (ly.kind == LayerKind::max_pool) {
+    return 1.0;
+  }
+  const Index taps = w.h.taps(oh) * w.w.taps(ow);
+  const bool full = ly.kind == LayerKind::avg_pool && ly.count_include_pad;
+  return 1.0 / static_cast<double>(full ? w.h.kernel * w.w.kernel : taps);
+}
+
+}  // namespace
+
+/// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
+void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
+                double* out, bool transpose, int threads) {
+  const Index n_in = w.h.in * w.w.in;
+  const Index n_out = w.h.out * w.w.out;
+  for_tasks(w.channels_in, threads, [&](Index c) {
+    Index o = 0;
+    for (Index oh = 0; oh < w.h.out; ++oh) {
+      for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
+        const Index taps = w.h.taps(oh) * w.w.taps(ow);
+        if (taps == 0) {
+          continue;
+        }
+        const double f = fixed(pool_weight(ly, w, oh, ow), spec);
+        if (transpose) {
+          const double v = f * in[c * n_out + o];
+          double* plane = out + c * n_in;
+          for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+            const Index ih = w.h.input(oh, kh);
+            for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+              plane[ih * w.w.in + w.w.input(ow, kw)] += v;
+            }
+          }
+        } else {
+          const double* plane = in + c * n_in;
+          double acc = 0;
+          for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+            const Index ih = w.h.input(oh, kh);
+            for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+              acc += plane[ih * w.w.in + w.w.input(ow, kw)];
+            }
+          }
+          out[c * n_out + o] = f * acc;
+        }
+      }
+    }
+  });
+}
+
+/// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
+TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, Index n,
+                  int threads) {
+  std::int64_t e = std::numeric_limits<std::int64_t>::min();
+  for (const auto& [t, f] : terms) {
+    if (f != 0) {
+      e = std::max(e, t->exp);
+    }
+  }
+  TensorPtr y = make_tensor(n);
+  if (e == std::numeric_limits<std::int64_t>::min()) {
+    return y;
+  }
+  for (const auto& [t, f] : terms) {
+    if (f == 0) {
+      continue;
+    }
+    const double g = f * down(t->exp - e);
+    const double* in = t->value.data();
+    double* out = y->value.data();
+    for_chunks(n, threads, [&](Index i0, Index i1) {
+      for (Index i = i0; i < i1; ++i) {
+        out[i] += g * in[i];
+      }
+    });
+  }
+  y->exp = e;
+  normalize(*y, threads);
+  return y;
+}
+
+void scale_channels(const double* f, const double* in, double* out, Index channels, Index positions,
+                    int threads) {
+  for_tasks(channels, threads, [&](Index c) {
+    const double fc = f[c];
+    const double* src = in + c * positions;
+    double* dst = out + c * positions;
+    for (Index p = 0; p < positions; ++p) {
+      dst[p] = fc * src[p];
+    }
+  });
+}
+
+}  // namespace pathlift::detail

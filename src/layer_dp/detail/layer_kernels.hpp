@@ -1,0 +1,122 @@
+#pragma once
+// The kernels of the layer dynamic programme (layer_dp_engine.hpp): scaled tensors, parameter
+// blocks, convolutions as im2col + Eigen GEMM (forward, transposed, weight products) and
+// window sums, each parallel over blocks of fixed shapes so that results do not depend on
+// the thread count.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
+
+namespace pathlift::detail {
+
+using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+using ConstMatMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
+using VecMap = Eigen::Map<Eigen::VectorXd>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXd>;
+
+// Block shapes of the products: fixed, so that every entry is computed by the same sequence of
+// operations whatever the thread count.
+constexpr Index k_cols = 256;       // columns (output positions) per GEMM block
+constexpr Index k_rows = 128;       // rows (output channels) per GEMM block
+constexpr Index k_chunk = 1 << 14;  // entries per element-wise task
+
+template <class F>
+void for_tasks(Index n, int threads, const F& f) {
+  if (threads > 1 && n > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (Index i = 0; i < n; ++i) {
+      f(i);
+    }
+  } else {
+    for (Index i = 0; i < n; ++i) {
+      f(i);
+    }
+  }
+}
+
+/// f(begin, end) over [0, n) in chunks of k_chunk.
+template <class F>
+void for_chunks(Index n, int threads, const F& f) {
+  const Index tasks = (n + k_chunk - 1) / k_chunk;
+  for_tasks(tasks, threads, [&](Index t) { f(t * k_chunk, std::min(n, (t + 1) * k_chunk)); });
+}
+
+/// ceil(a / b) for a >= 0, b > 0.
+Index ceil_div(Index a, Index b);
+
+/// 2^e as a double for e <= 0 (0 below the subnormals).
+double down(std::int64_t e);
+
+/// Rescales t so that its largest magnitude lies in [0.5, 1) (the exponent absorbs 2^e).
+void normalize(Tensor& t, int threads);
+
+/// A tensor of n entries, zeros when `zero` (else left for the caller to write).
+TensorPtr make_tensor(Index n, std::int64_t exp = 0, bool zero = true);
+
+/// A scratch buffer of at least n doubles owned by the calling thread (reused across calls,
+/// so that im2col blocks cost no allocation and no page fault after the first).
+double* scratch(std::size_t n);
+
+/// A fixed edge weight as it enters a pass.
+double fixed(double w, const WeightSpec& spec);
+
+/// The transformed parameters theta[offset, offset + count) as mantissas * 2^exp.
+struct Block {
+  Buffer<double> m;
+  std::int64_t exp = 0;
+  bool zero = true;
+};
+
+/// The transformed parameters theta[offset, offset + count) of the pass.
+Block gather(const WeightSpec& spec, Index offset, Index count, int threads);
+/// The weight block of a parameter layer (count entries from its weight_offset).
+Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
+/// The bias block (empty when the layer has no bias).
+Block bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
+
+/// y (channels x positions, exponent y.exp) += bias[c] * bias_value, then normalised.
+void add_bias(Tensor& y, const Block& bias, Index channels, Index positions, double bias_value,
+              int threads);
+
+struct ConvShape {
+  const Window* w;
+  Index cg_in;   // input channels per group
+  Index cg_out;  // output channels per group
+  Index kk;      // kernel taps (kh * kw)
+  Index rows;    // cg_in * kk: the rows of a group's column matrix
+  Index n_in;    // input positions (H * W)
+  Index n_out;   // output positions
+  bool direct;   // 1x1, stride 1, no padding: the input is its own column matrix
+};
+
+ConvShape conv_shape(const Window& w);
+
+/// y = W x per group (y: channels_out x n_out).
+void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
+
+/// x_grad = W^T y per group, scattered back through the windows (col2im).
+void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads);
+
+/// G (channels_out x rows per group, the weight layout) = y col(x)^T.
+void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
+                          int threads);
+
+/// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
+void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
+                double* out, bool transpose, int threads);
+
+/// out[c, p] = f[c] in[c, p] (a batch norm's scale, forward or transposed).
+void scale_channels(const double* f, const double* in, double* out, Index channels, Index positions,
+                    int threads);
+
+/// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
+TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, Index n, int threads);
+
+}  // namespace pathlift::detail

@@ -1,0 +1,370 @@
+#include "pathlift/layer_dp.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "pathlift/error.hpp"
+#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/detail/lanczos.hpp"
+#include "src/dp/detail/norm_gradient.hpp"
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
+#include "src/layers/detail/layers_unroll.hpp"
+
+namespace pathlift {
+
+namespace {
+
+using detail::forward_pass;
+using detail::LayerPlan;
+using detail::Mode;
+using detail::Span;
+using detail::Tensor;
+using detail::TensorPtr;
+using detail::WeightSpec;
+
+/// "parameter 7 (weight of layer 'conv1')", for messages.
+std::string layer_param_label(const LayerGraph& g, Index k) {
+  // The block that starts last at or before k holds it (blocks do not overlap).
+  const Layer* best = nullptr;
+  const char* part = "weight";
+  Index best_start = -1;
+  for (const Layer& ly : g.layers) {
+    for (const auto& [start, name] :
+         {std::pair{ly.weight_offset, "weight"}, std::pair{ly.bias_offset, "bias"}}) {
+      if (start >= 0 && start <= k && start > best_start) {
+        best = &ly;
+        best_start = start;
+        part = name;
+      }
+    }
+  }
+  if (best == nullptr) {
+    return fmt::format("parameter {}", k);
+  }
+  return fmt::format("parameter {} ({} {} of layer '{}')", k, part, k - best_start, best->name);
+}
+
+void check_layer_vector(const LayerGraph& g, std::span<const double> x, const char* what) {
+  if (static_cast<Index>(x.size()) != g.num_params) {
+    throw std::invalid_argument(fmt::format("{} has {} entries but the layer graph has d = {}",
+                                            what, x.size(), g.num_params));
+  }
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (!std::isfinite(x[k])) {
+      throw std::invalid_argument(fmt::format("{}[{}] ({}) is not finite: {}", what, k,
+                                              layer_param_label(g, static_cast<Index>(k)), x[k]));
+    }
+  }
+}
+
+/// The sum over every output entry, and each entry as a ScaledReal.
+ScaledReal outputs_total(const LayerPlan& plan, const std::vector<TensorPtr>& sums,
+                         std::vector<ScaledReal>* each) {
+  double m = 0;
+  std::int64_t k = detail::dp_no_exponent;
+  for (const Index o : plan.graph().outputs) {
+    const Tensor& t = *sums[static_cast<std::size_t>(o)];
+    double acc = 0;
+    for (const double v : t.value) {
+      acc += v;
+      if (each != nullptr) {
+        ScaledReal x = ScaledReal::from_double(v);
+        if (!x.is_zero()) {
+          x.exponent += t.exp;
+        }
+        each->push_back(x);
+      }
+    }
+    if (acc != 0) {
+      detail::dp_merge(m, k, acc, t.exp);
+    }
+  }
+  ScaledReal r;
+  if (m != 0) {
+    detail::dp_normalize(m, k, r.mantissa, r.exponent);
+  }
+  return r;
+}
+
+/// A count computed in floating point: exact below 2^53 (every partial sum is then an integer
+/// held exactly), known by its log10 beyond.
+Count scaled_count(const ScaledReal& x) {
+  if (x.is_zero()) {
+    return Count(0);
+  }
+  // (mantissa, exponent) is not normalised to [0.5, 1): compare the value itself.
+  if (x.fits_double() && x.value() < 0x1p53) {
+    return Count(static_cast<std::uint64_t>(std::llround(x.value())));
+  }
+  return Count::from_log10(x.log10());
+}
+
+/// Per-parameter accumulators (mantissa, exponent) of sums over edges.
+struct ParamSums {
+  Buffer<double> m;
+  Buffer<std::int64_t> k;
+  explicit ParamSums(Index d)
+      : m(static_cast<std::size_t>(d), 0.0),
+        k(static_cast<std::size_t>(d), detail::dp_no_exponent) {}
+  [[nodiscard]] double value(std::size_t i) const {
+    return m[i] == 0 ? 0.0 : detail::dp_ldexp(m[i], k[i]);
+  }
+};
+
+/// The two layers that share a parameter block and lie on one path (then the kernel diagonal
+/// is not a sum over edges), or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> repeated_blocks(const LayerGraph& g) {
+  const std::size_t n = g.layers.size();
+  for (std::size_t a = 1; a < n; ++a) {
+    const Layer& la = g.layers[a];
+    if (!detail::has_parameters(la)) {
+      continue;
+    }
+    // Layers reachable from a.
+    std::vector<char> reach(n, 0);
+    reach[a] = 1;
+    for (std::size_t l = a + 1; l < n; ++l) {
+      for (const Index i : g.layers[l].inputs) {
+        if (reach[static_cast<std::size_t>(i)] != 0) {
+          reach[l] = 1;
+        }
+      }
+      const Layer& lb = g.layers[l];
+      if (reach[l] != 0 && detail::has_parameters(lb) &&
+          ((la.weight_offset >= 0 && la.weight_offset == lb.weight_offset) ||
+           (la.bias_offset >= 0 && la.bias_offset == lb.bias_offset))) {
+        return std::pair{a, l};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// The diagonal sums [A . B]_k = sum over the edges of k of A(src) B(dst) (weights theta^2),
+/// into (out_m, out_k) scaled, or into out_m as doubles without out_k.
+void diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
+                   const EngineOptions& options, double* out_m, std::int64_t* out_k) {
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal");
+  const WeightSpec w{Mode::square, 2, theta, {}};
+  const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5});
+  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
+                        [&](std::size_t l, const Tensor& y) {
+                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out_m,
+                                                out_k);
+                        },
+                        {0.5, 1});
+}
+
+}  // namespace
+
+Count count_paths_total(const LayerGraph& graph, const EngineOptions& options) {
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(0, 0, "counting paths");
+  const WeightSpec w{Mode::ones, 0, {}, {}};
+  const ScaledReal p =
+      outputs_total(plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}), nullptr);
+  return scaled_count(p);
+}
+
+PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(0, 0, "the path-length histogram");
+  // The unroller's plan says which pending sums become nodes (and refuses dead inputs).
+  const std::vector<std::vector<std::uint8_t>> nodes = detail::Unroller(graph).node_entries();
+  const WeightSpec w{Mode::ones, 0, {}, {}};
+  std::vector<ScaledReal> each;
+  const ScaledReal p =
+      outputs_total(plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 0.3}), &each);
+  PathCounts c;
+  c.paths = scaled_count(p);
+  for (const ScaledReal& x : each) {
+    c.per_output.push_back(scaled_count(x));
+  }
+  const auto hist = detail::length_histogram(plan, nodes, {0.3, 1});
+  c.length_histogram.assign(std::max<std::size_t>(hist.size(), 1), Count(0));
+  for (std::size_t len = 0; len < hist.size(); ++len) {
+    ScaledReal x;
+    if (hist[len].first != 0) {
+      detail::dp_normalize(hist[len].first, hist[len].second, x.mantissa, x.exponent);
+    }
+    c.length_histogram[len] = scaled_count(x);
+    if (!x.is_zero()) {
+      c.max_path_length = static_cast<int>(len);
+      c.nnz += Count(len) * c.length_histogram[len];
+    }
+  }
+  return c;
+}
+
+PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, double s,
+                   const EngineOptions& options) {
+  if (!(s >= 0) || !std::isfinite(s)) {
+    throw std::invalid_argument(
+        fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
+  }
+  check_layer_vector(graph, theta, "theta");
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(0, 0, "the path-norm");
+  const WeightSpec w{Mode::power, s, theta, {}};
+  std::vector<ScaledReal> each;
+  PathNorm out;
+  out.s = s;
+  out.sum = outputs_total(plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}), &each);
+  for (const ScaledReal& x : each) {
+    out.per_output.push_back(s == 0 ? x : scaled_root(x, s));
+  }
+  out.norm = s == 0 ? out.sum : scaled_root(out.sum, s);
+  return out;
+}
+
+std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const double> theta,
+                                       double s, const EngineOptions& options) {
+  detail::check_gradient_exponent(s);
+  check_layer_vector(graph, theta, "theta");
+  detail::check_differentiable(theta, s, [&](Index k) { return layer_param_label(graph, k); });
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(1, 1, "the path-norm gradient");
+  const WeightSpec w{Mode::power, s, theta, {}};
+  const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5});
+  const ScaledReal factor = detail::norm_gradient_factor(outputs_total(plan, a, nullptr), s);
+  ParamSums sums(graph.num_params);
+  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
+                        [&](std::size_t l, const Tensor& y) {
+                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
+                                                sums.m.data(), sums.k.data());
+                        },
+                        {0.5, 1});
+  const detail::DpPowS slope{s - 1};
+  std::vector<double> out(theta.size(), 0.0);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const double t = theta[k];
+    double sm = 0;
+    std::int64_t sk = 0;
+    if (sums.m[k] == 0 || t == 0 || !slope.exact(t, sm, sk)) {
+      continue;
+    }
+    const double x = (t < 0 ? -1.0 : 1.0) * sm * sums.m[k] * factor.mantissa;
+    out[k] = detail::dp_ldexp(x, sk + sums.k[k] + factor.exponent);
+  }
+  return out;
+}
+
+Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> theta,
+                               const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  if (repeated_blocks(graph)) {
+    return kernel_diagonal(unroll(graph, options), theta);
+  }
+  // Straight into the result (no scaled accumulators: the diagonal is as large as theta).
+  Buffer<double> out(static_cast<std::size_t>(graph.num_params), 0.0);
+  diagonal_sums(graph, theta, options, out.data(), nullptr);
+  return out;
+}
+
+ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
+                        const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  if (repeated_blocks(graph)) {
+    return kernel_trace(unroll(graph, options), theta);
+  }
+  ParamSums sums(graph.num_params);
+  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
+  double m = 0;
+  std::int64_t k = detail::dp_no_exponent;
+  for (std::size_t i = 0; i < sums.m.size(); ++i) {
+    if (sums.m[i] != 0) {
+      detail::dp_merge(m, k, sums.m[i], sums.k[i]);
+    }
+  }
+  ScaledReal r;
+  if (m != 0) {
+    detail::dp_normalize(m, k, r.mantissa, r.exponent);
+  }
+  return r;
+}
+
+namespace {
+
+/// K v on a validated plan: (K v)_k = theta_k [C . B]_k + v_k [A . B]_k + theta_k [A . E]_k.
+void layer_matvec(const LayerPlan& plan, std::span<const double> theta, std::span<const double> v,
+                  double* out) {
+  const WeightSpec sq{Mode::square, 2, theta, {}};
+  const WeightSpec prod{Mode::product, 1, theta, v};
+  const std::vector<TensorPtr> a = forward_pass(plan, sq, true, 1.0, nullptr, nullptr, {0, 0.25});
+  const std::vector<TensorPtr> c = forward_pass(plan, sq, true, 0.0, &a, &prod, {0.25, 0.5});
+  ParamSums sums(plan.graph().num_params);
+  const std::vector<TensorPtr> b = detail::backward_pass(
+      plan, sq, true, true, nullptr, nullptr,
+      [&](std::size_t l, const Tensor& y) {
+        const std::size_t in = plan.input(l);
+        detail::edge_products(plan, l, *c[in], y, 0.0, theta.data(), sums.m.data(), sums.k.data());
+        detail::edge_products(plan, l, *a[in], y, 1.0, v.data(), sums.m.data(), sums.k.data());
+      },
+      {0.5, 0.75});
+  detail::backward_pass(plan, sq, false, false, &b, &prod,
+                        [&](std::size_t l, const Tensor& y) {
+                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(),
+                                                sums.m.data(), sums.k.data());
+                        },
+                        {0.75, 1});
+  for (std::size_t k = 0; k < sums.m.size(); ++k) {
+    out[k] = sums.value(k);
+  }
+}
+
+}  // namespace
+
+Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> theta,
+                              std::span<const double> v, const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  check_layer_vector(graph, v, "v");
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(3, 1, "the kernel product K v");
+  Eigen::VectorXd out(graph.num_params);
+  layer_matvec(plan, theta, v, out.data());
+  return out;
+}
+
+KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<const double> theta,
+                                         Index count, const EigenOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  const Index d = graph.num_params;
+  if (count < 1 || count > d) {
+    throw std::invalid_argument(fmt::format(
+        "asked for {} eigenvalues of K, which is {} x {}: ask for 1 to {}", count, d, d, d));
+  }
+  const bool small = d <= 256 || count > d / 2;
+  if (options.method == EigenMethod::dense || (options.method == EigenMethod::automatic && small)) {
+    return kernel_top_eigenvalues(unroll(graph, options.engine), theta, count, options);
+  }
+  const detail::EigenSerial serial;
+  EngineOptions quiet = options.engine;
+  quiet.progress = {};
+  const LayerPlan plan(graph, quiet);
+  plan.require_memory(3, 2, "Lanczos on the kernel products");
+  const std::function<void(const double*, double*)> apply = [&](const double* x, double* y) {
+    layer_matvec(plan, theta, {x, static_cast<std::size_t>(d)}, y);
+  };
+  return detail::lanczos_top_eigenvalues(d, apply, count, options);
+}
+
+std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
+                                   const EngineOptions& options) {
+  return detail::magnitude_from_gradient(theta, path_norm_gradient(graph, theta, 1.0, options));
+}
+
+}  // namespace pathlift

@@ -1,0 +1,184 @@
+#pragma once
+// The unroller behind unroll() and unrolled_size() of layers.hpp: the layer graph as a DAG
+// (docs/layers.md).
+//
+// Every layer output is a tensor of "entries". The entries of an input, activation or max_pool
+// layer are nodes; those of a sum layer (linear, conv, batch_norm, avg_pool, adaptive_avg_pool,
+// add, sub) are pending sums: lists of terms (source node, parameter or fixed weight) generated
+// on demand from the layer's geometry, never stored. flatten, concat and identity activations
+// are views: their entries are entries of earlier layers. Two passes:
+//  - the plan (backwards): which entries reach an output (live), how many consumers use each,
+//    and whether a consumer needs its value (linear, conv, pools, batch_norm, sub's second
+//    operand). A pending sum becomes a node of its own (identity) when some consumer needs its
+//    value or when it has two consumers or more; otherwise its one consumer absorbs its terms
+//    (an activation: its node; add: its own sum; an output: the output node).
+//  - the run (forwards): nodes are created layer by layer and the edges of each batch of new
+//    nodes are generated, counted first, then written in parallel at block-major positions.
+// The run is made twice: counting only (unrolled_size, and the memory check), then emitting.
+// The plan is in layers_plan.cpp, the run in layers_unroll.cpp.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pathlift/layers.hpp"
+#include "src/layers/detail/layers_geometry.hpp"
+
+namespace pathlift::detail {
+
+/// flatten, concat and identity activations: their entries are entries of earlier layers.
+inline bool is_view(const Layer& layer) {
+  return layer.kind == LayerKind::flatten || layer.kind == LayerKind::concat ||
+         (layer.kind == LayerKind::activation && layer.activation.kind == ActivationKind::identity);
+}
+
+inline bool is_sum(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::linear:
+    case LayerKind::conv:
+    case LayerKind::batch_norm:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::add:
+    case LayerKind::sub:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline bool has_bias(const Layer& layer) {
+  return (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
+          layer.kind == LayerKind::batch_norm) &&
+         layer.bias_offset >= 0;
+}
+
+/// The unroller of one layer graph: the plan at construction, then size() or build().
+class Unroller {
+ public:
+  explicit Unroller(const LayerGraph& graph) : m_graph(graph), m_shapes(layer_shapes(graph)) {
+    layout();
+    plan();
+  }
+
+  UnrolledSize size();
+
+  /// Per layer, per entry: 1 when the unrolled network makes the entry a node of its own (an
+  /// input, activation or max_pool entry; a pending sum that some consumer needs as a value or
+  /// that has two consumers), 0 for a pending sum absorbed by its consumer, 2 for an entry that
+  /// reaches no output. Empty for views (flatten, concat, identity activations), whose entries
+  /// are other layers' entries.
+  [[nodiscard]] std::vector<std::vector<std::uint8_t>> node_entries() const;
+
+  Network build(const EngineOptions& options);
+
+ private:
+  [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
+  [[nodiscard]] std::size_t op(std::size_t l, std::size_t k = 0) const {
+    return static_cast<std::size_t>(layer(l).inputs[k]);
+  }
+
+  /// The global entry that entry e of layer l is.
+  [[nodiscard]] Index ref(std::size_t l, Index e) const {
+    return m_base[l] >= 0 ? m_base[l] + e : m_refs[l][static_cast<std::size_t>(e)];
+  }
+
+  void layout();
+
+  void mark(Index g, bool value) {
+    const auto i = static_cast<std::size_t>(g);
+    m_live[i] = 1;
+    m_uses[i] = static_cast<std::uint8_t>(std::min(2, m_uses[i] + 1));
+    m_value_use[i] = static_cast<std::uint8_t>(m_value_use[i] | (value ? 1 : 0));
+  }
+
+  [[nodiscard]] bool live(std::size_t l, Index e) const {
+    return m_live[static_cast<std::size_t>(m_base[l] + e)] != 0;
+  }
+
+  /// Marks operand k of l entry-wise: entry e of the operand for each live entry e of l.
+  void mark_entrywise(std::size_t l, std::size_t k, bool value);
+
+  /// Marks the inputs a window layer reads for its live outputs.
+  void mark_window(std::size_t l);
+
+  void plan();
+
+  [[nodiscard]] bool needs_node(Index g) const {
+    const auto i = static_cast<std::size_t>(g);
+    return m_live[i] != 0 && (m_value_use[i] != 0 || m_uses[i] > 1);
+  }
+
+  [[nodiscard]] bool all_materialised(std::size_t l) const;
+
+  /// "name[c,h,w]" for entry e of layer l (the input: "x[...]").
+  [[nodiscard]] std::string entry_name(std::string_view name, std::size_t l, Index e) const;
+
+  void append_entry_name(fmt::memory_buffer& buf, std::string_view name, std::size_t l,
+                         Index e) const;
+
+  /// A new node. Its activation is recorded when it differs from the default of its role
+  /// (inputs and outputs identity, hidden nodes relu).
+  template <bool Emit, class Name>
+  NodeId new_node(const Name& name, Activation act, bool hidden);
+
+  template <bool Emit>
+  NodeId new_entry_node(std::size_t l, Index e, Activation act);
+
+  template <bool Emit>
+  void run();
+
+  template <bool Emit>
+  void run_layer(std::size_t l);
+
+  /// The edges into the new nodes dst[0..n): gen(i, block0, sink) generates the terms of node
+  /// i in blocks block0 .. block0 + blocks - 1. Edges are placed block by block, node by node
+  /// within a block, in generation order within a node.
+  template <bool Emit, class Gen>
+  void batch(const std::vector<NodeId>& dst, int blocks, const Gen& gen);
+
+  /// The terms of global entry g: a fixed edge 1 from its node, or its pending sum.
+  template <class Sink>
+  void emit_value(Index g, int block, Sink& sink) const;
+
+  /// The terms of the pending sum g (an entry of a sum layer).
+  template <class Sink>
+  void emit_pending(Index g, int block, Sink& sink) const;
+
+  template <class Sink>
+  void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
+
+  /// Pools: fixed edges from the window of entry e. `weight` 0 means the mean's weight.
+  template <class Sink>
+  void emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const;
+
+  const LayerGraph& m_graph;
+  std::vector<std::vector<Index>> m_shapes;
+  std::vector<Index> m_entries;            // per layer
+  std::vector<Index> m_base;               // per layer: its first global entry, -1 for a view
+  std::vector<std::vector<Index>> m_refs;  // per view layer: the global entry of each entry
+  std::vector<Window> m_window;            // per window layer
+  std::vector<int> m_blocks;               // per layer: term blocks of an entry's value
+  std::vector<int> m_own_blocks;           // per layer: term blocks of an entry's sum
+  std::vector<std::int32_t> m_owner;       // per global entry: its layer
+  std::vector<std::uint8_t> m_live;        // per global entry: reaches an output
+  std::vector<std::uint8_t> m_uses;        // per global entry: consumers, saturated at 2
+  std::vector<std::uint8_t> m_value_use;   // per global entry: some consumer needs its value
+  // The run.
+  std::vector<NodeId> m_node;                   // per global entry: its node, -1 while pending
+  std::vector<std::uint8_t> m_node_relu;        // per node: has activation relu
+  std::vector<NodeId> m_bias_node;              // per layer
+  std::vector<std::vector<NodeId>> m_in_nodes;  // per value-reading layer: its operand's nodes
+  Index m_num_nodes = 0;
+  Index m_num_edges = 0;
+  int m_threads = 1;
+  Progress m_progress;
+  fmt::memory_buffer m_name;
+  NetworkSpec m_spec;
+};
+
+}  // namespace pathlift::detail

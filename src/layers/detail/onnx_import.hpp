@@ -1,0 +1,232 @@
+#pragma once
+// The ONNX importer behind read_onnx and parse_onnx (layers.hpp; docs/layers.md, "ONNX").
+// One pass indexes and validates the model (onnx_support.cpp: opsets, initializers, the data
+// input, every node's arity, who writes and who reads each tensor); one pass walks the nodes in
+// order and gives every tensor a state (onnx.cpp): a layer output of the LayerGraphBuilder, an
+// initializer, a constant evaluated at import (onnx_fold.cpp: shape subgraphs), a pending Pad,
+// or failed; theta is laid out last (onnx_theta.cpp). Tensors and attributes are read with
+// checked sizes in onnx_tensors.cpp. Every node is visited once and every lookup is a hash: the
+// import is linear in the model's size. Needs ONNX_ML=1 and ONNX_NAMESPACE=onnx (set on the
+// library target).
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "pathlift/layer_graph_builder.hpp"
+#include "pathlift/layers.hpp"
+
+namespace pathlift::detail {
+
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+/// The newest opset of the default domain (ai.onnx) the importer reads: the operators it
+/// supports are unchanged up to it (Pad's axes input, new in 18, is read).
+inline constexpr std::int64_t k_max_opset = 18;
+
+/// The most entries a constant evaluated at import (a shape computation) may have.
+inline constexpr Index k_max_constant_entries = Index{1} << 16;
+
+// ---------------------------------------------------------------------------------------------
+// Attributes and tensors (onnx_tensors.cpp). Every error is a FormatError naming the tensor.
+
+/// The attribute `name` of node n, or null; typed readers with the operator's default.
+const onnx::AttributeProto* attribute(const NodeProto& n, std::string_view name);
+std::int64_t int_attr(const NodeProto& n, std::string_view name, std::int64_t fallback);
+double float_attr(const NodeProto& n, std::string_view name, double fallback);
+std::optional<std::vector<Index>> ints_attr(const NodeProto& n, std::string_view name);
+std::string string_attr(const NodeProto& n, std::string_view name, const char* fallback);
+
+/// "{3, 32, 32}".
+std::string shape_text(const std::vector<Index>& shape);
+/// "FLOAT", "INT64", ... for a TensorProto data type.
+std::string type_name(int data_type);
+bool is_floating(int data_type);
+
+/// t's dims, each checked non-negative, and their product checked against overflow.
+std::vector<Index> tensor_dims(const TensorProto& t);
+Index tensor_entries(const TensorProto& t);
+/// Checks that t's data (raw bytes or typed list) holds exactly its entries, before anything is
+/// read or reserved; refuses external data and types without numbers.
+void check_tensor_data(const TensorProto& t);
+
+/// The values of a FLOAT or DOUBLE tensor, appended to `out` (checked first, then reserved).
+void append_floats(const TensorProto& t, std::vector<double>& out);
+std::vector<double> float_values(const TensorProto& t);
+
+/// `v` as an integer, or a FormatError naming `what` when it is not finite, not integral or
+/// outside int64.
+std::int64_t checked_integer(double v, std::string_view what);
+
+/// One entry of a constant evaluated at import: an integer, a floating value, or the batch
+/// size (symbolic: the entry 0 of a Shape of a tensor computed from the data).
+struct Scalar {
+  std::int64_t i = 0;
+  double f = 0;
+  bool batch = false;
+};
+
+/// A constant tensor evaluated at import (a Constant node, an initializer read as a constant,
+/// the result of a shape computation).
+struct Constant {
+  std::vector<Index> dims;
+  bool real = false;  ///< floating values (f), else integers (i; booleans as 0 and 1)
+  std::vector<Scalar> values;
+};
+
+/// The constant held by tensor t (at most k_max_constant_entries, checked by the caller).
+Constant constant_of(const TensorProto& t);
+
+// ---------------------------------------------------------------------------------------------
+// The importer.
+
+/// Whether pathlift reads n's operator (ai.onnx operators only; onnx_support.cpp).
+bool is_supported_op(const NodeProto& n);
+
+/// A layer of `kind` named `name` reading `inputs` (its other fields at their defaults).
+inline Layer make_layer(LayerKind kind, std::string name, std::vector<Index> inputs) {
+  Layer l;
+  l.kind = kind;
+  l.name = std::move(name);
+  l.inputs = std::move(inputs);
+  return l;
+}
+
+/// An ONNX model as a LayerGraph.
+class Importer {
+ public:
+  /// Validates and indexes the model (onnx_support.cpp): throws FormatError for an invalid
+  /// model, UnsupportedModel for an opset too new or several data inputs.
+  Importer(const onnx::ModelProto& model, const std::vector<Index>& input_shape);
+
+  LayerGraph run();
+
+ private:
+  /// What a tensor is, as the nodes are walked in order.
+  enum class Kind : unsigned char {
+    failed,       ///< its node was refused (or reads one that was): readers are skipped
+    data,         ///< the output of builder layer `layer`
+    initializer,  ///< initializer `tensor`, as parameter `param` (an Identity alias's own name)
+    transposed,   ///< Transpose (perm [1, 0]) of initializer `tensor`, parameter `param`
+    constant,     ///< `value`, evaluated at import
+    pad,          ///< a zero Pad of layer `layer` by `pads` (per spatial dimension), pending
+  };
+  struct Tensor {
+    Kind kind = Kind::failed;
+    Index layer = -1;
+    const TensorProto* tensor = nullptr;
+    std::string param;
+    std::shared_ptr<const Constant> value;
+    std::vector<Index> pads;
+  };
+  /// A parameter block of a layer: where theta takes it from.
+  struct Use {
+    Index layer;
+    bool bias;
+    std::string param;          // the initializer's (or alias's) name
+    const TensorProto* tensor;  // its values as stored (transposed when `transpose`),
+    bool transpose;             //   or
+    std::shared_ptr<std::vector<double>> values;  // values computed at import (batch norms)
+  };
+  struct Producer {
+    int node;
+    int slot;
+  };
+
+  // onnx_support.cpp: the first pass.
+  void check_opsets(const onnx::ModelProto& model);
+  void index_initializers();
+  void read_input(const std::vector<Index>& input_shape);
+  void index_nodes();
+  void check_arity(int i) const;
+  void index_outputs();
+
+  // onnx.cpp: the second pass.
+  void build(int i);
+  [[nodiscard]] std::string node_name(int i) const;
+  [[nodiscard]] std::string label(int i) const;  // "'name' (Op)"
+  void unsupported(int i, const std::string& why);
+  void invalid(int i, const std::string& what);
+  void set(const std::string& name, Tensor t);
+  void set_data(int i, const LayerOutput& out);
+  [[nodiscard]] const Tensor& state(const std::string& name) const;
+  /// Whether output `slot` of node i is read by a node or is a graph output.
+  [[nodiscard]] bool used(int i, int slot) const;
+  /// The node's input `k` as data (a layer output); false after recording why not.
+  bool data_input(int i, int k, Index& layer);
+  void gemm(int i);
+  void matmul(int i);
+  /// The Add that adds a bias to MatMul node i's output: its index, or -1.
+  int bias_add(int i, Index out_features, std::string& bias) const;
+  void conv_or_pool(int i);
+  /// The padding of node i per spatial dimension (pads or auto_pad), or nullopt after recording
+  /// why; `in` is the spatial input size.
+  std::optional<std::vector<Index>> window_padding(int i, const std::vector<Index>& in,
+                                                   const std::vector<Index>& kernel,
+                                                   const std::vector<Index>& stride,
+                                                   const std::vector<Index>& dilation);
+  void batch_norm(int i);
+  void add_sub_concat(int i);
+  void flatten(int i);
+  void reshape(int i);
+  void pad(int i);
+  /// A parameter tensor of node i (input k): a floating initializer, with `param` its name in
+  /// theta; null after recording why not.
+  const Tensor* parameter(int i, int k, const char* what);
+  void use(Index layer, bool bias, const Tensor& t, bool transpose);
+
+  // onnx_fold.cpp: constants.
+  /// Evaluates node i when its op is a constant computation; false when it is not one.
+  bool fold(int i);
+  /// The value of input `k` of node i as a constant, or null after recording why not (or when
+  /// the input failed).
+  std::shared_ptr<const Constant> constant_input(int i, int k);
+  /// The integers of input `k` or, when absent, of attribute `attr` (null: none) into `out`
+  /// (nullopt when neither is given); false after recording why not.
+  bool ints_input(int i, int k, const char* attr, std::optional<std::vector<std::int64_t>>& out);
+  void fold_constant_node(int i);
+  void fold_shape(int i);
+  void fold_gather(int i);
+  void fold_cast(int i);
+  void fold_constant_of_shape(int i);
+  void fold_concat(int i);
+  void fold_slice(int i);
+  void fold_unsqueeze(int i, bool squeeze);
+  void fold_arithmetic(int i);
+
+  // onnx_theta.cpp: theta.
+  /// The parameters in theta's order: the initializers in graph order, each alias placed before
+  /// the first initializer that the graph uses after it (model.parameters() order for
+  /// torch.onnx.export).
+  [[nodiscard]] std::vector<std::string> parameter_order() const;
+  /// theta and every layer's offsets; throws NetworkError for a value that is not finite.
+  std::vector<double> lay_out_theta();
+  /// LayerGraph::warnings: convolutions whose initializers the exporter made (folded batch
+  /// norms).
+  [[nodiscard]] std::vector<std::string> exporter_warnings() const;
+
+  const onnx::GraphProto& m_g;
+  std::optional<LayerGraphBuilder> m_builder;
+  std::unordered_map<std::string, const TensorProto*> m_init;
+  std::unordered_map<std::string, Producer> m_producer;
+  std::unordered_map<std::string, std::vector<int>> m_readers;  // tensor -> reading nodes
+  std::unordered_map<std::string, int> m_first_use;  // parameter -> first node reading it
+  std::unordered_map<std::string, int> m_graph_outputs;
+  std::string m_input;                 // the data input's name
+  std::vector<std::string> m_aliases;  // Identity outputs of initializers, last first
+  std::unordered_map<std::string, Tensor> m_tensors;
+  std::vector<Use> m_uses;
+  std::vector<int> m_layer_node;  // builder layer -> the node that made it (-1: input)
+  std::vector<int> m_absorbed;    // node -> 1 when it is a MatMul's bias Add
+  std::vector<std::string> m_unsupported;
+  std::vector<std::string> m_invalid;
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,48 @@
+#include "pathlift/layers.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "pathlift/error.hpp"
+#include "src/core/detail/enum_names.hpp"
+#include "src/layers/detail/layers_geometry.hpp"
+
+namespace pathlift {
+
+namespace {
+
+constexpr std::array k_kind_names{
+    detail::EnumName<LayerKind>{LayerKind::input, "input"},
+    detail::EnumName<LayerKind>{LayerKind::linear, "linear"},
+    detail::EnumName<LayerKind>{LayerKind::conv, "conv"},
+    detail::EnumName<LayerKind>{LayerKind::max_pool, "max_pool"},
+    detail::EnumName<LayerKind>{LayerKind::avg_pool, "avg_pool"},
+    detail::EnumName<LayerKind>{LayerKind::adaptive_avg_pool, "adaptive_avg_pool"},
+    detail::EnumName<LayerKind>{LayerKind::batch_norm, "batch_norm"},
+    detail::EnumName<LayerKind>{LayerKind::activation, "activation"},
+    detail::EnumName<LayerKind>{LayerKind::add, "add"},
+    detail::EnumName<LayerKind>{LayerKind::sub, "sub"},
+    detail::EnumName<LayerKind>{LayerKind::concat, "concat"},
+    detail::EnumName<LayerKind>{LayerKind::flatten, "flatten"}};
+
+}  // namespace
+
+std::string to_string(LayerKind kind) {
+  return std::string(detail::enum_name(k_kind_names, kind));
+}
+
+LayerKind parse_layer_kind(std::string_view name) {
+  try {
+    return detail::parse_enum(k_kind_names, name, "layer kind");
+  } catch (const std::invalid_argument& e) {
+    throw FormatError(e.what());
+  }
+}
+
+}  // namespace pathlift

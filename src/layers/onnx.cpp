@@ -1,0 +1,307 @@
+// read_onnx() and parse_onnx() of layers.hpp: an ONNX model as a layer graph (docs/layers.md,
+// "ONNX"). The importer's second pass: the nodes in order, each tensor given a state (a layer
+// of the LayerGraphBuilder, an initializer, a constant, a pending Pad, or failed), every problem
+// recorded and reported at once. The first pass is detail/onnx_support.cpp, the constants
+// detail/onnx_fold.cpp, theta detail/onnx_theta.cpp.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include "pathlift/error.hpp"
+#include "pathlift/io.hpp"
+#include "pathlift/layers.hpp"
+#include "src/layers/detail/onnx_import.hpp"
+
+namespace pathlift {
+namespace detail {
+
+namespace {
+
+bool is_window_op(const std::string& op) {
+  return op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool";
+}
+
+}  // namespace
+
+std::string Importer::node_name(int i) const {
+  const NodeProto& n = m_g.node(i);
+  if (!n.name().empty()) {
+    return n.name();
+  }
+  return n.output_size() > 0 && !n.output(0).empty() ? n.output(0)
+                                                     : fmt::format("{}_{}", n.op_type(), i);
+}
+
+std::string Importer::label(int i) const {
+  return fmt::format("'{}' ({})", printable(node_name(i)), printable(m_g.node(i).op_type()));
+}
+
+void Importer::unsupported(int i, const std::string& why) {
+  m_unsupported.push_back(fmt::format("{} at '{}'{}", printable(m_g.node(i).op_type()),
+                                      printable(node_name(i)),
+                                      why.empty() ? "" : " (" + why + ")"));
+}
+
+void Importer::invalid(int i, const std::string& what) {
+  m_invalid.push_back(fmt::format("ONNX node {}: {}", label(i), what));
+}
+
+void Importer::set(const std::string& name, Tensor t) {
+  m_tensors.insert_or_assign(name, std::move(t));
+}
+
+void Importer::set_data(int i, const LayerOutput& out) {
+  if (!out.ok) {
+    return;  // the builder recorded why; the output stays failed
+  }
+  Tensor t;
+  t.kind = Kind::data;
+  t.layer = out.layer;
+  set(m_g.node(i).output(0), std::move(t));
+  m_layer_node.resize(static_cast<std::size_t>(out.layer) + 1, -1);
+  m_layer_node[static_cast<std::size_t>(out.layer)] = i;
+}
+
+const Importer::Tensor& Importer::state(const std::string& name) const {
+  static const Tensor k_failed;
+  const auto it = m_tensors.find(name);
+  return it == m_tensors.end() ? k_failed : it->second;
+}
+
+bool Importer::used(int i, int slot) const {
+  const NodeProto& n = m_g.node(i);
+  if (slot >= n.output_size() || n.output(slot).empty()) {
+    return false;
+  }
+  return m_readers.count(n.output(slot)) != 0 || m_graph_outputs.count(n.output(slot)) != 0;
+}
+
+bool Importer::data_input(int i, int k, Index& layer) {
+  const std::string& name = m_g.node(i).input(k);
+  const Tensor& t = state(name);
+  if (t.kind == Kind::data) {
+    layer = t.layer;
+    return true;
+  }
+  if (t.kind != Kind::failed) {
+    unsupported(i, fmt::format("its input '{}' is a constant, not computed from the data input",
+                               printable(name)));
+  }
+  return false;
+}
+
+const Importer::Tensor* Importer::parameter(int i, int k, const char* what) {
+  const std::string& name = m_g.node(i).input(k);
+  const Tensor& t = state(name);
+  if (t.kind == Kind::failed) {
+    return nullptr;
+  }
+  const bool matrix = std::string_view(what) == "weight" &&
+                      (m_g.node(i).op_type() == "Gemm" || m_g.node(i).op_type() == "MatMul");
+  if (t.kind != Kind::initializer && !(t.kind == Kind::transposed && matrix)) {
+    unsupported(i, fmt::format("its {} '{}' must be an initializer", what, printable(name)));
+    return nullptr;
+  }
+  if (!is_floating(t.tensor->data_type())) {
+    invalid(i, fmt::format("{} '{}' has data type {}: weights must be floating point (FLOAT or "
+                           "DOUBLE)",
+                           what, printable(name), type_name(t.tensor->data_type())));
+    return nullptr;
+  }
+  check_tensor_data(*t.tensor);
+  return &t;
+}
+
+void Importer::use(Index layer, bool bias, const Tensor& t, bool transpose) {
+  m_uses.push_back({layer, bias, t.param, t.tensor, transpose, nullptr});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walk
+
+namespace {
+
+/// Why node n cannot be imported whatever its inputs (attributes, outputs used), or "".
+std::string static_problem(const NodeProto& n, const std::function<bool(int)>& used) {
+  const std::string& op = n.op_type();
+  if (op == "Gemm" && (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1.0) != 1.0 ||
+                       float_attr(n, "beta", 1.0) != 1.0)) {
+    return "transA, alpha or beta other than PyTorch's Linear";
+  }
+  if ((op == "Conv" || op == "MaxPool" || op == "AveragePool") &&
+      int_attr(n, "ceil_mode", 0) != 0) {
+    return "ceil_mode 1";
+  }
+  if (op == "MaxPool" && used(1)) {
+    return "its indices output is used";
+  }
+  if (op == "BatchNormalization" && (int_attr(n, "training_mode", 0) != 0 || used(1) || used(2) ||
+                                     used(3) || used(4) || int_attr(n, "spatial", 1) != 1)) {
+    return "training mode";
+  }
+  if (op == "Dropout" && used(1)) {
+    return "its mask output is used";
+  }
+  if (op == "Pad" && string_attr(n, "mode", "constant") != "constant") {
+    return "mode " + printable(string_attr(n, "mode", ""));
+  }
+  return {};
+}
+
+}  // namespace
+
+void Importer::build(int i) {
+  const NodeProto& n = m_g.node(i);
+  const std::string& op = n.op_type();
+  const bool known = is_supported_op(n);
+  std::string why;
+  if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    why = "domain " + printable(n.domain());
+  } else if (known) {
+    why = static_problem(n, [&](int slot) { return used(i, slot); });
+  }
+  // Every unsupported operation is listed, even after a failed one.
+  const bool inputs_ok = std::all_of(n.input().begin(), n.input().end(), [&](const std::string& s) {
+    return s.empty() || state(s).kind != Kind::failed;
+  });
+  if (!known || !why.empty()) {
+    unsupported(i, why);
+  } else if (inputs_ok && !fold(i)) {
+    if (op == "Gemm") {
+      gemm(i);
+    } else if (op == "MatMul") {
+      matmul(i);
+    } else if (is_window_op(op)) {
+      conv_or_pool(i);
+    } else if (op == "BatchNormalization") {
+      batch_norm(i);
+    } else if (op == "Relu" || op == "LeakyRelu") {
+      Index x = -1;
+      if (data_input(i, 0, x)) {
+        Layer l = make_layer(LayerKind::activation, node_name(i), {x});
+        l.activation = op == "Relu" ? Activation::relu()
+                                    : Activation::leaky_relu(float_attr(n, "alpha", 0.01));
+        set_data(i, m_builder->add(std::move(l)));
+      }
+    } else if (op == "Identity" || op == "Dropout") {
+      Tensor t = state(n.input(0));
+      if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
+        const auto mode = constant_input(i, 2);
+        if (!mode) {
+          t.kind = Kind::failed;
+        } else if (mode->values.size() != 1 || mode->values[0].batch || mode->values[0].i != 0 ||
+                   mode->values[0].f != 0) {
+          unsupported(i, "training mode");
+          t.kind = Kind::failed;
+        }
+      }
+      if (t.kind == Kind::initializer) {
+        t.param = n.output(0);  // an alias: a parameter of its own
+      }
+      if (t.kind != Kind::failed) {
+        set(n.output(0), std::move(t));
+      }
+    } else if (op == "Add" || op == "Sub" || op == "Concat") {
+      add_sub_concat(i);
+    } else if (op == "Flatten") {
+      flatten(i);
+    } else if (op == "Reshape") {
+      reshape(i);
+    } else if (op == "Pad") {
+      pad(i);
+    } else if (op == "Transpose") {
+      const Tensor& w = state(n.input(0));
+      const auto perm = ints_attr(n, "perm");
+      if (w.kind == Kind::initializer && tensor_dims(*w.tensor).size() == 2 &&
+          (!perm || *perm == std::vector<Index>{1, 0})) {
+        Tensor t = w;
+        t.kind = Kind::transposed;
+        set(n.output(0), std::move(t));
+      } else {
+        unsupported(i, "only a Transpose (perm [1, 0]) of a weight initializer");
+      }
+    } else {
+      unsupported(i, "an operand computed from the data");  // Mul, Div
+    }
+  }
+  for (const std::string& out : n.output()) {
+    if (!out.empty()) {
+      m_tensors.try_emplace(out);  // failed unless set
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole graph
+
+LayerGraph Importer::run() {
+  for (const auto& t : m_g.initializer()) {
+    Tensor s;
+    s.kind = Kind::initializer;
+    s.tensor = &t;
+    s.param = t.name();
+    m_tensors.emplace(t.name(), std::move(s));
+  }
+  for (int i = 0; i < m_g.node_size(); ++i) {
+    build(i);
+  }
+  for (const auto& out : m_g.output()) {
+    const Tensor& t = state(out.name());
+    if (t.kind == Kind::data) {
+      m_builder->output(t.layer);
+    } else if (t.kind != Kind::failed) {
+      m_unsupported.push_back(
+          fmt::format("the graph output '{}' is a constant, not computed from the data input",
+                      printable(out.name())));
+    }
+  }
+  // The builder lists every problem; theta cannot be laid out on a graph that has one.
+  if (!m_unsupported.empty()) {
+    m_builder->problem(fmt::format("unsupported operations: {}", fmt::join(m_unsupported, ", ")));
+  }
+  for (std::string& what : m_invalid) {
+    m_builder->problem(std::move(what), LayerGraphBuilder::Problem::invalid);
+  }
+  m_builder->throw_problems();
+  std::vector<double> theta = lay_out_theta();
+  std::vector<std::string> warnings = exporter_warnings();
+  const auto d = static_cast<Index>(theta.size());
+  LayerGraph graph = m_builder->finish(d, std::move(theta));
+  graph.warnings = std::move(warnings);
+  return graph;
+}
+
+}  // namespace detail
+
+LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw FormatError("not an ONNX model (the bytes do not parse as an ONNX ModelProto)");
+  }
+  if (!model.has_graph() || model.graph().node_size() == 0) {
+    throw FormatError("not an ONNX model (no graph, or a graph without nodes)");
+  }
+  return detail::Importer(model, input_shape).run();
+}
+
+LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape,
+                     const EngineOptions& options) {
+  const std::string bytes =
+      read_input_file(path, max_input_bytes(InputKind::binary, options.max_memory), "ONNX file");
+  try {
+    return parse_onnx(bytes, input_shape);
+  } catch (const FormatError& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  } catch (const UnsupportedModel& e) {
+    throw UnsupportedModel(fmt::format("{}: {}", path, e.what()));
+  } catch (const NetworkError& e) {
+    throw NetworkError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace pathlift

@@ -1,0 +1,250 @@
+#include "pathlift/forward.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
+#include "src/core/detail/parallel.hpp"
+#include "src/core/detail/random.hpp"
+#include "src/model/detail/parameters.hpp"
+#include "src/walk/detail/lin_common.hpp"
+
+namespace pathlift {
+
+namespace {
+
+// Samples per block: a block's columns for the nodes in flight stay in cache.
+constexpr Index k_block = 512;
+
+std::string data_input_names(const Network& net) {
+  const auto inputs = net.data_inputs();
+  std::string names;
+  constexpr std::size_t k_shown = 8;
+  for (std::size_t c = 0; c < inputs.size() && c < k_shown; ++c) {
+    names += (c == 0 ? "" : ", ") + net.node_name(inputs[c]);
+  }
+  if (inputs.size() > k_shown) {
+    names += ", ...";
+  }
+  return names;
+}
+
+}  // namespace
+
+void check_data(const Network& net, const Eigen::Ref<const Eigen::MatrixXd>& X) {
+  const auto r = static_cast<Index>(net.data_inputs().size());
+  if (X.cols() != r) {
+    throw FormatError(fmt::format(
+        "the data has {} columns but the network has {} data inputs ({}{}bias nodes excluded)",
+        X.cols(), r, data_input_names(net), r > 0 ? "; " : ""));
+  }
+  for (Index i = 0; i < X.rows(); ++i) {
+    for (Index c = 0; c < r; ++c) {
+      if (!std::isfinite(X(i, c))) {
+        throw std::invalid_argument(
+            fmt::format("the data is not finite at row {}, column {} (input {}): {}", i, c,
+                        net.node_name(net.data_inputs()[static_cast<std::size_t>(c)]), X(i, c)));
+      }
+    }
+  }
+}
+
+ForwardResult forward(const Network& net, std::span<const double> theta_in,
+                      const Eigen::Ref<const Eigen::MatrixXd>& X, const EngineOptions& options) {
+  check_theta(net, theta_in);
+  check_data(net, X);
+  const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
+  const Index n = X.rows();
+  const Index m = net.num_nodes();
+  const auto q = static_cast<Index>(net.outputs().size());
+  require_bytes(static_cast<double>(n) * static_cast<double>(2 * m + q) * sizeof(double),
+                options.max_memory,
+                fmt::format("the forward pass on n = {} samples, m = {} nodes", n, m));
+
+  // Column of X feeding each data input node (-1 for other nodes).
+  std::vector<Index> data_column(static_cast<std::size_t>(m), -1);
+  const auto data_inputs = net.data_inputs();
+  for (std::size_t c = 0; c < data_inputs.size(); ++c) {
+    data_column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
+  }
+
+  ForwardResult fw;
+  fw.pre_activations.resize(n, m);
+  fw.values.resize(n, m);
+  fw.outputs.resize(n, q);
+  double* const pre_all = fw.pre_activations.data();
+  double* const val_all = fw.values.data();
+  const auto topo = net.topological_order();
+  const Index num_blocks = (n + k_block - 1) / k_block;
+
+  detail::run_team(resolve_threads(options.threads), num_blocks > 1, [&] {
+#pragma omp for schedule(static)
+    for (Index b = 0; b < num_blocks; ++b) {
+      const Index r0 = b * k_block;
+      const Index len = std::min(k_block, n - r0);
+      for (const NodeId v : topo) {
+        double* __restrict pre = pre_all + static_cast<Index>(v) * n + r0;
+        double* __restrict val = val_all + static_cast<Index>(v) * n + r0;
+        if (net.is_input(v)) {
+          const Index c = data_column[static_cast<std::size_t>(v)];
+          if (c < 0) {
+            std::fill(pre, pre + len, 1.0);  // bias
+          } else {
+            const double* x = X.col(c).data() + r0;
+            std::copy(x, x + len, pre);
+          }
+          std::copy(pre, pre + len, val);
+          continue;
+        }
+        const auto in = net.in_edges(v);
+        if (net.activation(v).kind == ActivationKind::max) {
+          // Max pooling: the largest weighted incoming value, not the sum.
+          const double t0 = theta.data()[in[0]];
+          const double* __restrict s0 = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] = t0 * s0[i];
+          }
+          for (std::size_t k = 1; k < in.size(); ++k) {
+            const double t = theta.data()[in[k]];
+            const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
+            for (Index i = 0; i < len; ++i) {
+              pre[i] = std::max(pre[i], t * src[i]);
+            }
+          }
+          std::copy(pre, pre + len, val);
+          continue;
+        }
+        {
+          const double t = theta.data()[in[0]];
+          const double* __restrict src = val_all + static_cast<Index>(net.source(in[0])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] = t * src[i];
+          }
+        }
+        for (std::size_t k = 1; k < in.size(); ++k) {
+          const double t = theta.data()[in[k]];
+          const double* __restrict src = val_all + static_cast<Index>(net.source(in[k])) * n + r0;
+          for (Index i = 0; i < len; ++i) {
+            pre[i] += t * src[i];
+          }
+        }
+        const double a = detail::lin_negative_slope(net.activation(v));
+        if (a == 1.0) {
+          std::copy(pre, pre + len, val);
+        } else {
+          for (Index i = 0; i < len; ++i) {
+            // + 0.0 turns the -0 of a * (negative) with a = 0 into +0.
+            val[i] = (pre[i] > 0 ? pre[i] : a * pre[i]) + 0.0;
+          }
+        }
+      }
+    }
+  });
+
+  const auto outputs = net.outputs();
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    fw.outputs.col(static_cast<Index>(j)) = fw.values.col(outputs[j]);
+  }
+  return fw;
+}
+
+namespace {
+
+/// The arg-max edge of max node v on every sample (ties: smallest edge index; the in-edges
+/// are listed by increasing index) and the gap to the runner-up, merged into the margin.
+void max_node_pattern(const Network& net, const ForwardResult& fw, NodeId v,
+                      ActivationPattern& pat) {
+  const Index n = fw.values.rows();
+  const auto in = net.in_edges(v);
+  for (Index i = 0; i < n; ++i) {
+    double best = -std::numeric_limits<double>::infinity();
+    double second = -std::numeric_limits<double>::infinity();
+    EdgeId arg = -1;
+    for (const EdgeId e : in) {
+      const double c = net.fixed_weight(e) * fw.values(i, net.source(e));
+      if (c > best) {
+        second = best;
+        best = c;
+        arg = e;
+      } else if (c > second) {
+        second = c;
+      }
+    }
+    pat.max_edges(i, v) = arg;
+    if (in.size() > 1 && best - second < pat.margin) {
+      pat.margin = best - second;
+      pat.margin_sample = i;
+      pat.margin_node = v;
+    }
+  }
+}
+
+}  // namespace
+
+ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw) {
+  const Index m = net.num_nodes();
+  if (fw.pre_activations.cols() != m) {
+    throw std::invalid_argument(
+        fmt::format("the forward pass has {} node columns but the network has {} nodes",
+                    fw.pre_activations.cols(), m));
+  }
+  const Index n = fw.pre_activations.rows();
+  ActivationPattern pat;
+  pat.slopes.resize(n, m);
+  if (net.has_max_nodes()) {
+    pat.max_edges.setConstant(n, m, -1);
+  }
+  for (NodeId v = 0; v < m; ++v) {
+    double* __restrict s = pat.slopes.col(v).data();
+    if (net.is_input(v)) {
+      std::fill(s, s + n, 1.0);
+      continue;
+    }
+    if (net.activation(v).kind == ActivationKind::max) {
+      std::fill(s, s + n, 1.0);
+      max_node_pattern(net, fw, v, pat);
+      continue;
+    }
+    const Activation& act = net.activation(v);
+    const double a = detail::lin_negative_slope(act);
+    const double* __restrict pre = fw.pre_activations.col(v).data();
+    for (Index i = 0; i < n; ++i) {
+      s[i] = pre[i] > 0 ? 1.0 : a;
+    }
+    if (!detail::lin_is_kinked(act)) {
+      continue;
+    }
+    for (Index i = 0; i < n; ++i) {
+      if (std::abs(pre[i]) < pat.margin) {
+        pat.margin = std::abs(pre[i]);
+        pat.margin_sample = i;
+        pat.margin_node = v;
+      }
+    }
+  }
+  pat.on_kink = pat.margin == 0.0;
+  return pat;
+}
+
+Eigen::MatrixXd random_data(const Network& net, Index n, std::uint64_t seed) {
+  if (n < 0) {
+    throw std::invalid_argument(fmt::format("random_data: n = {} is negative", n));
+  }
+  const auto r = static_cast<Index>(net.data_inputs().size());
+  Eigen::MatrixXd X(n, r);
+  detail::SplitMix64 rng(seed);
+  for (Index i = 0; i < n; ++i) {  // sample by sample: the first k rows do not depend on n
+    for (Index c = 0; c < r; ++c) {
+      X(i, c) = rng.normal();
+    }
+  }
+  return X;
+}
+
+}  // namespace pathlift
