@@ -5,7 +5,7 @@ A 64-h-h-10 ReLU MLP (float64) learns scikit-learn's digits (8x8 images, 1797 sa
 with scikit-learn: nothing is downloaded) three times from the same initialisation:
 
 * ``sgd``: plain minibatch SGD on the cross-entropy;
-* ``sgd+penalty``: the same with ``lam * pathlift.torch.path_norm(model, 1)`` added to the loss
+* ``sgd+penalty``: the same with ``lam * pathlift.torch.path_norm(net, 1)`` added to the loss
   (the L1 path-norm, differentiable: its gradient is pathlift's, by dynamic programming);
 * ``path-sgd``: :class:`pathlift.torch.PathSGD` (Neyshabur et al. 2015), each step divided by
   the path kernel's diagonal, which makes it invariant under neuron rescaling.
@@ -59,9 +59,10 @@ def mlp(hidden, seed):
 def train(model, method, data, args):
     """Trains in place; returns the history: epoch, loss, L1 path-norm, test accuracy."""
     X, y, X_test, y_test = data
+    net = pathlift.from_torch(model)  # traced once; its theta follows the parameters
     opt: torch.optim.Optimizer
     if method == "path-sgd":
-        opt = pt.PathSGD(model, lr=args.path_lr)
+        opt = pt.PathSGD(net, lr=args.path_lr)
     else:
         opt = torch.optim.SGD(model.parameters(), lr=args.lr)
     lam = args.penalty if method == "sgd+penalty" else 0.0
@@ -72,7 +73,7 @@ def train(model, method, data, args):
     def record(epoch, loss):
         with torch.no_grad():
             accuracy = (model(X_test).argmax(1) == y_test).double().mean().item()
-            norm = pt.path_norm(model, 1.0).item()
+            norm = pt.path_norm(net, 1.0).item()
         history.append((epoch, loss, norm, accuracy))
 
     record(0, criterion(model(X), y).item())
@@ -83,7 +84,7 @@ def train(model, method, data, args):
             loss = criterion(model(X[batch]), y[batch])
             total += loss.item() * len(batch)
             if lam:
-                loss = loss + lam * pt.path_norm(model, 1.0)
+                loss = loss + lam * pt.path_norm(net, 1.0)
             loss.backward()
             opt.step()
         record(epoch, total / len(y))

@@ -41,10 +41,11 @@ for name, model in [
     # identity skip is a fixed edge of weight 1 inside the network, not an entry of theta.
     theta = pathlift.theta_from_torch(model)
     n_params = sum(p.numel() for p in model.parameters())
-    fixed = int((net.params < 0).sum())
+    dag = net.unrolled()  # the DAG (a pathlift.Network): its edges, nodes, parameters
+    fixed = int((dag.params < 0).sum())
     print(f"{name}: {net}")
     print(f"  parameters = d = {net.d}, edges = {net.num_edges} ({fixed} fixed skip edges), "
-          f"h = {net.h}, P = {pathlift.count_paths(net).paths}")
+          f"h = {dag.h}, P = {pathlift.count_paths(net).paths}")
 
     phi = pathlift.path_lifting(net, theta)  # numpy array, P entries
     B = pathlift.skeleton(net)  # scipy.sparse.csr_matrix, P x d, 0/1
@@ -58,8 +59,8 @@ for name, model in [
     for p in range(len(paths)):
         idx[p, : lengths[p]] = paths.path(p)
     index = torch.from_numpy(idx)
-    params = torch.from_numpy(net.params)
-    fixed_weights = torch.from_numpy(net.fixed_weights)
+    params = torch.from_numpy(dag.params)
+    fixed_weights = torch.from_numpy(dag.fixed_weights)
 
     def phi_torch(t):  # each edge weighs theta[its parameter], or its fixed weight
         w = torch.where(params >= 0, t[params.clamp(min=0)], fixed_weights)

@@ -36,45 +36,91 @@ Example::
 See docs/python.md for the full reference.
 """
 
+import operator as _operator
 import os as _os
+import warnings as _warnings
 from typing import Any as _Any
 from typing import Optional as _Optional
 from typing import Sequence as _Sequence
 
 from . import _pathlift
 from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
-from ._pathlift import UnsupportedModelError, __version__  # noqa: F401
+from ._pathlift import FormatError, UnsupportedModelError, __version__  # noqa: F401
 
 _TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
-                "layer_graph_from_torch", "to_torch_sparse")
+                "layer_graph_from_torch", "to_torch_sparse", "load_theta", "fold_batchnorm",
+                "TorchNetwork")
+
+
+def _shape_argument(input_shape: _Any) -> _Optional[list]:
+    """input_shape as a list of ints (operator.index: 4.5 or "4" are refused), or None."""
+    if input_shape is None:
+        return None
+    try:
+        return [_operator.index(s) for s in input_shape]
+    except TypeError:
+        raise TypeError(f"input_shape must be a sequence of integers, got {input_shape!r}") from None
+
+
+def load_model(source: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
+               max_memory: int = 0) -> _Any:
+    """A model in any format pathlift reads (model.hpp's load_model): a pathlift-network JSON
+    file (a :class:`Network`), a pathlift-layers JSON file or an ONNX model (a
+    :class:`LayerNetwork`, never unrolled here). ``source``: a path (str or os.PathLike), the
+    file's bytes, or an ``onnx.ModelProto`` (anything with ``SerializeToString()``).
+    input_shape: ONNX only, one sample's shape without the batch dimension (needed when the
+    model's is symbolic). max_memory: bytes the file may need once read (and the LayerNetwork's
+    limit when a function unrolls it; 0: half of physical RAM).
+
+    Raises FormatError for something that is not a model, UnsupportedModelError (a ValueError)
+    listing every unsupported ONNX operator, NetworkError for an invalid network, TypeError for
+    another argument type. An import's warnings (an ONNX export that folded batch norms into
+    convolutions) are issued as Python warnings and kept in ``net.warnings``.
+    """
+    shape = _shape_argument(input_shape)
+    if isinstance(source, (str, _os.PathLike)):
+        net = _pathlift._load_model(_os.fspath(source), shape, max_memory)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        net = _pathlift._parse_model(bytes(source), shape, max_memory)
+    elif hasattr(source, "SerializeToString"):
+        net = _pathlift._parse_model(source.SerializeToString(), shape, max_memory)
+    else:
+        raise TypeError("expects a path, bytes or an onnx.ModelProto, got "
+                        f"{type(source).__name__}")
+    for warning in getattr(net, "warnings", ()):
+        _warnings.warn(warning, stacklevel=2)
+    return net
 
 
 def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
               max_memory: int = 0) -> "_pathlift.LayerNetwork":
     """The DAG ReLU network of an ONNX model as a :class:`LayerNetwork`: a path (str or
     os.PathLike), the serialized bytes, or an ``onnx.ModelProto`` (anything with
-    ``SerializeToString()``). Read in C++ (:func:`read_onnx` / :func:`parse_onnx`) into a
-    :class:`LayerGraph`, not unrolled: the path-free functions run on the graph, the others
-    unroll it on first use (:func:`unroll`; TooLarge over max_memory bytes, 0: half of
-    physical RAM). theta is the initializers in graph order -- for ``torch.onnx.export``,
+    ``SerializeToString()``). Read in C++ (:func:`load_model`) into a layer graph, not unrolled:
+    the path-free functions run on the graph, the others unroll it when they need edges
+    (TooLarge over max_memory bytes, 0: half of physical RAM; ``net.unrolled()`` gives the DAG).
+    theta is the initializers in graph order -- for ``torch.onnx.export``,
     ``model.parameters()`` order with BatchNormalization's scale and bias standing for a and b
     as in :func:`from_torch` -- and is stored as ``net.weights``. input_shape (one sample,
     without the batch dimension) overrides the model's, needed when it is symbolic.
 
     Raises :class:`UnsupportedModelError` (a ValueError) listing every unsupported operator,
     :class:`FormatError` for something that is not ONNX, TypeError for another argument type.
+    A warning when the exporter folded batch norms into convolutions (theta is then not the
+    PyTorch model's parameters).
     """
-    shape = None if input_shape is None else [int(s) for s in input_shape]
-    if isinstance(model, (str, _os.PathLike)):
-        graph = _pathlift.read_onnx(model, shape)
-    elif isinstance(model, (bytes, bytearray, memoryview)):
-        graph = _pathlift.parse_onnx(bytes(model), shape)
-    elif hasattr(model, "SerializeToString"):
-        graph = _pathlift.parse_onnx(model.SerializeToString(), shape)
-    else:
+    if isinstance(model, str) and "\0" in model:
+        raise TypeError("from_onnx expects a path, bytes or an onnx.ModelProto: this str holds "
+                        "binary data (pass the bytes, not a str)")
+    if not isinstance(model, (str, _os.PathLike, bytes, bytearray, memoryview)) and \
+            not hasattr(model, "SerializeToString"):
         raise TypeError("from_onnx expects a path, bytes or an onnx.ModelProto, got "
                         f"{type(model).__name__}")
-    return _pathlift.LayerNetwork(graph, max_memory=max_memory)
+    net = load_model(model, input_shape, max_memory=max_memory)
+    if not isinstance(net, _pathlift.LayerNetwork):
+        raise FormatError("from_onnx: this is a pathlift-network file, not an ONNX model "
+                          "(pathlift.load_model reads it)")
+    return net
 
 
 # Types show as pathlift.X (and pickle by that name), not pathlift._pathlift.X.
@@ -87,7 +133,7 @@ for _name in dir(_pathlift):
             pass
 
 __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
-                 + ["from_onnx", *_TORCH_NAMES])
+                 + ["from_onnx", "load_model", *_TORCH_NAMES])
 
 
 def __getattr__(name):

@@ -10,103 +10,37 @@
   tensor of the parameters;
 * :func:`to_torch_sparse` -- a scipy CSR matrix (the Jacobian) as a torch sparse CSR tensor.
 
-The network of a model (:func:`pathlift.from_torch`) is built on first use and kept for the
-model's lifetime (a weak reference), rebuilt when its parameters change (other tensors, other
-shapes); theta is read from the parameters at each call. Everything runs in float64 in C++: a
-norm beyond double's range (1.8e308) comes back ``inf`` (``pathlift.path_norm(net,
-theta).log10`` is exact there). The network is the model's in eval mode (Dropout the identity,
-BatchNorm the affine map of its running statistics), whatever mode the model is in.
+Each takes a module or its network (:func:`pathlift.from_torch`, a :class:`TorchNetwork`): a
+module is traced at each call, a network is not (the form for a training loop: make it once,
+its theta follows the parameters); PathSGD traces once, at construction. theta is read from the
+parameters at each call. Everything runs in float64 in C++: a norm beyond double's range
+(1.8e308) comes back ``inf`` (``pathlift.path_norm(net).log10`` is exact there). The network is
+the model's in eval mode (Dropout the identity, BatchNorm the affine map of its running
+statistics), whatever mode the model is in.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
-import weakref
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, List, Optional, Union
 
 import numpy as np
+import scipy.sparse
 import torch
 from torch import nn
 
-from . import _pathlift
+from ._pathlift import kernel_diagonal as _kernel_diagonal
+from ._pathlift import path_norm as _path_norm
+from ._pathlift import path_norm_gradient as _path_norm_gradient
+from ._torch_trace import InputShape
+from ._torch_network import TorchNetwork, network_of, parameters_of
 
-InputShape = Union[None, int, Sequence[int]]
+ModelOrNetwork = Union[nn.Module, TorchNetwork]
 
 __all__ = ["path_norm", "PathNormFunction", "kernel_diagonal", "PathSGD", "theta_tensor",
            "to_torch_sparse"]
-
-
-# --------------------------------------------------------------------------------------------
-# the network of a model, built once
-
-
-class _BatchNorm(NamedTuple):
-    module: nn.Module
-    weight: int  # index of its weight (gamma, standing for a) in model.parameters()
-    bias: int    # index of its bias (beta, standing for b)
-
-
-class _Structure(NamedTuple):
-    signature: Tuple[Tuple[int, Tuple[int, ...]], ...]
-    net: "_pathlift.LayerNetwork"
-    batch_norms: Tuple[_BatchNorm, ...]
-
-
-_STRUCTURES: "weakref.WeakKeyDictionary[nn.Module, Dict[Any, _Structure]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def _signature(params: Sequence[torch.Tensor]) -> Tuple[Tuple[int, Tuple[int, ...]], ...]:
-    return tuple((id(p), tuple(p.shape)) for p in params)
-
-
-def _shape_key(input_shape: InputShape) -> Any:
-    if input_shape is None or isinstance(input_shape, (int, np.integer)):
-        return input_shape
-    return tuple(int(s) for s in input_shape)
-
-
-def _structure(model: nn.Module, input_shape: InputShape) -> _Structure:
-    """The model's network and BatchNorms, from the cache when its parameters are the same."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"expects a torch.nn.Module, got {type(model).__name__}")
-    params = list(model.parameters())
-    signature = _signature(params)
-    per_shape = _STRUCTURES.setdefault(model, {})
-    key = _shape_key(input_shape)
-    found = per_shape.get(key)
-    if found is not None and found.signature == signature:
-        return found
-    from .torch import _check_types, from_torch  # pathlift.torch imports this module
-
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        net = from_torch(model, input_shape)
-        _, bns = _check_types(model)
-    finally:
-        for m, training in modes:
-            m.training = training
-    index = {id(p): i for i, p in enumerate(params)}
-    found = _Structure(signature, net,
-                       tuple(_BatchNorm(bn, index[id(bn.weight)], index[id(bn.bias)])
-                             for bn in bns))
-    per_shape[key] = found
-    return found
-
-
-def _theta(model: nn.Module, structure: _Structure) -> torch.Tensor:
-    """theta as a float64 tensor of the parameters (differentiable), on their device."""
-    params = list(model.parameters())
-    flat = [p.reshape(-1).to(torch.float64) for p in params]
-    for bn in structure.batch_norms:
-        var = cast(torch.Tensor, bn.module.running_var).to(torch.float64)
-        mean = cast(torch.Tensor, bn.module.running_mean).to(torch.float64)
-        a = flat[bn.weight] / torch.sqrt(var + float(cast(float, bn.module.eps)))
-        flat[bn.weight] = a
-        flat[bn.bias] = flat[bn.bias] - a * mean
-    return torch.cat(flat)
 
 
 def _dtype(model: nn.Module) -> torch.dtype:
@@ -114,12 +48,18 @@ def _dtype(model: nn.Module) -> torch.dtype:
     return torch.float64 if p is None else p.dtype
 
 
-def theta_tensor(model: nn.Module, *, input_shape: InputShape = None) -> torch.Tensor:
+def theta_tensor(model: ModelOrNetwork, *, input_shape: InputShape = None) -> torch.Tensor:
     """:func:`pathlift.theta_from_torch` as a float64 tensor computed from the parameters with
     torch operations, so that gradients flow back to them (each BatchNorm's a and b from its
-    gamma, beta and running statistics); on the parameters' device. With
-    :class:`PathNormFunction` it makes a path-norm of a theta of one's own."""
-    return _theta(model, _structure(model, input_shape))
+    gamma, beta and running statistics); on the parameters' device. ``model``: a module (traced
+    for its BatchNorms) or its from_torch network. With :class:`PathNormFunction` it makes a
+    path-norm of a theta of one's own. input_shape is accepted and not needed."""
+    del input_shape
+    if isinstance(model, TorchNetwork):
+        return model.theta_layout.tensor()
+    if not isinstance(model, nn.Module):
+        network_of(model, what="pathlift.torch.theta_tensor")  # raises the TypeError
+    return parameters_of(model).tensor()
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,17 +68,17 @@ def theta_tensor(model: nn.Module, *, input_shape: InputShape = None) -> torch.T
 
 class PathNormFunction(torch.autograd.Function):
     """``PathNormFunction.apply(net, theta, s)``: ``||Phi(theta)||_s`` of a pathlift network (a
-    Network or a LayerNetwork) at a 1-D tensor theta of d entries, a 0-dim tensor of theta's
-    dtype and device, computed in float64 by :func:`pathlift.path_norm`. Its backward is
-    ``pathlift.path_norm_gradient(net, theta, s)`` times the incoming gradient (no path
-    enumerated; not differentiable twice). s > 0 for a gradient; for s < 1 the gradient needs
-    nonzero weights (ValueError naming the parameter otherwise)."""
+    Network, a LayerNetwork, a from_torch network) at a 1-D tensor theta of d entries, a 0-dim
+    tensor of theta's dtype and device, computed in float64 by :func:`pathlift.path_norm`. Its
+    backward is ``pathlift.path_norm_gradient(net, theta, s)`` times the incoming gradient (no
+    path enumerated; not differentiable twice). s > 0 for a gradient; for s < 1 the gradient
+    needs nonzero weights (ValueError naming the parameter otherwise)."""
 
     @staticmethod
     def forward(ctx, net, theta, s):
         ctx.net, ctx.s = net, float(s)
         ctx.save_for_backward(theta)
-        value = _pathlift.path_norm(net, theta, float(s)).norm
+        value = _path_norm(net, theta, float(s)).norm
         return torch.tensor(float(value), dtype=theta.dtype, device=theta.device)
 
     @staticmethod
@@ -147,52 +87,57 @@ class PathNormFunction(torch.autograd.Function):
         (theta,) = ctx.saved_tensors
         if not ctx.needs_input_grad[1]:
             return None, None, None
-        g = _pathlift.path_norm_gradient(ctx.net, theta, ctx.s)
+        g = _path_norm_gradient(ctx.net, theta, ctx.s)
         return None, torch.from_numpy(g).to(device=theta.device, dtype=theta.dtype) * grad, None
 
 
-def path_norm(model: nn.Module, s: float = 1.0, *, input_shape: InputShape = None
+
+def path_norm(model: ModelOrNetwork, s: float = 1.0, *, input_shape: InputShape = None
               ) -> torch.Tensor:
     """The L^s path-norm ``||Phi(theta)||_s`` of a model as a 0-dim tensor of its parameters'
     dtype and device, differentiable: ``loss = criterion(model(x), y) + lam *
-    pathlift.torch.path_norm(model, 1.0)`` trains with a path-norm penalty, the gradient
+    pathlift.torch.path_norm(net, 1.0)`` trains with a path-norm penalty, the gradient
     (:func:`pathlift.path_norm_gradient`, by dynamic programming) flowing into every parameter
     (through a BatchNorm's a and b into gamma and beta).
 
-    The network is :func:`pathlift.from_torch` of the model in eval mode, built on the first
-    call and kept (rebuilt when the parameters change), so later calls cost two passes over the
-    layers; input_shape as for from_torch. s >= 0 (s = 0: the path count, without a gradient);
-    a norm beyond double's range is inf (use ``pathlift.path_norm(net, theta).log10``).
+    ``model``: its from_torch network ``net`` (:class:`TorchNetwork`; no trace: make it once
+    before the loop), or the module itself (traced in eval mode at each call; input_shape as
+    for from_torch). s >= 0 (s = 0: the path count, without a gradient); a norm beyond
+    double's range is inf (``pathlift.path_norm(net).log10`` is exact).
+
+    Not to be confused with :func:`pathlift.path_norm` (numbers, for any pathlift network and
+    a theta: a PathNorm with log10, per output, ...): this one reads theta from the module and
+    returns a tensor. TypeError for a pathlift network that is not a from_torch network, or an
+    s that is not a number (a theta given in its place).
     """
-    structure = _structure(model, input_shape)
-    value = PathNormFunction.apply(structure.net, _theta(model, structure), float(s))
-    return value.to(_dtype(model))
+    if isinstance(s, bool) or not isinstance(s, numbers.Real):
+        raise TypeError(
+            f"pathlift.torch.path_norm(model, s): s must be a number, got {type(s).__name__}: "
+            "theta is read from the module's parameters (for a theta of one's own: "
+            "PathNormFunction.apply(net, theta, s), or pathlift.path_norm(net, theta, s))")
+    net = network_of(model, input_shape, what="pathlift.torch.path_norm")
+    value = PathNormFunction.apply(net, net.theta_layout.tensor(), float(s))
+    return value.to(_dtype(net.module))
 
 
-def _kernel_diagonal64(model: nn.Module, input_shape: InputShape) -> torch.Tensor:
-    structure = _structure(model, input_shape)
-    with torch.no_grad():
-        theta = _theta(model, structure)
-    diag = _pathlift.kernel_diagonal(structure.net, theta)
-    return torch.from_numpy(diag).to(theta.device)
+def _kernel_diagonal64(net: TorchNetwork) -> torch.Tensor:
+    diag = torch.from_numpy(_kernel_diagonal(net))  # theta: the module's current weights
+    p = next(net.module.parameters(), None)
+    return diag if p is None else diag.to(p.device)
 
 
-def _per_parameter(model: nn.Module, flat: torch.Tensor) -> List[torch.Tensor]:
-    params = list(model.parameters())
-    return [block.view(p.shape) for p, block in
-            zip(params, torch.split(flat, [p.numel() for p in params]))]
-
-
-def kernel_diagonal(model: nn.Module, *, input_shape: InputShape = None,
+def kernel_diagonal(model: ModelOrNetwork, *, input_shape: InputShape = None,
                     per_parameter: bool = False) -> Union[torch.Tensor, List[torch.Tensor]]:
     """The diagonal of the path kernel ``K = dPhi^T dPhi`` at the model's parameters
     (:func:`pathlift.kernel_diagonal`: ``K[k, k]`` = the sum over the paths through parameter
     k of the product of the other squared weights, Path-SGD's path-scaling), detached (not
     differentiable), in the parameters' dtype and on their device: a tensor of d entries, or
     with per_parameter=True a list of tensors shaped like ``model.parameters()``. A BatchNorm's
-    entries are those of its a and b. Network as for :func:`path_norm`."""
-    flat = _kernel_diagonal64(model, input_shape).to(_dtype(model))
-    return _per_parameter(model, flat) if per_parameter else flat
+    entries are those of its a and b. ``model``: a module (traced at each call) or its
+    from_torch network (no trace), as for :func:`path_norm`."""
+    net = network_of(model, input_shape, what="pathlift.torch.kernel_diagonal")
+    flat = _kernel_diagonal64(net).to(_dtype(net.module))
+    return net.theta_layout.split(flat) if per_parameter else flat
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,21 +161,25 @@ class PathSGD(torch.optim.Optimizer):
     ``p -= lr buf``; 0: the paper's update). eps >= 0: gamma_k is replaced by ``max(gamma_k,
     eps)``, bounding the step of a parameter on nearly dead paths (0: the exact update). A
     parameter with gamma_k = 0 lies on no live path -- the network's output does not depend on
-    it -- and is not updated. input_shape as for :func:`pathlift.from_torch`. Parameter groups
-    may hold any of the model's parameters (each group its own lr, momentum, eps).
+    it -- and is not updated. ``model``: a module (traced once, here, in eval mode; input_shape
+    as for :func:`pathlift.from_torch`) or its from_torch network; the optimizer holds the
+    network (``opt.network``). Parameter groups may hold any of the model's parameters (each
+    group its own lr, momentum, eps).
     """
 
-    def __init__(self, model: nn.Module, lr: float, *, momentum: float = 0.0, eps: float = 0.0,
-                 input_shape: InputShape = None):
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"PathSGD expects a torch.nn.Module, got {type(model).__name__}")
+    def __init__(self, model: ModelOrNetwork, lr: float, *, momentum: float = 0.0,
+                 eps: float = 0.0, input_shape: InputShape = None):
         for name, value, low in (("lr", lr, 0.0), ("momentum", momentum, 0.0), ("eps", eps, 0.0)):
             if not (math.isfinite(value) and (value > low or (name != "lr" and value == low))):
                 raise ValueError(f"PathSGD: {name} must be finite and "
                                  f"{'> 0' if name == 'lr' else '>= 0'}, got {value!r}")
-        self._model = model
-        self._input_shape = input_shape
-        super().__init__(model.parameters(), dict(lr=lr, momentum=momentum, eps=eps))
+        self._net = network_of(model, input_shape, what="PathSGD")
+        super().__init__(self._net.module.parameters(), dict(lr=lr, momentum=momentum, eps=eps))
+
+    @property
+    def network(self) -> TorchNetwork:
+        """The model's network, made at construction (its theta follows the parameters)."""
+        return self._net
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
@@ -238,8 +187,9 @@ class PathSGD(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        gammas = _per_parameter(self._model, _kernel_diagonal64(self._model, self._input_shape))
-        gamma_of = {id(p): g for p, g in zip(self._model.parameters(), gammas)}
+        layout = self._net.theta_layout
+        gammas = layout.split(_kernel_diagonal64(self._net))
+        gamma_of = {id(p): g for p, g in zip(layout.tensors, gammas)}
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -274,8 +224,6 @@ def to_torch_sparse(matrix: Any) -> torch.Tensor:
     become float64); they are shared with the matrix when its values are a writable float array
     (as torch.from_numpy shares), copied otherwise (the read-only arrays of matrices computed
     from a PathSet). TypeError for something that is not a scipy sparse matrix."""
-    import scipy.sparse
-
     if not scipy.sparse.issparse(matrix):
         raise TypeError(f"to_torch_sparse expects a scipy.sparse matrix, got "
                         f"{type(matrix).__name__}")

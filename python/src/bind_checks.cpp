@@ -42,21 +42,24 @@ void bind_checks(py::module_& m) {
 
   m.def(
       "check_identities",
-      [](const Network& net, const py::object& theta, Index fd_samples, std::uint64_t seed,
-         double tolerance, double fd_tolerance, int threads, std::size_t max_memory) {
-        const CheckOptions o{.fd_samples = fd_samples,
-                             .seed = seed,
-                             .tolerance = tolerance,
-                             .fd_tolerance = fd_tolerance,
-                             .engine = engine_options(threads, max_memory)};
-        return with_theta(net, theta,
+      [](const NetworkArg& arg, const py::object& theta, Index fd_samples, std::uint64_t seed,
+         double tolerance, double fd_tolerance, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const CheckOptions o{
+            .fd_samples = fd_samples,
+            .seed = seed,
+            .tolerance = tolerance,
+            .fd_tolerance = fd_tolerance,
+            .engine = engine_options(threads, max_memory, progress, "check_identities")};
+        return with_theta(arg, theta,
                           [&](std::span<const double> t) { return check_identities(net, t, o); });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
       py::arg("fd_samples") = CheckOptions{}.fd_samples, py::arg("seed") = 0,
       py::arg("tolerance") = CheckOptions{}.tolerance,
       py::arg("fd_tolerance") = CheckOptions{}.fd_tolerance, py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(Verifies the paper's identities at theta and returns a list of CheckResult: Lemma 1
 (Phi = S exp(B log|theta|)), Proposition 2 (dPhi = diag(Phi) B diag(1/theta), not applicable
 when a weight is 0), Corollary 1 (B = dPhi(1_d)), and dPhi against central finite

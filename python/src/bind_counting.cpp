@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "counting.hpp"
-#include "pathlift/layer_dp.hpp"
+#include "pathlift/path_free.hpp"
 
 namespace pathlift::python {
 
@@ -92,52 +92,37 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
                            c.paths.to_string(), c.nnz.to_string(), c.max_path_length);
       });
 
-  // A LayerNetwork goes to its own overload (noconvert: never unrolled for a DAG form).
-  m.def("count_paths", py::overload_cast<const Network&, std::size_t>(&count_paths),
-        py::arg("net").noconvert(), py::kw_only(), py::arg("max_memory") = 0,
-        py::call_guard<py::gil_scoped_release>(),
-        "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
-        "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
-        "wrapped. When the histogram's working memory would exceed max_memory (bytes, 0 = half "
-        "of physical RAM), it alone is skipped: length_histogram is empty and "
-        "length_histogram_refused says why. Complexity: O((m + d) * max path length).");
   m.def(
       "count_paths",
-      [](const BoundLayerNetwork& net, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
+      [](const NetworkArg& net, int threads, const py::object& progress, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "count_paths");
         const py::gil_scoped_release release;
-        return count_paths(net.graph(), o);
+        return count_paths(net.model(), o);
       },
-      py::arg("net"), py::kw_only(), py::arg("threads") = 0,
-      "The same counts on a LayerNetwork, layer by layer without unrolling: paths, nnz, "
-      "per_output, length_histogram, max_path_length; per_input and per_edge are empty lists "
-      "(they are per node and per edge). Exact below 2^53, a Count (log10) beyond. threads: "
-      "0 = all cores (identical results for any count).");
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
+      "Counts paths by dynamic programming (never enumerating): P, nnz(B), per output, per "
+      "input, per edge, the length histogram. Overflow beyond 64 bits is detected, never "
+      "wrapped. When the histogram's working memory would exceed max_memory (bytes, 0 = half "
+      "of physical RAM), it alone is skipped: length_histogram is empty and "
+      "length_histogram_refused says why. A LayerNetwork is counted layer by layer without "
+      "unrolling: per_input and per_edge are then empty lists (they are per node and per "
+      "edge), counts exact below 2^53 and a Count (log10) beyond. threads: 0 = all cores. "
+      "Complexity: O((m + d) * max path length).");
   m.def(
       "count_paths_total",
-      [](const Network& net) {
+      [](const NetworkArg& net, int threads, const py::object& progress) {
         Count c;
         {
+          const EngineOptions o = engine_options(threads, 0, progress, "count_paths_total");
           py::gil_scoped_release release;
-          c = count_paths_total(net);
+          c = count_paths_total(net.model(), o);
         }
         return count_to_python(c);
       },
-      py::arg("net").noconvert(),
-      "P alone (an int, or a Count beyond 64 bits). Complexity: O(m + d).");
-  m.def(
-      "count_paths_total",
-      [](const BoundLayerNetwork& net, int threads) {
-        Count c;
-        {
-          const EngineOptions o = engine_options(threads, 0);
-          py::gil_scoped_release release;
-          c = count_paths_total(net.graph(), o);
-        }
-        return count_to_python(c);
-      },
-      py::arg("net"), py::kw_only(), py::arg("threads") = 0,
-      "P of a LayerNetwork without unrolling (exact below 2^53, a Count beyond).");
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      "P alone (an int, or a Count beyond 64 bits); a LayerNetwork without unrolling. "
+      "Complexity: O(m + d).");
 }
 
 }  // namespace pathlift::python

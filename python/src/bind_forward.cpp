@@ -95,14 +95,21 @@ has the wrong number of columns (both numbers named), ValueError for a NaN/inf i
 or a non-2-D X, TooLarge (MemoryError) when the n x m results exceed max_memory. Results are
 identical for any thread count. The GIL is released. Complexity: O(n (m + d)).)doc");
 
-  m.def("activation_pattern", &activation_pattern, py::arg("net"), py::arg("forward"),
-        py::call_guard<py::gil_scoped_release>(),
-        "The ActivationPattern of a forward pass (slopes, margin, on_kink). ValueError when the "
-        "ForwardResult is not from this network. Complexity: O(n m).");
+  m.def(
+      "activation_pattern",
+      [](const NetworkArg& net, const ForwardResult& forward) {
+        const Network& dag = net.dag();
+        const py::gil_scoped_release release;
+        return activation_pattern(dag, forward);
+      },
+      py::arg("net"), py::arg("forward"),
+      "The ActivationPattern of a forward pass (slopes, margin, on_kink). ValueError when the "
+      "ForwardResult is not from this network. Complexity: O(n m).");
 
   m.def(
       "random_data",
-      [](const Network& net, Index n, std::uint64_t seed) {
+      [](const NetworkArg& arg, Index n, std::uint64_t seed) {
+        const Network& net = arg.dag();
         if (n < 0) {
           throw std::invalid_argument(fmt::format("n must be >= 0, got {}", n));
         }

@@ -15,6 +15,8 @@
 #include "norms.hpp"
 #include "pathlift/kernel.hpp"
 #include "pathlift/layer_dp.hpp"
+#include "pathlift/limits.hpp"
+#include "pathlift/path_free.hpp"
 #include "results.hpp"
 
 namespace pathlift::python {
@@ -58,139 +60,102 @@ py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(
 void bind_kernel(py::module_& m) {
   m.def(
       "kernel_diagonal",
-      [](const Network& net, const py::object& theta) {
-        return owning_array(with_theta(
-            net, theta, [&](std::span<const double> t) { return kernel_diagonal(net, t); }));
+      [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "kernel_diagonal");
+        return owning_array(with_theta(net, theta, [&](std::span<const double> t) {
+          return kernel_diagonal(net.model(), t, o);
+        }));
       },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(),
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p
 through edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums
 of theta^2, docs/conventions.md#path-free), exact at theta_k = 0, without enumerating a path. A
 float64 numpy array of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
-theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.
-Complexity: O(m + d). The GIL is released.)doc");
-  m.def(
-      "kernel_diagonal",
-      [](const BoundLayerNetwork& net, const py::object& theta, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        return owning_array(with_layer_theta(net, theta, [&](std::span<const double> t) {
-          return kernel_diagonal(net.graph(), t, o);
-        }));
-      },
-      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
-      "The same diagonal for a LayerNetwork, on its layer graph without unrolling (a forward, a "
-      "backward and a weight-gradient pass per layer). NetworkError when a module is applied "
-      "twice on one path (its parameters then appear twice in a product): call it on "
-      "net.network() instead. threads: 0 = all cores.");
+On a LayerNetwork, layer by layer without unrolling (a forward, a backward and a
+weight-gradient pass per layer; a module applied twice on one path is unrolled for it, within
+max_memory). theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.
+threads: 0 = all cores. Complexity: O(m + d). The GIL is released.)doc");
 
   m.def(
       "kernel_trace",
-      [](const Network& net, const py::object& theta, bool scaled) {
+      [](const NetworkArg& net, const py::object& theta, bool scaled, int threads,
+         const py::object& progress) {
+        const EngineOptions o = engine_options(threads, 0, progress, "kernel_trace");
         return scaled_result(
-            with_theta(net, theta, [&](std::span<const double> t) { return kernel_trace(net, t); }),
+            with_theta(net, theta,
+                       [&](std::span<const double> t) { return kernel_trace(net.model(), t, o); }),
             scaled);
       },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::kw_only(),
-      py::arg("scaled") = false,
-      "trace(K) = sum_k K[k, k]: a float (inf beyond double's range), or with scaled=True a "
-      "ScaledReal, exact far beyond it (.log10, .mantissa, .exponent). Complexity: O(m + d).");
-  m.def(
-      "kernel_trace",
-      [](const BoundLayerNetwork& net, const py::object& theta, bool scaled, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        return scaled_result(with_layer_theta(net, theta,
-                                              [&](std::span<const double> t) {
-                                                return kernel_trace(net.graph(), t, o);
-                                              }),
-                             scaled);
-      },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("scaled") = false,
-      py::arg("threads") = 0, "trace(K) of a LayerNetwork without unrolling (as kernel_diagonal).");
+      py::arg("threads") = 0, py::arg("progress") = py::none(),
+      "trace(K) = sum_k K[k, k]: a float (inf beyond double's range), or with scaled=True a "
+      "ScaledReal, exact far beyond it (.log10, .mantissa, .exponent). A LayerNetwork is not "
+      "unrolled. Complexity: O(m + d).");
 
   m.def(
       "kernel_matvec",
-      [](const Network& net, const py::object& theta, const py::object& v) {
+      [](const NetworkArg& net, const py::object& theta, const py::object& v, int threads,
+         const py::object& progress) {
+        const EngineOptions o = engine_options(threads, 0, progress, "kernel_matvec");
         const auto t = theta_argument<double>(theta, net);
-        const Index d = net.num_params();
-        check_theta_size(net, static_cast<std::size_t>(t.size()));
+        const Index d = net.model().num_params();
         const auto vs = vectors_argument(v, d);
         const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-        if (vs.ndim() == 1) {
-          Eigen::VectorXd out;
-          {
-            py::gil_scoped_release release;
-            out = kernel_matvec(net, as_span<double>(t),
-                                std::span<const double>(vs.data(), static_cast<std::size_t>(d)));
-          }
-          std::vector<double> result(out.data(), out.data() + out.size());
-          return py::object(owning_array(std::move(result)));
-        }
-        // Several vectors: one operator (theta validated once), column by column.
         std::vector<double> result(static_cast<std::size_t>(d * k));
         {
           py::gil_scoped_release release;
-          const KernelOperator op(net, as_span<double>(t));
+          // A DAG's operator validates theta once and keeps its buffers across the columns.
+          std::optional<KernelOperator> op;
+          if (const Network* dag = net.model().dag()) {
+            op.emplace(*dag, as_span<double>(t));
+          }
           std::vector<double> col(static_cast<std::size_t>(d));
           std::vector<double> out(static_cast<std::size_t>(d));
           for (Index c = 0; c < k; ++c) {
             for (Index i = 0; i < d; ++i) {
               col[static_cast<std::size_t>(i)] = vs.data()[i * k + c];
             }
-            op.apply(col.data(), out.data());
+            if (op) {
+              op->apply(col.data(), out.data());
+            } else {
+              const Eigen::VectorXd y = kernel_matvec(net.model(), as_span<double>(t), col, o);
+              std::copy(y.data(), y.data() + d, out.begin());
+            }
             for (Index i = 0; i < d; ++i) {
               result[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(i)];
             }
           }
         }
-        return py::object(owning_row_major(std::move(result), d, k));
-      },
-      py::arg("net").noconvert(), py::arg("theta"), py::arg("v"),
-      R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over
-the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m + d) per vector
-whatever the number of paths. v: d finite numbers (a float64 array of d entries is returned), or
-a d x k array (each column multiplied; a d x k array is returned).
-theta: d finite numbers, or None for the stored weights. ValueError for a wrong size or a
-non-finite entry. The GIL is released.)doc");
-  m.def(
-      "kernel_matvec",
-      [](const BoundLayerNetwork& net, const py::object& theta, const py::object& v, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        const Index d = net.num_params();
-        const auto vs = vectors_argument(v, d);
-        const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-        std::vector<double> result(static_cast<std::size_t>(d * k));
-        with_layer_theta(net, theta, [&](std::span<const double> t) {
-          std::vector<double> col(static_cast<std::size_t>(d));
-          for (Index c = 0; c < k; ++c) {
-            for (Index i = 0; i < d; ++i) {
-              col[static_cast<std::size_t>(i)] = vs.data()[i * k + c];
-            }
-            const Eigen::VectorXd out = kernel_matvec(net.graph(), t, col, o);
-            for (Index i = 0; i < d; ++i) {
-              result[static_cast<std::size_t>(i * k + c)] = out[i];
-            }
-          }
-          return 0;
-        });
         if (vs.ndim() == 1) {
           return py::object(owning_array(std::move(result)));
         }
         return py::object(owning_row_major(std::move(result), d, k));
       },
       py::arg("net"), py::arg("theta"), py::arg("v"), py::kw_only(), py::arg("threads") = 0,
-      "K v for a LayerNetwork, on its layer graph without unrolling (forward and backward "
-      "passes in the (value, derivative) semiring, layer by layer). v: d numbers or d x k, as "
-      "above. threads: 0 = all cores.");
+      py::arg("progress") = py::none(),
+      R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over
+the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m + d) per vector
+whatever the number of paths; on a LayerNetwork, layer by layer without unrolling. v: d finite
+numbers (a float64 array of d entries is returned), or a d x k array (each column multiplied;
+a d x k array is returned). theta: d finite numbers, or None for the stored weights.
+ValueError for a wrong size or a non-finite entry. threads: 0 = all cores. The GIL is
+released.)doc");
 
   m.def(
       "kernel",
-      [](const Network& net, const py::object& theta, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "kernel");
+        require_dense(net.model().num_params(), net.model().num_params(), sizeof(double),
+                      max_memory, "the full path kernel K");
+        const Network& dag = net.dag(max_memory);
         return owning_matrix<double>(
-            with_theta(net, theta, [&](std::span<const double> t) { return kernel(net, t, o); }));
+            with_theta(net, theta, [&](std::span<const double> t) { return kernel(dag, t, o); }));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(The full path kernel K = dPhi^T dPhi (d x d, symmetric, float64, dense numpy array
 owning the C++ matrix) without enumerating paths: K[i, j] = theta_i theta_j A(src i)
 M(dst i, src j) B(dst j) for edges on a common path, 0 otherwise; exact at zero weights.
@@ -200,16 +165,18 @@ Complexity: O(m (m + d) + d^2).)doc");
 
   m.def(
       "skeleton_gram",
-      [](const Network& net, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& net, int threads, const py::object& progress, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "skeleton_gram");
+        const Network& dag = net.dag(max_memory);
         CountMatrix g;
         {
           py::gil_scoped_release release;
-          g = skeleton_gram_exact(net, o);
+          g = skeleton_gram_exact(dag, o);
         }
         return owning_matrix<std::uint64_t>(std::move(g));
       },
-      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       R"doc(B^T B (d x d) exactly, as a uint64 numpy array: entry (i, j) = the number of paths
 through both edges i and j (diagonal: paths through i), i.e. K at theta = 1, by dynamic
 programming (no path enumerated). rank(B^T B) = rank(B). Raises CountOverflow
@@ -219,17 +186,19 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
 
   m.def(
       "skeleton_gram_mod",
-      [](const Network& net, std::uint64_t prime, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& net, std::uint64_t prime, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "skeleton_gram_mod");
+        const Network& dag = net.dag(max_memory);
         ModMatrix g;
         {
           py::gil_scoped_release release;
-          g = skeleton_gram_mod(net, prime, o);
+          g = skeleton_gram_mod(dag, prime, o);
         }
         return owning_row_major(std::move(g.data), g.rows, g.cols);
       },
       py::arg("net"), py::arg("prime") = default_prime, py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(B^T B modulo prime (residues in [0, prime), a d x d uint64 numpy array), by dynamic
 programming: never overflows, so the skeleton of a network with 10^30 paths is fine. Its rank
 modulo a prime is a certified lower bound of rank(B) (certify_rank_from_gram).
@@ -268,51 +237,33 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
 
   m.def(
       "kernel_top_eigenvalues",
-      [](const Network& net, const py::object& theta, Index count, const std::string& method,
+      [](const NetworkArg& net, const py::object& theta, Index count, const std::string& method,
          Index max_iterations, double tolerance, Index subspace, int threads,
-         std::size_t max_memory) {
-        const EigenOptions o{.method = parse_eigen_method(method),
-                             .max_iterations = max_iterations,
-                             .tolerance = tolerance,
-                             .subspace = subspace,
-                             .engine = engine_options(threads, max_memory)};
+         const py::object& progress, std::size_t max_memory) {
+        const EigenOptions o{
+            .method = parse_eigen_method(method),
+            .max_iterations = max_iterations,
+            .tolerance = tolerance,
+            .subspace = subspace,
+            .engine = engine_options(threads, max_memory, progress, "kernel_top_eigenvalues")};
         return with_theta(net, theta, [&](std::span<const double> t) {
-          return kernel_top_eigenvalues(net, t, count, o);
-        });
-      },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("count") = 1,
-      py::kw_only(), py::arg("method") = "auto",
-      py::arg("max_iterations") = EigenOptions{}.max_iterations,
-      py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
-      R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite):
-restarted Lanczos (Spectra) on the matrix-free products of kernel_matvec, so K is never
-formed, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
-or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive and d x d fits),
-'lanczos' (needs count < d) or 'dense'. Returns a KernelEigenvalues (values, status,
-iterations, products, dense): a status, not an exception, when Lanczos does not converge.
-ValueError unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense
-method needs more than max_memory. The GIL is released.)doc");
-  m.def(
-      "kernel_top_eigenvalues",
-      [](const BoundLayerNetwork& net, const py::object& theta, Index count,
-         const std::string& method, Index max_iterations, double tolerance, Index subspace,
-         int threads, std::size_t max_memory) {
-        const EigenOptions o{.method = parse_eigen_method(method),
-                             .max_iterations = max_iterations,
-                             .tolerance = tolerance,
-                             .subspace = subspace,
-                             .engine = engine_options(threads, max_memory)};
-        return with_layer_theta(net, theta, [&](std::span<const double> t) {
-          return kernel_top_eigenvalues(net.graph(), t, count, o);
+          return kernel_top_eigenvalues(net.model(), t, count, o);
         });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
       py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,
       py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
-      "The same eigenvalues for a LayerNetwork: Lanczos on the layer graph's kernel products, "
-      "without unrolling; method='dense' unrolls (TooLarge, with the sizes, over max_memory).");
+      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
+      R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite):
+restarted Lanczos (Spectra) on the matrix-free products of kernel_matvec, so K is never
+formed, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
+or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive and d x d fits),
+'lanczos' (needs count < d) or 'dense'. On a LayerNetwork, Lanczos runs on the layer graph's
+products without unrolling; 'dense' unrolls it (TooLarge, with the sizes, over max_memory).
+max_iterations: Lanczos restarts. Returns a KernelEigenvalues (values, status, iterations,
+products, dense): a status, not an exception, when Lanczos does not converge. ValueError
+unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense method needs
+more than max_memory. The GIL is released.)doc");
 }
 
 }  // namespace pathlift::python

@@ -228,6 +228,9 @@ Pickles through its JSON (layer_graph_to_json).
       .def_readwrite("outputs", &LayerGraph::outputs,
                      "The layers whose entries are the outputs, concatenated.")
       .def_readwrite("num_params", &LayerGraph::num_params, "d, the length of theta.")
+      .def_readonly("warnings", &LayerGraph::warnings,
+                    "What the import noticed that is not an error (an ONNX export that folded "
+                    "batch norms into convolutions).")
       .def_property(
           "weights", &weights_array,
           [](LayerGraph& g, const py::object& weights) { g.weights = weights_argument(weights); },
@@ -253,150 +256,167 @@ Pickles through its JSON (layer_graph_to_json).
       });
 }
 
-std::string network_repr(const BoundLayerNetwork& n) {
-  const UnrolledSize size = [&] {
+std::string network_repr(const py::object& self) {
+  const auto& n = self.cast<const LayerNetworkObject&>();
+  std::string sizes;
+  try {
     const py::gil_scoped_release release;
-    return n.unrolled_size();
-  }();
-  return fmt::format(
-      "<pathlift.LayerNetwork: {} layers, d = {}, unrolled {} nodes and {} edges{}{}>",
-      n.graph().layers.size(), n.num_params(), size.nodes, size.edges,
-      n.is_unrolled() ? "" : " (not unrolled yet)", n.has_weights() ? ", with weights" : "");
+    const UnrolledSize size = n.model.size();
+    sizes = fmt::format("unrolled {} nodes and {} edges{}", size.nodes, size.edges,
+                        n.model.is_unrolled() ? "" : " (not unrolled yet)");
+  } catch (const std::exception& e) {  // a graph that does not unroll (an input reaching no output)
+    sizes = "does not unroll";
+  }
+  const LayerGraph& g = *n.model.layer_graph();
+  return fmt::format("<pathlift.{}: {} layers, d = {}, {}{}>",
+                     py::str(self.get_type().attr("__name__")).cast<std::string>(), g.layers.size(),
+                     g.num_params, sizes, g.weights ? ", with weights" : "");
 }
 
-/// The cached DAG as the Python Network object (shared, not copied).
-py::object network_object(const BoundLayerNetwork& n, std::size_t max_memory) {
-  return py::cast(std::const_pointer_cast<Network>(n.unrolled(max_memory)));
+LayerNetworkObject make_layer_network(LayerGraph graph, std::size_t max_memory) {
+  const py::gil_scoped_release release;
+  return {Model(std::move(graph)), max_memory};
 }
 
 void bind_layer_network(py::module_& m) {
-  py::class_<BoundLayerNetwork> cls(m, "LayerNetwork", R"doc(
-A network known by its layer graph (layers.hpp's LayerNetwork): what from_torch and from_onnx
-return. d is the number of parameters, theta's length; the DAG is the one unroll(graph)
-makes, built only when a function needs it.
+  py::class_<LayerNetworkObject> cls(m, "LayerNetwork", R"doc(
+A network known by its layer graph (model.hpp's Model of a LayerGraph): what from_onnx
+returns, and what from_torch's network of a module derives from. d is the number of
+parameters, theta's length.
 
 LayerNetwork(graph, *, max_memory=0)
 
 - graph: a LayerGraph, validated (layer_shapes) and copied.
-- max_memory: the bytes the unrolled DAG may take (0: half of physical RAM); over it, the
-  functions that need the DAG raise TooLarge (a MemoryError) naming its nodes and edges.
+- max_memory: the bytes its unrolled DAG may take when a function that needs edges unrolls it
+  without a max_memory of its own (0: half of physical RAM).
 
 The path-free functions -- count_paths, count_paths_total, path_norm, path_norm_gradient,
-kernel_diagonal, kernel_trace, kernel_matvec, kernel_top_eigenvalues -- run on the layer graph,
-layer by layer, without unrolling: a torchvision resnet18 at 3x224x224 (1.7e9 edges once
-unrolled) is fine. Every other function that takes a Network (paths, path_lifting, skeleton,
-jacobian, rank, forward, linearize, kernel, ...) takes a LayerNetwork too and runs on its
-unrolled DAG, made on the first such call and kept (is_unrolled). So do the Network attributes
-(net.sources, net.node_names, net.h, ...), except num_nodes and num_edges, which are computed
-without unrolling (unrolled_size). Pickles as its graph and max_memory.
+path_magnitude, kernel_diagonal, kernel_trace, kernel_matvec, kernel_top_eigenvalues -- run on
+the layer graph, layer by layer, never unrolling it: a torchvision resnet18 at 3x224x224
+(1.7e9 edges once unrolled) is fine. The functions that need edges (paths, path_lifting,
+skeleton, jacobian, rank, forward, linearize, kernel, ...) take a LayerNetwork too and unroll
+it, once (is_unrolled), within their max_memory (TooLarge, a MemoryError, with the node and
+edge counts otherwise). The DAG itself is net.unrolled(): nothing else unrolls, and the
+Network's attributes (sources, node_names, h, ...) are read from it. num_nodes and num_edges
+are computed without unrolling. Pickles as its graph and max_memory.
 
 Example::
 
-    net = pathlift.from_torch(torchvision.models.resnet18(), input_shape=(3, 224, 224))
+    net = pathlift.from_onnx("resnet18.onnx", input_shape=(3, 224, 224))
     pathlift.path_norm(net, s=2.0).norm            # no edge built
     pathlift.kernel_diagonal(net)                   # d entries, same
     net.is_unrolled                                 # False
 )doc");
-  cls.def(py::init([](LayerGraph graph, std::size_t max_memory) {
-            const py::gil_scoped_release release;
-            return BoundLayerNetwork(std::move(graph), max_memory);
-          }),
-          py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
+  cls.def(py::init(&make_layer_network), py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
           "Validates the graph (NetworkError naming the layer) and keeps a copy of it.");
   cls.def_property_readonly(
-         "layer_graph", [](const BoundLayerNetwork& n) { return n.graph(); },
+         "layer_graph", [](const LayerNetworkObject& n) { return *n.model.layer_graph(); },
          "The LayerGraph (a copy, weights included).")
       .def_property_readonly(
-          "num_layers", [](const BoundLayerNetwork& n) { return n.graph().layers.size(); },
+          "num_layers",
+          [](const LayerNetworkObject& n) { return n.model.layer_graph()->layers.size(); },
           "The number of layers, the input included.")
-      .def_property_readonly("d", &BoundLayerNetwork::num_params,
-                             "d, the number of parameters (theta's length).")
-      .def_property_readonly("num_params", &BoundLayerNetwork::num_params, "d (same as `d`).")
+      .def_property_readonly(
+          "d", [](const LayerNetworkObject& n) { return n.model.num_params(); },
+          "d, the number of parameters (theta's length).")
+      .def_property_readonly(
+          "num_params", [](const LayerNetworkObject& n) { return n.model.num_params(); },
+          "d (same as `d`).")
       .def_property_readonly(
           "weights",
           [](const py::object& self) -> py::object {
-            const auto& n = self.cast<const BoundLayerNetwork&>();
-            if (!n.has_weights()) {
+            const auto& n = self.cast<const LayerNetworkObject&>();
+            if (!n.model.has_weights()) {
               return py::none();
             }
-            return view_array<double>(n.weights(), self);
+            return view_array<double>(n.model.weights(), self);
           },
-          "The stored theta (float64, read-only view), or None.")
-      .def_property_readonly("has_weights", &BoundLayerNetwork::has_weights,
-                             "True when the graph holds weights.")
+          "The stored theta (float64, read-only view), or None. A function given no theta uses "
+          "it.")
+      .def_property_readonly(
+          "has_weights", [](const LayerNetworkObject& n) { return n.model.has_weights(); },
+          "True when the graph holds weights.")
+      .def_property_readonly(
+          "warnings", [](const LayerNetworkObject& n) { return n.model.warnings(); },
+          "What the import noticed that is not an error (an ONNX export whose batch norms were "
+          "folded into convolutions, so that theta is not the PyTorch model's parameters).")
       .def_property_readonly(
           "unrolled_size",
-          [](const BoundLayerNetwork& n) {
+          [](const LayerNetworkObject& n) {
             const py::gil_scoped_release release;
-            return n.unrolled_size();
+            return n.model.size();
           },
           "UnrolledSize (nodes, edges) of the unrolled DAG, computed once without unrolling.")
       .def_property_readonly(
           "num_nodes",
-          [](const BoundLayerNetwork& n) {
+          [](const LayerNetworkObject& n) {
             const py::gil_scoped_release release;
-            return n.unrolled_size().nodes;
+            return n.model.size().nodes;
           },
           "m, the number of nodes of the unrolled DAG (without unrolling).")
       .def_property_readonly(
           "num_edges",
-          [](const BoundLayerNetwork& n) {
+          [](const LayerNetworkObject& n) {
             const py::gil_scoped_release release;
-            return n.unrolled_size().edges;
+            return n.model.size().edges;
           },
           "The number of edges of the unrolled DAG (without unrolling).")
       .def_property_readonly(
           "is_unrolled",
-          [](const BoundLayerNetwork& n) {
+          [](const LayerNetworkObject& n) {
             const py::gil_scoped_release release;
-            return n.is_unrolled();
+            return n.model.is_unrolled();
           },
-          "True once the DAG has been made (by network() or a function that needs it).")
-      .def_property_readonly("max_memory", &BoundLayerNetwork::max_memory,
-                             "The bytes the unrolled DAG may take (0: half of physical RAM).")
+          "True once the DAG has been made (by unrolled() or a function that needs edges).")
+      .def_property_readonly(
+          "max_memory", [](const LayerNetworkObject& n) { return n.max_memory; },
+          "The bytes the unrolled DAG may take when a function gives no limit (0: half of "
+          "physical RAM).")
       .def(
-          "network",
-          [](const BoundLayerNetwork& n, std::size_t max_memory) {
-            return std::const_pointer_cast<Network>(n.unrolled(max_memory));
+          "unrolled",
+          [](const py::object& self, std::size_t max_memory, int threads,
+             const py::object& progress) {
+            const auto& n = self.cast<const LayerNetworkObject&>();
+            const EngineOptions o = engine_options(
+                threads, max_memory != 0 ? max_memory : n.max_memory, progress, "unrolling");
+            std::shared_ptr<const Network> dag;
+            {
+              const py::gil_scoped_release release;
+              dag = n.model.unrolled(o);
+            }
+            return std::const_pointer_cast<Network>(dag);
           },
-          py::arg("max_memory") = 0,
-          "The unrolled DAG (a Network, shared with this object, not a copy): made on the "
-          "first call, under max_memory bytes (0: the limit given at construction), and kept. "
-          "TooLarge (MemoryError) with its nodes and edges when it would not fit.")
+          py::kw_only(), py::arg("max_memory") = 0, py::arg("threads") = 0,
+          py::arg("progress") = py::none(),
+          "The unrolled DAG (a Network, shared with this object, not a copy): one node per "
+          "tensor entry that needs one, edges carrying parameter indices or fixed weights "
+          "(docs/layers.md). Made on the first call, under max_memory bytes (0: the limit given "
+          "at construction), and kept. TooLarge (MemoryError) with its nodes and edges when it "
+          "would not fit.")
       .def(
           "__getattr__",
           [](const py::object& self, const std::string& name) -> py::object {
-            // Only the Network's own attributes unroll; anything else (hasattr probes by numpy,
-            // pickle, IPython) is an AttributeError at once.
-            if (name.starts_with("_") || !py::hasattr(py::type::of<Network>(), name.c_str())) {
-              throw py::attribute_error(
-                  fmt::format("'LayerNetwork' object has no attribute '{}'", name));
+            const std::string type = py::str(self.get_type().attr("__name__")).cast<std::string>();
+            if (!name.starts_with("_") && py::hasattr(py::type::of<Network>(), name.c_str())) {
+              const auto size = self.cast<const LayerNetworkObject&>().model.size();
+              throw py::attribute_error(fmt::format(
+                  "'{0}' object has no attribute '{1}': '{1}' is an attribute of the unrolled "
+                  "DAG, a Network: net.unrolled().{1} (unrolling makes {2} nodes and {3} edges)",
+                  type, name, size.nodes, size.edges));
             }
-            return network_object(self.cast<const BoundLayerNetwork&>(), 0).attr(name.c_str());
+            throw py::attribute_error(fmt::format("'{}' object has no attribute '{}'", type, name));
           },
-          py::arg("name"),
-          "A Network attribute (sources, node_names, h, to_json, ...) of the unrolled DAG, "
-          "unrolling on first use.")
-      .def("__dir__",
-           [](const py::object& self) {
-             py::list names = py::module_::import("builtins").attr("object").attr("__dir__")(self);
-             const py::list network_names =
-                 py::module_::import("builtins").attr("dir")(py::type::of<Network>());
-             for (const auto name : network_names) {
-               if (!name.cast<std::string>().starts_with("_")) {
-                 names.append(name);
-               }
-             }
-             return names;
-           })
+          py::arg("name"))
       .def("__repr__", &network_repr)
       .def(py::pickle(
-          [](const BoundLayerNetwork& n) { return py::make_tuple(n.graph(), n.max_memory()); },
+          [](const LayerNetworkObject& n) {
+            return py::make_tuple(*n.model.layer_graph(), n.max_memory);
+          },
           [](const py::tuple& state) {
             if (state.size() != 2) {
               throw std::invalid_argument("LayerNetwork: a bad pickle state");
             }
-            return BoundLayerNetwork(state[0].cast<LayerGraph>(), state[1].cast<std::size_t>());
+            return make_layer_network(state[0].cast<LayerGraph>(), state[1].cast<std::size_t>());
           }));
 }
 
@@ -433,14 +453,21 @@ void bind_layers(py::module_& m) {
       "validating the graph. Raises NetworkError (ValueError) naming the layer: a bad input, a "
       "shape mismatch, a kernel larger than its input, a parameter block outside theta, ... "
       "Complexity: O(layers).");
-  m.def("unroll", &unroll, py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
-        py::call_guard<py::gil_scoped_release>(),
-        "The Network of a layer graph: one node per tensor entry that needs one, edges carrying "
-        "parameter indices (theta = the graph's parameters, d = num_params) or fixed weights "
-        "(skips, average pools, max pools); weights = graph.weights. Input nodes x[c,h,w] are the "
-        "data columns in row-major order; outputs y0, y1, ... the model's flattened outputs. "
-        "Raises what layer_shapes raises; TooLarge (MemoryError) over max_memory bytes (0: half "
-        "of physical RAM).");
+  m.def(
+      "unroll",
+      [](const LayerGraph& graph, std::size_t max_memory, int threads, const py::object& progress) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "unroll");
+        const py::gil_scoped_release release;
+        return unroll(graph, o);
+      },
+      py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0, py::arg("threads") = 0,
+      py::arg("progress") = py::none(),
+      "The Network of a layer graph: one node per tensor entry that needs one, edges carrying "
+      "parameter indices (theta = the graph's parameters, d = num_params) or fixed weights "
+      "(skips, average pools, max pools); weights = graph.weights. Input nodes x[c,h,w] are the "
+      "data columns in row-major order; outputs y0, y1, ... the model's flattened outputs. "
+      "Raises what layer_shapes raises; TooLarge (MemoryError) over max_memory bytes (0: half "
+      "of physical RAM). A LayerNetwork unrolls once and keeps the DAG: net.unrolled().");
   m.def("unrolled_size", &unrolled_size, py::arg("graph"), py::call_guard<py::gil_scoped_release>(),
         "Node and edge counts of unroll(graph), computed without unrolling "
         "(O(layers + entries)).");

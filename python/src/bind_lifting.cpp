@@ -39,7 +39,7 @@ py::object matrix_result(CsrMatrix<T>&& j, bool dense, std::size_t max_memory) {
     Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> full;
     {
       py::gil_scoped_release release;
-      full = to_dense(j, max_memory);
+      full = to_dense(j, EngineOptions{.max_memory = max_memory});
       j = CsrMatrix<T>{};
     }
     return owning_matrix<T>(std::move(full));
@@ -49,8 +49,9 @@ py::object matrix_result(CsrMatrix<T>&& j, bool dense, std::size_t max_memory) {
 }
 
 template <class T>
-py::object phi_of_net(const Network& net, const py::object& theta, const EngineOptions& o) {
-  const auto t = theta_argument<T>(theta, net);
+py::object phi_of_net(const NetworkArg& arg, const Network& net, const py::object& theta,
+                      const EngineOptions& o) {
+  const auto t = theta_argument<T>(theta, arg);
   Buffer<T> phi;
   {
     py::gil_scoped_release release;
@@ -74,9 +75,9 @@ template <class T>
 using DenseOf = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 template <class T>
-py::object jacobian_of_net(const Network& net, const py::object& theta, bool dense,
-                           const EngineOptions& o) {
-  const auto t = theta_argument<T>(theta, net);
+py::object jacobian_of_net(const NetworkArg& arg, const Network& net, const py::object& theta,
+                           bool dense, const EngineOptions& o) {
+  const auto t = theta_argument<T>(theta, arg);
   if (dense) {
     // dPhi filled row by row from the path set (smaller than the sparse dPhi): no sparse
     // intermediate.
@@ -138,9 +139,9 @@ py::object paper_formula(const PathSet& paths, const py::object& phi, const py::
 }
 
 template <class T>
-py::object paper_formula_of_net(const Network& net, const py::object& theta, bool dense,
-                                const EngineOptions& o) {
-  const auto t = theta_argument<T>(theta, net);
+py::object paper_formula_of_net(const NetworkArg& arg, const Network& net, const py::object& theta,
+                                bool dense, const EngineOptions& o) {
+  const auto t = theta_argument<T>(theta, arg);
   CsrMatrix<T> j;
   {
     py::gil_scoped_release release;
@@ -161,7 +162,7 @@ py::object skeleton_result(CsrPattern&& b, const py::object& dtype, bool dense,
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> full;
     {
       py::gil_scoped_release release;
-      full = to_dense(b, max_memory);
+      full = to_dense(b, EngineOptions{.max_memory = max_memory});
       b = CsrPattern{};
     }
     py::array out = owning_matrix<double>(std::move(full));
@@ -188,26 +189,27 @@ void bind_lifting(py::module_& m) {
   m.def(
       "path_lifting",
       [](const PathSetPtr& paths, const py::object& theta, const py::object& dtype, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+         const py::object& progress, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "path_lifting");
         return scalar_of(dtype) == Scalar::f64 ? phi_of_paths<double>(deref(paths), theta, o)
                                                : phi_of_paths<float>(deref(paths), theta, o);
       },
       py::arg("paths"), py::arg("theta"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       "Phi from an enumerated PathSet: one product per path, the values of the Network form "
       "below up to rounding. Complexity: O(nnz).");
 
   m.def(
       "path_lifting",
-      [](const Network& net, const py::object& theta, const py::object& dtype, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
-        return scalar_of(dtype) == Scalar::f64 ? phi_of_net<double>(net, theta, o)
-                                               : phi_of_net<float>(net, theta, o);
+      [](const NetworkArg& arg, const py::object& theta, const py::object& dtype, int threads,
+         const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "path_lifting");
+        return scalar_of(dtype) == Scalar::f64 ? phi_of_net<double>(arg, net, theta, o)
+                                               : phi_of_net<float>(arg, net, theta, o);
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       (std::string(
            R"doc(The path-lifting Phi(theta) (paper, Definition 1): Phi_p = prod of theta_e over the edges
 of path p, for every path in canonical order. A numpy array of P values (float64, or float32
@@ -221,8 +223,8 @@ Complexity: O(P) after O(m + d) set-up. )doc") +
   m.def(
       "skeleton",
       [](const PathSetPtr& paths, const py::object& dtype, bool dense, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+         const py::object& progress, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "skeleton");
         const PathSet& ps = deref(paths);
         if (dense) {
           require_dense(ps.size(), ps.num_edges, sizeof(double), max_memory,
@@ -236,15 +238,16 @@ Complexity: O(P) after O(m + d) set-up. )doc") +
         return skeleton_result(std::move(b), dtype, dense, max_memory);
       },
       py::arg("paths"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("dense") = false,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       "B from an enumerated PathSet; its arrays are shared with the path set when the walk "
       "order is sorted (feed-forward networks).");
 
   m.def(
       "skeleton",
-      [](const Network& net, const py::object& dtype, bool dense, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& arg, const py::object& dtype, bool dense, int threads,
+         const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "skeleton");
         CsrPattern b;
         {
           py::gil_scoped_release release;
@@ -256,7 +259,7 @@ Complexity: O(P) after O(m + d) set-up. )doc") +
         return skeleton_result(std::move(b), dtype, dense, max_memory);
       },
       py::arg("net"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("dense") = false,
-      py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       (std::string(
            R"doc(The skeleton B (paper, Definition 2), P x d: B[p, k] = 1 iff edge k is on path p. A
 scipy.sparse.csr_matrix whose data are numpy.ones(nnz, dtype) (default float64) and whose
@@ -268,27 +271,30 @@ Complexity: O(nnz). )doc") +
   m.def(
       "jacobian",
       [](const PathSetPtr& paths, const py::object& theta, const py::object& dtype, bool dense,
-         int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+         int threads, const py::object& progress, std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "jacobian");
         return scalar_of(dtype) == Scalar::f64
                    ? jacobian_of_paths<double>(deref(paths), theta, dense, o)
                    : jacobian_of_paths<float>(deref(paths), theta, dense, o);
       },
       py::arg("paths"), py::arg("theta"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("dense") = false, py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("dense") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       "dPhi from an enumerated PathSet; its pattern shares the skeleton's arrays. dense=True "
       "fills a dense P x d array directly from the path set (no sparse intermediate).");
 
   m.def(
       "jacobian",
-      [](const Network& net, const py::object& theta, const py::object& dtype, bool dense,
-         int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
-        return scalar_of(dtype) == Scalar::f64 ? jacobian_of_net<double>(net, theta, dense, o)
-                                               : jacobian_of_net<float>(net, theta, dense, o);
+      [](const NetworkArg& arg, const py::object& theta, const py::object& dtype, bool dense,
+         int threads, const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "jacobian");
+        return scalar_of(dtype) == Scalar::f64 ? jacobian_of_net<double>(arg, net, theta, dense, o)
+                                               : jacobian_of_net<float>(arg, net, theta, dense, o);
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("dense") = false, py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("dense") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       (std::string(R"doc(The Jacobian dPhi/dtheta (paper, Proposition 2), P x d with B's pattern:
 dPhi[p, k] = prod of theta_e over the edges e != k of path p (prefix x suffix products: exact
 when some theta_k = 0). A scipy.sparse.csr_matrix (float64, or float32 with
@@ -307,27 +313,33 @@ length, a non-1-D theta or a NaN/inf entry. Complexity: O(nnz). )doc") +
   m.def(
       "jacobian_paper_formula",
       [](const PathSetPtr& paths, const py::object& phi, const py::object& theta,
-         const py::object& dtype, bool dense, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+         const py::object& dtype, bool dense, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const EngineOptions o =
+            engine_options(threads, max_memory, progress, "jacobian_paper_formula");
         return scalar_of(dtype) == Scalar::f64
                    ? paper_formula<double>(deref(paths), phi, theta, dense, o)
                    : paper_formula<float>(deref(paths), phi, theta, dense, o);
       },
       py::arg("paths"), py::arg("phi"), py::arg("theta"), py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("dense") = false, py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       "The paper's formula diag(Phi) B diag(1/theta) (Proposition 2), for comparison with "
       "jacobian(): inf/NaN where some theta_k is 0. phi has P entries (path_lifting).");
   m.def(
       "jacobian_paper_formula",
-      [](const Network& net, const py::object& theta, const py::object& dtype, bool dense,
-         int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
-        return scalar_of(dtype) == Scalar::f64 ? paper_formula_of_net<double>(net, theta, dense, o)
-                                               : paper_formula_of_net<float>(net, theta, dense, o);
+      [](const NetworkArg& arg, const py::object& theta, const py::object& dtype, bool dense,
+         int threads, const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o =
+            engine_options(threads, max_memory, progress, "jacobian_paper_formula");
+        return scalar_of(dtype) == Scalar::f64
+                   ? paper_formula_of_net<double>(arg, net, theta, dense, o)
+                   : paper_formula_of_net<float>(arg, net, theta, dense, o);
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("dense") = false, py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("dense") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       "diag(Phi) B diag(1/theta) for a network: enumerates the paths and computes Phi first.");
 }
 

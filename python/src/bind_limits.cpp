@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/path_memory.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift::python {
@@ -25,7 +26,8 @@ void bind_limits(py::module_& m) {
       "their total bytes.");
   m.def(
       "estimate_bytes",
-      [](const Network& net, const std::string& what, const py::object& dtype) {
+      [](const NetworkArg& arg, const std::string& what, const py::object& dtype) {
+        const Network& net = arg.dag(0);
         const PathObject object = parse_path_object(what);
         const std::size_t scalar = scalar_of(dtype) == Scalar::f64 ? sizeof(double) : sizeof(float);
         py::gil_scoped_release release;

@@ -124,9 +124,10 @@ to_dict() gives the CLI's `linearize --json` object.
 
   m.def(
       "linear_map",
-      [](const Network& net, const py::object& X, const ActivationPattern& pattern, int threads,
-         std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& arg, const py::object& X, const ActivationPattern& pattern, int threads,
+         const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "linear_map");
         const auto x = data_argument(X);
         CsrMatrix<double> l;
         {
@@ -137,7 +138,7 @@ to_dict() gives the CLI's `linearize --json` object.
         return make_csr(values, std::move(l.pattern));
       },
       py::arg("net"), py::arg("X"), py::arg("pattern"), py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(The map L of Proposition 1 from a batch X and its ActivationPattern (from
 activation_pattern(net, forward(net, theta, X))): a scipy.sparse.csr_matrix (n q) x P whose
 data own the C++ values and whose indices view the C++ column indices (no copy; indptr one
@@ -168,16 +169,17 @@ Example::
 
   m.def(
       "verify_linearization",
-      [](const Network& net, const py::object& theta, const py::object& X,
+      [](const NetworkArg& arg, const py::object& theta, const py::object& X,
          const LinearizationPtr& lin, const py::object& phi, const py::object& J,
          double tolerance_f, double tolerance_grad, Index grad_samples, Index grad_params,
          std::uint64_t seed, int threads, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         if (!lin) {
           throw std::invalid_argument("lin is None");
         }
         const LinearizationCheckOptions o = check_options(tolerance_f, tolerance_grad, grad_samples,
                                                           grad_params, seed, threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
+        const auto t = theta_argument<double>(theta, arg);
         const auto x = data_argument(X);
         std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> phi_arg;
         if (!phi.is_none()) {
@@ -219,12 +221,13 @@ max_err_grad, status, ...). ValueError when the sizes disagree.)doc") +
 
   m.def(
       "check_linearization",
-      [](const Network& net, const py::object& theta, const py::object& X, double tolerance_f,
+      [](const NetworkArg& arg, const py::object& theta, const py::object& X, double tolerance_f,
          double tolerance_grad, Index grad_samples, Index grad_params, std::uint64_t seed,
          int threads, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         const LinearizationCheckOptions o = check_options(tolerance_f, tolerance_grad, grad_samples,
                                                           grad_params, seed, threads, max_memory);
-        const auto t = theta_argument<double>(theta, net);
+        const auto t = theta_argument<double>(theta, arg);
         const auto x = data_argument(X);
         py::gil_scoped_release release;
         return check_linearization(net, as_span<double>(t), as_matrix(x), o);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common.hpp"
+#include "pathlift/lifting.hpp"
 #include "pathlift/magnitude.hpp"
 
 namespace pathlift::python {
@@ -22,9 +23,10 @@ py::tuple range_tuple(const LogRange& r) {
 void bind_magnitude(py::module_& m) {
   m.def(
       "lifting_range",
-      [](const Network& net, const py::object& theta) {
+      [](const NetworkArg& arg, const py::object& theta) {
+        const Network& net = arg.dag(0);
         const LiftingRange r = with_theta(
-            net, theta, [&](std::span<const double> t) { return lifting_range(net, t); });
+            arg, theta, [&](std::span<const double> t) { return lifting_range(net, t); });
         py::dict out;
         out["phi"] = range_tuple(r.phi);
         out["jacobian"] = range_tuple(r.jacobian);
@@ -41,14 +43,16 @@ from ((inf, -inf) when empty), and "fits_float64": whether all are normal float6
 Complexity: O(m + d).)doc");
   m.def(
       "log_path_lifting",
-      [](const Network& net, const py::object& theta, int threads, std::size_t max_memory) {
-        SignedLog10 r = with_theta(net, theta, [&](std::span<const double> t) {
-          return log_path_lifting(net, t, engine_options(threads, max_memory));
-        });
+      [](const NetworkArg& arg, const py::object& theta, int threads, const py::object& progress,
+         std::size_t max_memory) {
+        const EngineOptions o = engine_options(threads, max_memory, progress, "log_path_lifting");
+        const Network& net = arg.dag(max_memory);
+        SignedLog10 r = with_theta(
+            arg, theta, [&](std::span<const double> t) { return log_path_lifting(net, t, o); });
         return py::make_tuple(owning_array(std::move(r.sign)), owning_array(std::move(r.log10)));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(Phi(theta) as (sign, log10): two arrays of P entries in canonical path order, with
 Phi_p = sign[p] * 10**log10[p] (sign in {-1, 0, 1}, log10 = -inf where Phi_p = 0). Exact at any
 magnitude, where path_lifting overflows to inf or underflows to 0.

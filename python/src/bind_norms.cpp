@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "norms.hpp"
-#include "pathlift/layer_dp.hpp"
+#include "pathlift/path_free.hpp"
 
 namespace pathlift::python {
 
@@ -138,73 +138,63 @@ every case, and `scaled` is the norm as a ScaledReal (mantissa and binary expone
 
   m.def(
       "path_norm",
-      [](const Network& net, const py::object& theta, double s, bool per_input) {
+      [](const NetworkArg& net, const py::object& theta, double s, bool per_input, int threads,
+         const py::object& progress, std::size_t max_memory) {
+        if (!theta.is_none() && !py::isinstance<py::array>(theta) &&
+            (py::isinstance<py::float_>(theta) || py::isinstance<py::int_>(theta))) {
+          throw std::invalid_argument(
+              fmt::format("theta must be a 1-D vector of d numbers, got the number {}: to give the "
+                          "exponent, write path_norm(net, s={})",
+                          py::str(theta).cast<std::string>(), py::str(theta).cast<std::string>()));
+        }
+        const EngineOptions o = engine_options(threads, max_memory, progress, "path_norm");
         const PathNormDetail parts =
             per_input ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
-        return with_theta(net, theta,
-                          [&](std::span<const double> t) { return path_norm(net, t, s, parts); });
-      },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
-      py::arg("per_input") = false,
-      R"doc(The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) by dynamic programming
-over the DAG (docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with
-inputs and bias counting 1), without enumerating a path: networks with 10^100 paths are fine.
-s = 0 gives the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308
-has norm = inf and the right .log10 (and .scaled). Returns a PathNorm (norm, log10, sum,
-per_output, per_input).
-
-theta: d finite numbers; None uses the network's stored weights. s: >= 0 and finite.
-per_input: also the norm per input node (one more backward pass).
-ValueError for a wrong theta (size named) or a bad s. The GIL is released.
-Complexity: O(m + d), one pass over the edges (two with per_input).)doc");
-  m.def(
-      "path_norm",
-      [](const BoundLayerNetwork& net, const py::object& theta, double s, bool per_input,
-         int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        if (per_input) {  // per input node: the DAG's
-          const auto dag = net.unrolled();
-          return with_layer_theta(net, theta, [&](std::span<const double> t) {
-            return path_norm(*dag, t, s, PathNormDetail::inputs_and_outputs);
-          });
+        if (per_input) {
+          (void)net.dag(max_memory);  // the DAG's per-node sums: unrolled here, GIL released
         }
-        return with_layer_theta(
-            net, theta, [&](std::span<const double> t) { return path_norm(net.graph(), t, s, o); });
+        return with_theta(net, theta, [&](std::span<const double> t) {
+          return path_norm(net.model(), t, s, parts, o);
+        });
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
-      py::arg("per_input") = false, py::arg("threads") = 0,
-      R"doc(The same norm of a LayerNetwork, layer by layer on its graph without unrolling (one
-forward pass with the weights |theta|^s; layer_dp.hpp). per_input=True needs the norm per
-input node and runs on the unrolled DAG instead (TooLarge when it does not fit). threads:
-0 = all cores (identical results for any count).)doc");
+      py::arg("per_input") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
+      R"doc(The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) by dynamic programming
+(docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with inputs and
+bias counting 1), without enumerating a path: networks with 10^100 paths are fine; a
+LayerNetwork layer by layer, never unrolled (one forward pass with the weights |theta|^s).
+s = 0 gives the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308
+has norm = inf and the right .log10 (and .scaled). Returns a PathNorm (norm, log10, sum,
+per_output, per_input). For a PyTorch model, pathlift.from_torch(model) first, or
+pathlift.torch.path_norm(model) for a differentiable tensor.
+
+theta: d finite numbers; None uses the network's weights. s: >= 0 and finite.
+per_input: also the norm per input node (one more backward pass; a LayerNetwork is unrolled
+for it, within max_memory). threads: 0 = all cores.
+ValueError for a wrong theta (size named) or a bad s. The GIL is released.
+Complexity: O(m + d), one pass over the edges (two with per_input).)doc");
 
   m.def(
       "path_norm_gradient",
-      [](const Network& net, const py::object& theta, double s) {
-        return owning_array(with_theta(
-            net, theta, [&](std::span<const double> t) { return path_norm_gradient(net, t, s); }));
+      [](const NetworkArg& net, const py::object& theta, double s, int threads,
+         const py::object& progress) {
+        const EngineOptions o = engine_options(threads, 0, progress, "path_norm_gradient");
+        return owning_array(with_theta(net, theta, [&](std::span<const double> t) {
+          return path_norm_gradient(net.model(), t, s, o);
+        }));
       },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(), py::arg("s") = 1.0,
+      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
+      py::arg("threads") = 0, py::arg("progress") = py::none(),
       R"doc(The gradient of the L^s path-norm ||Phi(theta)||_s with respect to theta: a float64
 numpy array of d entries, d/dtheta_k = ||Phi||_s^(1-s) sum over the edges e carrying k of
 |theta_k|^(s-1) sign(theta_k) F_s(src e) G_s(dst e), with path_norm's forward and backward sums
 (docs/path-free.md); for s = 1 the gradient of sum_p |Phi_p|. s > 0. At theta_k = 0 the entry
 is 0 for s >= 1 (for s = 1 the subgradient 0 of |.|); for s < 1 the norm is not
 differentiable there and ValueError names the parameter. An entry beyond double's range is
-+-inf. theta: d finite numbers; None uses the stored weights. The GIL is released.
-Complexity: O(m + d), one forward and one backward pass.)doc");
-  m.def(
-      "path_norm_gradient",
-      [](const BoundLayerNetwork& net, const py::object& theta, double s, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        return owning_array(with_layer_theta(net, theta, [&](std::span<const double> t) {
-          return path_norm_gradient(net.graph(), t, s, o);
-        }));
-      },
-      py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
-      py::arg("threads") = 0,
-      "The same gradient for a LayerNetwork, on its layer graph without unrolling (a forward, "
-      "a backward and a weight-gradient pass per layer). threads: 0 = all cores.");
++-inf. A LayerNetwork is not unrolled (a forward, a backward and a weight-gradient pass per
+layer). theta: d finite numbers; None uses the weights. threads: 0 = all cores. The GIL is
+released. Complexity: O(m + d), one forward and one backward pass.)doc");
 }
 
 }  // namespace pathlift::python

@@ -126,12 +126,14 @@ buffers (no copy), shared with the skeleton and Jacobians computed from this pat
 
   m.def(
       "enumerate_paths",
-      [](const Network& net, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& arg, int threads, const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "enumerate_paths");
         py::gil_scoped_release release;
         return std::make_shared<PathSet>(enumerate_paths(net, o));
       },
-      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       R"doc(Enumerates every path in canonical order, in parallel (identical for any thread
 count). threads: 0 = all cores; max_memory: bytes, 0 = half of physical RAM. Raises TooLarge
 (MemoryError) with P, nnz and the bytes needed over the limit. Complexity: O(nnz).)doc");
@@ -172,7 +174,8 @@ J[order] reorders its rows.
 
   m.def(
       "group_by_output",
-      [](const Network& net, const std::shared_ptr<PathSet>& paths) {
+      [](const NetworkArg& arg, const std::shared_ptr<PathSet>& paths) {
+        const Network& net = arg.dag(0);
         if (!paths) {
           throw std::invalid_argument("paths is None");
         }
@@ -184,12 +187,14 @@ J[order] reorders its rows.
       "Groups the paths of `paths` (enumerated from net) by output: an OutputGrouping.");
   m.def(
       "group_by_output",
-      [](const Network& net, int threads, std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory);
+      [](const NetworkArg& arg, int threads, const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "group_by_output");
         py::gil_scoped_release release;
         return group_by_output(net, enumerate_paths(net, o));
       },
-      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       "Enumerates the paths of net and groups them by output: an OutputGrouping.");
 }
 

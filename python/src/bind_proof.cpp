@@ -141,7 +141,8 @@ order the paper prints them in, and dense() the matrix in that order. set() chan
       .def(
           "dense",
           [](const ProofMatrix& p, std::size_t max_memory) {
-            return owning_matrix<std::int64_t>(displayed(p, max_memory));
+            return owning_matrix<std::int64_t>(
+                displayed(p, EngineOptions{.max_memory = max_memory}));
           },
           py::arg("max_memory") = 0,
           "The matrix in print order (rows row_order, columns col_order) as a dense int64 numpy "
@@ -314,19 +315,20 @@ false as stated where the step still stands.
 
   m.def(
       "prove_rank",
-      [](const Network& net, bool keep_matrices, bool check_rank_after, std::uint64_t prime,
-         int threads, std::size_t max_memory) {
+      [](const NetworkArg& arg, bool keep_matrices, bool check_rank_after, std::uint64_t prime,
+         int threads, const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         ProveOptions o;
         o.keep_matrices = keep_matrices;
         o.check_rank_after = check_rank_after;
         o.prime = prime;
-        o.engine = engine_options(threads, max_memory);
+        o.engine = engine_options(threads, max_memory, progress, "prove_rank");
         py::gil_scoped_release release;
         return prove_rank(net, o);
       },
       py::arg("net"), py::kw_only(), py::arg("keep_matrices") = false,
       py::arg("check_rank_after") = true, py::arg("prime") = default_prime, py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(Runs the paper's proof of Theorem 1 (appendix "Rank_Skeleton") on net: h induction
 steps (the last hidden node becomes an output; Lemmas 3 and 4, the column operations,
 Algorithm 2, the reduced network built and recursed on) then the base case (Algorithm 1,
@@ -344,15 +346,16 @@ Example::
 
   m.def(
       "check_proof",
-      [](const ProofCertificate& cert, std::uint64_t prime, int threads, std::size_t max_memory) {
+      [](const ProofCertificate& cert, std::uint64_t prime, int threads, const py::object& progress,
+         std::size_t max_memory) {
         ProofCheckOptions o;
         o.prime = prime;
-        o.engine = engine_options(threads, max_memory);
+        o.engine = engine_options(threads, max_memory, progress, "check_proof");
         py::gil_scoped_release release;
         return check_proof(cert, o);
       },
       py::arg("cert"), py::arg("prime") = default_prime, py::kw_only(), py::arg("threads") = 0,
-      py::arg("max_memory") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       "Re-checks a certificate from its data: each step's choice of u, k, e; its matrices "
       "against the claims and the recorded operations (recomputed when not kept); Lemmas 2-4 "
       "on every path; the reduced network against the next step; the ranks. Returns a "

@@ -31,11 +31,11 @@ namespace pathlift::python {
 namespace {
 
 RankOptions rank_options(const std::string& method, std::uint64_t prime, int threads,
-                         std::size_t max_memory) {
+                         std::size_t max_memory, const py::object& progress = py::bool_(false)) {
   RankOptions o;
   o.method = parse_rank_method(method);
   o.prime = prime;
-  o.engine = engine_options(threads, max_memory);
+  o.engine = engine_options(threads, max_memory, progress, "rank");
   return o;
 }
 
@@ -69,11 +69,11 @@ NumericalRankOptions::When numerical_when(const py::object& numerical) {
                                 : NumericalRankOptions::When::never;
 }
 
-/// theta for the rank check: the argument, else default_theta (the stored weights, else
-/// normal_weights(d, 0)).
-std::vector<double> rank_theta(const py::object& theta, const Network& net) {
-  if (theta.is_none()) {
-    return default_theta(net);
+/// theta for the rank check: the argument, else the network's weights, else
+/// normal_weights(d, 0).
+std::vector<double> rank_theta(const py::object& theta, const NetworkArg& net) {
+  if (theta.is_none() && net.model_weights().is_none()) {
+    return normal_weights(net.model().num_params(), 0);
   }
   const auto t = theta_argument<double>(theta, net);
   return {t.data(), t.data() + t.size()};
@@ -404,7 +404,8 @@ from exact ranks). docs/rank.md has the table.
       });
   m.def(
       "rescaling_symmetry_dimension",
-      [](const Network& net, std::size_t max_memory) {
+      [](const NetworkArg& arg, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         EngineOptions options;
         options.max_memory = max_memory;
         py::gil_scoped_release release;
@@ -419,12 +420,20 @@ from exact ranks). docs/rank.md has the table.
   m.def("is_prime", &is_prime, py::arg("n"),
         "Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).");
   m.def(
-      "rank_anchor_edges", [](const Network& net) { return index_array(rank_anchor_edges(net)); },
+      "rank_anchor_edges",
+      [](const NetworkArg& arg) {
+        const Network& net = arg.dag(0);
+        return index_array(rank_anchor_edges(net));
+      },
       py::arg("net"),
       "The anchor edge of each hidden node (its out-edge of smallest index), in net.hidden "
       "order: the h x h triangular block that makes the z_v independent.");
   m.def(
-      "rank_column_order", [](const Network& net) { return index_array(rank_column_order(net)); },
+      "rank_column_order",
+      [](const NetworkArg& arg) {
+        const Network& net = arg.dag(0);
+        return index_array(rank_column_order(net));
+      },
       py::arg("net"),
       "A fill-free pivot order for B (non-anchor edges by decreasing topological position of "
       "their target, then the anchors): pass it as modular_rank(B, column_order=...).");
@@ -467,8 +476,9 @@ Complexity: O(nnz) to O(rows * rank * cols) sparse; O(rows * cols * rank) dense.
 
   m.def(
       "certify_rank",
-      [](const Network& net, const py::object& b, const std::string& method, std::uint64_t prime,
+      [](const NetworkArg& arg, const py::object& b, const std::string& method, std::uint64_t prime,
          int threads, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         const RankOptions o = rank_options(method, prime, threads, max_memory);
         if (b.is_none()) {
           py::gil_scoped_release release;
@@ -499,7 +509,8 @@ Complexity: O(nnz(B)) for the skeleton method.)doc") +
 
   m.def(
       "certify_rank_from_gram",
-      [](const Network& net, const py::object& gram, std::uint64_t prime, int threads) {
+      [](const NetworkArg& arg, const py::object& gram, std::uint64_t prime, int threads) {
+        const Network& net = arg.dag(0);
         if (threads < 0) {
           throw std::invalid_argument(
               fmt::format("threads must be >= 0 (0 = all cores), got {}", threads));
@@ -519,7 +530,8 @@ Complexity: O(d^2 h + d^3). The GIL is released.)doc");
 
   m.def(
       "certify_rank_by_path_basis",
-      [](const Network& net) {
+      [](const NetworkArg& arg) {
+        const Network& net = arg.dag(0);
         py::gil_scoped_release release;
         return certify_rank_by_path_basis(net);
       },
@@ -534,16 +546,20 @@ second. The GIL is released.)doc");
 
   m.def(
       "path_basis_path",
-      [](const Network& net, EdgeId edge) { return index_array(path_basis_path(net, edge)); },
+      [](const NetworkArg& arg, EdgeId edge) {
+        const Network& net = arg.dag(0);
+        return index_array(path_basis_path(net, edge));
+      },
       py::arg("net"), py::arg("edge"),
       "The path of the triangular path basis for a non-anchor edge (int64 edge ids, from an "
       "input to an output): first in-edges back to an input, the edge, anchors to an output.");
 
   m.def(
       "certify_jacobian_rank",
-      [](const Network& net, const py::object& theta, const RankCertificate& rank_b,
+      [](const NetworkArg& arg, const py::object& theta, const RankCertificate& rank_b,
          const py::object& b, std::uint64_t prime) {
-        const auto t = theta_argument<double>(theta, net);
+        const Network& net = arg.dag(0);
+        const auto t = theta_argument<double>(theta, arg);
         RankOptions o;
         o.prime = prime;
         std::optional<CsrPattern> pattern;
@@ -591,14 +607,15 @@ matrix needed exceeds max_memory. The GIL is released.)doc");
 
   m.def(
       "check_rank_theorem",
-      [](const Network& net, const py::object& theta, const std::string& method,
+      [](const NetworkArg& arg, const py::object& theta, const std::string& method,
          std::uint64_t prime, const std::string& jacobian_method, double tolerance, double min_gap,
          const py::object& numerical, int threads, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
         const RankOptions ro = rank_options(method, prime, threads, max_memory);
         NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, max_memory);
         no.when = numerical_when(numerical);
-        const auto t = theta_argument<double>(theta, net);
+        const auto t = theta_argument<double>(theta, arg);
         py::gil_scoped_release release;
         return check_rank_theorem(net, as_span<double>(t), ro, no);
       },
@@ -619,15 +636,16 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
 
   m.def(
       "rank",
-      [](const Network& net, const py::object& theta, const py::object& enumerate,
+      [](const NetworkArg& arg, const py::object& theta, const py::object& enumerate,
          const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
          double tolerance, double min_gap, const py::object& numerical, int threads,
-         std::size_t max_memory) {
-        const RankOptions ro = rank_options(method, prime, threads, max_memory);
+         const py::object& progress, std::size_t max_memory) {
+        const Network& net = arg.dag(max_memory);
+        const RankOptions ro = rank_options(method, prime, threads, max_memory, progress);
         NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
         no.when = numerical_when(numerical);
-        const std::vector<double> t = rank_theta(theta, net);
+        const std::vector<double> t = rank_theta(theta, arg);
         const RankRoute route = enumerate.is_none()      ? RankRoute::automatic
                                 : enumerate.cast<bool>() ? RankRoute::enumerate
                                                          : RankRoute::path_free;
@@ -645,7 +663,8 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
       py::arg("enumerate") = py::none(), py::arg("method") = "auto",
       py::arg("prime") = default_prime, py::arg("jacobian_method") = "auto",
       py::arg("tolerance") = 0.0, py::arg("min_gap") = NumericalRankOptions{}.min_gap,
-      py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("max_memory") = 0,
+      py::arg("numerical") = py::none(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       (std::string(R"doc(`pathlift rank --json` as a dict, with exactly the CLI's keys (the
 library's JSON form of the report, docs/rank.md): d, h, h_sym, expected (d - h_sym, which is
 d - h with one parameter per edge), rank_B (certified,

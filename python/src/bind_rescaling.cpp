@@ -1,6 +1,7 @@
 // Bindings of pathlift/rescaling.hpp: rescaling vectors and the rescaling matrix, rescale, and
-// path magnitudes (on a Network or, without unrolling, on a LayerNetwork).
+// path magnitudes (path_free.hpp: a LayerNetwork without unrolling).
 
+#include "pathlift/path_free.hpp"
 #include "pathlift/rescaling.hpp"
 
 #include "common.hpp"
@@ -10,7 +11,8 @@ namespace pathlift::python {
 void bind_rescaling(py::module_& m) {
   m.def(
       "rescaling_vector",
-      [](const Network& net, NodeId v) {
+      [](const NetworkArg& arg, NodeId v) {
+        const Network& net = arg.dag(0);
         const std::vector<int> z = rescaling_vector(net, v);
         return index_array(z);
       },
@@ -20,7 +22,8 @@ void bind_rescaling(py::module_& m) {
       "one edge out). ValueError when v is not hidden. Complexity: O(d).");
   m.def(
       "rescaling_matrix",
-      [](const Network& net) {
+      [](const NetworkArg& arg) {
+        const Network& net = arg.dag(0);
         CsrMatrix<double> z = rescaling_matrix(net);
         return make_csr(owning_array(std::move(z.values)), std::move(z.pattern));
       },
@@ -32,8 +35,9 @@ Z d log(lambda) is the tangent of the rescaling orbit. Only for one parameter pe
 (NetworkError otherwise: see rescaling_symmetry_dimension). Complexity: O(d).)doc");
   m.def(
       "rescale",
-      [](const Network& net, const py::object& theta, const py::object& lambdas) {
-        const auto t = theta_argument<double>(theta, net);
+      [](const NetworkArg& arg, const py::object& theta, const py::object& lambdas) {
+        const Network& net = arg.dag(0);
+        const auto t = theta_argument<double>(theta, arg);
         const auto l = vector_argument<double>(lambdas, "lambdas");
         return owning_array(rescale(net, as_span<double>(t), as_span<double>(l)));
       },
@@ -47,28 +51,21 @@ edge (such lambdas are not a symmetry). theta and lambdas: numpy arrays, lists o
 Complexity: O(edges).)doc");
   m.def(
       "path_magnitude",
-      [](const Network& net, const py::object& theta) {
-        return owning_array(with_theta(
-            net, theta, [&](std::span<const double> t) { return path_magnitude(net, t); }));
+      [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress) {
+        const EngineOptions o = engine_options(threads, 0, progress, "path_magnitude");
+        return owning_array(with_theta(net, theta, [&](std::span<const double> t) {
+          return path_magnitude(net.model(), t, o);
+        }));
       },
-      py::arg("net").noconvert(), py::arg("theta") = py::none(),
+      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
+      py::arg("progress") = py::none(),
       R"doc(The path magnitude of each parameter: a float64 array of d entries, sum over the paths p
 through parameter k of |Phi_p| (counted once per edge of p carrying k) -- how much of
 ||Phi||_1 goes through k, the score of magnitude-based path pruning. theta_k times the gradient
 of ||Phi||_1 (path_norm_gradient with s = 1), by one forward and one backward pass: no path is
-enumerated. Invariant under rescale. Entries beyond double's range are inf. theta: d finite
-numbers; None uses the stored weights. The GIL is released. Complexity: O(m + d).)doc");
-  m.def(
-      "path_magnitude",
-      [](const BoundLayerNetwork& net, const py::object& theta, int threads) {
-        const EngineOptions o = engine_options(threads, 0);
-        return owning_array(with_layer_theta(net, theta, [&](std::span<const double> t) {
-          return path_magnitude(net.graph(), t, o);
-        }));
-      },
-      py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
-      "The same for a LayerNetwork, on its layer graph without unrolling. threads: 0 = all "
-      "cores.");
+enumerated, and a LayerNetwork is not unrolled. Invariant under rescale. Entries beyond
+double's range are inf. theta: d finite numbers; None uses the stored weights. threads: 0 = all
+cores. The GIL is released. Complexity: O(m + d).)doc");
 }
 
 }  // namespace pathlift::python

@@ -1,8 +1,8 @@
 #pragma once
 // Helpers shared by the bind_<module>.cpp files: numpy views of C++ buffers (zero-copy, the
 // buffer kept alive by the array's base), scipy CSR matrices, theta and dtype arguments,
-// EngineOptions from keyword arguments; the LayerNetwork Python holds and the conversion that lets
-// every function taking a Network take a LayerNetwork (unrolled on demand).
+// EngineOptions from keyword arguments; the LayerNetwork Python holds and NetworkArg, the one
+// conversion of network arguments (a Network or a LayerNetwork, as a Model).
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -11,12 +11,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/sparse.hpp"
@@ -32,8 +34,15 @@ enum class Scalar { f64, f32 };
 /// float64 (None, "float64", numpy.float64, numpy.dtype("d")) or float32; ValueError otherwise.
 Scalar scalar_of(const py::object& dtype);
 
-/// EngineOptions from the `threads` and `max_memory` keyword arguments (threads >= 0).
-EngineOptions engine_options(int threads, std::size_t max_memory);
+/// EngineOptions from the `threads`, `max_memory` and `progress` keyword arguments (threads >=
+/// 0). progress: None shows the call's progress on stderr when it is a terminal, labelled
+/// `label` (pathlift._progress, as the CLI does), False shows nothing, a callable is called as
+/// progress(phase, fraction) with the GIL held, at most about 10 times a second besides each
+/// phase's start and end. An exception in the callback cannot stop the C++ work: it is reported
+/// as unraisable and the callback is dropped, except KeyboardInterrupt, raised again when the
+/// call returns.
+EngineOptions engine_options(int threads, std::size_t max_memory,
+                             const py::object& progress = py::bool_(false), const char* label = "");
 
 /// Marks an array read-only (for views of buffers shared between results).
 void set_read_only(const py::array& a);
@@ -163,62 +172,66 @@ template <class T>
 py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const py::object& x,
                                                                           const char* what);
 
-/// theta for `net`: the argument, or the network's stored weights when it is None, checked by
-/// check_theta (d finite numbers; ValueError naming the entry and its edge otherwise).
-template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
-                                                                         const Network& net);
-
 /// The span of a checked 1-D array.
 template <class T>
 std::span<const T> as_span(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
   return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
+/// pathlift.LayerNetwork: a layer-graph Model, and the memory limit its unrolling runs under
+/// when a function gives none (the max_memory of from_torch and from_onnx).
+struct LayerNetworkObject {
+  Model model;
+  std::size_t max_memory = 0;
+};
+
+/// Whether `x` is a torch.nn.Module (without importing torch: a class torch.nn.Module in its
+/// type's MRO).
+bool is_torch_module(const py::handle& x);
+
+/// The network argument of a function: a pathlift.Network or a pathlift.LayerNetwork (or a
+/// Python subclass of either, such as pathlift.torch's network of a module) as a Model, with
+/// the Python object it came from. The one conversion of network arguments; the stubs show it
+/// as `Network | LayerNetwork`.
+class NetworkArg {
+ public:
+  NetworkArg() = default;
+  NetworkArg(Model model, std::size_t unroll_limit, py::object source)
+      : m_model(std::move(model)), m_unroll_limit(unroll_limit), m_source(std::move(source)) {}
+
+  [[nodiscard]] const Model& model() const { return *m_model; }
+
+  /// The DAG: the Network itself, or the layer graph unrolled (Model::unrolled, with the GIL
+  /// released) within max_memory (0: the LayerNetwork's own limit, else half of physical RAM),
+  /// made once and kept by the LayerNetwork. TooLarge (MemoryError) names the node and edge
+  /// counts. Functions that need edges call it; the path-free ones never do.
+  [[nodiscard]] const Network& dag(std::size_t max_memory = 0) const;
+
+  /// theta when a function's theta is None: the object's `weights` attribute (a Network's or a
+  /// LayerNetwork's stored theta; the module's current parameters for a network of a PyTorch
+  /// module). ValueError when there are none.
+  [[nodiscard]] py::object stored_theta() const;
+  /// The object's `weights` attribute: theta, or None.
+  [[nodiscard]] py::object model_weights() const { return m_source.attr("weights"); }
+
+ private:
+  std::optional<Model> m_model;
+  std::size_t m_unroll_limit = 0;
+  py::object m_source;
+};
+
+/// theta for `net`: the argument, or net.stored_theta() when it is None, as a contiguous
+/// array of T checked by check_theta (d finite numbers; ValueError naming the entry).
+template <class T>
+py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
+                                                                         const NetworkArg& net);
+
 /// f(theta) with theta = theta_argument<double>(theta, net) as a span, called with the GIL
 /// released: the shape of every function of (net, theta).
 template <class F>
-auto with_theta(const Network& net, const py::object& theta, F&& f) {
+auto with_theta(const NetworkArg& net, const py::object& theta, F&& f) {
   const auto t = theta_argument<double>(theta, net);
   py::gil_scoped_release release;
-  return f(as_span<double>(t));
-}
-
-/// pathlift.LayerNetwork: a LayerNetwork with the memory limit its unrolling runs under (the
-/// max_memory of from_torch and from_onnx), fixed when it is made.
-class BoundLayerNetwork : public LayerNetwork {
- public:
-  BoundLayerNetwork(LayerGraph graph, std::size_t max_memory)
-      : LayerNetwork(std::move(graph)), m_max_memory(max_memory) {}
-
-  [[nodiscard]] std::size_t max_memory() const { return m_max_memory; }
-
-  /// network(limit) with the GIL released (unrolling takes seconds at ImageNet size); the
-  /// stored limit when `limit` is 0. Throws TooLarge with the sizes when it would not fit.
-  [[nodiscard]] std::shared_ptr<const Network> unrolled(std::size_t limit = 0) const {
-    const py::gil_scoped_release release;
-    return network(limit != 0 ? limit : m_max_memory);
-  }
-
- private:
-  std::size_t m_max_memory;
-};
-
-/// The graph's weights, for a theta of None; ValueError when the graph holds none.
-std::span<const double> stored_layer_weights(const BoundLayerNetwork& net);
-
-/// f(theta) for a LayerNetwork, with the GIL released: theta is the argument as a float64
-/// vector, or the graph's weights (no copy) when it is None. The size and the finiteness are
-/// checked by the layer functions, which name the parameter.
-template <class F>
-auto with_layer_theta(const BoundLayerNetwork& net, const py::object& theta, F&& f) {
-  if (theta.is_none()) {
-    const std::span<const double> w = stored_layer_weights(net);
-    const py::gil_scoped_release release;
-    return f(w);
-  }
-  const auto t = vector_argument<double>(theta, "theta");
-  const py::gil_scoped_release release;
   return f(as_span<double>(t));
 }
 
@@ -244,33 +257,52 @@ py::dtype numpy_dtype(const py::object& dtype);
 
 namespace pybind11::detail {
 
-/// A Network argument also accepts a pathlift.LayerNetwork, in pybind11's converting pass: its
-/// unrolled DAG (made on first use and kept by the LayerNetwork; TooLarge, with the sizes,
-/// propagates to the caller). The path-free functions have LayerNetwork overloads that run on
-/// the layer graph instead, and mark their Network argument noconvert so that a LayerNetwork
-/// never reaches the DAG form. Every file that binds a function of a Network includes this
-/// header (the specialisation must be seen wherever type_caster<Network> is used).
+/// NetworkArg from a pathlift.Network or a pathlift.LayerNetwork (see NetworkArg). Nothing is
+/// unrolled here.
 template <>
-class type_caster<pathlift::Network> : public type_caster_base<pathlift::Network> {
- public:
-  bool load(handle src, bool convert) {
-    if (type_caster_base<pathlift::Network>::load(src, convert)) {
+struct type_caster<pathlift::python::NetworkArg> {
+  PYBIND11_TYPE_CASTER(pathlift::python::NetworkArg, const_name("Network | LayerNetwork"));
+
+  bool load(handle src, bool /*convert*/) {
+    using pathlift::python::LayerNetworkObject;
+    type_caster_base<pathlift::Network> net;
+    if (net.load(src, false)) {
+      std::shared_ptr<const pathlift::Network> shared;
+      try {
+        copyable_holder_caster<pathlift::Network, std::shared_ptr<pathlift::Network>> held;
+        if (held.load(src, false)) {
+          shared = static_cast<std::shared_ptr<pathlift::Network>>(held);
+        }
+      } catch (const cast_error&) {
+        // A Network viewed inside another object (a proof step's network): not owned here, and
+        // kept alive for the call by `source` below.
+      }
+      if (shared == nullptr) {
+        shared = std::shared_ptr<const pathlift::Network>(
+            static_cast<const pathlift::Network*>(net.value), [](const pathlift::Network*) {});
+      }
+      value = {pathlift::Model(std::move(shared)), 0, reinterpret_borrow<object>(src)};
       return true;
     }
-    if (!convert) {
-      return false;
+    make_caster<LayerNetworkObject> layers;
+    if (layers.load(src, false)) {
+      const auto& obj = cast_op<const LayerNetworkObject&>(layers);
+      value = {obj.model, obj.max_memory, reinterpret_borrow<object>(src)};
+      return true;
     }
-    make_caster<pathlift::python::BoundLayerNetwork> layer;
-    if (!layer.load(src, false)) {
-      return false;
+    if (pathlift::python::is_torch_module(src)) {
+      throw type_error(
+          "expected a pathlift network (Network or LayerNetwork), got a torch.nn.Module: "
+          "pathlift.from_torch(model) makes one that follows the module's parameters; inside a "
+          "training loop, pathlift.torch.path_norm(model) and pathlift.torch.kernel_diagonal"
+          "(model) take the module itself");
     }
-    m_unrolled = cast_op<const pathlift::python::BoundLayerNetwork&>(layer).unrolled();
-    value = const_cast<pathlift::Network*>(m_unrolled.get());
-    return true;
+    return false;
   }
 
- private:
-  std::shared_ptr<const pathlift::Network> m_unrolled;  // keeps `value` alive during the call
+  static handle cast(const pathlift::python::NetworkArg&, return_value_policy, handle) {
+    throw std::logic_error("a NetworkArg is an argument, never a result");
+  }
 };
 
 }  // namespace pybind11::detail

@@ -10,6 +10,8 @@
   X(network)                       \
   X(io)                            \
   X(layers)                        \
+  X(layer_graph_builder)           \
+  X(model)                         \
   X(builtins)                      \
   X(counting)                      \
   X(limits)                        \

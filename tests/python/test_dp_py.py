@@ -52,7 +52,7 @@ def test_path_norms_equal_the_torch_recipe(pl, r, widths, q, bias):
     from test_torch import make, mlp
 
     m = make(lambda: mlp(r, widths, q, bias), seed=r + q)
-    net = pl.from_torch(m)
+    net = pl.from_torch(m).unrolled()
     theta = pl.theta_from_torch(m)
     for s in (0.5, 1.0, 2.0, 3.0):
         powered = make(lambda: mlp(r, widths, q, bias))

@@ -237,8 +237,8 @@ def test_functions_that_need_edges_unroll_on_demand(pl, case, name):
     J = pl.jacobian(net, theta)
     assert net.is_unrolled
     assert (J != pl.jacobian(dag, theta)).nnz == 0
-    unrolled = net.network()
-    assert isinstance(unrolled, pl.Network) and unrolled is net.network()  # kept, not copied
+    unrolled = net.unrolled()
+    assert isinstance(unrolled, pl.Network) and unrolled is net.unrolled()  # kept, not copied
     assert unrolled.num_edges == net.num_edges
     np.testing.assert_array_equal(pl.path_lifting(net, theta), pl.path_lifting(dag, theta))
     X = np.random.default_rng(0).standard_normal((3, int(np.prod(shape))))
@@ -248,11 +248,18 @@ def test_functions_that_need_edges_unroll_on_demand(pl, case, name):
         with torch.no_grad():
             f = model(torch.from_numpy(X).reshape(3, *shape)).numpy()
         np.testing.assert_allclose(pl.forward(net, None, X).outputs, f, rtol=1e-12, atol=1e-12)
-    # the Network's attributes, forwarded
-    assert net.nodes == dag.nodes and net.h == dag.h
-    np.testing.assert_array_equal(net.sources, dag.sources)
-    assert net.node_name(0) == dag.node_name(0) and net.to_json() == dag.to_json()
-    assert "sources" in dir(net) and "layer_graph" in dir(net)
+    # the Network's attributes are the DAG's, never forwarded: net.unrolled().h
+    assert unrolled.nodes == dag.nodes and unrolled.h == dag.h
+    np.testing.assert_array_equal(unrolled.sources, dag.sources)
+    # (a from_torch network's DAG has no weights: theta is its module's, net.weights)
+    assert (unrolled.weights is None) == (model is not None)
+    assert unrolled.node_name(0) == dag.node_name(0)
+    assert unrolled.with_weights(dag.weights).to_json() == dag.to_json()
+    for name in ("sources", "h", "nodes", "to_json"):
+        with pytest.raises(AttributeError, match=rf"net\.unrolled\(\)\.{name} \(unrolling makes "
+                           rf"{dag.num_nodes} nodes and {dag.num_edges} edges\)"):
+            getattr(net, name)
+    assert "sources" not in dir(net) and "layer_graph" in dir(net)
 
 
 def test_per_input_path_norm_is_the_unrolled_networks(pl, case):
@@ -266,7 +273,8 @@ def test_per_input_path_norm_is_the_unrolled_networks(pl, case):
 
 def test_too_large_to_unroll(pl):
     """A LayerNetwork whose DAG exceeds its max_memory: the path-free functions still run; a
-    function that needs edges, and a Network attribute, raise TooLarge with the sizes."""
+    function that needs edges, and unrolled(), raise TooLarge with the sizes; a Network
+    attribute is an AttributeError naming net.unrolled() and the sizes, without unrolling."""
     model = prepare(lenet_like(), 4)
     net = pl.from_torch(model, input_shape=(1, 10, 10), max_memory=4096)
     assert net.max_memory == 4096
@@ -275,16 +283,19 @@ def test_too_large_to_unroll(pl):
     assert pl.path_norm(net, s=2.0).norm > 0 and pl.kernel_diagonal(net).shape == (net.d,)
     assert pl.count_paths_total(net) > 0 and net.num_edges == size.edges
     for call in (lambda: pl.jacobian(net), lambda: pl.path_lifting(net), lambda: pl.rank(net),
-                 lambda: pl.kernel(net), lambda: net.sources, lambda: net.network()):
+                 lambda: pl.kernel(net), lambda: net.unrolled()):
         with pytest.raises(pl.TooLarge) as info:
             call()
         message = str(info.value)
         assert f"{size.nodes} nodes" in message and f"{size.edges} edges" in message, message
         assert isinstance(info.value, MemoryError)
     assert not net.is_unrolled
+    with pytest.raises(AttributeError, match=rf"net\.unrolled\(\)\.sources \(unrolling makes "
+                       rf"{size.nodes} nodes and {size.edges} edges\)"):
+        net.sources
     assert not hasattr(net, "no_such_attribute") and not net.is_unrolled
     # a larger limit, given once
-    assert net.network(max_memory=1 << 30).num_edges == size.edges and net.is_unrolled
+    assert net.unrolled(max_memory=1 << 30).num_edges == size.edges and net.is_unrolled
     assert pl.jacobian(net).shape[1] == net.d
 
 

@@ -95,7 +95,7 @@ def test_l_dphi_is_the_torch_parameter_jacobian(pl, model):
 
 def test_pre_activations_of_an_mlp_are_the_linear_layers(pl):
     m = make(lambda: mlp(4, [5, 3], 2))
-    net = pl.from_torch(m)
+    net = pl.from_torch(m).unrolled()
     X = torch.randn(7, 4, dtype=torch.float64)
     fw = pl.forward(net, pl.theta_from_torch(m), X.numpy())
     pattern = pl.activation_pattern(net, fw)

@@ -67,7 +67,7 @@ def test_theorem_on_torch_models(pl, reference):
     dense matrices either way."""
     rng = np.random.default_rng(0)
     for name, widths_sum, model in torch_models():
-        net = pl.from_torch(model)
+        net = pl.from_torch(model).unrolled()
         h = hidden_count(net, reference)
         assert net.h == h, name
         if widths_sum is not None:
@@ -94,7 +94,7 @@ def test_prove_rank_on_torch_models(pl):
     """The proof of Theorem 1 runs on the MLPs (one parameter per edge); a skip model's fixed
     edges are outside the theorem, and prove_rank says so."""
     for name, widths_sum, model in torch_models():
-        net = pl.from_torch(model)
+        net = pl.from_torch(model).unrolled()
         if not net.one_parameter_per_edge:
             with pytest.raises(ValueError, match="one parameter per edge"):
                 pl.prove_rank(net)

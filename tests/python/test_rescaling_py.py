@@ -43,7 +43,7 @@ def test_rescaling_matrix_is_the_rescaling_vectors_and_b_z_is_zero(pl):
 
 def test_rescale_is_the_neuron_rescaling_of_the_model(pl):
     model = mlp()
-    net = pl.from_torch(model)
+    net = pl.from_torch(model).unrolled()
     theta = pl.theta_from_torch(model)
     lambdas = np.random.default_rng(1).uniform(0.2, 5.0, net.h)
     got = pl.rescale(net, theta, lambdas)
@@ -75,7 +75,7 @@ def test_rescale_refuses_what_is_not_a_symmetry(pl):
                               torch.nn.Linear(8, 2)).double()
     shared = pl.from_torch(cnn, input_shape=(1, 3, 3))
     with pytest.raises(ValueError, match="not a symmetry of the network: parameter"):
-        pl.rescale(shared, pl.theta_from_torch(cnn), np.arange(1.0, shared.network().h + 1))
+        pl.rescale(shared, pl.theta_from_torch(cnn), np.arange(1.0, shared.unrolled().h + 1))
     with pytest.raises(pl.NetworkError, match="one parameter per edge"):
         pl.rescaling_matrix(shared)
 
@@ -113,8 +113,8 @@ def test_path_magnitude_on_a_layer_graph_equals_the_unrolled_network(pl):
     theta = pl.theta_from_torch(cnn)
     got = pl.path_magnitude(net, theta)
     assert not net.is_unrolled  # computed on the layers
-    np.testing.assert_allclose(got, magnitude_reference(pl, net.network(), theta), rtol=1e-12)
-    np.testing.assert_allclose(pl.path_magnitude(net.network(), theta), got, rtol=1e-12)
+    np.testing.assert_allclose(got, magnitude_reference(pl, net.unrolled(), theta), rtol=1e-12)
+    np.testing.assert_allclose(pl.path_magnitude(net.unrolled(), theta), got, rtol=1e-12)
 
 
 def test_torch_rescale_returns_an_equivalent_copy(pl):
@@ -122,7 +122,7 @@ def test_torch_rescale_returns_an_equivalent_copy(pl):
 
     model = mlp(4)
     before = [p.detach().clone() for p in model.parameters()]
-    net = pl.from_torch(model)
+    net = pl.from_torch(model).unrolled()
     lambdas = np.random.default_rng(5).uniform(0.3, 3.0, net.h)
     copy = pt.rescale(model, lambdas)
     for p, q in zip(model.parameters(), before):  # the model is left unchanged
@@ -134,4 +134,4 @@ def test_torch_rescale_returns_an_equivalent_copy(pl):
     bn = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
                              torch.nn.Linear(4, 1)).double().eval()
     with pytest.raises(ValueError, match="BatchNorm1d"):
-        pt.rescale(bn, np.ones(pl.from_torch(bn).network().h))
+        pt.rescale(bn, np.ones(pl.from_torch(bn).unrolled().h))

@@ -133,7 +133,7 @@ def tensors(theta):
 @pytest.mark.parametrize("call", sorted(CALLS))
 def test_a_tensor_gives_what_numpy_gives(pl, model, call, kind):
     net = pl.from_torch(model)
-    dag = net.network()
+    dag = net.unrolled()
     theta = pl.theta_from_torch(model) + 0.05  # no zero weight
     X = np.random.default_rng(1).standard_normal((6, 3))
     t, same = tensors(theta)[kind]

@@ -23,7 +23,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def pl(pathlift_module):
+    global PL
+    PL = pathlift_module
     return pathlift_module
+
+
+PL = None  # the pathlift module, for the helpers below (set by the pl fixture)
 
 
 # --- models ----------------------------------------------------------------------------------
@@ -116,8 +121,15 @@ def parameter_count(m):
     return sum(p.numel() for p in m.parameters())
 
 
+def dag(net):
+    """The DAG of a network: a LayerNetwork (what from_torch returns) unrolled, made once and
+    kept by it (net.unrolled()); a Network as it is."""
+    return net.unrolled() if isinstance(net, PL.LayerNetwork) else net
+
+
 def edge_parameters(net):
     """(parameter of each edge, -1 for a fixed edge; weight of each fixed edge)."""
+    net = dag(net)
     return np.asarray(net.params, dtype=np.int64), np.asarray(net.fixed_weights, dtype=np.float64)
 
 
@@ -176,7 +188,7 @@ def test_from_torch_computes_what_the_model_computes(pl, model, reference):
                     generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = model(X).numpy()
-    got = reference.forward(net, edge_weights(net, net.weights), X.numpy())
+    got = reference.forward(dag(net), edge_weights(net, net.weights), X.numpy())
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -185,6 +197,7 @@ def canonical(net):
     (role, depth, rank), depth its longest distance from an input (a bias node: one less than
     its targets'), rank its position among the nodes of equal role and depth; returns the
     sorted (parameter, source key, target key) of the edges and the activations by key."""
+    net = dag(net)
     src = [int(s) for s in net.sources]
     dst = [int(t) for t in net.targets]
     depth = [0] * net.num_nodes
@@ -218,7 +231,7 @@ def test_sequential_is_feed_forward(pl, r, widths, q, bias):
     m = make(lambda: mlp(r, widths, q, bias))
     net = pl.from_torch(m)
     ff = pl.feed_forward(r, widths, q, bias=bias).with_weights(pl.theta_from_torch(m))
-    assert (net.num_nodes, net.num_edges, net.d, net.h) == (ff.num_nodes, ff.num_edges, ff.d,
+    assert (net.num_nodes, net.num_edges, net.d, dag(net).h) == (ff.num_nodes, ff.num_edges, ff.d,
                                                              ff.h)
     assert canonical(net) == canonical(ff)
     np.testing.assert_array_equal(net.weights, ff.weights)
@@ -236,7 +249,7 @@ def jacobian_references(net, theta, reference):
     """Phi and dPhi/dtheta by torch autograd on the reference paths: a vectorized path-lifting
     (each edge weighs theta[its parameter] or its fixed weight) differentiated by
     functorch.jacrev, and each Phi_p differentiated by torch.autograd.grad."""
-    ps = [list(e) for e, _, _ in reference.paths(net)]
+    ps = [list(e) for e, _, _ in reference.paths(dag(net))]
     P = len(ps)
     idx = padded_path_index(ps, net.num_edges)
     params, fixed = edge_parameters(net)
@@ -279,7 +292,7 @@ def test_jacobian_columns_are_torch_parameter_entries(pl, reference):
     n = parameter_count(m)
     params, fixed = edge_parameters(net)
     assert net.d == n and net.num_edges > n and (params < 0).sum() == net.num_edges - n
-    idx = padded_path_index([list(e) for e, _, _ in reference.paths(net)], net.num_edges)
+    idx = padded_path_index([list(e) for e, _, _ in reference.paths(dag(net))], net.num_edges)
     # edge weights written out from the edges' parameters and fixed weights
     gather = torch.tensor(np.maximum(params, 0))
     mask = torch.tensor(params >= 0)
@@ -304,7 +317,7 @@ def test_phi_is_the_product_of_the_model_weights(pl, r, widths, q, bias):
     net = pl.from_torch(m)
     phi = pl.path_lifting(net, pl.theta_from_torch(m))
     ps = pl.enumerate_paths(net)
-    names = net.nodes
+    names = dag(net).nodes
     L = len(linears)
     layer_of, l = {}, 0  # Sequential index of a module -> l, the Linear it is or follows
     for i, mod in enumerate(m):
@@ -321,7 +334,7 @@ def test_phi_is_the_product_of_the_model_weights(pl, r, widths, q, bias):
 
     for p in range(len(ps)):
         edges = ps.path(p)
-        nodes = [int(ps.start[p])] + [int(net.targets[k]) for k in edges]
+        nodes = [int(ps.start[p])] + [int(dag(net).targets[k]) for k in edges]
         start = names[nodes[0]]
         if start.endswith(".bias"):  # bias of layer l: b_l[j] then weights of later layers
             layer = layer_of[start[:-len(".bias")]]
@@ -342,6 +355,7 @@ def test_phi_is_the_product_of_the_model_weights(pl, r, widths, q, bias):
 def expected_rank(pl, net):
     """d - h_sym: Theorem 1's d - h where every edge carries its own parameter (MLPs); with
     fixed edges (skips) only the hidden nodes with a rescaling symmetry (h_sym) count."""
+    net = dag(net)
     h_sym = pl.rank(net)["h_sym"]
     if net.one_parameter_per_edge or bool((np.asarray(net.params) >= 0).all()):
         assert h_sym == net.h
@@ -375,10 +389,12 @@ def test_flatten_and_input_shape(pl, reference):
     X = torch.randn(5, 3, 4, dtype=torch.float64)
     for shape in [(3, 4), None]:
         net = pl.from_torch(m, input_shape=shape)
-        assert len(net.data_inputs) == 12
-        got = reference.forward(net, edge_weights(net, net.weights), X.reshape(5, -1).numpy())
+        assert len(dag(net).data_inputs) == 12
+        got = reference.forward(dag(net), edge_weights(net, net.weights), X.reshape(5, -1).numpy())
         np.testing.assert_allclose(got, m(X).detach().numpy(), rtol=1e-12, atol=1e-12)
-    with pytest.raises(pl.UnsupportedModelError, match="expects 12 features"):
+    with pytest.raises(pl.NetworkError, match=r"cannot import Sequential: 1 problem\n  - layer "
+                       r"2 '1' \(linear\): weight '1.weight' of shape \{4, 12\} does not fit an "
+                       r"input of shape \{15\}: the layer needs a weight of shape \{4, 15\}$"):
         pl.from_torch(m, input_shape=(3, 5))
 
 
@@ -400,9 +416,9 @@ def test_functional_linear_leaky_relu_subtraction_and_tuple_outputs(pl, referenc
     X = torch.randn(7, 3, dtype=torch.float64)
     with torch.no_grad():
         expected = torch.cat(list(m(X)), dim=1).numpy()
-    got = reference.forward(net, edge_weights(net, net.weights), X.numpy())
+    got = reference.forward(dag(net), edge_weights(net, net.weights), X.numpy())
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
-    assert "leaky_relu:0.1" in net.activations
+    assert "leaky_relu:0.1" in dag(net).activations
 
 
 @pytest.mark.parametrize("r,widths,q,bias", MLP_SHAPES)
@@ -527,9 +543,11 @@ def test_bad_theta_for_a_torch_network(pl):
         pl.jacobian(net, theta[:-1])
     bad = theta.copy()
     bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"theta\[3\] is not finite: nan"):
+        pl.jacobian(net, bad)  # checked on the layer graph, before unrolling
     with pytest.raises(ValueError, match=r"theta\[3\] \((parameter 3 \()?edge [^)]*\)+ is not "
                                          r"finite"):
-        pl.jacobian(net, bad)
+        pl.jacobian(net.unrolled(), bad)  # the DAG names the edge
     with pytest.raises(ValueError, match="not finite"):
         pl.path_lifting(net, np.full(net.d, np.inf))
 
@@ -629,7 +647,8 @@ def test_more_graph_shapes(pl, reference, cls):
     X = torch.randn(11, width, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         expected = m(X).numpy()
-    np.testing.assert_allclose(reference.forward(net, edge_weights(net, net.weights), X.numpy()),
+    np.testing.assert_allclose(reference.forward(dag(net), edge_weights(net, net.weights),
+                                                 X.numpy()),
                                expected, rtol=1e-12, atol=1e-12)
     assert np.linalg.matrix_rank(pl.skeleton(net, dense=True)) == expected_rank(pl, net)
     theta = pl.theta_from_torch(m, input_shape=width)

@@ -101,26 +101,33 @@ def test_gradient_reaches_batch_norm_gamma_and_beta(pathlift_module, pt):
     assert np.abs(mine[12:20]).min() > 0  # gamma and beta got gradients
 
 
-def test_dtype_device_cache_and_rebuild(pathlift_module, pt):
-    from pathlift._torch_autograd import _structure
-
+def test_dtype_device_and_the_network_that_follows_the_module(pathlift_module, pt):
+    """A module is traced at each call (no cache: a changed architecture is seen at once); its
+    from_torch network is not traced again and reads theta at each call, and refuses once the
+    module's structure changed."""
+    pl = pathlift_module
     model = mlp((4, 6, 2), dtype=torch.float32)
     n1 = pt.path_norm(model, 1.0)
     assert n1.dtype == torch.float32 and n1.shape == () and n1.device == model[0].weight.device
     n1.backward()
     assert model[0].weight.grad.dtype == torch.float32
-    structure = _structure(model, None)
-    pt.path_norm(model, 2.0)
-    assert _structure(model, None) is structure  # built once
+    net = pl.from_torch(model)
+    assert pt.path_norm(net, 2.0).item() == pt.path_norm(model, 2.0).item()
     with torch.no_grad():  # theta is read at each call
         model[0].weight.mul_(2.0)
-    theta = pathlift_module.theta_from_torch(model)
-    assert pt.path_norm(model, 1.0).item() == pytest.approx(
-        pathlift_module.path_norm(pathlift_module.from_torch(model), theta, 1.0).norm, rel=1e-6)
-    model[2] = nn.Linear(6, 3)  # other shapes: rebuilt
-    assert _structure(model, None) is not structure
+    theta = pl.theta_from_torch(model)
+    for m in (model, net):
+        assert pt.path_norm(m, 1.0).item() == pytest.approx(
+            pl.path_norm(pl.from_torch(model), theta, 1.0).norm, rel=1e-6)
+    model[2] = nn.Linear(6, 3)  # another architecture: a module is traced anew
     assert pt.path_norm(model, 1.0).item() == pytest.approx(
         R.path_norm_recipe(copy.deepcopy(model).double().eval(), (4,), s=1.0), rel=1e-6)
+    for call in (lambda: pt.path_norm(net, 1.0), lambda: pt.kernel_diagonal(net),
+                 lambda: pl.path_norm(net), lambda: net.weights):
+        with pytest.raises(pl.NetworkError, match=r"module changed .*call "
+                                                  r"pathlift\.from_torch\(model\) again"):
+            call()
+    assert not hasattr(pl._torch_autograd, "_STRUCTURES")  # no global cache
 
 
 def test_s_below_one_needs_nonzero_weights(pt):

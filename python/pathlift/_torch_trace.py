@@ -1,0 +1,293 @@
+"""torch.fx tracing for pathlift.from_torch (private): the traced graph with in-place
+operations made exact (:class:`Traced`), and what is supported whatever the shapes.
+
+In-place operations are traced exactly: ``h.relu_()``, ``torch.relu_(h)``, ``F.relu(h,
+inplace=True)``, ``nn.ReLU(inplace=True)``, ``h.add_(y)``, ``h += y`` change h for every later
+reader in graph order, and for its aliases (nn.Identity, eval-mode Dropout, ``.contiguous()``,
+``.detach()``, the results of in-place operations: the same tensor). torch.fx alone records
+``h += y`` as ``h + y`` and drops an in-place operation whose result is not used; here both are
+kept where a later operation reads the tensor. An in-place operation is refused by name when
+a view of its tensor with another shape (a flatten, a view) made before it is read after it,
+and an in-place operation that is not supported (``h.mul_(2)``, ``h *= 2``) is refused, never
+dropped.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+
+import numpy as np
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch import nn
+
+from ._pathlift import UnsupportedModelError
+
+InputShape = Union[None, int, Sequence[int]]
+
+RELU_FUNCTIONS = {F.relu, torch.relu, torch.relu_}
+LEAKY_FUNCTIONS = {F.leaky_relu}
+ADD_FUNCTIONS = {operator.add, operator.iadd, torch.add}
+SUB_FUNCTIONS = {operator.sub, operator.isub, torch.sub}
+CAT_FUNCTIONS = {torch.cat} | ({torch.concat} if hasattr(torch, "concat") else set())
+FLATTEN_FUNCTIONS = {torch.flatten}
+LINEAR_FUNCTIONS = {F.linear}
+MAX_POOL_FUNCTIONS: Dict[Any, int] = {F.max_pool1d: 1, F.max_pool2d: 2}
+AVG_POOL_FUNCTIONS: Dict[Any, int] = {F.avg_pool1d: 1, F.avg_pool2d: 2}
+ADAPTIVE_FUNCTIONS: Dict[Any, int] = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2}
+SUPPORTED_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d,
+                     nn.AvgPool2d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.BatchNorm1d,
+                     nn.BatchNorm2d, nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout, nn.Flatten)
+SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "view",
+                     "reshape", "size", "contiguous", "detach"}
+SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
+VIEW_METHODS = {"view", "reshape", "flatten"}
+ALIAS_METHODS = {"contiguous", "detach"}
+INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                     operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
+                     operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift}
+
+
+# --------------------------------------------------------------------------------------------
+# tracing, with in-place operations made explicit
+
+
+class _Proxy(torch.fx.Proxy):
+    """torch.fx's Proxy records ``h += y`` as ``h + y`` (a new tensor, h rebound); this one
+    records operator.iadd, an in-place operation on h, so that h's aliases see it."""
+
+
+def _inplace_operator(op: Any) -> Any:
+    def method(self: _Proxy, other: Any) -> Any:
+        return self.tracer.create_proxy("call_function", op, (self, other), {})
+    return method
+
+
+for _op in INPLACE_OPERATORS:
+    setattr(_Proxy, f"__{_op.__name__}__", _inplace_operator(_op))
+
+
+class _Tracer(torch.fx.Tracer):
+    def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+        return _Proxy(node, self)
+
+
+def _inplace_position(fn: Any) -> int:
+    try:
+        return list(inspect.signature(fn).parameters).index("inplace")
+    except (TypeError, ValueError):
+        return -1
+
+
+def module_of(model: nn.Module, node: torch.fx.Node) -> nn.Module:
+    return model.get_submodule(str(node.target))
+
+
+def mutates(node: torch.fx.Node, model: nn.Module) -> bool:
+    """Whether the operation changes its first argument in place (``h.relu_()``, ``h += y``,
+    ``h[i] = v``, ``inplace=True``)."""
+    if node.op == "call_method":
+        name = str(node.target)
+        return (name.endswith("_") and not name.startswith("_")) or name == "__setitem__" or \
+            (name.startswith("__i") and name.endswith("__"))
+    if node.op == "call_function":
+        t = node.target
+        if t in INPLACE_OPERATORS or t is operator.setitem or node.kwargs.get("inplace") is True:
+            return True
+        k = _inplace_position(t)
+        if 0 <= k < len(node.args) and node.args[k] is True:
+            return True
+        name = getattr(t, "__name__", "")
+        return name.endswith("_") and not name.startswith("_")
+    if node.op == "call_module":
+        return getattr(module_of(model, node), "inplace", False) is True
+    return False
+
+
+def _alias_kind(node: torch.fx.Node, model: nn.Module) -> str:
+    """'alias' (the same tensor), 'view' (its storage, maybe another shape) or 'new'."""
+    if mutates(node, model):
+        return "alias"
+    if node.op == "call_method":
+        return "alias" if node.target in ALIAS_METHODS else \
+            "view" if node.target in VIEW_METHODS else "new"
+    if node.op == "call_module":
+        mod = module_of(model, node)
+        return "alias" if type(mod) in (nn.Identity, nn.Dropout) else \
+            "view" if type(mod) is nn.Flatten else "new"
+    if node.op == "call_function" and node.target in FLATTEN_FUNCTIONS:
+        return "view"
+    return "new"
+
+
+def _reads_values(node: torch.fx.Node) -> bool:
+    return not ((node.op == "call_method" and node.target in SHAPE_READS) or
+                (node.op == "call_function" and node.target is getattr))
+
+
+class Traced:
+    """A model traced by torch.fx, with what each operation reads once in-place operations are
+    applied. For a reader n and an argument a, ``redirect[n][a]`` is the in-place operation
+    whose result n reads instead of a (a's alias was changed after a was made);
+    ``view_reads[n][a]`` the same for an a of another alias class on the same storage (a
+    view), accepted in the walk only when the shapes agree. ``nodes`` are the operations the
+    outputs depend on, in graph order (dead code left out, in-place operations on what is read
+    later kept)."""
+
+    def __init__(self, model: nn.Module):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"expects a torch.nn.Module, got {type(model).__name__}")
+        try:
+            self.graph = _Tracer().trace(model)
+        except Exception as e:  # torch.fx raises many types (TraceError, TypeError, ...)
+            raise UnsupportedModelError(
+                f"torch.fx cannot trace {type(model).__name__}: {type(e).__name__}: {e}") from e
+        self.model = model
+        self.redirect: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
+        self.view_reads: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
+        order = {n: i for i, n in enumerate(self.graph.nodes)}
+        group: Dict[torch.fx.Node, torch.fx.Node] = {}
+        storage: Dict[torch.fx.Node, torch.fx.Node] = {}
+        latest: Dict[torch.fx.Node, torch.fx.Node] = {}  # storage -> last in-place operation
+        for n in self.graph.nodes:
+            for a in (n.all_input_nodes if _reads_values(n) else ()):
+                w = latest.get(storage[a])
+                if w is not None and order[w] > order[a]:
+                    target = self.redirect if group[a] is group[w] else self.view_reads
+                    target.setdefault(n, {})[a] = w
+            first = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
+            kind = _alias_kind(n, model) if first is not None else "new"
+            group[n] = group[first] if kind == "alias" and first is not None else n
+            storage[n] = storage[first] if kind != "new" and first is not None else n
+            if kind == "alias" and mutates(n, model):
+                latest[storage[n]] = n
+        live: Set[torch.fx.Node] = set()
+        stack = [n for n in self.graph.nodes if n.op == "output"]
+        while stack:
+            n = stack.pop()
+            if n in live:
+                continue
+            live.add(n)
+            redirect = self.redirect.get(n, {})
+            stack += [redirect.get(a, a) for a in n.all_input_nodes]
+            stack += list(self.view_reads.get(n, {}).values())
+        self.nodes = [n for n in self.graph.nodes if n in live or n.op == "placeholder"]
+
+    def read(self, reader: torch.fx.Node, a: torch.fx.Node) -> torch.fx.Node:
+        """The node whose value `reader` reads for its argument `a` (views aside)."""
+        return self.redirect.get(reader, {}).get(a, a)
+
+
+# --------------------------------------------------------------------------------------------
+# what is supported
+
+
+def describe(node: torch.fx.Node, model: nn.Module) -> str:
+    if node.op == "call_module":
+        return f"layer {type(module_of(model, node)).__name__} at '{node.target}'"
+    if node.op == "call_function":
+        t = node.target
+        name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
+        mod = getattr(t, "__module__", None) or ""
+        if name == "boolean_dispatch.<locals>.fn":
+            name = node.name
+        prefix = f"{mod}." if mod and mod not in ("builtins", "_operator") else ""
+        return f"operation {prefix}{name} (node '{node.name}')"
+    if node.op == "call_method":
+        return f"tensor method .{node.target}() (node '{node.name}')"
+    return f"{node.op} '{node.target}'"
+
+
+def own_forward(mod: nn.Module, cls: type) -> bool:
+    """mod is a cls whose forward is cls's (a subclass that overrides it is another layer)."""
+    return isinstance(mod, cls) and getattr(type(mod), "forward") is getattr(cls, "forward")
+
+
+def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
+    """Whether the operation is of a supported type (its arguments aside)."""
+    if node.op == "call_module":
+        mod = module_of(model, node)
+        return any(type(mod) is c or own_forward(mod, c) for c in SUPPORTED_MODULES)
+    if node.op == "call_function":
+        t = node.target
+        groups: Tuple[Any, ...] = (
+            RELU_FUNCTIONS, LEAKY_FUNCTIONS, ADD_FUNCTIONS, SUB_FUNCTIONS, CAT_FUNCTIONS,
+            FLATTEN_FUNCTIONS, LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, AVG_POOL_FUNCTIONS,
+            ADAPTIVE_FUNCTIONS)
+        return any(t in group for group in groups) or t in (getattr, operator.getitem)
+    if node.op == "call_method":
+        return node.target in SUPPORTED_METHODS
+    return True
+
+
+def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
+    """Why the operation cannot be imported whatever its inputs (its type, a module in
+    training mode), or None."""
+    if not _supported(node, model):
+        return "not supported"
+    if node.op != "call_module":
+        return None
+    mod: Any = module_of(model, node)
+    if type(mod) is nn.Dropout and mod.training and mod.p > 0:
+        return "in training mode it is random: call model.eval() first"
+    if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
+        if mod.training:
+            return "in training mode it normalizes by the batch: call model.eval() first"
+        if mod.running_mean is None or mod.running_var is None:
+            return "track_running_stats=False normalizes by the batch even in eval mode"
+        if mod.weight is None or mod.bias is None:
+            return "affine=False has no parameters to carry a and b"
+    return None
+
+
+def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
+    """The problems that do not depend on shapes (unsupported operations, training mode) and
+    the BatchNorms the forward pass calls: what theta needs, without an input shape."""
+    problems: List[str] = []
+    batch_norms: Dict[int, nn.Module] = {}
+    for node in traced.nodes:
+        problem = type_problem(node, traced.model)
+        if problem is not None:
+            problems.append(f"{describe(node, traced.model)}: {problem}")
+        elif node.op == "call_module":
+            mod = module_of(traced.model, node)
+            if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
+                batch_norms[id(mod)] = mod
+    return problems, list(batch_norms.values())
+
+
+def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
+    """input_shape as a tuple, or (in_features,) of the first Linear the input reaches through
+    shape-free operations; UnsupportedModelError when there is none."""
+    if input_shape is not None:
+        shape = (int(input_shape),) if isinstance(input_shape, (int, np.integer)) \
+            else tuple(int(s) for s in input_shape)
+        if not shape or any(s <= 0 for s in shape):
+            raise ValueError(f"input_shape must be positive sizes, got {input_shape!r}")
+        return shape
+    model = traced.model
+    chain = {n for n in traced.nodes if n.op == "placeholder"}
+    passing = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Flatten, nn.Dropout)
+    for node in traced.nodes:
+        if not node.args or not isinstance(node.args[0], torch.fx.Node) or \
+                traced.read(node, node.args[0]) not in chain:
+            continue
+        if node.op == "call_module":
+            mod = module_of(model, node)
+            if isinstance(mod, nn.Linear):
+                return (mod.in_features,)
+            if type(mod) in passing:
+                chain.add(node)
+        elif node.op == "call_function":
+            if node.target in LINEAR_FUNCTIONS and isinstance(node.args[1], torch.fx.Node) \
+                    and node.args[1].op == "get_attr":
+                return (int(model.get_parameter(str(node.args[1].target)).shape[1]),)
+            if node.target in RELU_FUNCTIONS | LEAKY_FUNCTIONS | FLATTEN_FUNCTIONS:
+                chain.add(node)
+        elif node.op == "call_method" and node.target in {"relu", "relu_", "flatten"}:
+            chain.add(node)
+    raise UnsupportedModelError("cannot infer the input shape from the model: pass input_shape "
+                                "(one sample's shape, e.g. (3, 32, 32))")
