@@ -258,8 +258,9 @@ TEST(LayersJson, ReportsEveryInvalidLayer) {
   const std::string msg = error_of<NetworkError>([&] { (void)parse_layer_graph(doc); });
   EXPECT_TRUE(contains(msg, "2 problems"));
   EXPECT_TRUE(contains(msg, "layer 1 'p' (max_pool): kernel 20"));
-  EXPECT_TRUE(contains(msg, "layer 2 'q' (max_pool): output position 0 of spatial dimension 0 "
-                            "sees only padding"));
+  EXPECT_TRUE(contains(msg,
+                       "layer 2 'q' (max_pool): output position 0 of spatial dimension 0 "
+                       "sees only padding"));
 }
 
 }  // namespace
