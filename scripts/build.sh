@@ -20,7 +20,9 @@ case "$kind" in
     cmake --build build -j "$jobs"
     ;;
   asan)
+    # -O1 -g1 (line tables for the sanitizers' stack traces): half the compile time of -O2 -g.
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATHLIFT_SANITIZE=ON \
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
       -DPATHLIFT_BUILD_PYTHON=OFF -DPATHLIFT_BUILD_BENCHMARKS=OFF -DPATHLIFT_BUILD_EXAMPLES=OFF \
       "${launcher[@]}" >/dev/null
     cmake --build build-asan -j "$jobs"

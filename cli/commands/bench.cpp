@@ -172,7 +172,7 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([opts] { opts->float64 ? run_bench_t<double>(*opts) : run_bench_t<float>(*opts); });
 }
 
-const CommandRegistration registration{70, add_bench_command};
+const CommandRegistration bench_registration{70, add_bench_command};
 
 }  // namespace
 

@@ -78,7 +78,7 @@ void add_check_command(CLI::App& app) {
   cmd->callback([opts] { run_check(*opts); });
 }
 
-const CommandRegistration registration{30, add_check_command};
+const CommandRegistration check_registration{30, add_check_command};
 
 }  // namespace
 

@@ -49,7 +49,7 @@ void add_convert_command(CLI::App& app) {
   cmd->callback([opts] { run_convert(*opts); });
 }
 
-const CommandRegistration registration{90, add_convert_command};
+const CommandRegistration convert_registration{90, add_convert_command};
 
 }  // namespace
 

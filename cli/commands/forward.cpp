@@ -103,7 +103,7 @@ void add_forward_command(CLI::App& app) {
   cmd->callback([opts] { run_forward(*opts); });
 }
 
-const CommandRegistration registration{50, add_forward_command};
+const CommandRegistration forward_registration{50, add_forward_command};
 
 }  // namespace
 

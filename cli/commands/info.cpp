@@ -229,7 +229,7 @@ void add_info_command(CLI::App& app) {
   cmd->callback([opts] { run_info(*opts); });
 }
 
-const CommandRegistration registration{10, add_info_command};
+const CommandRegistration info_registration{10, add_info_command};
 
 }  // namespace
 

@@ -276,7 +276,7 @@ void add_kernel_command(CLI::App& app) {
   cmd->callback([opts] { run_kernel(*opts); });
 }
 
-const CommandRegistration registration{65, add_kernel_command};
+const CommandRegistration kernel_registration{65, add_kernel_command};
 
 }  // namespace
 

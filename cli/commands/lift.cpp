@@ -261,7 +261,7 @@ void add_lift_commands(CLI::App& app) {
   }
 }
 
-const CommandRegistration registration{22, add_lift_commands};
+const CommandRegistration lift_registration{22, add_lift_commands};
 
 }  // namespace
 

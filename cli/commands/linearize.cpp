@@ -156,7 +156,7 @@ void add_linearize_command(CLI::App& app) {
   cmd->callback([opts] { run_linearize(*opts); });
 }
 
-const CommandRegistration registration{55, add_linearize_command};
+const CommandRegistration linearize_registration{55, add_linearize_command};
 
 }  // namespace
 

@@ -200,7 +200,7 @@ void add_norm_command(CLI::App& app) {
   cmd->callback([opts] { run_norm(*opts); });
 }
 
-const CommandRegistration registration{60, add_norm_command};
+const CommandRegistration norm_registration{60, add_norm_command};
 
 }  // namespace
 

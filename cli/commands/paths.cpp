@@ -72,7 +72,7 @@ void add_paths_command(CLI::App& app) {
   cmd->callback([opts] { run_paths(*opts); });
 }
 
-const CommandRegistration registration{20, add_paths_command};
+const CommandRegistration paths_registration{20, add_paths_command};
 
 }  // namespace
 

@@ -234,7 +234,7 @@ void add_prove_command(CLI::App& app) {
   cmd->callback([opts] { run_prove(*opts); });
 }
 
-const CommandRegistration registration{45, add_prove_command};
+const CommandRegistration prove_registration{45, add_prove_command};
 
 }  // namespace
 

@@ -195,7 +195,7 @@ void add_rank_command(CLI::App& app) {
   cmd->callback([opts] { run_rank(*opts); });
 }
 
-const CommandRegistration registration{40, add_rank_command};
+const CommandRegistration rank_registration{40, add_rank_command};
 
 }  // namespace
 

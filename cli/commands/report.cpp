@@ -284,7 +284,7 @@ void add_report_command(CLI::App& app) {
   cmd->callback([opts] { run_report(*opts); });
 }
 
-const CommandRegistration registration{5, add_report_command};
+const CommandRegistration report_registration{5, add_report_command};
 
 }  // namespace
 

@@ -16,10 +16,6 @@ namespace pathlift::python {
 
 namespace {
 
-py::object index_or_none(Index x) {
-  return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
-}
-
 /// Every claim, in declaration order.
 std::vector<ProofClaim> all_claims() {
   std::vector<ProofClaim> out;

@@ -56,10 +56,6 @@ NumericalRankOptions numerical_options(const std::string& method, double toleran
   return o;
 }
 
-py::object index_or_none(Index x) {
-  return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
-}
-
 /// NumericalRankOptions::when from None (automatic), True (always) or False (never).
 NumericalRankOptions::When numerical_when(const py::object& numerical) {
   if (numerical.is_none()) {

@@ -235,6 +235,11 @@ auto with_theta(const NetworkArg& net, const py::object& theta, F&& f) {
   return f(as_span<double>(t));
 }
 
+/// An index, or None for a negative one (the library's "none" value).
+inline py::object index_or_none(Index x) {
+  return x >= 0 ? py::object(py::int_(x)) : py::object(py::none());
+}
+
 /// x for messages, never a whole array: an array, a tensor or a sparse matrix as its type, shape
 /// and dtype ("a torch.Tensor of shape (66,) and dtype torch.float32"), anything else as its
 /// repr, cut to 100 characters (with its type and length when cut).

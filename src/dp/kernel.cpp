@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <Spectra/SymEigsSolver.h>
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -23,7 +21,6 @@
 #include "src/core/detail/parallel.hpp"
 #include "src/core/detail/progress.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
-#include "src/dp/detail/lanczos.hpp"
 #include "src/model/detail/parameters.hpp"
 
 namespace pathlift {
@@ -33,29 +30,8 @@ namespace {
 using detail::DagView;
 using detail::for_each_upper_pair;
 using detail::parallel_for;
+using detail::ProgressScope;
 using detail::square_work_threads;
-
-/// Reports work of unknown extent for its lifetime: fraction -1 when built (a display shows
-/// the time elapsed), 1 when destroyed. Nothing when `progress` is empty.
-class ProgressScope {
- public:
-  ProgressScope(const Progress& progress, std::string_view phase)
-      : m_progress(detail::phase_callback(progress, phase)) {
-    if (m_progress) {
-      m_progress(-1.0);
-    }
-  }
-  ProgressScope(const ProgressScope&) = delete;
-  ProgressScope& operator=(const ProgressScope&) = delete;
-  ~ProgressScope() {
-    if (m_progress) {
-      m_progress(1.0);
-    }
-  }
-
- private:
-  std::function<void(double)> m_progress;
-};
 
 /// A (s = 2) forward sums from the inputs and B (s = 2) backward sums, scaled. During the
 /// backward pass, visit(sums, gm, gk, i0, i1) is called once B(v) = gm 2^gk is final, for the
@@ -424,201 +400,6 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
     k(j, i) = s;
   });
   return k;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Top eigenvalues
-
-namespace {
-
-constexpr std::array k_eigen_status_names{
-    detail::EnumName<EigenStatus>{EigenStatus::converged, "converged"},
-    detail::EnumName<EigenStatus>{EigenStatus::not_converged, "not_converged"},
-    detail::EnumName<EigenStatus>{EigenStatus::numerical_issue, "numerical_issue"}};
-
-constexpr std::array k_eigen_method_names{
-    detail::EnumName<EigenMethod>{EigenMethod::automatic, "automatic"},
-    detail::EnumName<EigenMethod>{EigenMethod::automatic, "auto"},
-    detail::EnumName<EigenMethod>{EigenMethod::lanczos, "lanczos"},
-    detail::EnumName<EigenMethod>{EigenMethod::dense, "dense"}};
-
-}  // namespace
-
-std::string_view to_string(EigenStatus status) {
-  return detail::enum_name(k_eigen_status_names, status);
-}
-
-EigenStatus parse_eigen_status(std::string_view name) {
-  return detail::parse_enum(k_eigen_status_names, name, "eigenvalue status");
-}
-
-std::string_view to_string(EigenMethod method) {
-  return detail::enum_name(k_eigen_method_names, method);
-}
-
-EigenMethod parse_eigen_method(std::string_view name) {
-  return detail::parse_enum(k_eigen_method_names, name, "eigenvalue method");
-}
-
-std::string to_json(const KernelEigenvalues& result, int indent) {
-  detail::Json values = detail::Json::array();
-  for (const double x : result.values) {
-    values.push_back(detail::number_or_null(x));
-  }
-  detail::Json j;
-  j["eigenvalues"] = std::move(values);
-  j["status"] = std::string(to_string(result.status));
-  j["method"] = std::string(to_string(result.dense ? EigenMethod::dense : EigenMethod::lanczos));
-  j["products"] = result.products;
-  j["iterations"] = result.iterations;
-  return j.dump(indent);
-}
-
-namespace {
-
-/// Spectra's view of K: y = K x through a matrix-free product.
-class SpectraKernelOp {
- public:
-  using Scalar = double;
-  SpectraKernelOp(Index d, const std::function<void(const double*, double*)>& apply)
-      : m_d(d), m_apply(&apply) {}
-  [[nodiscard]] Eigen::Index rows() const { return m_d; }
-  [[nodiscard]] Eigen::Index cols() const { return m_d; }
-  void perform_op(const double* x, double* y) const {
-    (*m_apply)(x, y);
-    ++m_products;
-  }
-  [[nodiscard]] Index products() const { return m_products; }
-
- private:
-  Index m_d;
-  const std::function<void(const double*, double*)>* m_apply;
-  mutable Index m_products = 0;
-};
-
-}  // namespace
-
-namespace {
-
-KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const double> theta,
-                                        Index count, const EngineOptions& engine) {
-  const Index d = net.num_params();
-  const DenseMatrix k = kernel(net, theta, engine);
-  const ProgressScope progress(
-      engine.progress, "eigenvalues of K (dense)");  // the O(d^3) eigensolver reports nothing
-  // K is symmetric: its row-major storage read column-major is K itself.
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
-      Eigen::Map<const Eigen::MatrixXd>(k.data(), d, d), Eigen::EigenvaluesOnly);
-  KernelEigenvalues r;
-  r.dense = true;
-  if (es.info() != Eigen::Success) {
-    r.status = EigenStatus::numerical_issue;
-    return r;
-  }
-  r.values = es.eigenvalues().reverse().head(count);
-  return r;
-}
-
-}  // namespace
-
-namespace detail {
-
-KernelEigenvalues lanczos_top_eigenvalues(Index d,
-                                          const std::function<void(const double*, double*)>& apply,
-                                          Index count, const EigenOptions& options) {
-  if (count >= d) {
-    throw std::invalid_argument(fmt::format(
-        "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
-        d));
-  }
-  if (options.max_iterations < 1 || !(options.tolerance > 0)) {
-    throw std::invalid_argument(
-        fmt::format("Lanczos needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
-                    options.max_iterations, options.tolerance));
-  }
-  Index ncv = options.subspace > 0 ? options.subspace : std::max(2 * count + 1, count + 20);
-  ncv = std::min(ncv, d);
-  if (ncv <= count) {
-    throw std::invalid_argument(fmt::format(
-        "Lanczos subspace {} must exceed the number of eigenvalues {} (and be <= d = {})", ncv,
-        count, d));
-  }
-  SpectraKernelOp sop(d, apply);
-  Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
-  KernelEigenvalues r;
-  // The restarts run until convergence: the extent is unknown (a negative fraction).
-  const ProgressScope progress(options.engine.progress, "eigenvalues of K (Lanczos)");
-  try {
-    eigs.init();
-    eigs.compute(Spectra::SortRule::LargestAlge, options.max_iterations, options.tolerance,
-                 Spectra::SortRule::LargestAlge);
-  } catch (const std::exception&) {
-    // Spectra throws when its small eigenproblem fails, e.g. when rank(K) < count and the
-    // Krylov space collapses: inconclusive, reported as a status.
-    r.status = EigenStatus::numerical_issue;
-    r.products = sop.products();
-    return r;
-  }
-  r.iterations = eigs.num_iterations();
-  r.products = sop.products();
-  switch (eigs.info()) {
-    case Spectra::CompInfo::Successful:
-      r.status = EigenStatus::converged;
-      break;
-    case Spectra::CompInfo::NotConverging:
-      r.status = EigenStatus::not_converged;
-      break;
-    default:
-      r.status = EigenStatus::numerical_issue;
-      break;
-  }
-  r.values = eigs.eigenvalues();
-  return r;
-}
-
-}  // namespace detail
-
-namespace {
-
-KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
-                                          Index count, const EigenOptions& options) {
-  const KernelOperator op(net, theta);
-  const std::function<void(const double*, double*)> apply = [&op](const double* x, double* y) {
-    op.apply(x, y);
-  };
-  return detail::lanczos_top_eigenvalues(net.num_params(), apply, count, options);
-}
-
-}  // namespace
-
-KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
-                                         Index count, const EigenOptions& options) {
-  check_theta_size(net, theta.size());
-  const Index d = net.num_params();
-  if (count < 1 || count > d) {
-    throw std::invalid_argument(fmt::format(
-        "asked for {} eigenvalues of K, which is {} x {}: ask for 1 to {}", count, d, d, d));
-  }
-  switch (options.method) {
-    case EigenMethod::dense:
-      return dense_top_eigenvalues(net, theta, count, options.engine);
-    case EigenMethod::lanczos:
-      return lanczos_top_eigenvalues(net, theta, count, options);
-    default:
-      break;
-  }
-  if (d <= 256 || count > d / 2) {
-    return dense_top_eigenvalues(net, theta, count, options.engine);
-  }
-  KernelEigenvalues r = lanczos_top_eigenvalues(net, theta, count, options);
-  if (r.status != EigenStatus::converged &&
-      dense_bytes(d, d, sizeof(double)) <= effective_max_memory(options.engine.max_memory)) {
-    // Lanczos was inconclusive (typically rank(K) < count) and K fits: the dense solver decides.
-    const Index products = r.products;
-    r = dense_top_eigenvalues(net, theta, count, options.engine);
-    r.products = products;
-  }
-  return r;
 }
 
 }  // namespace pathlift

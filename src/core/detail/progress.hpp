@@ -29,4 +29,26 @@ inline Progress renamed(const Progress& progress, std::string_view phase) {
       [progress, phase](std::string_view /*inner*/, double fraction) { progress(phase, fraction); };
 }
 
+/// Reports work of unknown extent for its lifetime: fraction -1 when built (a display shows
+/// the time elapsed), 1 when destroyed. Nothing when `progress` is empty.
+class ProgressScope {
+ public:
+  ProgressScope(const Progress& progress, std::string_view phase)
+      : m_progress(phase_callback(progress, phase)) {
+    if (m_progress) {
+      m_progress(-1.0);
+    }
+  }
+  ProgressScope(const ProgressScope&) = delete;
+  ProgressScope& operator=(const ProgressScope&) = delete;
+  ~ProgressScope() {
+    if (m_progress) {
+      m_progress(1.0);
+    }
+  }
+
+ private:
+  std::function<void(double)> m_progress;
+};
+
 }  // namespace pathlift::detail

@@ -1,6 +1,6 @@
 #pragma once
 // The restarted Lanczos iteration of kernel_top_eigenvalues on any matrix-free product, shared
-// by the DAG (kernel.cpp) and the layer graph (layer_dp.cpp).
+// by the DAG (kernel_spectrum.cpp) and the layer graph (layer_dp.cpp).
 
 #include <functional>
 

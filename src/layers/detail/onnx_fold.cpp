@@ -35,6 +35,13 @@ std::shared_ptr<const Constant> make(Constant c) {
 
 }  // namespace
 
+void Importer::set_constant(const std::string& name, Constant c) {
+  Tensor t;
+  t.kind = Kind::constant;
+  t.value = make(std::move(c));
+  set(name, std::move(t));
+}
+
 std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
   const std::string& name = m_g.node(i).input(k);
   const Tensor& t = state(name);
@@ -212,10 +219,7 @@ void Importer::fold_shape(int i) {
   c.values = end > start ? std::vector<Scalar>(c.values.begin() + start, c.values.begin() + end)
                          : std::vector<Scalar>{};
   c.dims = {static_cast<Index>(c.values.size())};
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_gather(int i) {
@@ -252,10 +256,7 @@ void Importer::fold_gather(int i) {
     }
     c.values.push_back(data->values[static_cast<std::size_t>(s.i < 0 ? s.i + size : s.i)]);
   }
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_cast(int i) {
@@ -321,10 +322,7 @@ void Importer::fold_cast(int i) {
       return;
     }
   }
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_constant_of_shape(int i) {
@@ -369,10 +367,7 @@ void Importer::fold_constant_of_shape(int i) {
     c.real = v.real;
   }
   c.values.assign(static_cast<std::size_t>(entries), fill);
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_concat(int i) {
@@ -407,10 +402,7 @@ void Importer::fold_concat(int i) {
     return;
   }
   c.dims = {static_cast<Index>(c.values.size())};
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_slice(int i) {
@@ -469,10 +461,7 @@ void Importer::fold_slice(int i) {
     }
   }
   c.dims = {static_cast<Index>(c.values.size())};
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_unsqueeze(int i, bool squeeze) {
@@ -528,10 +517,7 @@ void Importer::fold_unsqueeze(int i, bool squeeze) {
       c.dims.push_back(inserted[static_cast<std::size_t>(d)] ? 1 : v->dims[next++]);
     }
   }
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 void Importer::fold_arithmetic(int i) {
@@ -606,10 +592,7 @@ void Importer::fold_arithmetic(int i) {
     }
     c.values.push_back(r);
   }
-  Tensor t;
-  t.kind = Kind::constant;
-  t.value = make(std::move(c));
-  set(n.output(0), std::move(t));
+  set_constant(n.output(0), std::move(c));
 }
 
 }  // namespace pathlift::detail

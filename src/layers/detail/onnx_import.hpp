@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -155,12 +156,16 @@ class Importer {
   void unsupported(int i, const std::string& why);
   void invalid(int i, const std::string& what);
   void set(const std::string& name, Tensor t);
+  /// Records `name` as the constant c (folded at import).
+  void set_constant(const std::string& name, Constant c);
   void set_data(int i, const LayerOutput& out);
   [[nodiscard]] const Tensor& state(const std::string& name) const;
   /// Whether output `slot` of node i is read by a node or is a graph output.
   [[nodiscard]] bool used(int i, int slot) const;
   /// The node's input `k` as data (a layer output); false after recording why not.
   bool data_input(int i, int k, Index& layer);
+  void add_linear(int i, Index x, const Tensor& w, const Tensor* b, bool as_stored,
+                  std::array<Index, 2> out_in);
   void gemm(int i);
   void matmul(int i);
   /// The Add that adds a bias to MatMul node i's output: its index, or -1.

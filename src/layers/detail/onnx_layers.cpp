@@ -25,6 +25,29 @@ constexpr Index k_max_dim = std::numeric_limits<std::int32_t>::max();
 // ---------------------------------------------------------------------------------------------
 // Linear layers
 
+// A linear layer of node i on layer x: weight w (stored (out, in) when as_stored, else its
+// transpose), bias b or none.
+void Importer::add_linear(int i, Index x, const Tensor& w, const Tensor* b, bool as_stored,
+                          std::array<Index, 2> out_in) {
+  Layer l = make_layer(LayerKind::linear, node_name(i), {x});
+  l.out_features = out_in[0];
+  l.weight_offset = 0;  // placeholders until theta is laid out
+  l.bias_offset = b != nullptr ? 0 : -1;
+  LayerParameters p;
+  p.weight = ParameterTensor{w.tensor->name(), {out_in[0], out_in[1]}};
+  if (b != nullptr) {
+    p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
+  }
+  const LayerOutput y = m_builder->add(std::move(l), p);
+  if (y.ok) {
+    use(y.layer, false, w, !as_stored);
+    if (b != nullptr) {
+      use(y.layer, true, *b, false);
+    }
+  }
+  set_data(i, y);
+}
+
 void Importer::gemm(int i) {
   const NodeProto& n = m_g.node(i);
   Index x = -1;
@@ -61,23 +84,7 @@ void Importer::gemm(int i) {
                            printable(n.input(1)), shape_text(wd), in, shape_text(xs)));
     return;
   }
-  Layer l = make_layer(LayerKind::linear, node_name(i), {x});
-  l.out_features = out;
-  l.weight_offset = 0;  // placeholders until theta is laid out
-  l.bias_offset = b != nullptr ? 0 : -1;
-  LayerParameters p;
-  p.weight = ParameterTensor{w->tensor->name(), {out, in}};
-  if (b != nullptr) {
-    p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
-  }
-  const LayerOutput y = m_builder->add(std::move(l), p);
-  if (y.ok) {
-    use(y.layer, false, *w, !as_stored);
-    if (b != nullptr) {
-      use(y.layer, true, *b, false);
-    }
-  }
-  set_data(i, y);
+  add_linear(i, x, *w, b, as_stored, {out, in});
 }
 
 int Importer::bias_add(int i, Index out_features, std::string& bias) const {
@@ -165,23 +172,7 @@ void Importer::matmul(int i) {
     check_tensor_data(*b->tensor);
     m_absorbed[static_cast<std::size_t>(add)] = 1;
   }
-  Layer l = make_layer(LayerKind::linear, node_name(i), {x});
-  l.out_features = out;
-  l.weight_offset = 0;
-  l.bias_offset = b != nullptr ? 0 : -1;
-  LayerParameters p;
-  p.weight = ParameterTensor{w->tensor->name(), {out, in}};
-  if (b != nullptr) {
-    p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
-  }
-  const LayerOutput y = m_builder->add(std::move(l), p);
-  if (y.ok) {
-    use(y.layer, false, *w, !as_stored);
-    if (b != nullptr) {
-      use(y.layer, true, *b, false);
-    }
-  }
-  set_data(i, y);
+  add_linear(i, x, *w, b, as_stored, {out, in});
 }
 
 // ---------------------------------------------------------------------------------------------
