@@ -182,7 +182,22 @@ void print_parse_error(const ErrorStream& err, CLI::App& app, const CLI::ParseEr
                        const std::vector<std::string>& args) {
   const std::vector<CLI::App*> parsed = app.get_subcommands();
   const CLI::App& cmd = parsed.empty() ? app : *parsed.back();
-  std::string text = fmt::format("error: {}{}\n", e.what(), option_suggestion(cmd, args));
+  std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && !parsed.empty()) {
+    // CLI11 lists the stray words ("- -o"): name the option the command does not have.
+    for (const std::string& arg : cmd.remaining()) {
+      const std::string name = arg.substr(0, arg.find('='));
+      if (name.size() > 1 && name[0] == '-' && name != "--" &&
+          cmd.get_option_no_throw(name) == nullptr) {
+        what = fmt::format("'{}' has no option '{}'{}", cmd.get_name(), name,
+                           name == "-o" || name == "--output"
+                               ? ": it prints its result on stdout (redirect it to a file)"
+                               : "");
+        break;
+      }
+    }
+  }
+  std::string text = fmt::format("error: {}{}\n", what, option_suggestion(cmd, args));
   if (parsed.empty()) {
     text += fmt::format("commands: {}\n", fmt::join(command_names(app), ", "));
   }

@@ -328,7 +328,11 @@ LoadedTheta choose_theta(Index d, const std::optional<std::span<const double>>& 
   if (!opts.theta_file.empty()) {
     std::vector<double> theta =
         read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
-    check_size(theta.size());
+    try {
+      check_size(theta.size());
+    } catch (const std::invalid_argument& e) {  // the count's message, with the file's name
+      throw std::invalid_argument(fmt::format("--theta {}: {}", opts.theta_file, e.what()));
+    }
     return {std::move(theta), "--theta " + opts.theta_file};
   }
   if (opts.seed) {
@@ -360,8 +364,7 @@ LoadedTheta load_theta(const LoadedModel& loaded, const ComputeOptions& opts) {
       [&](std::size_t n) {
         if (n != static_cast<std::size_t>(d)) {
           throw std::invalid_argument(
-              fmt::format("theta has {} entries but the network has {} parameters (--theta {})", n,
-                          d, opts.theta_file));
+              fmt::format("theta has {} entries but the network has {} parameters", n, d));
         }
       },
       opts);

@@ -136,6 +136,23 @@ void release(int slot) {
   }
 }
 
+/// What a file that is not a directory or a regular file is, with its article.
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) {
+    return "a FIFO (named pipe)";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  return "a special file";
+}
+
 /// The folder of `path` ("." for a bare name).
 std::string folder_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -157,6 +174,14 @@ void check_output_path(const std::string& path) {
   struct stat st {};
   if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
     throw FormatError(fmt::format("cannot write '{}': it is a directory", path));
+  }
+  // An existing target (or the file a symlink names) is replaced by the rename: only a regular
+  // file may be. A FIFO, a device or a socket would be destroyed, not written to.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw FormatError(fmt::format(
+        "cannot write '{}': it is {}, not a regular file (pathlift writes a new file and renames "
+        "it onto the target, which would replace it; name a regular file, or - for stdout)",
+        path, file_kind(st.st_mode)));
   }
   const std::string folder = folder_of(path);
   if (::stat(folder.c_str(), &st) != 0) {

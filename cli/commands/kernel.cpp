@@ -232,7 +232,7 @@ void run_kernel(const KernelOptions& opts) {
     fmt::print(stderr, "warning: {} of {} eigenvalues converged ({}); {}\n", r.values.size(),
                opts.top_eig, to_string(r.status),
                r.status == EigenStatus::not_converged
-                   ? "raise --max-iter or --tol"
+                   ? "raise --max-iterations or --tol"
                    : "Lanczos failed (typically rank(K) < N): try --method dense");
   }
 }
@@ -267,7 +267,9 @@ void add_kernel_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "lanczos", "dense"}));
   cmd->add_option("--tol", opts->tolerance, "Lanczos relative tolerance (default 1e-10)")
       ->check(positive_number);
-  cmd->add_option("--max-iter", opts->max_iterations, "Lanczos restarts (default 1000)")
+  cmd->add_option("--max-iterations,--max-iter", opts->max_iterations,
+                  "The most Lanczos iterations, each a restart of its subspace (default 1000; "
+                  "Python's max_iterations)")
       ->check(positive_number);
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (keys in docs/cli.md#kernel: the header, then d and what "

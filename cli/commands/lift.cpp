@@ -113,8 +113,8 @@ void run_log(const LiftOptions& opts, bool jacobian) {
 /// Refuses a dense P x d output before anything is computed or written.
 void require_dense(const Network& net, const EngineOptions& engine, std::size_t scalar_size) {
   const PathCounts counts = count_paths(net);
-  require_memory(counts.paths, counts.nnz, net.num_edges(),
-                 estimate_bytes(counts.paths, counts.nnz, net.num_edges(),
+  require_memory(counts.paths, counts.nnz, net.num_params(),
+                 estimate_bytes(counts.paths, counts.nnz, net.num_params(),
                                 PathObject::dense_jacobian, scalar_size),
                  engine.max_memory, "the dense output (--dense)");
 }

@@ -260,7 +260,8 @@ formed, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense f
 or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive and d x d fits),
 'lanczos' (needs count < d) or 'dense'. On a LayerNetwork, Lanczos runs on the layer graph's
 products without unrolling; 'dense' unrolls it (TooLarge, with the sizes, over max_memory).
-max_iterations: Lanczos restarts. Returns a KernelEigenvalues (values, status, iterations,
+max_iterations: the most Lanczos iterations, each a restart of its subspace (the CLI's
+--max-iterations). Returns a KernelEigenvalues (values, status, iterations,
 products, dense): a status, not an exception, when Lanczos does not converge. ValueError
 unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense method needs
 more than max_memory. The GIL is released.)doc");

@@ -17,7 +17,7 @@ PathSet enumerate_paths(const Network& net, const EngineOptions& options) {
   const detail::WalkTables t = detail::make_walk_tables(net);
   const Count p(static_cast<std::uint64_t>(t.num_paths));
   const Count nnz(static_cast<std::uint64_t>(t.nnz));
-  require_memory(p, nnz, net.num_edges(),
+  require_memory(p, nnz, net.num_params(),  // the message's d; the set stores edge ids
                  estimate_bytes(p, nnz, net.num_edges(), PathObject::path_set), options.max_memory,
                  "enumerating the paths");
   const auto np = static_cast<std::size_t>(t.num_paths);

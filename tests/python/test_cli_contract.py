@@ -4,7 +4,11 @@ result only, exit 0 / 1 / 2, and the suggestion for a mistyped command or option
 """
 
 import json
+import os
 import re
+import resource
+import stat
+import subprocess
 
 import numpy as np
 import pytest
@@ -188,6 +192,66 @@ def test_unwritable_output_and_refused_work_exit_2(run_cli, tmp_path):
     expect_2(run_cli("jacobian", "--ff", "5,64,64,64,2", "--max-memory", "1M", "-o",
                      tmp_path / "J.mtx"), "--max-memory")
     assert not (tmp_path / "J.mtx").exists()
+
+
+def special_files(tmp_path):
+    """A FIFO, and where the user may make one (root), a character device (/dev/full's numbers):
+    made in tmp_path, so that a wrong rename would replace nothing of the system's."""
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    made = [(fifo, "a FIFO (named pipe)", stat.S_ISFIFO)]
+    dev = tmp_path / "full.npy"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+        made.append((dev, "a character device", stat.S_ISCHR))
+    except PermissionError:
+        pass
+    return made
+
+
+@pytest.mark.parametrize("args", [["lift"], ["jacobian"], ["kernel", "--diag"], ["convert"]])
+def test_special_output_targets_are_refused_and_untouched(run_cli, tmp_path, args):
+    for target, kind, is_kind in special_files(tmp_path):
+        if args[0] == "convert":
+            target = target.rename(target.with_suffix(".json"))
+        link = tmp_path / ("link" + target.suffix)
+        link.symlink_to(target)
+        for name in (target, link):
+            r = run_cli(*args, "-o", name)
+            expect_2(r, f"cannot write '{name}': it is {kind}, not a regular file")
+            assert is_kind(os.stat(target).st_mode) and os.path.islink(link)
+        link.unlink()
+        target.unlink()
+    assert list(tmp_path.iterdir()) == []  # no temporary left
+
+
+def test_a_file_size_limit_is_a_write_error(cli_path, tmp_path):
+    """ulimit -f: the write fails (EFBIG), exit 2, no temporary; not death by SIGXFSZ."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10000, 10000))
+
+    r = subprocess.run([str(cli_path), "lift", "--ff", "5,64,64,2", "-o", "fs.npy"],
+                       capture_output=True, text=True, cwd=tmp_path, preexec_fn=limit,
+                       timeout=600)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("error: cannot write 'fs.npy': File too large"), r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_option_the_command_lacks_is_named(run_cli):
+    """`info --json -o -`: not CLI11's "The following arguments were not expected: - -o"."""
+    expect_2(run_cli("info", "--json", "-o", "-"),
+             "'info' has no option '-o': it prints its result on stdout")
+    expect_2(run_cli("norm", "--jsn"), "'norm' has no option '--jsn'", "did you mean '--json'?")
+
+
+def test_the_lanczos_limit_has_pythons_name(run_cli):
+    """kernel --max-iterations (Python's max_iterations), --max-iter kept as its short form."""
+    assert "--max-iterations" in run_cli("kernel", "--help").stdout
+    for flag in ("--max-iterations", "--max-iter"):
+        r = run_cli("kernel", "--ff", "3,8,8,2", "--top-eig", "1", "--method", "lanczos", flag,
+                    "1", "--tol", "1e-300")
+        assert r.returncode == 0 and "raise --max-iterations or --tol" in r.stderr, r
 
 
 def test_no_cli11_exit_codes(run_cli):

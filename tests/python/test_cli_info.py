@@ -192,6 +192,27 @@ def test_convert_to_stdout(run_cli):
     assert doc["bias"] == ["g"]
 
 
+def test_convert_writes_the_weights_of_theta_or_seed(run_cli, tmp_path):
+    """--theta F: those numbers, exactly; --seed N: the theta every command draws for N."""
+    import numpy as np
+    theta = np.linspace(-1.5, 2.25, 26) / 3.0  # d = 3*4 + 4 + 4*2 + 2 for --ff 3,4,2
+    np.save(tmp_path / "theta.npy", theta)
+    out = tmp_path / "net.json"
+    r = run_cli("convert", "--ff", "3,4,2", "--theta", tmp_path / "theta.npy", "-o", out)
+    assert r.returncode == 0, r
+    assert "weights from --theta" in r.stderr
+    assert json.loads(out.read_text())["weights"] == theta.tolist()
+    r = run_cli("convert", "--ff", "3,4,2", "--seed", "7", "-o", out)
+    assert r.returncode == 0, r
+    from_file = run_cli("norm", "--network", out, "--json", check=True)
+    drawn = run_cli("norm", "--ff", "3,4,2", "--seed", "7", "--json", check=True)
+    assert json.loads(from_file.stdout)["norms"] == json.loads(drawn.stdout)["norms"]
+    wrong = tmp_path / "short.npy"
+    np.save(wrong, theta[:5])
+    r = run_cli("convert", "--ff", "3,4,2", "--theta", wrong, "-o", out)
+    assert r.returncode == 2 and "short.npy" in r.stderr, r
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 def test_error_unknown_example(run_cli):

@@ -270,6 +270,11 @@ def test_commands_needing_edges_refuse_with_the_unrolled_sizes(run_cli, tmp_path
     expect_error(run_cli("kernel", "--full", "-o", tmp_path / "k.npy", *residual,
                          "--max-memory", "50M"), f"{big['nodes']} nodes", f"{big['edges']} edges")
     assert not (tmp_path / "k.npy").exists()
+    # Unrolled within the limit, the enumeration is refused naming d, the parameters (not the
+    # 419478 edges they are shared by).
+    r = run_cli("rank", *LENET, "--max-memory", "1G")
+    expect_error(r, "enumerating the paths", "d = 61706,")
+    assert "d = 419478" not in r.stderr
 
 
 def test_path_free_commands_do_not_unroll(run_cli, tmp_path):
