@@ -9,30 +9,6 @@
 
 namespace pathlift::cli {
 
-void require_representable(std::span<const double> values, std::string_view what,
-                           std::string_view hint) {
-  std::size_t not_finite = 0;
-  std::size_t subnormal = 0;
-  for (const double x : values) {
-    if (!std::isfinite(x)) {
-      ++not_finite;
-    } else if (x != 0 && std::abs(x) < std::numeric_limits<double>::min()) {
-      ++subnormal;
-    }
-  }
-  if (not_finite > 0) {
-    throw RangeError(fmt::format("{} of {} values of {} are not finite (overflow beyond {:.1e}){}",
-                                 not_finite, values.size(), what,
-                                 std::numeric_limits<double>::max(), hint));
-  }
-  if (subnormal > 0) {
-    throw RangeError(fmt::format(
-        "{} of {} values of {} are below the smallest normal float64 {:.1e} (underflow: "
-        "precision lost){}",
-        subnormal, values.size(), what, std::numeric_limits<double>::min(), hint));
-  }
-}
-
 template <class T>
 void require_lifting_fits(const Network& net, std::span<const double> theta, bool jacobian,
                           std::string_view what, std::string_view hint) {

@@ -1,6 +1,7 @@
 #pragma once
-// Results beyond float64 in the CLI: the refusal (RangeError, exit 4) of a result that
-// overflows or underflows, with the command's way out, and the sign and log10 form (--log).
+// Results beyond float64 in the CLI: the refusal (RangeError, exit 4) of a lifting that would
+// overflow or underflow, with the command's way out, and the sign and log10 form (--log).
+// Computed results are checked by the library's require_representable (magnitude.hpp).
 
 #include <span>
 #include <string>
@@ -11,12 +12,6 @@
 #include "pathlift/network.hpp"
 
 namespace pathlift::cli {
-
-/// Throws RangeError naming `what` when one of `values` is not finite (overflow, or NaN from
-/// inf - inf) or is subnormal (an underflow that lost precision): "3 of 4 values of f(X) are
-/// not finite (overflow)". `hint` ends the message (the command's way out).
-void require_representable(std::span<const double> values, std::string_view what,
-                           std::string_view hint = {});
 
 /// Throws RangeError (with `hint`) unless Phi (`jacobian` false) or dPhi of `net` at theta fit
 /// T: the check made before computing them (magnitude.hpp, require_fits).

@@ -28,23 +28,8 @@ bool is_layer_graph(std::string_view text) {
   return format != doc.end() && *format == "pathlift-layers";
 }
 
-// Unrolling is work, not reading: only small graphs, within a small memory limit.
-constexpr pathlift::Index kMaxUnrolled = 100'000;
-constexpr std::size_t kMaxMemory = std::size_t{64} << 20;
-
 void read_layer_graph(std::string_view text) {
-  const pathlift::Model graph(pathlift::parse_layer_graph(text));
-  const pathlift::UnrolledSize size = graph.size();
-  if (size.nodes < 0 || size.edges < 0) {
-    pathlift::fuzz::fail("negative unrolled size", std::to_string(size.nodes));
-  }
-  if (size.nodes + size.edges <= kMaxUnrolled) {
-    const auto net = graph.unrolled({.max_memory = kMaxMemory});
-    if (net->num_nodes() != size.nodes || net->num_edges() != size.edges) {
-      pathlift::fuzz::fail("unrolled_size differs from the unrolled network",
-                           std::to_string(net->num_nodes()) + " nodes");
-    }
-  }
+  pathlift::fuzz::check_unrolls(pathlift::Model(pathlift::parse_layer_graph(text)));
 }
 
 void read_network(std::string_view text) {

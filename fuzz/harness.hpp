@@ -15,6 +15,7 @@
 #include <typeinfo>
 
 #include "pathlift/error.hpp"
+#include "pathlift/model.hpp"
 
 namespace pathlift::fuzz {
 
@@ -52,6 +53,25 @@ void expect_clean(F&& f, std::string_view must_name = {}) {
     check(e);
   } catch (const std::exception& e) {
     fail(typeid(e).name(), e.what());
+  }
+}
+
+/// A layer-graph model is whole: its size() is not negative and, under 100,000 nodes and edges,
+/// equals the network it unrolls to within 64 MB (unrolling is work, not reading: only small
+/// graphs).
+inline void check_unrolls(const Model& model) {
+  constexpr Index max_unrolled = 100'000;
+  constexpr std::size_t max_memory = std::size_t{64} << 20;
+  const UnrolledSize size = model.size();
+  if (size.nodes < 0 || size.edges < 0) {
+    fail("negative unrolled size", std::to_string(size.nodes));
+  }
+  if (size.nodes + size.edges <= max_unrolled) {
+    const auto net = model.unrolled({.max_memory = max_memory});
+    if (net->num_nodes() != size.nodes || net->num_edges() != size.edges) {
+      fail("unrolled_size differs from the unrolled network",
+           std::to_string(net->num_nodes()) + " nodes");
+    }
   }
 }
 

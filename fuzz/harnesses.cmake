@@ -2,9 +2,10 @@
 # (fuzz/CMakeLists.txt, PATHLIFT_FUZZ) and the replay of the corpora as a test
 # (tests/CMakeLists.txt, with any compiler).
 #   fuzz_network: the library's network and layer-graph JSON readers
+#   fuzz_onnx: the library's ONNX reader
 #   fuzz_npy, fuzz_text: the CLI's .npy and text readers
 #   fuzz_cli: the CLI's command-line parsing
-set(PATHLIFT_FUZZ_HARNESSES fuzz_network fuzz_npy fuzz_text fuzz_cli)
+set(PATHLIFT_FUZZ_HARNESSES fuzz_network fuzz_onnx fuzz_npy fuzz_text fuzz_cli)
 set(PATHLIFT_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # pathlift_fuzz_target(<target> <harness> [sources...]): an executable of the harness and the
@@ -12,7 +13,7 @@ set(PATHLIFT_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 function(pathlift_fuzz_target target harness)
   add_executable(${target} ${PATHLIFT_FUZZ_DIR}/${harness}.cpp ${ARGN})
   target_include_directories(${target} PRIVATE ${PATHLIFT_FUZZ_DIR})
-  if(harness STREQUAL "fuzz_network")
+  if(harness STREQUAL "fuzz_network" OR harness STREQUAL "fuzz_onnx")
     target_link_libraries(${target} PRIVATE pathlift::pathlift nlohmann_json::nlohmann_json)
   else()
     target_link_libraries(${target} PRIVATE pathlift_cli_objects)

@@ -535,6 +535,23 @@ TEST(Onnx28, AutoPadFollowsTheSpecification) {
                        "auto_pad 'SAME' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"));
 }
 
+TEST(Onnx28, NamesAreUtf8) {
+  // Found by fuzz_onnx: a name that is not UTF-8 reached the JSON writer (an internal error).
+  Model node;
+  node.node("Relu", {"x"}, {"y"}, std::string("r\xaf"));
+  node.output("y");
+  EXPECT_TRUE(contains(refusal<FormatError>(node),
+                       "ONNX node 0: the node name 'r\\xaf' is not UTF-8 text"));
+  Model out;
+  out.node("Relu", {"x"}, {std::string("y\xc3")}, "r");
+  out.output(std::string("y\xc3"));
+  EXPECT_TRUE(contains(refusal<FormatError>(out), "is not UTF-8 text"));
+  Model fine;  // multi-byte names are names
+  fine.node("Relu", {"x"}, {"\xc3\xa9"}, "\xce\xb8");
+  fine.output("\xc3\xa9");
+  EXPECT_EQ(parse_onnx(fine.bytes()).layers.back().name, "\xce\xb8");
+}
+
 TEST(Onnx28, NamesAreUnique) {
   Model twice = gemm_model();
   twice.weights("w", {3, 4});

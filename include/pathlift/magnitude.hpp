@@ -54,6 +54,13 @@ struct LiftingRange {
 /// Complexity: O(m + d) time, O(m) memory.
 LiftingRange lifting_range(const Network& net, std::span<const double> theta);
 
+/// Throws RangeError naming `what` when one of `values` is not finite (overflow, or NaN from
+/// inf - inf) or is subnormal (an underflow that lost precision): "3 of 4 values of f(X) are
+/// not finite (overflow beyond 1.8e+308)". `hint` ends the message (the caller's way out).
+/// The one check of a float64 result computed without a scale (forward outputs, K, diag K).
+void require_representable(std::span<const double> values, std::string_view what,
+                           std::string_view hint = {});
+
 /// log10 of the largest finite T and of the smallest normal T (308.25 and -307.65 for double).
 template <class T>
 double max_log10_of() {

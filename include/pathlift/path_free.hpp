@@ -48,7 +48,10 @@ std::vector<double> path_norm_gradient(const Model& model, std::span<const doubl
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options = {});
 
-/// kernel_diagonal.
+/// kernel_diagonal, refused beyond float64: RangeError when an entry overflows or is subnormal
+/// (require_representable), or when an entry 0 may be an underflow (on a DAG, the smallest
+/// |dPhi[p, k]|^2 is below the smallest normal double; on a layer graph, the entries do not
+/// add up to kernel_trace, which is computed with a scale).
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options = {});
 

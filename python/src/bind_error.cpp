@@ -4,6 +4,7 @@
 //   UnsupportedModel (std::invalid_argument)           -> UnsupportedModelError, a ValueError
 //   CountOverflow (std::overflow_error)               -> OverflowError
 //   TooLarge (std::length_error)                      -> MemoryError
+//   RangeError (std::range_error)                     -> RangeError, an ArithmeticError
 // and, for the standard types themselves, std::length_error -> MemoryError (pybind11 would say
 // ValueError); std::invalid_argument, std::out_of_range, std::overflow_error keep pybind11's
 // ValueError, IndexError, OverflowError. The message is the C++ message; a TooLarge refusal
@@ -58,6 +59,11 @@ void bind_error(py::module_& m) {
   auto count_overflow =
       py::register_exception<CountOverflow>(m, "CountOverflow", PyExc_OverflowError);
   count_overflow.doc() = "A count that does not fit in 64 bits where an exact one is needed.";
+  auto range_error = py::register_exception<RangeError>(m, "RangeError", PyExc_ArithmeticError);
+  range_error.doc() =
+      "A float64 result that would overflow or underflow (an ArithmeticError): the message "
+      "names the values and their magnitude; the scaled forms (path_norm's log10, "
+      "kernel_trace) work at any magnitude.";
   auto& too_large = py::register_exception<TooLarge>(m, "TooLarge", PyExc_MemoryError);
   too_large.doc() =
       "Work refused because its result would exceed the memory limit (max_memory): a "

@@ -72,7 +72,9 @@ void bind_kernel(py::module_& m) {
       R"doc(The diagonal of the path kernel K = dPhi^T dPhi: K[k, k] = sum over the paths p
 through edge k of (prod_{e in p, e != k} theta_e)^2 = A(src k) B(dst k) (forward x backward sums
 of theta^2, docs/conventions.md#path-free), exact at theta_k = 0, without enumerating a path. A
-float64 numpy array of d entries (owning the C++ buffer); an entry beyond 1.8e308 is inf.
+float64 numpy array of d entries (owning the C++ buffer); RangeError (an ArithmeticError) when
+an entry overflows float64 or underflows (kernel_trace, computed with a scale, works at any
+magnitude): never inf or a lost 0.
 On a LayerNetwork, layer by layer without unrolling (a forward, a backward and a
 weight-gradient pass per layer; a module applied twice on one path is unrolled for it, within
 max_memory). theta: d finite numbers; None uses the stored weights. ValueError for a bad theta.

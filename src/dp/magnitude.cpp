@@ -69,6 +69,30 @@ std::string type_name(int digits) {
 
 }  // namespace
 
+void require_representable(std::span<const double> values, std::string_view what,
+                           std::string_view hint) {
+  std::size_t not_finite = 0;
+  std::size_t subnormal = 0;
+  for (const double x : values) {
+    if (!std::isfinite(x)) {
+      ++not_finite;
+    } else if (x != 0 && std::abs(x) < std::numeric_limits<double>::min()) {
+      ++subnormal;
+    }
+  }
+  if (not_finite > 0) {
+    throw RangeError(fmt::format("{} of {} values of {} are not finite (overflow beyond {:.1e}){}",
+                                 not_finite, values.size(), what,
+                                 std::numeric_limits<double>::max(), hint));
+  }
+  if (subnormal > 0) {
+    throw RangeError(fmt::format(
+        "{} of {} values of {} are below the smallest normal float64 {:.1e} (underflow: "
+        "precision lost){}",
+        subnormal, values.size(), what, std::numeric_limits<double>::min(), hint));
+  }
+}
+
 LiftingRange lifting_range(const Network& net, std::span<const double> theta) {
   check_theta(net, theta);
   const detail::EdgeTheta<double> w(net.parameter_map().get(), theta);

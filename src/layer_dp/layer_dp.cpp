@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "pathlift/error.hpp"
+#include "pathlift/magnitude.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/lanczos.hpp"
 #include "src/dp/detail/norm_gradient.hpp"
+#include "src/layer_dp/detail/diagonal_range.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layers/detail/layers_unroll.hpp"
 
@@ -272,6 +274,29 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   Buffer<double> out(static_cast<std::size_t>(graph.num_params), 0.0);
   diagonal_sums(graph, theta, options, out.data(), nullptr);
   return out;
+}
+
+LogRange detail::kernel_diagonal_range(const LayerGraph& graph, std::span<const double> theta,
+                                       const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  if (repeated_blocks(graph)) {
+    // Not a sum over edges: bounded by the squares of dPhi's entries on the unrolled network
+    // (K[k, k] >= dPhi[p, k]^2 for each path p through k).
+    const LogRange j = lifting_range(unroll(graph, options), theta).jacobian;
+    return j.empty() ? j : LogRange{2 * j.min_log10, 2 * j.max_log10};
+  }
+  ParamSums sums(graph.num_params);
+  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
+  LogRange r;
+  for (std::size_t i = 0; i < sums.m.size(); ++i) {
+    if (sums.m[i] != 0) {
+      const double l = std::log10(std::abs(sums.m[i])) +
+                       static_cast<double>(sums.k[i]) * 0.30102999566398119521;  // log10(2)
+      r.min_log10 = std::min(r.min_log10, l);
+      r.max_log10 = std::max(r.max_log10, l);
+    }
+  }
+  return r;
 }
 
 ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,

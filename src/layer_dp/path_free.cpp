@@ -3,9 +3,19 @@
 
 #include "pathlift/path_free.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <string_view>
 #include <utility>
 
+#include "pathlift/error.hpp"
 #include "pathlift/layer_dp.hpp"
+#include "pathlift/magnitude.hpp"
+#include "src/layer_dp/detail/diagonal_range.hpp"
 
 namespace pathlift {
 
@@ -66,9 +76,31 @@ std::vector<double> path_magnitude(const Model& model, std::span<const double> t
 
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options) {
-  return on_model(
+  Buffer<double> diag = on_model(
       model, [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
       [&](const Network& net) { return kernel_diagonal(net, theta); });
+  const std::span<const double> values(diag.data(), diag.size());
+  require_representable(values, "diag(K)");
+  if (std::find(values.begin(), values.end(), 0.0) == values.end()) {
+    return diag;
+  }
+  // A 0 may be an underflow. On a DAG: K[k,k] >= dPhi[p, k]^2 for every path p through k, so
+  // no 0 is one when the smallest such square is a normal double.
+  if (const Network* net = model.dag()) {
+    const double smallest = 2 * lifting_range(*net, theta).jacobian.min_log10;
+    const std::string problem = range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
+    if (!problem.empty()) {
+      throw RangeError(fmt::format("diag(K) has entries 0 that may be underflows: {}", problem));
+    }
+    return diag;
+  }
+  // On a layer graph: the range of the entries, computed with a scale.
+  const std::string problem = range_problem<double>(
+      detail::kernel_diagonal_range(*model.layer_graph(), theta, options), "K[k, k]");
+  if (!problem.empty()) {
+    throw RangeError(fmt::format("diag(K) has entries 0 that are underflows: {}", problem));
+  }
+  return diag;
 }
 
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,

@@ -143,6 +143,8 @@ class Importer {
 
   // onnx_support.cpp: the first pass.
   void check_opsets(const onnx::ModelProto& model);
+  /// Every name the graph gives is UTF-8 text (FormatError naming the first that is not).
+  void check_names() const;
   void index_initializers();
   void read_input(const std::vector<Index>& input_shape);
   void index_nodes();

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "pathlift/error.hpp"
+#include "src/core/detail/utf8.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {
@@ -79,6 +80,7 @@ bool is_supported_op(const NodeProto& n) {
 Importer::Importer(const onnx::ModelProto& model, const std::vector<Index>& input_shape)
     : m_g(model.graph()) {
   check_opsets(model);
+  check_names();
   index_initializers();
   read_input(input_shape);
   index_nodes();
@@ -102,6 +104,37 @@ void Importer::check_opsets(const onnx::ModelProto& model) {
     throw FormatError(
         "the model imports no opset of the default domain ai.onnx (opset_import has no entry "
         "for it)");
+  }
+}
+
+void Importer::check_names() const {
+  // ONNX's strings are UTF-8; pathlift's names end up in JSON, which holds nothing else.
+  const auto check = [](const std::string& name, const std::string& what) {
+    if (!detail::is_utf8(name)) {
+      throw FormatError(
+          fmt::format("{} '{}' is not UTF-8 text (ONNX's strings are)", what, printable(name)));
+    }
+  };
+  for (const auto& t : m_g.initializer()) {
+    check(t.name(), "the initializer name");
+  }
+  for (const auto& v : m_g.input()) {
+    check(v.name(), "the graph input name");
+  }
+  for (const auto& v : m_g.output()) {
+    check(v.name(), "the graph output name");
+  }
+  for (int i = 0; i < m_g.node_size(); ++i) {
+    const NodeProto& n = m_g.node(i);
+    const std::string where = fmt::format("ONNX node {}: the", i);
+    check(n.name(), where + " node name");
+    check(n.op_type(), where + " operator name");
+    for (const auto& x : n.input()) {
+      check(x, where + " input name");
+    }
+    for (const auto& y : n.output()) {
+      check(y, where + " output name");
+    }
   }
 }
 

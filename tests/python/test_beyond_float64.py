@@ -1,0 +1,66 @@
+"""No silent non-finite number from Python (issue 32): kernel_diagonal refuses, with
+pathlift.RangeError (an ArithmeticError), a diagonal that overflows float64 or whose entries
+underflow, on a DAG and on a layer graph; the trace (scaled) still answers at any magnitude, and
+a diagonal with legitimate zeros is returned as it is."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+@pytest.fixture(scope="module")
+def pl(pathlift_module):
+    return pathlift_module
+
+
+def cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Conv2d(2, 2, 3), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(8, 2)).double().eval()
+
+
+def networks(pl):
+    """A DAG (4 layers: every K[k, k] multiplies 3 other weights, squared) and a layer graph
+    (3 parameter layers), with their weights."""
+    dag = pl.feed_forward(3, [4, 4, 4], 2)
+    theta = pl.normal_weights(dag.d, 3)
+    net = pl.from_torch(cnn(), input_shape=(1, 6, 6))
+    return [("dag", dag, theta), ("layers", net, np.asarray(pl.torch.theta_from_torch(cnn())))]
+
+
+@pytest.mark.parametrize("which", ["dag", "layers"])
+@pytest.mark.parametrize("scale", [1e100, 1e-100])
+def test_kernel_diagonal_beyond_float64_raises(pl, which, scale):
+    import pathlift.torch  # noqa: F401  (theta_from_torch)
+    name, net, theta = next(n for n in networks(pl) if n[0] == which)
+    plain = pl.kernel_diagonal(net, theta)
+    assert np.all(np.isfinite(plain)) and plain.max() > 0
+    with pytest.raises(pl.RangeError) as info:
+        pl.kernel_diagonal(net, theta * scale)
+    assert isinstance(info.value, ArithmeticError)
+    message = str(info.value)
+    assert "diag(K)" in message
+    assert ("not finite" in message) if scale > 1 else ("underflow" in message)
+    # The trace is scaled: it answers at any magnitude (up by scale^4 at least when the
+    # weights grow; when they shrink, the last layer's biases keep it near 1).
+    trace = pl.kernel_trace(net, theta * scale, scaled=True)
+    assert math.isfinite(trace.log10)
+    if scale > 1:
+        assert trace.log10 - pl.kernel_trace(net, theta, scaled=True).log10 > 390
+
+
+def test_zeros_that_are_zeros_are_returned(pl):
+    """A zero weight makes entries of diag(K) exactly 0: no error, on either representation."""
+    import pathlift.torch  # noqa: F401
+    model = cnn()
+    with torch.no_grad():
+        model[2].weight[0].zero_()  # the first channel of the second conv carries nothing:
+        model[2].bias[0].zero_()  # the linear weights reading it get K[k, k] = 0
+    theta = np.asarray(pl.torch.theta_from_torch(model))
+    net = pl.from_torch(model, input_shape=(1, 6, 6))
+    diag = pl.kernel_diagonal(net, theta)
+    assert (diag == 0).any() and np.isfinite(diag).all()
+    np.testing.assert_allclose(diag, pl.kernel_diagonal(net.unrolled(), theta), rtol=1e-12)
