@@ -172,12 +172,13 @@ void check_output_path(const std::string& path) {
     throw FormatError("an empty output file name");
   }
   struct stat st {};
-  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+  const bool exists = ::stat(path.c_str(), &st) == 0;  // follows a symlink to its file
+  if (path.back() == '/' || (exists && S_ISDIR(st.st_mode))) {
     throw FormatError(fmt::format("cannot write '{}': it is a directory", path));
   }
   // An existing target (or the file a symlink names) is replaced by the rename: only a regular
   // file may be. A FIFO, a device or a socket would be destroyed, not written to.
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  if (exists && !S_ISREG(st.st_mode)) {
     throw FormatError(fmt::format(
         "cannot write '{}': it is {}, not a regular file (pathlift writes a new file and renames "
         "it onto the target, which would replace it; name a regular file, or - for stdout)",

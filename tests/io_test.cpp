@@ -31,15 +31,12 @@ namespace {
 namespace fs = std::filesystem;
 using Names = std::vector<std::string>;
 using testing::contains;
+using testing::data_file;
 using testing::error_of;
 using testing::expect_same_network;
 using testing::names_of;
 using testing::TempDir;
 using testing::TempPath;
-
-std::string data_file(const std::string& name) {
-  return std::string(PATHLIFT_TEST_DATA) + "/" + name;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

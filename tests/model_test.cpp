@@ -21,11 +21,8 @@ namespace pathlift {
 namespace {
 
 using testing::contains;
+using testing::data_file;
 using testing::error_of;
-
-std::string data(const std::string& name) {
-  return std::string(PATHLIFT_TEST_DATA) + "/" + name;
-}
 
 /// A small CNN with a skip, a batch norm and a pool, and weights.
 LayerGraph small_cnn() {
@@ -104,7 +101,7 @@ TEST(Model, LoadModelReadsEveryFormat) {
   ASSERT_NE(b.dag(), nullptr);
   EXPECT_EQ(b.dag()->num_edges(), fig1().num_edges());
 
-  const Model c = load_model(data("lenet5.onnx"));
+  const Model c = load_model(data_file("lenet5.onnx"));
   EXPECT_TRUE(c.is_layer_graph());
   EXPECT_EQ(c.layer_graph()->input_shape, (std::vector<Index>{1, 28, 28}));
 

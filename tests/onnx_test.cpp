@@ -29,15 +29,12 @@ namespace pathlift {
 namespace {
 
 using testing::contains;
+using testing::data_file;
 using testing::error_of;
-
-std::string data(const std::string& name) {
-  return std::string(PATHLIFT_TEST_DATA) + "/" + name;
-}
 
 const nlohmann::json& reference(const std::string& model) {
   static const nlohmann::json doc = [] {
-    std::ifstream in(data("onnx_reference.json"));
+    std::ifstream in(data_file("onnx_reference.json"));
     return nlohmann::json::parse(in);
   }();
   return doc.at(model);
@@ -95,7 +92,7 @@ std::vector<LayerKind> kinds(const LayerGraph& g) {
 }
 
 TEST(Onnx, LeNet5) {
-  const LayerGraph g = read_onnx(data("lenet5.onnx"));
+  const LayerGraph g = read_onnx(data_file("lenet5.onnx"));
   using K = LayerKind;
   EXPECT_EQ(kinds(g), (std::vector<K>{K::input, K::conv, K::activation, K::max_pool, K::conv,
                                       K::activation, K::max_pool, K::flatten, K::linear,
@@ -112,7 +109,7 @@ TEST(Onnx, LeNet5) {
 
 TEST(Onnx, Conv1dWithGroupsDilationAndPadding) {
   // The batch dimension is symbolic: no input shape needed.
-  const LayerGraph g = read_onnx(data("conv1d.onnx"));
+  const LayerGraph g = read_onnx(data_file("conv1d.onnx"));
   EXPECT_EQ(g.layers[1].groups, 2);
   EXPECT_EQ(g.layers[1].dilation, std::vector<Index>{2});
   EXPECT_EQ(g.layers[4].activation, Activation::leaky_relu(static_cast<double>(0.1F)));
@@ -121,14 +118,15 @@ TEST(Onnx, Conv1dWithGroupsDilationAndPadding) {
 }
 
 TEST(Onnx, ResidualNetWithBatchNorm) {
-  const std::string msg = error_of<FormatError>([] { (void)read_onnx(data("residual.onnx")); });
+  const std::string msg =
+      error_of<FormatError>([] { (void)read_onnx(data_file("residual.onnx")); });
   EXPECT_TRUE(contains(msg, "symbolic dimensions (h, w): give the input shape"));
   EXPECT_TRUE(
       contains(error_of<FormatError>([] {
-                 (void)read_onnx(data("residual.onnx"), {3, 16});
+                 (void)read_onnx(data_file("residual.onnx"), {3, 16});
                }),
                "the input shape {3, 16} has 2 dimensions but the model's input 'input' has 3"));
-  const LayerGraph g = read_onnx(data("residual.onnx"), {3, 16, 16});
+  const LayerGraph g = read_onnx(data_file("residual.onnx"), {3, 16, 16});
   const auto count = [&](LayerKind k) {
     return std::count_if(g.layers.begin(), g.layers.end(),
                          [&](const Layer& l) { return l.kind == k; });
@@ -150,7 +148,7 @@ TEST(Onnx, ResidualNetWithBatchNorm) {
 TEST(Onnx, ParametersMergedByTheExporterStayDistinct) {
   // bn2.weight and bn2.bias are Identity nodes of bn1's: each batch norm keeps its own a and b
   // (their running statistics differ), placed where model.parameters() has them.
-  const LayerGraph g = read_onnx(data("aliases.onnx"));
+  const LayerGraph g = read_onnx(data_file("aliases.onnx"));
   EXPECT_EQ(g.layers[2].weight_offset, 76);  // after conv1's 72 + 4
   EXPECT_EQ(g.layers[5].kind, LayerKind::batch_norm);
   EXPECT_EQ(g.layers[5].weight_offset, 232);  // after conv2's 144 + 4, not bn1's 76
@@ -159,27 +157,28 @@ TEST(Onnx, ParametersMergedByTheExporterStayDistinct) {
 }
 
 TEST(Onnx, ImportedGraphRoundTripsThroughJson) {
-  const LayerGraph g = read_onnx(data("residual.onnx"), {3, 16, 16});
+  const LayerGraph g = read_onnx(data_file("residual.onnx"), {3, 16, 16});
   EXPECT_EQ(parse_layer_graph(layer_graph_to_json(g)), g);
 }
 
 TEST(Onnx, RefusalListsEveryUnsupportedOperation) {
   const std::string msg =
-      error_of<UnsupportedModel>([] { (void)read_onnx(data("unsupported.onnx")); });
+      error_of<UnsupportedModel>([] { (void)read_onnx(data_file("unsupported.onnx")); });
   EXPECT_TRUE(contains(msg,
                        "unsupported.onnx: unsupported operations: Sigmoid at '/Sigmoid', "
                        "Tanh at '/Tanh'"));
-  EXPECT_TRUE(contains(error_of<UnsupportedModel>([] { (void)read_onnx(data("ceil_mode.onnx")); }),
-                       "MaxPool at '/pool/MaxPool' (ceil_mode 1)"));
+  EXPECT_TRUE(
+      contains(error_of<UnsupportedModel>([] { (void)read_onnx(data_file("ceil_mode.onnx")); }),
+               "MaxPool at '/pool/MaxPool' (ceil_mode 1)"));
 }
 
 TEST(Onnx, NotAModel) {
   EXPECT_TRUE(contains(error_of<FormatError>([] { (void)parse_onnx("not a model"); }),
                        "not an ONNX model"));
-  EXPECT_TRUE(contains(error_of<FormatError>([] { (void)read_onnx(data("missing.onnx")); }),
+  EXPECT_TRUE(contains(error_of<FormatError>([] { (void)read_onnx(data_file("missing.onnx")); }),
                        "cannot open ONNX file"));
   // A pathlift JSON file is not ONNX either.
-  EXPECT_TRUE(contains(error_of<FormatError>([] { (void)read_onnx(data("fig1.json")); }),
+  EXPECT_TRUE(contains(error_of<FormatError>([] { (void)read_onnx(data_file("fig1.json")); }),
                        "fig1.json: not an ONNX model"));
 }
 
@@ -330,7 +329,7 @@ Model conv_model(NodeProto** conv, std::vector<std::int64_t> input = {2, 5, 5}) 
 
 /// A committed case of scripts/make_onnx_cases.py against the reference it carries.
 LayerGraph check_case(const std::string& name) {
-  std::ifstream in(data(name), std::ios::binary);
+  std::ifstream in(data_file(name), std::ios::binary);
   onnx::ModelProto proto;
   EXPECT_TRUE(proto.ParseFromIstream(&in)) << name;
   nlohmann::json ref;
@@ -339,7 +338,7 @@ LayerGraph check_case(const std::string& name) {
       ref = nlohmann::json::parse(p.value());
     }
   }
-  const LayerGraph g = read_onnx(data(name));
+  const LayerGraph g = read_onnx(data_file(name));
   check_reference(name, ref, g);
   return g;
 }
@@ -410,17 +409,17 @@ TEST(Onnx28, BatchNormFoldedByTheExporterIsWarnedAbout) {
                        "convolution?)"));
   EXPECT_TRUE(contains(g.warnings[0], "training=torch.onnx.TrainingMode.PRESERVE"));
   for (const char* plain : {"lenet5.onnx", "conv1d.onnx", "aliases.onnx"}) {
-    EXPECT_TRUE(read_onnx(data(plain)).warnings.empty()) << plain;
+    EXPECT_TRUE(read_onnx(data_file(plain)).warnings.empty()) << plain;
   }
 }
 
 TEST(Onnx28, TheSameBytesGiveTheSameGraph) {
-  const LayerGraph first = read_onnx(data("onnx_avgpool_pad.onnx"));
+  const LayerGraph first = read_onnx(data_file("onnx_avgpool_pad.onnx"));
   for (int k = 0; k < 6; ++k) {
-    (void)(k % 2 == 0 ? read_onnx(data("residual.onnx"), {3, 16, 16})
-                      : read_onnx(data("conv1d.onnx")));
-    EXPECT_EQ(read_onnx(data("onnx_avgpool_pad.onnx")), first) << "import " << k;
-    (void)read_onnx(data("onnx_flatten_view.onnx"));
+    (void)(k % 2 == 0 ? read_onnx(data_file("residual.onnx"), {3, 16, 16})
+                      : read_onnx(data_file("conv1d.onnx")));
+    EXPECT_EQ(read_onnx(data_file("onnx_avgpool_pad.onnx")), first) << "import " << k;
+    (void)read_onnx(data_file("onnx_flatten_view.onnx"));
   }
 }
 

@@ -21,6 +21,11 @@
 
 namespace pathlift::testing {
 
+/// The path of tests/data/NAME (PATHLIFT_TEST_DATA: every test program's data folder).
+inline std::string data_file(const std::string& name) {
+  return std::string(PATHLIFT_TEST_DATA) + "/" + name;
+}
+
 /// Whether `text` contains `part` (with both in the failure message).
 inline ::testing::AssertionResult contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) {

@@ -134,8 +134,8 @@ struct KernelEigenvalues {
   bool dense = false;    ///< true when the dense method was used
 };
 
-/// The result as one JSON object, the schema `pathlift kernel --top-eig N --json` prints (inside
-/// its own object) and Python's KernelEigenvalues.to_dict() returns: keys eigenvalues (largest
+/// The result as one JSON object (its schema in docs/cli.md, the CLI's kernel output; Python's
+/// KernelEigenvalues.to_dict() returns it): keys eigenvalues (largest
 /// first; null for a value that is not finite), status (to_string), method ("dense" or
 /// "lanczos": the one that produced the values), products, iterations, in that order. Indented
 /// by `indent` spaces; -1 gives one line. Complexity: O(number of values).

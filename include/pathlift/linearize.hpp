@@ -133,8 +133,8 @@ LinearizationCheck verify_linearization(const Network& net, std::span<const doub
                                         const CsrMatrix<double>& dphi,
                                         const LinearizationCheckOptions& options = {});
 
-/// The check as one JSON object, the schema `pathlift linearize --json` prints and Python's
-/// LinearizationCheck.to_dict() returns: keys n, q, P, nnz_L, margin, max_err_f, max_err_grad,
+/// The check as one JSON object (its schema in docs/cli.md; Python's
+/// LinearizationCheck.to_dict() returns it): keys n, q, P, nnz_L, margin, max_err_f, max_err_grad,
 /// status, in that order (a number that is not finite, such as the margin of a network without
 /// ReLU or max_err_grad when nothing was checked, is null). Indented by `indent` spaces; -1
 /// gives one line. Complexity: O(1).

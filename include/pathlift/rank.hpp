@@ -110,8 +110,8 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const NumericalRankOptions& numerical = {},
                               RankRoute route = RankRoute::enumerate);
 
-/// The report as the JSON object that `pathlift rank --json` prints and pathlift.rank()
-/// returns (docs/rank.md lists the keys), indented by `indent` spaces (-1: one line).
+/// The report as one JSON object, the rank report of the CLI and of Python's pathlift.rank()
+/// (docs/rank.md lists the keys), indented by `indent` spaces (-1: one line).
 std::string to_json(const RankReport& report, int indent = 2);
 
 }  // namespace pathlift

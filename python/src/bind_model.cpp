@@ -32,19 +32,26 @@ ModelOptions model_options(const py::object& input_shape, std::size_t max_memory
   return o;
 }
 
+/// The model that read(options) gives (read without the GIL), as a Python object.
+template <class Read>
+py::object read_model(const py::object& input_shape, std::size_t max_memory, const Read& read) {
+  const ModelOptions o = model_options(input_shape, max_memory);
+  std::optional<Model> model;
+  {
+    const py::gil_scoped_release release;
+    model.emplace(read(o));
+  }
+  return model_object(std::move(*model), max_memory);
+}
+
 }  // namespace
 
 void bind_model(py::module_& m) {
   m.def(
       "_load_model",
       [](const std::string& path, const py::object& input_shape, std::size_t max_memory) {
-        const ModelOptions o = model_options(input_shape, max_memory);
-        std::optional<Model> model;
-        {
-          const py::gil_scoped_release release;
-          model.emplace(load_model(path, o));
-        }
-        return model_object(std::move(*model), max_memory);
+        return read_model(input_shape, max_memory,
+                          [&](const ModelOptions& o) { return load_model(path, o); });
       },
       py::arg("path"), py::arg("input_shape") = py::none(), py::arg("max_memory") = 0,
       "load_model of model.hpp (use pathlift.load_model).");
@@ -52,13 +59,8 @@ void bind_model(py::module_& m) {
       "_parse_model",
       [](const py::bytes& data, const py::object& input_shape, std::size_t max_memory) {
         const std::string_view bytes = data;
-        const ModelOptions o = model_options(input_shape, max_memory);
-        std::optional<Model> model;
-        {
-          const py::gil_scoped_release release;
-          model.emplace(parse_model(bytes, o));
-        }
-        return model_object(std::move(*model), max_memory);
+        return read_model(input_shape, max_memory,
+                          [&](const ModelOptions& o) { return parse_model(bytes, o); });
       },
       py::arg("data"), py::arg("input_shape") = py::none(), py::arg("max_memory") = 0,
       "parse_model of model.hpp (use pathlift.load_model).");

@@ -276,6 +276,18 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   return out;
 }
 
+namespace {
+
+/// [A . B]_k scaled, per parameter (a graph without repeated blocks, theta checked).
+ParamSums scaled_diagonal(const LayerGraph& graph, std::span<const double> theta,
+                          const EngineOptions& options) {
+  ParamSums sums(graph.num_params);
+  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
+  return sums;
+}
+
+}  // namespace
+
 LogRange detail::kernel_diagonal_range(const LayerGraph& graph, std::span<const double> theta,
                                        const EngineOptions& options) {
   check_layer_vector(graph, theta, "theta");
@@ -285,13 +297,11 @@ LogRange detail::kernel_diagonal_range(const LayerGraph& graph, std::span<const 
     const LogRange j = lifting_range(unroll(graph, options), theta).jacobian;
     return j.empty() ? j : LogRange{2 * j.min_log10, 2 * j.max_log10};
   }
-  ParamSums sums(graph.num_params);
-  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
+  const ParamSums sums = scaled_diagonal(graph, theta, options);
   LogRange r;
   for (std::size_t i = 0; i < sums.m.size(); ++i) {
     if (sums.m[i] != 0) {
-      const double l = std::log10(std::abs(sums.m[i])) +
-                       static_cast<double>(sums.k[i]) * 0.30102999566398119521;  // log10(2)
+      const double l = ScaledReal{sums.m[i], sums.k[i]}.log10();
       r.min_log10 = std::min(r.min_log10, l);
       r.max_log10 = std::max(r.max_log10, l);
     }
@@ -305,8 +315,7 @@ ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
   if (repeated_blocks(graph)) {
     return kernel_trace(unroll(graph, options), theta);
   }
-  ParamSums sums(graph.num_params);
-  diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
+  const ParamSums sums = scaled_diagonal(graph, theta, options);
   double m = 0;
   std::int64_t k = detail::dp_no_exponent;
   for (std::size_t i = 0; i < sums.m.size(); ++i) {
