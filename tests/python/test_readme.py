@@ -67,3 +67,15 @@ def test_readme_python_examples(pathlift_module):
     assert printed[5] == "359 359 verified"
     # the training block: dPhi as a torch sparse CSR tensor, P x d
     assert printed[7] == "torch.sparse_csr (98, 66)"
+
+
+def test_readme_cpp_example_is_the_consumer_built_by_the_tests():
+    """The C++ block is tests/consumer/main.cpp's readme_example(), built against the installed
+    package and run by the ctest consumer.build_and_run: the same lines, up to indentation."""
+    consumer = (ROOT / "tests" / "consumer" / "main.cpp").read_text()
+    marked = re.search(r"// README begin\n(.*?)\n\s*// README end", consumer, flags=re.S).group(1)
+    (block,) = blocks("cpp")
+    shown = [line.strip() for line in block.strip().splitlines() if line.strip()]
+    shown = [line for line in shown if not line.startswith("#include")]
+    assert shown == [line.strip() for line in marked.splitlines() if line.strip()]
+    assert "#include <pathlift/pathlift.hpp>" in block and "#include <pathlift/pathlift.hpp>" in consumer
