@@ -20,6 +20,7 @@
 
 #include "common.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/version.hpp"
 #include "registry.hpp"
 
@@ -49,11 +50,12 @@ struct ErrorStream {
 /// A TooLarge message with the CLI's way out: the flag that raises the limit, or the
 /// commands that need no enumeration (the library's messages name no flag).
 std::string with_cli_hint(const pathlift::TooLarge& e) {
-  const std::string_view hint =
-      e.reason() == pathlift::TooLarge::Reason::memory_limit
-          ? "; raise the limit with --max-memory SIZE"
-          : "; `pathlift norm`, `kernel` and `rank --no-enumerate` need no enumeration";
-  return fmt::format("{}{}", e.what(), hint);
+  if (e.reason() != pathlift::TooLarge::Reason::memory_limit) {
+    return fmt::format(
+        "{}; `pathlift norm`, `kernel` and `rank --no-enumerate` need no enumeration", e.what());
+  }
+  return fmt::format("{}{}; raise the limit with --max-memory SIZE", e.what(),
+                     pathlift::cli::memory_note());
 }
 /// The optimal string alignment distance: insertions, deletions, substitutions and swaps of
 /// two neighbours ("jacobain" is 1 from "jacobian").
@@ -234,6 +236,9 @@ namespace pathlift::cli {
 
 int run_cli(int argc, const char* const* argv, RunMode mode) {
   const bool execute = mode == RunMode::execute;
+  if (execute) {
+    pathlift::cli::note_memory_baseline();
+  }
   const ErrorStream err{execute};
   CLI::App app{
       "pathlift: path-lifting Phi, skeleton B and Jacobian dPhi of DAG ReLU networks.\n"

@@ -20,6 +20,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/rank.hpp"
 #include "pathlift/version.hpp"
@@ -339,7 +340,7 @@ LoadedTheta choose_theta(Index d, const std::optional<std::span<const double>>& 
     return {normal_weights(d, *opts.seed), fmt::format("--seed {}", *opts.seed)};
   }
   if (stored) {
-    return {std::vector<double>(stored->begin(), stored->end()), "the network file's weights"};
+    return {*stored, "the network file's weights"};
   }
   return {normal_weights(d, 0), "standard normal, --seed 0"};
 }
@@ -432,11 +433,63 @@ std::size_t parse_memory_size(const std::string& text) {
   return static_cast<std::size_t>(bytes);
 }
 
+namespace {
+
+/// The resident set of this process in bytes (/proc/self/statm), 0 when unknown.
+std::size_t resident_set_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  unsigned long long size = 0;
+  unsigned long long resident = 0;
+  const int got = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  const long page = sysconf(_SC_PAGESIZE);
+  return got == 2 && page > 0 ? static_cast<std::size_t>(resident) * static_cast<std::size_t>(page)
+                              : 0;
+}
+
+std::size_t g_memory_baseline = 0;
+std::size_t g_memory_held = 0;  // loaded_bytes() when the work's limit was last set
+
+}  // namespace
+
+void note_memory_baseline() {
+  g_memory_baseline = resident_set_bytes();
+}
+
+std::size_t loaded_bytes() {
+  if (g_memory_baseline == 0) {
+    return 0;
+  }
+  const std::size_t now = resident_set_bytes();
+  return now > g_memory_baseline ? now - g_memory_baseline : 0;
+}
+
+std::size_t work_memory(const ComputeOptions& opts) {
+  // --max-memory bounds the whole process: the work gets what the loaded model and data left.
+  const std::size_t limit = effective_max_memory(parse_memory_size(opts.max_memory));
+  const std::size_t held = loaded_bytes();
+  g_memory_held = held;
+  return held < limit ? limit - held : 1;
+}
+
+std::string memory_note() {
+  // What was held when the limit was set: by the time a refusal is printed, the model may be
+  // freed.
+  const std::size_t held = g_memory_held;
+  return held == 0
+             ? std::string()
+             : fmt::format(" (what --max-memory leaves beside the {} the model and data hold)",
+                           format_bytes(static_cast<double>(held)));
+}
+
 EngineOptions engine_options(const ComputeOptions& opts, const std::string& label) {
   EngineOptions e;
   e.threads = opts.threads;
   (void)resolve_threads(e.threads);  // refuses more than the machine can run, before the work
-  e.max_memory = parse_memory_size(opts.max_memory);
+  e.max_memory = work_memory(opts);
   auto bar = std::make_shared<ProgressBar>(label);
   e.progress = [bar](std::string_view /*phase*/, double fraction) { (*bar)(fraction); };
   return e;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -170,9 +171,25 @@ Eigen::MatrixXd read_data(const std::string& path, const Network& net,
                           const std::string& description, const ComputeOptions& compute);
 
 /// theta for the network, and where it came from ("--theta FILE", "network file", "--seed 0").
+/// `theta` views the network's own weights, which are not copied (an ONNX model's may be the
+/// largest object of the program: the network must outlive it), or `owned` (read or drawn).
+/// Move-only, so that the view never outlives its storage.
 struct LoadedTheta {
-  std::vector<double> theta;
+  std::span<const double> theta;
   std::string source;
+  std::vector<double> owned;
+
+  LoadedTheta(std::span<const double> stored, std::string from)
+      : theta(stored), source(std::move(from)) {}
+  LoadedTheta(std::vector<double> values, std::string from)
+      : source(std::move(from)), owned(std::move(values)) {
+    theta = owned;
+  }
+  LoadedTheta(LoadedTheta&&) = default;  // a vector's move keeps its storage: the view holds
+  LoadedTheta& operator=(LoadedTheta&&) = default;
+  LoadedTheta(const LoadedTheta&) = delete;
+  LoadedTheta& operator=(const LoadedTheta&) = delete;
+  ~LoadedTheta() = default;
 };
 LoadedTheta load_theta(const Network& net, const ComputeOptions& opts);
 /// The same for a loaded model: for a layer graph, --theta FILE (d numbers), --seed N, else
@@ -185,6 +202,19 @@ std::size_t parse_memory_size(const std::string& text);
 /// EngineOptions from the options, with a progress bar on stderr (terminal only) labelled
 /// `label`, shown once the work has taken more than about a second.
 EngineOptions engine_options(const ComputeOptions& opts, const std::string& label);
+
+/// Records the process's resident memory before any work (the binary and its libraries: the
+/// 64 MB the memory contract allows beyond the limit), so that engine_options() can leave the
+/// work only what --max-memory has left once the model and data are loaded.
+void note_memory_baseline();
+/// Bytes resident now beyond that baseline (the loaded model, theta, data), 0 before it.
+std::size_t loaded_bytes();
+/// The memory limit of the work: --max-memory (0: the default) less loaded_bytes(), at least 1.
+std::size_t work_memory(const ComputeOptions& opts);
+/// " (what --max-memory leaves beside the 394.36 MiB the model and data hold)" for a memory
+/// refusal (the bytes held when work_memory() last set a limit), or "" when it set none or
+/// nothing was loaded: the limit a message names is the work's.
+std::string memory_note();
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the work has run for
 /// about a second; cleared when done. A negative fraction means "running, extent unknown": the

@@ -16,6 +16,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/model.hpp"
+#include "src/layers/detail/layers_unroll.hpp"
 
 namespace pathlift::fuzz {
 
@@ -62,9 +63,16 @@ void expect_clean(F&& f, std::string_view must_name = {}) {
 inline void check_unrolls(const Model& model) {
   constexpr Index max_unrolled = 100'000;
   constexpr std::size_t max_memory = std::size_t{64} << 20;
-  const UnrolledSize size = model.size();
+  const UnrolledSize size = model.size({.max_memory = max_memory});
   if (size.nodes < 0 || size.edges < 0) {
     fail("negative unrolled size", std::to_string(size.nodes));
+  }
+  if (const LayerGraph* graph = model.layer_graph()) {
+    const detail::UnrollBounds bounds = detail::unroll_bounds(*graph, layer_shapes(*graph));
+    if (static_cast<double>(size.nodes) > bounds.max_nodes ||
+        static_cast<double>(size.edges) > bounds.max_edges) {
+      fail("the unrolled size exceeds unroll_bounds", std::to_string(size.edges) + " edges");
+    }
   }
   if (size.nodes + size.edges <= max_unrolled) {
     const auto net = model.unrolled({.max_memory = max_memory});

@@ -12,7 +12,7 @@ set(PATHLIFT_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # given sources (replay_main.cpp, or none under libFuzzer, which brings its own main).
 function(pathlift_fuzz_target target harness)
   add_executable(${target} ${PATHLIFT_FUZZ_DIR}/${harness}.cpp ${ARGN})
-  target_include_directories(${target} PRIVATE ${PATHLIFT_FUZZ_DIR})
+  target_include_directories(${target} PRIVATE ${PATHLIFT_FUZZ_DIR} ${PROJECT_SOURCE_DIR})
   if(harness STREQUAL "fuzz_network" OR harness STREQUAL "fuzz_onnx")
     target_link_libraries(${target} PRIVATE pathlift::pathlift nlohmann_json::nlohmann_json)
   else()

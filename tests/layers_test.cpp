@@ -14,6 +14,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/forward.hpp"
 #include "pathlift/layers.hpp"
+#include "src/layers/detail/layers_unroll.hpp"
 #include "support.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/layers_reference.hpp"
@@ -362,8 +363,30 @@ TEST(Layers, ErrorsNameTheLayer) {
 TEST(Layers, TooLargeIsRefusedBeforeAllocating) {
   GraphBuilder b({100});
   const LayerGraph g = b.graph({b.linear("fc", b.act("r", b.linear("h", 0, 100)), 10)});
-  const std::string msg = error_of<TooLarge>([&] { (void)unroll(g, {.max_memory = 1000}); });
+  // The network (about 0.8 MB) is refused with its exact counts once the plan (7 KB) has run.
+  std::string msg = error_of<TooLarge>([&] { (void)unroll(g, {.max_memory = 100'000}); });
   EXPECT_TRUE(contains(msg, "unrolling the layer graph into 212 nodes and 11110 edges"));
+  // Below the plan's own bytes, before any per-entry work: the bounds of unroll_bounds
+  // (100 + 100 + 100 + 10 entries; 10000 + 100 + 100 + 1000 + 10 terms and biases, 100
+  // fixed edges into the relu nodes and 10 into the outputs).
+  msg = error_of<TooLarge>([&] { (void)unroll(g, {.max_memory = 1000}); });
+  EXPECT_TRUE(contains(msg, "4 layers, 310 tensor entries: up to 322 nodes and 1.122e+04 edges"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "its plan needs")) << msg;
+  msg = error_of<TooLarge>([&] { (void)unrolled_size(g, {.max_memory = 1000}); });
+  EXPECT_TRUE(contains(msg, "its plan needs")) << msg;
+}
+
+TEST(Layers, UnrollBoundsHoldOnEveryKind) {
+  // The O(layers) bounds are upper bounds of the exact counts (the fuzz harness checks them on
+  // random graphs too), and close: windows cut by the padding borders are what they overcount.
+  for (const LayerGraph& g : {testing::resnet18(32, 10, 8), testing::resnet18(16, 3, 4)}) {
+    const UnrolledSize exact = unrolled_size(g);
+    const detail::UnrollBounds bounds = detail::unroll_bounds(g, layer_shapes(g));
+    EXPECT_LE(static_cast<double>(exact.nodes), bounds.max_nodes);
+    EXPECT_LE(static_cast<double>(exact.edges), bounds.max_edges);
+    EXPECT_LE(bounds.max_edges, 1.5 * static_cast<double>(exact.edges));
+  }
 }
 
 TEST(Layers, SameNetworkForAnyThreadCount) {

@@ -4,6 +4,7 @@
 // protobuf classes (issue 28: linear time, every invalid model refused with the node or tensor
 // named), and the refusals.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 // The ONNX protobuf classes, to write models here (the library target sets these definitions).
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -22,6 +24,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/forward.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
 #include "support.hpp"
 #include "tests/layers_reference.hpp"
 
@@ -752,6 +755,198 @@ TEST(Onnx28, ShapeComputationsAreEvaluated) {
 }
 
 }  // namespace issue28
+
+// --- issue 32: the weights read in place -------------------------------------------------------
+
+namespace issue32 {
+
+using issue28::Model;
+using onnx::TensorProto;
+using testing::TempPath;
+
+/// How an initializer stores its values.
+enum class Form { raw_float, raw_double, float_list, double_list };
+
+/// `values` as raw_data of `T` (little-endian, ONNX's byte order on this machine).
+template <class T>
+std::string raw_of(const std::vector<double>& values) {
+  std::string out(values.size() * sizeof(T), '\0');
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const auto x = static_cast<T>(values[k]);
+    std::memcpy(out.data() + k * sizeof(T), &x, sizeof(T));
+  }
+  return out;
+}
+
+/// Stores `values` in t as `form`.
+void store(TensorProto& t, const std::vector<double>& values, Form form) {
+  t.clear_float_data();
+  t.clear_double_data();
+  t.clear_raw_data();
+  const bool single = form == Form::raw_float || form == Form::float_list;
+  t.set_data_type(single ? TensorProto::FLOAT : TensorProto::DOUBLE);
+  for (const double v : values) {
+    if (form == Form::float_list) {
+      t.add_float_data(static_cast<float>(v));
+    } else if (form == Form::double_list) {
+      t.add_double_data(v);
+    }
+  }
+  if (form == Form::raw_float) {
+    t.set_raw_data(raw_of<float>(values));
+  } else if (form == Form::raw_double) {
+    t.set_raw_data(raw_of<double>(values));
+  }
+}
+
+/// 0.1 (k + 1) with alternating signs: values float does not hold exactly.
+std::vector<double> values(std::size_t n, double scale) {
+  std::vector<double> v;
+  for (std::size_t k = 0; k < n; ++k) {
+    v.push_back(scale * 0.1 * static_cast<double>(k + 1) * (k % 2 == 0 ? 1 : -1));
+  }
+  return v;
+}
+
+/// x {4} -> Gemm (w (3, 4) as stored, bias b) -> Relu -> MatMul (v (3, 2), stored (in, out))
+/// -> y, every weight stored as `form`; `theta` gets what pathlift's theta must be: w, b and v
+/// transposed to (out, in), each value as the form holds it.
+Model two_layers(Form form, std::vector<double>& theta) {
+  Model m;
+  const std::vector<double> w = values(12, 1);
+  const std::vector<double> b = values(3, 3);
+  const std::vector<double> v = values(6, 7);
+  store(m.init("w", {3, 4}, {}), w, form);
+  store(m.init("b", {3}, {}), b, form);
+  store(m.init("v", {3, 2}, {}), v, form);
+  issue28::attr(m.node("Gemm", {"x", "w", "b"}, {"h"}, "fc1"), "transB", 1);
+  m.node("Relu", {"h"}, {"r"}, "relu");
+  m.node("MatMul", {"r", "v"}, {"y"}, "fc2");
+  m.output("y");
+  const bool single = form == Form::raw_float || form == Form::float_list;
+  const auto as_stored = [&](double x) {
+    return single ? static_cast<double>(static_cast<float>(x)) : x;
+  };
+  theta.clear();
+  for (const auto* block : {&w, &b}) {
+    for (const double x : *block) {
+      theta.push_back(as_stored(x));
+    }
+  }
+  for (std::size_t o = 0; o < 2; ++o) {
+    for (std::size_t i = 0; i < 3; ++i) {
+      theta.push_back(as_stored(v[i * 2 + o]));
+    }
+  }
+  return m;
+}
+
+/// The bytes written to a fresh file.
+struct ModelFile {
+  explicit ModelFile(const std::string& bytes, const std::string& name = "model.onnx")
+      : path(name) {
+    std::ofstream(path.str(), std::ios::binary) << bytes;
+  }
+  TempPath path;
+};
+
+/// The bytes of a file.
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(Onnx32, WeightsAreReadAsStoredFromAFileAndFromBytes) {
+  for (const Form form : {Form::raw_float, Form::raw_double, Form::float_list, Form::double_list}) {
+    std::vector<double> theta;
+    const Model m = two_layers(form, theta);
+    const std::string bytes = m.bytes();
+    const ModelFile file(bytes);
+    const LayerGraph from_bytes = parse_onnx(bytes);
+    const LayerGraph from_file = read_onnx(file.path.str());
+    const pathlift::Model loaded = load_model(file.path.str());
+    ASSERT_TRUE(from_bytes.weights.has_value());
+    EXPECT_EQ(testing::bits(*from_bytes.weights), testing::bits(theta))
+        << "form " << static_cast<int>(form);
+    EXPECT_EQ(from_file, from_bytes) << "form " << static_cast<int>(form);
+    ASSERT_TRUE(loaded.has_weights());
+    EXPECT_EQ(testing::bits(loaded.weights()), testing::bits(theta));
+  }
+}
+
+TEST(Onnx32, CommittedModelsReadTheSameFromAFileAndFromBytes) {
+  const std::vector<std::pair<std::string, std::vector<Index>>> models = {
+      {"lenet5.onnx", {}},
+      {"conv1d.onnx", {}},
+      {"aliases.onnx", {}},
+      {"residual.onnx", {3, 16, 16}},
+      {"onnx_auto_pad.onnx", {}},
+      {"onnx_avgpool_pad.onnx", {}},
+      {"onnx_bn_folded.onnx", {}},
+      {"onnx_flatten_mul.onnx", {}},
+      {"onnx_flatten_view.onnx", {}},
+      {"onnx_linear_nobias.onnx", {}}};
+  for (const auto& [name, shape] : models) {
+    const std::string bytes = bytes_of(data_file(name));
+    ASSERT_FALSE(bytes.empty()) << name;
+    EXPECT_EQ(read_onnx(data_file(name), shape), parse_onnx(bytes, shape)) << name;
+  }
+}
+
+TEST(Onnx32, RawDataOfTheWrongLengthIsRefusedNamingTheTensor) {
+  for (const int delta : {-4, -1, 4}) {
+    std::vector<double> theta;
+    Model m = two_layers(Form::raw_float, theta);
+    TensorProto& w = *m.graph().mutable_initializer(0);
+    w.set_raw_data(std::string(static_cast<std::size_t>(48 + delta), '\0'));
+    const std::string want = fmt::format(
+        "tensor 'w' of dims {{3, 4}} (FLOAT) has {} bytes of data, not 12 x 4", 48 + delta);
+    const ModelFile file(m.bytes());
+    EXPECT_TRUE(contains(error_of<FormatError>([&] { (void)parse_onnx(m.bytes()); }), want));
+    EXPECT_TRUE(contains(error_of<FormatError>([&] { (void)read_onnx(file.path.str()); }), want));
+  }
+}
+
+TEST(Onnx32, ATruncatedModelIsRefusedNamingTheInitializerItCuts) {
+  std::vector<double> theta;
+  const Model m = two_layers(Form::raw_double, theta);
+  const std::string bytes = m.bytes();
+  // Cut in the middle of v's raw data (the last initializer: its 48 bytes).
+  const std::string v_raw = raw_of<double>(values(6, 7));
+  const std::size_t at = bytes.find(v_raw);
+  ASSERT_NE(at, std::string::npos);
+  const std::string cut = bytes.substr(0, at + 20);
+  const ModelFile file(cut);
+  for (const std::string& message :
+       {error_of<FormatError>([&] { (void)parse_onnx(cut); }),
+        error_of<FormatError>([&] { (void)read_onnx(file.path.str()); })}) {
+    EXPECT_TRUE(
+        contains(message, "not an ONNX model (initializer 2 'v': its raw data of 48 bytes"));
+    EXPECT_TRUE(contains(message, fmt::format("runs past the end of the model ({} bytes): the "
+                                              "model is truncated",
+                                              at + 20)));
+  }
+  // Cut anywhere: a pathlift error, never a crash.
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_THROW((void)parse_onnx(bytes.substr(0, n)), FormatError) << "cut at " << n;
+  }
+}
+
+TEST(Onnx32, WeightsOverTheMemoryLimitAreRefusedBeforeTheyAreAllocated) {
+  std::vector<double> theta;
+  const Model m = two_layers(Form::raw_float, theta);  // d = 21: 168 bytes of doubles
+  const std::string message = error_of<TooLarge>(
+      [&] { (void)parse_onnx(m.bytes(), {}, EngineOptions{.max_memory = 160}); });
+  EXPECT_TRUE(contains(message,
+                       "the ONNX model's weights (d = 21 in 3 tensors, kept as "
+                       "doubles) needs 168 B"));
+  EXPECT_TRUE(contains(message, "over the memory limit of 160 B"));
+  EXPECT_EQ(parse_onnx(m.bytes(), {}, EngineOptions{.max_memory = 168}).num_params, 21);
+}
+
+}  // namespace issue32
 
 }  // namespace
 }  // namespace pathlift

@@ -31,7 +31,8 @@ void run_convert(const ConvertOptions& opts) {
   std::optional<Network> reweighted;
   if (new_weights) {
     theta = load_theta(*loaded.dag, opts.compute);
-    reweighted = loaded.dag->with_weights(theta->theta);
+    reweighted =
+        loaded.dag->with_weights(std::vector<double>(theta->theta.begin(), theta->theta.end()));
   }
   const Network& net = reweighted ? *reweighted : *loaded.dag;
   // The text of write_network, through the CLI's OutputFile (temporary name, signals).

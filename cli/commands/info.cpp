@@ -68,7 +68,7 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
   const LayerGraph& graph = *model.model.layer_graph();
   Summary s;
   s.layers = static_cast<Index>(graph.layers.size());
-  const UnrolledSize size = model.model.size();
+  const UnrolledSize size = model.model.size(engine_options(compute, "counting paths"));
   s.nodes = size.nodes;
   s.edges = size.edges;
   const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
@@ -109,9 +109,8 @@ void run_info(const InfoOptions& opts) {
       model.model.is_layer_graph()
           ? summarise(model, opts.compute)
           : with_progress("counting paths", [&] {
-              return summarise(
-                  *model.model.dag(),
-                  EngineOptions{.max_memory = parse_memory_size(opts.compute.max_memory)});
+              return summarise(*model.model.dag(),
+                               EngineOptions{.max_memory = work_memory(opts.compute)});
             });
   const PathCounts& counts = sum.counts;
   const Index d = sum.d;
@@ -151,7 +150,7 @@ void run_info(const InfoOptions& opts) {
     j["length_histogram"] =
         counts.length_histogram_refused.empty() ? hist : nlohmann::ordered_json(nullptr);
     if (!counts.length_histogram_refused.empty()) {
-      j["length_histogram_refused"] = counts.length_histogram_refused;
+      j["length_histogram_refused"] = counts.length_histogram_refused + memory_note();
     }
     print_json(j);
     return;
@@ -196,7 +195,7 @@ void run_info(const InfoOptions& opts) {
   fmt::print("max path length  {}\n", counts.max_path_length);
   fmt::print("path lengths     ");
   if (!counts.length_histogram_refused.empty()) {
-    fmt::print("not computed: {}\n", counts.length_histogram_refused);
+    fmt::print("not computed: {}{}\n", counts.length_histogram_refused, memory_note());
     return;
   }
   bool first = true;

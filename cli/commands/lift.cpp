@@ -36,7 +36,7 @@ void report_written(const std::string& what, const std::string& output, double s
 }
 
 template <class T>
-std::vector<T> cast_theta(const std::vector<double>& theta) {
+std::vector<T> cast_theta(std::span<const double> theta) {
   return std::vector<T>(theta.begin(), theta.end());
 }
 

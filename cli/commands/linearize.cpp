@@ -72,7 +72,7 @@ void run_linearize(const LinearizeOptions& opts) {
                     static_cast<double>(lin.map.nnz()) * (sizeof(EdgeId) + sizeof(double)) +
                     static_cast<double>(
                         estimate_bytes(net, {PathObject::path_lifting, PathObject::jacobian})),
-                parse_memory_size(opts.compute.max_memory),
+                work_memory(opts.compute),
                 fmt::format("checking L ({} x {}, nnz = {}): L, Phi and dPhi held together",
                             lin.map.rows(), lin.map.cols(), lin.map.nnz()));
   if (!opts.output.empty()) {

@@ -103,7 +103,7 @@ void run_report(const ReportOptions& opts) {
   const Network& net = *loaded.dag;
   const std::string& description = loaded.description;
   const LoadedTheta theta = load_theta(net, opts.compute);
-  const std::size_t max_memory = parse_memory_size(opts.compute.max_memory);
+  const std::size_t max_memory = work_memory(opts.compute);
   std::vector<std::string> failed;   // what makes the report exit 1 (docs/cli.md#exit-codes)
   std::vector<std::string> not_run;  // beyond float64: exit 4
   Timings t;

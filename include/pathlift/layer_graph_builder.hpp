@@ -159,6 +159,10 @@ class LayerGraphBuilder {
   /// Complexity: O(layers + d).
   LayerGraph finish(Index num_params = -1, std::optional<std::vector<double>> weights = {});
 
+  /// Records a problem when `weights` are not d finite numbers (d: set_num_params()), as
+  /// finish() does with its weights: a graph's theta checked without a copy. O(d).
+  void check_weights(std::span<const double> weights);
+
  private:
   void fail(Index index, std::string what);
   void check_blocks(Index index, const LayerParameters* parameters);

@@ -138,15 +138,19 @@ std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph);
 /// is an error). Parallel over output entries, deterministic, the same for any thread count.
 /// Throws what layer_shapes throws; TooLarge (with the node and edge counts) when the unrolled
 /// network would exceed options.max_memory bytes (0: half of physical RAM) before allocating
-/// it. A Model (model.hpp) unrolls once and keeps the DAG.
+/// it, and before any per-entry work when the unroller's own plan (about 12 bytes per tensor
+/// entry) would exceed it (the message gives the entries and upper bounds on the nodes and
+/// edges). A Model (model.hpp) unrolls once and keeps the DAG.
 Network unroll(const LayerGraph& graph, const EngineOptions& options = {});
 
-/// Node and edge counts of unroll(graph), computed without unrolling. O(layers + entries).
+/// Node and edge counts of unroll(graph), computed without unrolling: O(layers + entries)
+/// time, about 12 bytes per tensor entry; TooLarge, before any per-entry work, when that
+/// exceeds options.max_memory (0: half of physical RAM).
 struct UnrolledSize {
   Index nodes = 0;
   Index edges = 0;
 };
-UnrolledSize unrolled_size(const LayerGraph& graph);
+UnrolledSize unrolled_size(const LayerGraph& graph, const EngineOptions& options = {});
 
 /// Reads an ONNX model (a file, or the serialized ModelProto bytes) into a layer graph.
 /// `input_shape` (per sample, without batch) overrides the model's own input shape, which is
@@ -159,11 +163,17 @@ UnrolledSize unrolled_size(const LayerGraph& graph);
 /// (out, in); a parameter the exporter merged with an equal one, an Identity of its
 /// initializer, is a block of its own placed before the first initializer used after it).
 /// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
-/// FormatError for a file that is not ONNX; the file is read under
-/// max_input_bytes(InputKind::binary, options.max_memory) (io.hpp).
+/// FormatError for a file that is not ONNX, naming the tensor whose data does not match its
+/// dims; TooLarge, before theta is allocated, when theta's d doubles exceed options.max_memory
+/// (0: half of physical RAM). A file is read under max_input_bytes(InputKind::binary,
+/// options.max_memory) (io.hpp). Memory: the weights are read in blocks straight into theta,
+/// from the file (read_onnx: its bytes are never held) or from `bytes` (parse_onnx: not
+/// copied); besides theta, the import holds the model without its initializers' raw data.
+/// Complexity: O(file size + d).
 LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {},
                      const EngineOptions& options = {});
-LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {});
+LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {},
+                      const EngineOptions& options = {});
 
 /// The layer graph as JSON ("format": "pathlift-layers", "version": 1), and back. Throws
 /// FormatError naming the key, NetworkError from layer_shapes.

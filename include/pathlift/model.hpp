@@ -84,8 +84,8 @@ class Model {
   [[nodiscard]] const std::vector<std::string>& warnings() const;
 
   /// Node and edge counts of the DAG (of the unrolled DAG for a layer graph, computed without
-  /// unrolling, once).
-  [[nodiscard]] UnrolledSize size() const;
+  /// unrolling, once: unrolled_size(), TooLarge when its plan would exceed options.max_memory).
+  [[nodiscard]] UnrolledSize size(const EngineOptions& options = {}) const;
   /// True for a DAG, and for a layer graph once unrolled() has made its DAG.
   [[nodiscard]] bool is_unrolled() const;
   /// The DAG: the model's own, or the layer graph unrolled (unroll(), within

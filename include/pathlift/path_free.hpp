@@ -40,7 +40,8 @@ PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
                    PathNormDetail detail = PathNormDetail::outputs,
                    const EngineOptions& options = {});
 
-/// path_norm_gradient.
+/// path_norm_gradient, refused beyond float64: RangeError when an entry overflows or is
+/// subnormal (require_representable; path_norm gives the norm itself at any magnitude).
 std::vector<double> path_norm_gradient(const Model& model, std::span<const double> theta, double s,
                                        const EngineOptions& options = {});
 
@@ -59,7 +60,7 @@ Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
                         const EngineOptions& options = {});
 
-/// kernel_matvec.
+/// kernel_matvec, refused beyond float64 as path_norm_gradient is.
 Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options = {});
 

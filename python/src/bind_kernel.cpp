@@ -16,6 +16,7 @@
 #include "pathlift/kernel.hpp"
 #include "pathlift/layer_dp.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/magnitude.hpp"
 #include "pathlift/path_free.hpp"
 #include "results.hpp"
 
@@ -88,13 +89,13 @@ threads: 0 = all cores. Complexity: O(m + d). The GIL is released.)doc");
         return scaled_result(
             with_theta(net, theta,
                        [&](std::span<const double> t) { return kernel_trace(net.model(), t, o); }),
-            scaled);
+            scaled, "trace(K)");
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("scaled") = false,
       py::arg("threads") = 0, py::arg("progress") = py::none(),
-      "trace(K) = sum_k K[k, k]: a float (inf beyond double's range), or with scaled=True a "
-      "ScaledReal, exact far beyond it (.log10, .mantissa, .exponent). A LayerNetwork is not "
-      "unrolled. Complexity: O(m + d).");
+      "trace(K) = sum_k K[k, k]: a float; RangeError (an ArithmeticError) when it overflows or "
+      "underflows float64, where scaled=True gives a ScaledReal, exact far beyond it (.log10, "
+      ".mantissa, .exponent). A LayerNetwork is not unrolled. Complexity: O(m + d).");
 
   m.def(
       "kernel_matvec",
@@ -121,6 +122,7 @@ threads: 0 = all cores. Complexity: O(m + d). The GIL is released.)doc");
             }
             if (op) {
               op->apply(col.data(), out.data());
+              require_representable(out, "K v");
             } else {
               const Eigen::VectorXd y = kernel_matvec(net.model(), as_span<double>(t), col, o);
               std::copy(y.data(), y.data() + d, out.begin());
@@ -142,7 +144,8 @@ the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m
 whatever the number of paths; on a LayerNetwork, layer by layer without unrolling. v: d finite
 numbers (a float64 array of d entries is returned), or a d x k array (each column multiplied;
 a d x k array is returned). theta: d finite numbers, or None for the stored weights.
-ValueError for a wrong size or a non-finite entry. threads: 0 = all cores. The GIL is
+ValueError for a wrong size or a non-finite entry; RangeError (an ArithmeticError) when an
+entry of K v overflows float64 or is subnormal. threads: 0 = all cores. The GIL is
 released.)doc");
 
   m.def(

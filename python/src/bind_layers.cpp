@@ -468,9 +468,16 @@ void bind_layers(py::module_& m) {
       "data columns in row-major order; outputs y0, y1, ... the model's flattened outputs. "
       "Raises what layer_shapes raises; TooLarge (MemoryError) over max_memory bytes (0: half "
       "of physical RAM). A LayerNetwork unrolls once and keeps the DAG: net.unrolled().");
-  m.def("unrolled_size", &unrolled_size, py::arg("graph"), py::call_guard<py::gil_scoped_release>(),
-        "Node and edge counts of unroll(graph), computed without unrolling "
-        "(O(layers + entries)).");
+  m.def(
+      "unrolled_size",
+      [](const LayerGraph& graph, std::size_t max_memory) {
+        return unrolled_size(graph, EngineOptions{.max_memory = max_memory});
+      },
+      py::arg("graph"), py::kw_only(), py::arg("max_memory") = 0,
+      py::call_guard<py::gil_scoped_release>(),
+      "Node and edge counts of unroll(graph), computed without unrolling (O(layers + entries) "
+      "time, about 12 bytes per tensor entry; TooLarge (MemoryError) before any per-entry work "
+      "when that exceeds max_memory bytes, 0: half of physical RAM).");
   m.def(
       "read_onnx",
       [](const py::object& path, const py::object& input_shape) {

@@ -6,19 +6,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "norms.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/path_free.hpp"
 
 namespace pathlift::python {
-
-py::object scaled_result(const ScaledReal& x, bool scaled) {
-  if (scaled) {
-    return py::cast(x);
-  }
-  return py::float_(x.value());
-}
 
 namespace {
 
@@ -46,6 +41,17 @@ py::list float_list(const std::vector<ScaledReal>& xs) {
 }
 
 }  // namespace
+
+py::object scaled_result(const ScaledReal& x, bool scaled, std::string_view what) {
+  if (scaled) {
+    return py::cast(x);
+  }
+  if (!x.fits_double()) {
+    throw RangeError(fmt::format("{} is {}, beyond float64: pass scaled=True for a ScaledReal",
+                                 what, scaled_string(x)));
+  }
+  return py::float_(x.value());
+}
 
 void bind_norms(py::module_& m) {
   py::class_<ScaledReal>(m, "ScaledReal", R"doc(
@@ -191,8 +197,8 @@ numpy array of d entries, d/dtheta_k = ||Phi||_s^(1-s) sum over the edges e carr
 |theta_k|^(s-1) sign(theta_k) F_s(src e) G_s(dst e), with path_norm's forward and backward sums
 (docs/path-free.md); for s = 1 the gradient of sum_p |Phi_p|. s > 0. At theta_k = 0 the entry
 is 0 for s >= 1 (for s = 1 the subgradient 0 of |.|); for s < 1 the norm is not
-differentiable there and ValueError names the parameter. An entry beyond double's range is
-+-inf. A LayerNetwork is not unrolled (a forward, a backward and a weight-gradient pass per
+differentiable there and ValueError names the parameter. RangeError (an ArithmeticError) when
+an entry overflows float64 or is subnormal (path_norm itself works at any magnitude). A LayerNetwork is not unrolled (a forward, a backward and a weight-gradient pass per
 layer). theta: d finite numbers; None uses the weights. threads: 0 = all cores. The GIL is
 released. Complexity: O(m + d), one forward and one backward pass.)doc");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/lanczos.hpp"
@@ -182,8 +183,13 @@ PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
   plan.require_memory(0, 0, "the path-length histogram");
+  require_bytes(detail::length_histogram_bytes(plan), options.max_memory,
+                fmt::format("the path-length histogram on the layer graph ({} layers, its sums "
+                            "split by path length)",
+                            plan.size()));
   // The unroller's plan says which pending sums become nodes (and refuses dead inputs).
-  const std::vector<std::vector<std::uint8_t>> nodes = detail::Unroller(graph).node_entries();
+  const std::vector<std::vector<std::uint8_t>> nodes =
+      detail::Unroller(graph, options).node_entries();
   const WeightSpec w{Mode::ones, 0, {}, {}};
   std::vector<ScaledReal> each;
   const ScaledReal p =
@@ -206,6 +212,8 @@ PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
       c.nnz += Count(len) * c.length_histogram[len];
     }
   }
+  // A length whose sums cancelled to zero entries (a partly shifted slice) is no length.
+  c.length_histogram.resize(static_cast<std::size_t>(c.max_path_length) + 1, Count(0));
   return c;
 }
 
@@ -270,7 +278,9 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   if (repeated_blocks(graph)) {
     return kernel_diagonal(unroll(graph, options), theta);
   }
-  // Straight into the result (no scaled accumulators: the diagonal is as large as theta).
+  // Straight into the result (no scaled accumulators: the diagonal is as large as theta),
+  // checked before it is allocated (counted as accumulators: 16 bytes a parameter for 8).
+  LayerPlan(graph, options).require_memory(1, 1, "the kernel diagonal");
   Buffer<double> out(static_cast<std::size_t>(graph.num_params), 0.0);
   diagonal_sums(graph, theta, options, out.data(), nullptr);
   return out;
@@ -281,6 +291,8 @@ namespace {
 /// [A . B]_k scaled, per parameter (a graph without repeated blocks, theta checked).
 ParamSums scaled_diagonal(const LayerGraph& graph, std::span<const double> theta,
                           const EngineOptions& options) {
+  // Checked before the accumulators (16 bytes a parameter) are allocated.
+  LayerPlan(graph, options).require_memory(1, 1, "the kernel diagonal");
   ParamSums sums(graph.num_params);
   diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
   return sums;

@@ -62,9 +62,11 @@ PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
 
 std::vector<double> path_norm_gradient(const Model& model, std::span<const double> theta, double s,
                                        const EngineOptions& options) {
-  return on_model(
+  std::vector<double> gradient = on_model(
       model, [&](const LayerGraph& g) { return path_norm_gradient(g, theta, s, options); },
       [&](const Network& net) { return path_norm_gradient(net, theta, s); });
+  require_representable(gradient, "the path-norm gradient");
+  return gradient;
 }
 
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
@@ -112,9 +114,12 @@ ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
 
 Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options) {
-  return on_model(
+  Eigen::VectorXd kv = on_model(
       model, [&](const LayerGraph& g) { return kernel_matvec(g, theta, v, options); },
       [&](const Network& net) { return kernel_matvec(net, theta, v); });
+  require_representable(std::span<const double>(kv.data(), static_cast<std::size_t>(kv.size())),
+                        "K v");
+  return kv;
 }
 
 KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,

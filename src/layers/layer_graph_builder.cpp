@@ -596,22 +596,26 @@ LayerGraph LayerGraphBuilder::finish(Index num_params, std::optional<std::vector
     }
   }
   if (weights) {
-    if (std::cmp_not_equal(weights->size(), m_graph.num_params)) {
-      m_problems.push_back(fmt::format("the weights have {} entries but num_params is {}",
-                                       weights->size(), m_graph.num_params));
-    } else {
-      for (std::size_t k = 0; k < weights->size(); ++k) {
-        if (!std::isfinite((*weights)[k])) {
-          m_problems.push_back(fmt::format("weight {} is not finite: {}{}", k, (*weights)[k],
-                                           block_of(static_cast<Index>(k))));
-          break;
-        }
-      }
-    }
+    check_weights(*weights);
     m_graph.weights = std::move(weights);
   }
   throw_problems();
   return std::move(m_graph);
+}
+
+void LayerGraphBuilder::check_weights(std::span<const double> weights) {
+  if (std::cmp_not_equal(weights.size(), m_graph.num_params)) {
+    m_problems.push_back(fmt::format("the weights have {} entries but num_params is {}",
+                                     weights.size(), m_graph.num_params));
+    return;
+  }
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    if (!std::isfinite(weights[k])) {
+      m_problems.push_back(fmt::format("weight {} is not finite: {}{}", k, weights[k],
+                                       block_of(static_cast<Index>(k))));
+      return;
+    }
+  }
 }
 
 std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph) {
@@ -631,7 +635,11 @@ std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph) {
     b.output(o);
   }
   std::vector<std::vector<Index>> shapes = b.shapes();
-  (void)b.finish(graph.num_params, graph.weights);
+  if (graph.weights) {
+    // Checked in place: theta may be the largest object of the program, and is not copied.
+    b.check_weights(*graph.weights);
+  }
+  (void)b.finish(graph.num_params);
   return shapes;
 }
 

@@ -15,6 +15,7 @@
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
 #include "src/layers/detail/onnx_import.hpp"
+#include "src/model/detail/input_file.hpp"
 
 namespace pathlift {
 namespace detail {
@@ -112,7 +113,7 @@ const Importer::Tensor* Importer::parameter(int i, int k, const char* what) {
                            what, printable(name), type_name(t.tensor->data_type())));
     return nullptr;
   }
-  check_tensor_data(*t.tensor);
+  check_tensor_data(m_model, *t.tensor);
   return &t;
 }
 
@@ -277,30 +278,41 @@ LayerGraph Importer::run() {
 
 }  // namespace detail
 
-LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape) {
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    throw FormatError("not an ONNX model (the bytes do not parse as an ONNX ModelProto)");
-  }
-  if (!model.has_graph() || model.graph().node_size() == 0) {
+namespace {
+
+LayerGraph import(const detail::OnnxModel& model, const std::vector<Index>& input_shape,
+                  const EngineOptions& options) {
+  if (!model.proto().has_graph() || model.proto().graph().node_size() == 0) {
     throw FormatError("not an ONNX model (no graph, or a graph without nodes)");
   }
-  return detail::Importer(model, input_shape).run();
+  return detail::Importer(model, input_shape, options.max_memory).run();
+}
+
+}  // namespace
+
+LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape,
+                      const EngineOptions& options) {
+  return import(detail::OnnxModel(bytes), input_shape, options);
 }
 
 LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape,
                      const EngineOptions& options) {
-  const std::string bytes =
-      read_input_file(path, max_input_bytes(InputKind::binary, options.max_memory), "ONNX file");
+  detail::InputFile file = detail::open_input_file(
+      path, max_input_bytes(InputKind::binary, options.max_memory), "ONNX file");
   try {
-    return parse_onnx(bytes, input_shape);
+    if (file.regular()) {
+      // Read in place: the weights go from the file to theta, the file's bytes never held.
+      return import(detail::OnnxModel(std::move(file)), input_shape, options);
+    }
+    // A pipe or a device cannot be read by ranges: its bytes, within the bound.
+    const std::string bytes = file.read_all();
+    return import(detail::OnnxModel(bytes), input_shape, options);
   } catch (const FormatError& e) {
-    throw FormatError(fmt::format("{}: {}", path, e.what()));
+    throw FormatError(fmt::format("{}: {}", printable(path, 200), e.what()));
   } catch (const UnsupportedModel& e) {
-    throw UnsupportedModel(fmt::format("{}: {}", path, e.what()));
+    throw UnsupportedModel(fmt::format("{}: {}", printable(path, 200), e.what()));
   } catch (const NetworkError& e) {
-    throw NetworkError(fmt::format("{}: {}", path, e.what()));
+    throw NetworkError(fmt::format("{}: {}", printable(path, 200), e.what()));
   }
 }
 

@@ -12,10 +12,12 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/core/detail/json.hpp"
+#include "src/model/detail/input_file.hpp"
 
 namespace pathlift {
 
@@ -271,61 +273,100 @@ std::size_t max_input_bytes(InputKind kind, std::size_t max_memory) {
   return effective_max_memory(max_memory) / static_cast<std::size_t>(kind);
 }
 
-std::string read_input_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
-  // A file descriptor, closed on every way out.
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) {
-        ::close(fd);
-      }
+namespace detail {
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)),
+      m_regular(other.m_regular),
+      m_size(other.m_size),
+      m_path(std::move(other.m_path)),
+      m_what(std::move(other.m_what)),
+      m_max_bytes(other.m_max_bytes) {}
+
+InputFile& InputFile::operator=(InputFile&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
     }
-  };
-  const Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) {
+    m_fd = std::exchange(other.m_fd, -1);
+    m_regular = other.m_regular;
+    m_size = other.m_size;
+    m_path = std::move(other.m_path);
+    m_what = std::move(other.m_what);
+    m_max_bytes = other.m_max_bytes;
+  }
+  return *this;
+}
+
+InputFile::~InputFile() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+namespace {
+
+TooLarge too_large(std::string_view what, const std::string& path, std::size_t max_bytes) {
+  return TooLarge(fmt::format(
+      "{} '{}' is too large to read: more than {} ({} bytes), the most a "
+      "file of its kind may hold under the memory limit",
+      what, printable(path, 200), format_bytes(static_cast<double>(max_bytes)), max_bytes));
+}
+
+FormatError cannot_read(std::string_view what, const std::string& path) {
+  return FormatError(
+      fmt::format("cannot read {} '{}': {}", what, printable(path, 200), std::strerror(errno)));
+}
+
+}  // namespace
+
+InputFile open_input_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     throw FormatError(
         fmt::format("cannot open {} '{}': {}", what, printable(path, 200), std::strerror(errno)));
   }
+  InputFile file(fd, false, 0, path, std::string(what), max_bytes);  // closes fd on every way out
   struct stat st {};
-  if (::fstat(in.fd, &st) != 0) {
-    throw FormatError(
-        fmt::format("cannot read {} '{}': {}", what, printable(path, 200), std::strerror(errno)));
+  if (::fstat(fd, &st) != 0) {
+    throw cannot_read(what, path);
   }
   if (S_ISDIR(st.st_mode)) {
     throw FormatError(
         fmt::format("cannot read {}: '{}' is a directory", what, printable(path, 200)));
   }
-  const auto too_large = [&] {
-    return TooLarge(fmt::format(
-        "{} '{}' is too large to read: more than {} ({} bytes), the most a "
-        "file of its kind may hold under the memory limit",
-        what, printable(path, 200), format_bytes(static_cast<double>(max_bytes)), max_bytes));
-  };
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+      throw too_large(what, path, max_bytes);
+    }
+    file.m_regular = true;
+    file.m_size = static_cast<std::uint64_t>(st.st_size);
+  }
+  return file;
+}
+
+std::string InputFile::read_all() const {
   // Chunks, growing: a pipe or a device has no size, and a regular file may grow meanwhile.
   constexpr std::size_t chunk = std::size_t{1} << 16;
   std::string bytes;
-  if (S_ISREG(st.st_mode)) {
-    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-      throw too_large();
-    }
+  if (m_regular) {
     // With room for the last read, which finds the end: no reallocation, no second copy.
-    bytes.reserve(static_cast<std::size_t>(st.st_size) + chunk + 1);
+    bytes.reserve(static_cast<std::size_t>(m_size) + chunk + 1);
   }
   std::size_t size = 0;
   for (;;) {
-    if (size > max_bytes) {
-      throw too_large();
+    if (size > m_max_bytes) {
+      throw too_large(m_what, m_path, m_max_bytes);
     }
-    const std::size_t room = max_bytes - size;
+    const std::size_t room = m_max_bytes - size;
     const std::size_t want = room < chunk ? room + 1 : chunk;  // one past the bound: too large
     bytes.resize(size + want);
-    const ssize_t got = ::read(in.fd, bytes.data() + size, want);
+    const ssize_t got = ::read(m_fd, bytes.data() + size, want);
     if (got < 0) {
       if (errno == EINTR) {
         continue;
       }
-      throw FormatError(
-          fmt::format("cannot read {} '{}': {}", what, printable(path, 200), std::strerror(errno)));
+      throw cannot_read(m_what, m_path);
     }
     if (got == 0) {
       break;
@@ -334,6 +375,33 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes, std:
   }
   bytes.resize(size);
   return bytes;
+}
+
+void InputFile::read_at(std::uint64_t offset, std::size_t n, char* out) const {
+  while (n > 0) {
+    const ssize_t got = ::pread(m_fd, out, n, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw cannot_read(m_what, m_path);
+    }
+    if (got == 0) {
+      throw FormatError(
+          fmt::format("cannot read {} '{}': it ends at byte {}, before the {} "
+                      "bytes it held when opened (it changed meanwhile)",
+                      m_what, printable(m_path, 200), offset, m_size));
+    }
+    offset += static_cast<std::uint64_t>(got);
+    out += got;
+    n -= static_cast<std::size_t>(got);
+  }
+}
+
+}  // namespace detail
+
+std::string read_input_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
+  return detail::open_input_file(path, max_bytes, what).read_all();
 }
 
 Network read_network(const std::string& path, const EngineOptions& options) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <mutex>
@@ -89,24 +90,35 @@ bool looks_like_json(std::string_view bytes) {
   return false;
 }
 
-/// The kind of input a regular file holds, from its first bytes (JSON or not): its read limit.
-/// Anything that is not a readable regular file gets the binary limit; reading it reports what
-/// is wrong.
-InputKind input_kind(const std::string& path) {
+/// What a file holds, from its first bytes (JSON or not): its read limit, and whether it is an
+/// ONNX model in a regular file (read in place by read_onnx). Anything that is not a readable
+/// regular file gets the binary limit; reading it reports what is wrong. A head of nothing but
+/// white space may be JSON.
+struct Sniffed {
+  InputKind kind = InputKind::binary;
+  bool onnx_file = false;
+};
+
+Sniffed sniff(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return InputKind::binary;
+    return {};
   }
   std::array<char, 256> head{};
   struct stat st {};
   ssize_t got = 0;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    got = ::read(fd, head.data(), head.size());
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) {
+    got = std::max<ssize_t>(::read(fd, head.data(), head.size()), 0);
   }
   ::close(fd);
-  return got > 0 && looks_like_json({head.data(), static_cast<std::size_t>(got)})
-             ? InputKind::json
-             : InputKind::binary;
+  const std::string_view text(head.data(), static_cast<std::size_t>(got));
+  const bool blank = got == static_cast<ssize_t>(head.size()) &&
+                     text.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos;
+  if (got > 0 && (blank || looks_like_json(text))) {
+    return {InputKind::json, false};
+  }
+  return {InputKind::binary, regular};
 }
 
 template <class E>
@@ -168,7 +180,7 @@ const std::vector<std::string>& Model::warnings() const {
   return m_graph ? m_graph->warnings : none;
 }
 
-UnrolledSize Model::size() const {
+UnrolledSize Model::size(const EngineOptions& options) const {
   if (m_dag) {
     return {m_dag->num_nodes(), m_dag->num_edges()};
   }
@@ -176,7 +188,7 @@ UnrolledSize Model::size() const {
   if (!m_cache->size) {
     m_cache->size = m_cache->unrolled ? UnrolledSize{m_cache->unrolled->num_nodes(),
                                                      m_cache->unrolled->num_edges()}
-                                      : unrolled_size(*m_graph);
+                                      : unrolled_size(*m_graph, options);
   }
   return *m_cache->size;
 }
@@ -245,13 +257,24 @@ Model parse_model(std::string_view bytes, const ModelOptions& options) {
     case ModelFormat::layers:
       return Model(parse_layer_graph(bytes));
     case ModelFormat::onnx:
-      return Model(parse_onnx(bytes, options.input_shape));
+      return Model(parse_onnx(bytes, options.input_shape, options.engine));
   }
   throw std::logic_error("parse_model: unknown format");
 }
 
 Model load_model(const std::string& path, const ModelOptions& options) {
-  const InputKind kind = input_kind(path);
+  const Sniffed sniffed = sniff(path);
+  if (sniffed.onnx_file) {
+    // Read in place (read_onnx names the file in its errors): the weights go from the file to
+    // theta, the file's bytes never held beside them.
+    LayerGraph graph = read_onnx(path, options.input_shape, options.engine);
+    try {
+      return Model(std::move(graph));
+    } catch (const NetworkError& e) {
+      rethrow_naming(path, e);
+    }
+  }
+  const InputKind kind = sniffed.kind;
   const std::string bytes =
       read_input_file(path, max_input_bytes(kind, options.engine.max_memory),
                       kind == InputKind::json ? "model file" : "model file (ONNX)");

@@ -52,6 +52,34 @@ def test_kernel_diagonal_beyond_float64_raises(pl, which, scale):
         assert trace.log10 - pl.kernel_trace(net, theta, scaled=True).log10 > 390
 
 
+@pytest.mark.parametrize("which", ["dag", "layers"])
+def test_float_results_beyond_float64_raise(pl, which):
+    """trace(K) as a float, the path-norm gradient and K v: a RangeError naming the quantity,
+    never an inf, a NaN or a subnormal."""
+    name, net, theta = next(n for n in networks(pl) if n[0] == which)
+    v = np.ones(len(theta))
+    assert math.isfinite(pl.kernel_trace(net, theta))
+    assert np.isfinite(pl.path_norm_gradient(net, theta, 1.0)).all()
+    assert np.isfinite(pl.kernel_matvec(net, theta, v)).all()
+    big = theta * 1e200  # products of two or more weights overflow
+    with pytest.raises(pl.RangeError, match=r"trace\(K\) is 10\^.*scaled=True"):
+        pl.kernel_trace(net, big)
+    assert pl.kernel_trace(net, big, scaled=True).log10 > 400
+    with pytest.raises(pl.RangeError, match="path-norm gradient"):
+        pl.path_norm_gradient(net, big, 1.0)
+    with pytest.raises(pl.RangeError, match="K v"):
+        pl.kernel_matvec(net, big, v)
+    # Shrunken weights: whatever is returned is a normal float64 or 0.
+    tiny = theta * 1e-160
+    for f in (lambda: pl.path_norm_gradient(net, tiny, 1.0), lambda: pl.kernel_matvec(net, tiny, v)):
+        try:
+            out = np.abs(np.asarray(f()))
+        except pl.RangeError as e:
+            assert "subnormal" in str(e) or "underflow" in str(e)
+            continue
+        assert np.isfinite(out).all() and not ((out > 0) & (out < np.finfo(float).tiny)).any()
+
+
 def test_zeros_that_are_zeros_are_returned(pl):
     """A zero weight makes entries of diag(K) exactly 0: no error, on either representation."""
     import pathlift.torch  # noqa: F401

@@ -250,20 +250,20 @@ LENET = ["--onnx", DATA / "lenet5.onnx"]
 
 
 def test_commands_needing_edges_refuse_with_the_unrolled_sizes(run_cli, tmp_path):
-    info = run_json(run_cli, "info", *LENET, "--max-memory", "4M")
+    info = run_json(run_cli, "info", *LENET, "--max-memory", "8M")
     nodes, edges = info["nodes"], info["edges"]
     assert (nodes, edges) == (8883, 419478)  # docs/layers.md#cli
     data = tmp_path / "x.npy"
     np.save(data, np.zeros((2, 784)))
     for args in (["lift", "-o", tmp_path / "phi.npy"], ["forward", "--data", data],
                  ["rank"], ["check"], ["norm", "--per-node"]):
-        result = run_cli(*args, *LENET, "--max-memory", "4M")
+        result = run_cli(*args, *LENET, "--max-memory", "8M")
         expect_error(result, f"{nodes} nodes", f"{edges} edges", "--max-memory")
         assert "without unrolling" in result.stderr
         assert not (tmp_path / "phi.npy").exists()
     # kernel --full: d x d doubles are checked before the graph is unrolled.
     expect_error(run_cli("kernel", "--full", "-o", tmp_path / "k.npy", *LENET, "--max-memory",
-                         "4M"), "61706 x 61706", "--max-memory")
+                         "8M"), "61706 x 61706", "--max-memory")
     # Its d x d (1282^2 doubles, 13 MB) fits in 50 MB, its 3766710 unrolled edges do not.
     residual = ["--onnx", DATA / "residual.onnx", "--input-shape", "3,64,64"]
     big = run_json(run_cli, "info", *residual)
@@ -278,15 +278,16 @@ def test_commands_needing_edges_refuse_with_the_unrolled_sizes(run_cli, tmp_path
 
 
 def test_path_free_commands_do_not_unroll(run_cli, tmp_path):
-    """4 MB holds LeNet-5's activations and parameters, not its 419478 unrolled edges."""
-    norm = run_json(run_cli, "norm", *LENET, "--max-memory", "4M")
+    """8 MB holds the process's LeNet-5, its activations and parameters, not its 419478 unrolled
+    edges (30 MB)."""
+    norm = run_json(run_cli, "norm", *LENET, "--max-memory", "8M")
     assert norm["d"] == 61706 and norm["norms"]["2"] > 0
-    trace = run_json(run_cli, "kernel", *LENET, "--trace", "--max-memory", "4M")
+    trace = run_json(run_cli, "kernel", *LENET, "--trace", "--max-memory", "8M")
     assert trace["trace"] > 0
     out = tmp_path / "diag.npy"
-    j = run_json(run_cli, "kernel", *LENET, "--diag", "-o", out, "--max-memory", "4M")
+    j = run_json(run_cli, "kernel", *LENET, "--diag", "-o", out, "--max-memory", "8M")
     assert math.isclose(np.load(out).sum(), j["trace"], rel_tol=1e-9)
-    eig = run_json(run_cli, "kernel", *LENET, "--top-eig", "1", "--max-memory", "4M")
+    eig = run_json(run_cli, "kernel", *LENET, "--top-eig", "1", "--max-memory", "8M")
     assert eig["status"] == "converged" and eig["eigenvalues"][0] <= trace["trace"] * (1 + 1e-9)
 
 

@@ -5,6 +5,7 @@ import json
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -28,7 +29,9 @@ def test_info_on_a_deep_network_refuses_the_histogram_alone(run_cli):
     assert r.returncode == 0, r
     assert "max path length  20001" in r.stdout and "P                ~" in r.stdout
     assert "path lengths     not computed: the path-length histogram (60004 nodes" in r.stdout
-    assert "over the memory limit of 1.00 MiB" in r.stdout
+    # The work's limit is what the 1 MiB leaves once the network is built.
+    assert "over the memory limit of" in r.stdout
+    assert "what --max-memory leaves beside the" in r.stdout
     j = json.loads(run_cli("info", "--ff", ff, "--max-memory", "1M", "--json", check=True).stdout)
     assert j["length_histogram"] is None and "memory limit" in j["length_histogram_refused"]
     assert j["max_path_length"] == 20001
@@ -47,7 +50,8 @@ def test_python_count_paths_of_a_long_chain_refuses_the_histogram_alone(pathlift
 
 def test_info_histogram_of_a_chain_within_the_limit(run_cli, tmp_path):
     net = chain_with_skips(tmp_path / "chain.json", 2000)
-    j = json.loads(run_cli("info", "--network", net, "--max-memory", "2M", "--json",
+    # 4 MiB: the process's network (about 3 MiB resident) and the histogram's live part.
+    j = json.loads(run_cli("info", "--network", net, "--max-memory", "4M", "--json",
                            check=True).stdout)
     hist = j["length_histogram"]
     assert hist["1999"] == 1 and hist["1000"] == 1000 and "999" not in hist
@@ -74,8 +78,42 @@ def test_python_limit_above_physical_memory(pathlift_module):
 
 @pytest.mark.skipif(shutil.which("/usr/bin/time") is None, reason="GNU time is not installed")
 def test_peak_memory_within_the_limit(cli_path):
-    # The smallest size (64M, networks of 10-200 MB of results): a few seconds.
+    # The smallest size (64M, networks of 10-200 MB of results; a small ONNX Gemm model and a
+    # pathlift-layers conv net, each for info, norm, kernel --diag and lift): a few seconds.
     r = subprocess.run([str(ROOT / "scripts" / "check-memory.sh"), "--quick", str(cli_path)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("\n") == 8 and " NO" not in r.stdout, r.stdout
+    assert r.stdout.count("\n") == 1 + 7 + 8 and " NO" not in r.stdout, r.stdout
+
+
+def gemm_onnx(path, n_in, n_out):
+    """scripts/gemm_onnx.py's Gemm model (PyTorch's Linear(n_in, n_out) as exported)."""
+    pytest.importorskip("onnx", reason="onnx (Debian: python3-onnx) writes the model")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from gemm_onnx import gemm_onnx as write
+    return write(path, n_in, n_out)
+
+
+def peak_mb(args):
+    """(exit status, stderr, peak resident memory in MB) of a command, by GNU time."""
+    r = subprocess.run(["/usr/bin/time", "-f", "peak_kb %M", *map(str, args)],
+                       capture_output=True, text=True, timeout=300)
+    peak = int(r.stderr.rsplit("peak_kb ", 1)[1].split()[0])
+    return r.returncode, r.stderr, peak / 1024
+
+
+@pytest.mark.skipif(shutil.which("/usr/bin/time") is None, reason="GNU time is not installed")
+def test_onnx_import_stays_within_the_limit(cli_path, tmp_path):
+    # 20.2 M parameters: an 80.6 MB file, 154 MiB as doubles. Under 200M the contract allows
+    # 1.25 x 200 + 64 = 314 MiB; a reader holding the file, protobuf's copy of the raw data and
+    # two copies of the doubles needs about 460 MiB (now: about 170 MiB).
+    model = gemm_onnx(tmp_path / "gemm.onnx", 280_000, 72)
+    bound = 1.25 * 200 + 64
+    for command in (["info"], ["norm"]):
+        rc, err, peak = peak_mb([cli_path, *command, "--onnx", model, "--max-memory", "200M"])
+        assert rc == 0, (command, err)
+        assert peak <= bound, (command, peak)
+    # Under 120M the file itself (over 120M / 2) is refused from its size, before it is read.
+    rc, err, peak = peak_mb([cli_path, "norm", "--onnx", model, "--max-memory", "120M"])
+    assert rc == 2 and "too large to read" in err and "memory limit" in err, err
+    assert peak <= 1.25 * 120 + 64

@@ -10,6 +10,7 @@ Each imported model is run by pathlift (float64) and compared with the PyTorch m
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_onnx_import.py
 """
 import io
+import re
 
 import numpy as np
 import pytest
@@ -217,3 +218,112 @@ def test_refusals_are_pathlift_errors_naming_the_node(pl):
     for proto, error, message in cases:
         with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
             pl.from_onnx(proto)
+
+
+# --- the weights read in place (issue 32) ------------------------------------------------------
+
+
+def float32_export(model, shape):
+    """A float32 model as torch.onnx.export writes it: every initializer as FLOAT raw_data."""
+    buffer = io.BytesIO()
+    torch.onnx.export(model, torch.zeros((1, *shape)), buffer, input_names=["x"],
+                      output_names=["y"], opset_version=13)
+    return buffer.getvalue()
+
+
+def forms_of(data):
+    """The model of `data` with its initializers stored three ways: raw_data (as exported),
+    float_data and double_data (the same values, as doubles)."""
+    from onnx import TensorProto, helper, numpy_helper
+    raw = onnx.load_from_string(data)
+    out = {"raw_data": raw}
+    for name, kind in [("float_data", TensorProto.FLOAT), ("double_data", TensorProto.DOUBLE)]:
+        proto = onnx.ModelProto()
+        proto.CopyFrom(raw)
+        for init in proto.graph.initializer:
+            values = numpy_helper.to_array(init)
+            init.CopyFrom(helper.make_tensor(init.name, kind, values.shape,
+                                             values.flatten().tolist(), raw=False))
+            assert not init.HasField("raw_data")
+        out[name] = proto
+    return out
+
+
+class ConvMlp(nn.Module):
+    """Conv -> ReLU -> flatten -> Linear -> ReLU -> bias-free Linear (an (in, out) initializer
+    that pathlift transposes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+        self.fc1 = nn.Linear(3 * 4 * 4, 7)
+        self.fc2 = nn.Linear(7, 3, bias=False)
+
+    def forward(self, x):
+        x = torch.flatten(torch.relu(self.conv(x)), 1)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_weights_equal_the_initializers_from_a_file_and_from_bytes(pl, tmp_path):
+    from onnx import numpy_helper
+    torch.manual_seed(5)
+    model = ConvMlp().eval()
+    data = float32_export(model, (2, 6, 6))
+    # theta is model.parameters() in order, each a float32 value as a double (exactly).
+    want = np.concatenate([p.detach().numpy().astype(np.float64).ravel()
+                           for p in model.parameters()])
+    for form, proto in forms_of(data).items():
+        blob = proto.SerializeToString()
+        path = tmp_path / f"{form}.onnx"
+        path.write_bytes(blob)
+        # The initializers as onnx reads them, bias-free fc2 transposed to (out, in).
+        inits = {t.name: numpy_helper.to_array(t).astype(np.float64)
+                 for t in proto.graph.initializer}
+        assert sum(v.size for v in inits.values()) == want.size, form
+        for how, graph in [("bytes", pl.parse_onnx(blob)), ("file", pl.read_onnx(path)),
+                           ("load_model", pl.from_onnx(path))]:
+            np.testing.assert_array_equal(np.asarray(graph.weights), want, err_msg=f"{form} {how}")
+        matmul = next(v for v in inits.values() if v.shape == (7, 3))
+        np.testing.assert_array_equal(want[-21:], matmul.T.ravel())
+
+
+def test_raw_data_of_the_wrong_length_is_refused_naming_the_tensor(pl, tmp_path):
+    torch.manual_seed(5)
+    proto = onnx.load_from_string(float32_export(ConvMlp().eval(), (2, 6, 6)))
+    init = next(t for t in proto.graph.initializer if t.name == "fc1.weight")
+    raw = init.raw_data
+    for cut in [raw[:-4], raw[:-1], raw + b"\0" * 4]:
+        init.raw_data = cut
+        blob = proto.SerializeToString()
+        (tmp_path / "bad.onnx").write_bytes(blob)
+        message = (f"tensor 'fc1.weight' of dims {{7, 48}} (FLOAT) has {len(cut)} bytes of data, "
+                   "not 336 x 4")
+        for read in [lambda: pl.parse_onnx(blob), lambda: pl.read_onnx(tmp_path / "bad.onnx")]:
+            with pytest.raises(pl.FormatError, match=re.escape(message)):
+                read()
+
+
+def test_a_truncated_model_is_refused_naming_the_initializer_it_cuts(pl, tmp_path):
+    torch.manual_seed(5)
+    proto = onnx.load_from_string(float32_export(ConvMlp().eval(), (2, 6, 6)))
+    blob = proto.SerializeToString()
+    init = next(t for t in proto.graph.initializer if t.name == "fc1.weight")
+    at = blob.find(init.raw_data)
+    assert at > 0
+    (tmp_path / "cut.onnx").write_bytes(blob[:at + 100])
+    index = [t.name for t in proto.graph.initializer].index("fc1.weight")
+    for read in [lambda: pl.parse_onnx(blob[:at + 100]),
+                 lambda: pl.read_onnx(tmp_path / "cut.onnx")]:
+        with pytest.raises(pl.FormatError,
+                           match=re.escape(f"initializer {index} 'fc1.weight': its raw data of "
+                                           "1344 bytes")):
+            read()
+
+
+def test_weights_over_the_memory_limit_are_refused_before_they_are_read(pl):
+    torch.manual_seed(5)
+    data = float32_export(ConvMlp().eval(), (2, 6, 6))
+    d = pl.parse_onnx(data).num_params
+    with pytest.raises(MemoryError, match=re.escape(f"the ONNX model's weights (d = {d} in")):
+        pl.from_onnx(data, max_memory=8 * d - 1)
+    assert pl.from_onnx(data, max_memory=8 * d).d == d

@@ -105,19 +105,13 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
   switch (ly.kind) {
     case LayerKind::linear: {
       const Index f = plan.entries(plan.input(l));
-      const Block wb = weights_of(ly, n_out * f, spec, threads);
-      if (wb.zero) {
+      const ParamTransform w(spec, ly.weight_offset, n_out * f, threads);
+      if (w.zero()) {
         std::fill(y->value.begin(), y->value.end(), 0.0);
       } else {
-        const ConstVecMap xv(x.value.data(), f);
-        for_tasks(ceil_div(n_out, k_rows), threads, [&](Index t) {
-          const Index r0 = t * k_rows;
-          const Index r1 = std::min(n_out, r0 + k_rows);
-          const ConstMatMap wm(wb.m.data() + r0 * f, r1 - r0, f, Eigen::OuterStride<>(f));
-          VecMap(y->value.data() + r0, r1 - r0).noalias() = wm * xv;
-        });
+        linear_forward(w, n_out, f, x.value.data(), y->value.data(), threads);
       }
-      y->exp = wb.exp + x.exp;
+      y->exp = w.exp() + x.exp;
       add_bias(*y, bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
       return y;
     }
@@ -160,19 +154,11 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
   switch (ly.kind) {
     case LayerKind::linear: {
       const Index out = plan.entries(l);
-      const Block wb = weights_of(ly, out * n_in, spec, threads);
-      if (!wb.zero) {
-        const ConstMatMap wm(wb.m.data(), out, n_in, Eigen::OuterStride<>(n_in));
-        const ConstVecMap yv(y.value.data(), out);
-        constexpr Index k_tcols = 512;
-        for_tasks(ceil_div(n_in, k_tcols), threads, [&](Index t) {
-          const Index c0 = t * k_tcols;
-          const Index c1 = std::min(n_in, c0 + k_tcols);
-          VecMap(x->value.data() + c0, c1 - c0).noalias() =
-              wm.middleCols(c0, c1 - c0).transpose() * yv;
-        });
+      const ParamTransform w(spec, ly.weight_offset, out * n_in, threads);
+      if (!w.zero()) {
+        linear_transpose(w, out, n_in, y.value.data(), x->value.data(), threads);
       }
-      x->exp = wb.exp + y.exp;
+      x->exp = w.exp() + y.exp;
       break;
     }
     case LayerKind::conv: {
@@ -367,6 +353,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
       if (ly.kind == LayerKind::conv) {
         const ConvShape c = conv_shape(m_windows[l]);
         m_max_columns = std::max(m_max_columns, c.rows * c.n_out);
+        m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
       }
     }
     for (const Index i : ly.inputs) {
@@ -375,6 +362,32 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
   }
   for (const Index o : graph.outputs) {
     m_last_use[static_cast<std::size_t>(o)] = n;
+  }
+  // The most entries an unkept forward pass holds at once: each tensor from its layer to the
+  // last use of its storage, which a view (flatten, activation) shares with its input.
+  std::vector<std::size_t> owner(n);
+  std::vector<std::size_t> end(n, 0);
+  for (std::size_t l = 0; l < n; ++l) {
+    const Layer& ly = graph.layers[l];
+    const bool view = ly.kind == LayerKind::flatten || ly.kind == LayerKind::activation;
+    owner[l] = view ? owner[static_cast<std::size_t>(ly.inputs[0])] : l;
+    end[owner[l]] = std::max(end[owner[l]], m_last_use[l]);
+  }
+  std::vector<std::vector<std::size_t>> freed(n + 1);
+  for (std::size_t l = 0; l < n; ++l) {
+    if (owner[l] == l) {
+      freed[end[l]].push_back(l);
+    }
+  }
+  Index live = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    if (owner[l] == l) {
+      live += m_entries[l];
+    }
+    m_forward_peak = std::max(m_forward_peak, live);
+    for (const std::size_t f : freed[l]) {
+      live -= m_entries[f];
+    }
   }
   // Threads pay off from tens of thousands of entries on; below, one thread (the results are
   // the same for any count).
@@ -388,11 +401,19 @@ void LayerPlan::report(double fraction) const {
 }
 
 void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) const {
-  // Live tensors of an unkept pass: a layer's inputs, its output and a skip branch or two.
-  const double tensors = kept > 0 ? static_cast<double>(kept) * static_cast<double>(m_total_entries)
-                                  : 4.0 * static_cast<double>(m_max_entries);
-  const double bytes = 8.0 * (tensors + 2.0 * static_cast<double>(m_max_entries) +
-                              static_cast<double>(m_max_columns)) +
+  // An unkept pass is a forward pass: what it holds at once, computed from the plan. Kept
+  // passes hold every tensor, and a backward pass a few more (a sum and its terms).
+  const double tensors = kept > 0
+                             ? static_cast<double>(kept) * static_cast<double>(m_total_entries) +
+                                   2.0 * static_cast<double>(m_max_entries)
+                             : static_cast<double>(m_forward_peak);
+  // The transformed parameters: a convolution's kernel gathered (and its edge products, as
+  // large, with a backward pass); a linear layer's weights by tiles, one per thread. theta
+  // itself is the caller's.
+  const double params = (kept > 0 ? 2.0 : 1.0) * static_cast<double>(m_max_kernel) +
+                        static_cast<double>(m_threads) *
+                            static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
+  const double bytes = 8.0 * (tensors + static_cast<double>(m_max_columns) + params) +
                        16.0 * param_sums * static_cast<double>(m_graph->num_params);
   require_bytes(bytes, m_options->max_memory,
                 fmt::format("{} on the layer graph ({} layers, {} tensor entries, d = {})", what,
@@ -491,32 +512,35 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   const std::int64_t e = x.exp + y.exp;
-  const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
-    for_chunks(count, threads, [&](Index i0, Index i1) {
-      for (Index i = i0; i < i1; ++i) {
-        if (values[i] == 0) {
-          continue;
-        }
-        if (out_k == nullptr && factor == nullptr) {
-          out_m[offset + i] += dp_ldexp(values[i], exp);
-          continue;
-        }
-        if (factor == nullptr) {
-          dp_merge(out_m[offset + i], out_k[offset + i], values[i], exp);
-          continue;
-        }
-        const double f = factor[offset + i];
-        if (f != 0) {
-          int fe = 0;
-          const double fm = std::frexp(f, &fe);
-          if (out_k == nullptr) {
-            out_m[offset + i] += dp_ldexp(values[i] * fm, exp + fe);
-          } else {
-            dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
-          }
+  // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
+  const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    for (Index i = 0; i < count; ++i) {
+      if (values[i] == 0) {
+        continue;
+      }
+      if (out_k == nullptr && factor == nullptr) {
+        out_m[offset + i] += dp_ldexp(values[i], exp);
+        continue;
+      }
+      if (factor == nullptr) {
+        dp_merge(out_m[offset + i], out_k[offset + i], values[i], exp);
+        continue;
+      }
+      const double f = factor[offset + i];
+      if (f != 0) {
+        int fe = 0;
+        const double fm = std::frexp(f, &fe);
+        if (out_k == nullptr) {
+          out_m[offset + i] += dp_ldexp(values[i] * fm, exp + fe);
+        } else {
+          dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
         }
       }
-    });
+    }
+  };
+  const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    for_chunks(count, threads,
+               [&](Index i0, Index i1) { merge_range(offset + i0, values + i0, i1 - i0, exp); });
   };
   // The bias: bias_value * sum over the positions of each channel's y.
   const auto bias = [&](Index channels, Index positions) {
@@ -536,17 +560,22 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
   };
   switch (ly.kind) {
     case LayerKind::linear: {
+      // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer may
+      // hold most of theta).
       const Index out = plan.entries(l);
       const Index f = plan.entries(plan.input(l));
-      Buffer<double> g(static_cast<std::size_t>(out * f));
-      for_tasks(out, threads, [&](Index o) {
+      const Index pieces = ceil_div(f, k_chunk);
+      for_tasks(out * pieces, threads, [&](Index t) {
+        const Index o = t / pieces;
+        const Index j0 = (t % pieces) * k_chunk;
+        const Index j1 = std::min(f, j0 + k_chunk);
         const double yo = y.value[static_cast<std::size_t>(o)];
-        double* row = g.data() + o * f;
-        for (Index j = 0; j < f; ++j) {
-          row[j] = yo * x.value[static_cast<std::size_t>(j)];
+        double* piece = scratch(static_cast<std::size_t>(k_chunk));
+        for (Index j = j0; j < j1; ++j) {
+          piece[j - j0] = yo * x.value[static_cast<std::size_t>(j)];
         }
+        merge_range(ly.weight_offset + o * f + j0, piece, j1 - j0, e);
       });
-      merge_block(ly.weight_offset, g.data(), out * f, e);
       bias(out, 1);
       return;
     }

@@ -8,7 +8,8 @@
 // Mode: |w|^s (path-norms), w^2 (the kernel), theta * v (the derivative terms of K v, 0 on
 // fixed edges) or 1 (counting). A layer's parameters are gathered once per pass into a
 // WeightBlock (mantissas and one exponent). Convolutions are im2col + Eigen GEMM in blocks of
-// fixed shapes, so results are bit-identical for any thread count.
+// fixed shapes, so results are bit-identical for any thread count. A linear layer's transformed
+// weights are used by tiles (ParamTransform), never materialised: it may hold most of theta.
 //
 // Pending sums of the unroller (docs/layers.md) do not change these sums: a materialised
 // pending sum is a node reached by the same terms, left by edges of weight 1.
@@ -70,9 +71,11 @@ class LayerPlan {
   /// Reports progress `fraction` (0..1) to the options' callback, if any.
   void report(double fraction) const;
   /// Throws TooLarge (with the sizes) when `what` would need more than the memory limit:
-  /// `kept` passes whose every tensor is kept (0: tensors dropped after their last use, a few
-  /// alive at a time), `param_sums` per-parameter accumulators of 16 bytes, plus the largest
-  /// column matrix of a convolution.
+  /// `kept` passes whose every tensor is kept, with backward passes (0: one forward pass whose
+  /// tensors are dropped after their last use: the most it holds at once, from the plan),
+  /// `param_sums` per-parameter accumulators of 16 bytes, plus the largest column matrix of a
+  /// convolution and the transformed parameters in use (the largest convolution kernel; a tile
+  /// of a linear layer per thread). theta, which the caller holds, is not counted.
   void require_memory(int kept, int param_sums, std::string_view what) const;
 
  private:
@@ -84,7 +87,9 @@ class LayerPlan {
   int m_threads = 1;
   Index m_total_entries = 0;  // entries of the layers that are not views
   Index m_max_entries = 0;
-  Index m_max_columns = 0;  // the largest rows x positions of a convolution's column matrix
+  Index m_max_columns = 0;   // the largest rows x positions of a convolution's column matrix
+  Index m_max_kernel = 0;    // the largest convolution kernel (its parameter count)
+  Index m_forward_peak = 0;  // the most entries an unkept forward pass holds at once
   const EngineOptions* m_options;
 };
 
@@ -128,6 +133,11 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
 /// edge on the paths through it; activations, max_pool entries and the output nodes always do.
 std::vector<std::pair<double, std::int64_t>> length_histogram(
     const LayerPlan& plan, const std::vector<std::vector<std::uint8_t>>& nodes, Span progress);
+
+/// An upper bound on the bytes of the tensors length_histogram holds at once: per layer, its
+/// entries times the lengths its sums can span (bounded from the layers alone), summed over
+/// the tensors alive together. O(layers).
+double length_histogram_bytes(const LayerPlan& plan);
 
 /// The forward map of parameter layer l (linear, conv, batch_norm) applied to x, bias nodes
 /// counting bias_value; normalised.

@@ -11,37 +11,56 @@ namespace pathlift::detail {
 
 namespace {
 
-/// Sums split by path length: slices[len] (null: no path of that length).
-using Slices = std::vector<TensorPtr>;
+/// Sums split by path length: t[k] holds the paths of length first + k (null: none). Only the
+/// lengths between the shortest and the longest are stored, so that a deep chain costs O(1)
+/// per layer.
+struct Slices {
+  std::size_t first = 0;
+  std::vector<TensorPtr> t;
+
+  [[nodiscard]] std::size_t end() const { return first + t.size(); }
+  [[nodiscard]] const TensorPtr* at(std::size_t len) const {
+    return len >= first && len < end() && t[len - first] ? &t[len - first] : nullptr;
+  }
+};
+
+/// Which entries an edge enters: none, every one, or some (`flags` == 1).
+enum class Entered : std::uint8_t { none, all, some };
+
+Entered entered(const std::vector<std::uint8_t>* flags) {
+  if (flags == nullptr) {
+    return Entered::all;
+  }
+  bool any1 = false;
+  bool any0 = false;
+  for (const std::uint8_t f : *flags) {
+    any1 = any1 || f == 1;
+    any0 = any0 || f == 0;
+  }
+  return !any1 ? Entered::none : !any0 ? Entered::all : Entered::some;
+}
 
 /// slices shifted by one edge where flag == 1 (every entry when flags is null).
-Slices shift(const Slices& in, const std::vector<std::uint8_t>* flags, Index n, int threads) {
-  bool all = flags == nullptr;
-  bool none = false;
-  if (flags != nullptr) {
-    bool any1 = false;
-    bool any0 = false;
-    for (const std::uint8_t f : *flags) {
-      any1 = any1 || f == 1;
-      any0 = any0 || f == 0;
-    }
-    all = !any0;
-    none = !any1;
-  }
-  if (none) {
+Slices shift(Slices in, const std::vector<std::uint8_t>* flags, Index n, int threads) {
+  const Entered which = entered(flags);
+  if (which == Entered::none || in.t.empty()) {
     return in;
   }
-  Slices out(in.size() + 1);
-  if (all) {
-    std::copy(in.begin(), in.end(), out.begin() + 1);
-    return out;
+  if (which == Entered::all) {
+    ++in.first;
+    return in;
   }
-  for (std::size_t len = 0; len < out.size(); ++len) {
-    const Tensor* stay = len < in.size() ? in[len].get() : nullptr;
-    const Tensor* moved = len > 0 ? in[len - 1].get() : nullptr;
-    if (stay == nullptr && moved == nullptr) {
+  Slices out;
+  out.first = in.first;
+  out.t.resize(in.t.size() + 1);
+  for (std::size_t len = out.first; len < out.end(); ++len) {
+    const TensorPtr* stay_p = in.at(len);
+    const TensorPtr* moved_p = len > 0 ? in.at(len - 1) : nullptr;
+    if (stay_p == nullptr && moved_p == nullptr) {
       continue;
     }
+    const Tensor* stay = stay_p != nullptr ? stay_p->get() : nullptr;
+    const Tensor* moved = moved_p != nullptr ? moved_p->get() : nullptr;
     std::int64_t e = std::numeric_limits<std::int64_t>::min();
     e = stay != nullptr ? std::max(e, stay->exp) : e;
     e = moved != nullptr ? std::max(e, moved->exp) : e;
@@ -55,12 +74,59 @@ Slices shift(const Slices& in, const std::vector<std::uint8_t>* flags, Index n, 
       t->value[u] = from == nullptr ? 0.0 : (node ? fm : fs) * from->value[u];
     }
     normalize(*t, threads);
-    out[len] = std::move(t);
+    out.t[len - out.first] = std::move(t);
   }
   return out;
 }
 
 }  // namespace
+
+double length_histogram_bytes(const LayerPlan& plan) {
+  const std::size_t n = plan.size();
+  // The lengths [first, end) a layer's slices can hold: its inputs' (0 for a bias node), one
+  // more for a layer whose entries may become nodes. A view (flatten, identity) holds its
+  // input's tensors: they live until the view's last use.
+  std::vector<std::size_t> first(n, 0);
+  std::vector<std::size_t> end(n, 1);
+  std::vector<std::size_t> owner(n, 0);
+  std::vector<std::size_t> death(n, 0);
+  for (std::size_t l = 0; l < n; ++l) {
+    const Layer& ly = plan.layer(l);
+    owner[l] = l;
+    if (l > 0) {
+      const bool view =
+          ly.kind == LayerKind::flatten ||
+          (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity);
+      const bool bias = has_parameters(ly) && ly.bias_offset >= 0;
+      first[l] = bias ? 0 : std::numeric_limits<std::size_t>::max();
+      end[l] = bias ? 1 : 0;
+      for (const Index i : ly.inputs) {
+        first[l] = std::min(first[l], first[static_cast<std::size_t>(i)]);
+        end[l] = std::max(end[l], end[static_cast<std::size_t>(i)]);
+      }
+      end[l] += view ? 0 : 1;
+      owner[l] = view ? owner[plan.input(l)] : l;
+    }
+    death[owner[l]] = std::max(death[owner[l]], std::min(plan.last_use(l), n - 1));
+  }
+  // Alive from its layer to its death: a difference array over the layers.
+  std::vector<double> delta(n + 1, 0.0);
+  for (std::size_t l = 0; l < n; ++l) {
+    if (owner[l] == l) {
+      const double bytes = 8.0 * static_cast<double>(plan.entries(l)) *
+                           static_cast<double>(end[l] - std::min(first[l], end[l]));
+      delta[l] += bytes;
+      delta[death[l] + 1] -= bytes;
+    }
+  }
+  double alive = 0;
+  double peak = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    alive += delta[l];
+    peak = std::max(peak, alive);
+  }
+  return peak;
+}
 
 std::vector<std::pair<double, std::int64_t>> length_histogram(
     const LayerPlan& plan, const std::vector<std::vector<std::uint8_t>>& nodes, Span progress) {
@@ -72,32 +138,41 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
     TensorPtr x = make_tensor(plan.entries(0), 0, false);
     std::fill(x->value.begin(), x->value.end(), 1.0);
     normalize(*x, threads);
-    h[0] = {x};
+    h[0].t = {x};
   }
-  const auto slice_or_zero = [&](std::size_t layer, std::size_t len) {
-    const Slices& s = h[layer];
-    return len < s.size() && s[len] ? s[len] : make_tensor(plan.entries(layer));
-  };
   for (std::size_t l = 1; l < n; ++l) {
     const Layer& ly = plan.layer(l);
-    std::size_t lengths = 0;
-    for (const Index i : ly.inputs) {
-      lengths = std::max(lengths, h[static_cast<std::size_t>(i)].size());
-    }
-    Slices out(lengths);
+    Slices out;
     if (ly.kind == LayerKind::flatten ||
         (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity)) {
       out = h[plan.input(l)];
     } else if (ly.kind == LayerKind::activation) {
-      out = shift(h[plan.input(l)], nullptr, plan.entries(l), threads);
+      out =
+          shift(h[plan.input(l)], nodes[l].empty() ? nullptr : &nodes[l], plan.entries(l), threads);
     } else {
-      for (std::size_t len = 0; len < lengths; ++len) {
+      // The lengths this layer's sums can have: its inputs' (and 0 for a bias node).
+      const bool bias = has_parameters(ly) && ly.bias_offset >= 0;
+      std::size_t first = bias ? 0 : std::numeric_limits<std::size_t>::max();
+      std::size_t end = bias ? 1 : 0;
+      for (const Index i : ly.inputs) {
+        const Slices& s = h[static_cast<std::size_t>(i)];
+        if (!s.t.empty()) {
+          first = std::min(first, s.first);
+          end = std::max(end, s.end());
+        }
+      }
+      if (end > 0) {
+        out.first = first;
+        out.t.resize(end - first);
+      }
+      for (std::size_t len = out.first; len < out.end(); ++len) {
+        TensorPtr& slot = out.t[len - out.first];
         if (has_parameters(ly)) {
-          const bool bias = len == 0 && ly.bias_offset >= 0;
-          const TensorPtr& x = len < h[plan.input(l)].size() ? h[plan.input(l)][len] : nullptr;
-          if (x || bias) {
-            out[len] = param_forward(plan, l, x ? *x : *make_tensor(plan.entries(plan.input(l))),
-                                     ones, len == 0 ? 1.0 : 0.0);
+          const TensorPtr* x = h[plan.input(l)].at(len);
+          if (x != nullptr || (bias && len == 0)) {
+            slot = param_forward(plan, l,
+                                 x != nullptr ? **x : *make_tensor(plan.entries(plan.input(l))),
+                                 ones, len == 0 ? 1.0 : 0.0);
           }
           continue;
         }
@@ -105,23 +180,24 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
         bool any = false;
         for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
           const std::size_t src = plan.input(l, k);
-          any = any || (len < h[src].size() && h[src][len]);
-          args[src] = slice_or_zero(src, len);
+          const TensorPtr* x = h[src].at(len);
+          any = any || x != nullptr;
+          args[src] = x != nullptr ? *x : make_tensor(plan.entries(src));
         }
         if (any) {
-          out[len] = plain_forward(plan, l, args, ones);
+          slot = plain_forward(plan, l, args, ones);
         }
       }
       if (ly.kind == LayerKind::max_pool) {
-        out = shift(out, nullptr, plan.entries(l), threads);
+        out = shift(std::move(out), nullptr, plan.entries(l), threads);
       } else if (!nodes[l].empty()) {
-        out = shift(out, &nodes[l], plan.entries(l), threads);
+        out = shift(std::move(out), &nodes[l], plan.entries(l), threads);
       }
     }
     h[l] = std::move(out);
     for (const Index i : ly.inputs) {
       if (plan.last_use(static_cast<std::size_t>(i)) == l) {
-        h[static_cast<std::size_t>(i)].clear();
+        h[static_cast<std::size_t>(i)] = Slices{};
       }
     }
     plan.report(progress.from +
@@ -131,19 +207,20 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
   std::vector<std::pair<double, std::int64_t>> hist;
   for (const Index o : plan.graph().outputs) {
     const Slices& s = h[static_cast<std::size_t>(o)];
-    if (hist.size() < s.size() + 1) {
-      hist.resize(s.size() + 1, {0.0, dp_no_exponent});
+    if (hist.size() < s.end() + 1) {
+      hist.resize(s.end() + 1, {0.0, dp_no_exponent});
     }
-    for (std::size_t len = 0; len < s.size(); ++len) {
-      if (!s[len]) {
+    for (std::size_t len = s.first; len < s.end(); ++len) {
+      const TensorPtr* t = s.at(len);
+      if (t == nullptr) {
         continue;
       }
       double acc = 0;
-      for (const double v : s[len]->value) {
+      for (const double v : (*t)->value) {
         acc += v;
       }
       if (acc != 0) {
-        dp_merge(hist[len + 1].first, hist[len + 1].second, acc, s[len]->exp);
+        dp_merge(hist[len + 1].first, hist[len + 1].second, acc, (*t)->exp);
       }
     }
   }

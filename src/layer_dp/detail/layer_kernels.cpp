@@ -135,56 +135,118 @@ int block_exponent(const double* x, Index n, int threads) {
 
 }  // namespace
 
+ParamTransform::ParamTransform(const WeightSpec& spec, Index offset, Index count, int threads)
+    : m_mode(spec.mode), m_s(spec.mode == Mode::square ? 2.0 : spec.s) {
+  if (spec.mode == Mode::ones || (spec.mode == Mode::power && spec.s == 0)) {
+    m_ones = true;
+    m_zero = false;
+    return;
+  }
+  m_t = spec.theta.data() + offset;
+  m_et = block_exponent(m_t, count, threads);
+  if (m_et == std::numeric_limits<int>::min()) {
+    return;  // every entry 0
+  }
+  m_tiny = m_et < -1000;  // 2^-e would overflow: scale entry by entry
+  m_ft = std::ldexp(1.0, -m_et);
+  if (spec.mode == Mode::product) {
+    m_v = spec.direction.data() + offset;
+    m_ev = block_exponent(m_v, count, threads);
+    if (m_ev == std::numeric_limits<int>::min()) {
+      return;
+    }
+    m_tiny = m_tiny || m_ev < -1000;
+    m_fv = std::ldexp(1.0, -m_ev);
+    m_exp = static_cast<std::int64_t>(m_et) + m_ev;
+    m_zero = false;
+    return;
+  }
+  // |t 2^-et|^s 2^(et s), the fractional part of et s folded into the mantissas.
+  const double es = static_cast<double>(m_et) * m_s;
+  const double whole = std::floor(es);
+  m_frac = std::exp2(es - whole);
+  m_exp = static_cast<std::int64_t>(whole);
+  m_zero = false;
+}
+
+void ParamTransform::fill(Index begin, Index end, double* out) const {
+  if (m_zero || m_ones) {
+    std::fill(out, out + (end - begin), m_ones ? 1.0 : 0.0);
+    return;
+  }
+  const double* t = m_t;
+  if (m_mode == Mode::product) {
+    const double* v = m_v;
+    for (Index i = begin; i < end; ++i) {
+      out[i - begin] = m_tiny ? std::ldexp(t[i], -m_et) * std::ldexp(v[i], -m_ev)
+                              : (t[i] * m_ft) * (v[i] * m_fv);
+    }
+    return;
+  }
+  const double s = m_s;
+  for (Index i = begin; i < end; ++i) {
+    const double a = std::fabs(m_tiny ? std::ldexp(t[i], -m_et) : t[i] * m_ft);
+    out[i - begin] = (s == 1 ? a : s == 2 ? a * a : std::pow(a, s)) * m_frac;
+  }
+}
+
 Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+  const ParamTransform p(spec, offset, count, threads);
   Block b;
   b.m.resize(static_cast<std::size_t>(count));
+  b.zero = p.zero();
+  b.exp = p.exp();
   double* out = b.m.data();
-  if (spec.mode == Mode::ones || (spec.mode == Mode::power && spec.s == 0)) {
-    std::fill(b.m.begin(), b.m.end(), 1.0);
-    b.zero = false;
-    return b;
-  }
-  const double* t = spec.theta.data() + offset;
-  const int et = block_exponent(t, count, threads);
-  if (et == std::numeric_limits<int>::min()) {
-    std::fill(b.m.begin(), b.m.end(), 0.0);
-    return b;
-  }
-  b.zero = false;
-  if (spec.mode == Mode::product) {
-    const double* v = spec.direction.data() + offset;
-    const int ev = block_exponent(v, count, threads);
-    if (ev == std::numeric_limits<int>::min()) {
-      std::fill(b.m.begin(), b.m.end(), 0.0);
-      b.zero = true;
-      return b;
+  for_chunks(count, threads, [&](Index i0, Index i1) { p.fill(i0, i1, out + i0); });
+  return b;
+}
+
+void linear_forward(const ParamTransform& w, Index rows, Index cols, const double* x, double* y,
+                    int threads) {
+  const Index row_blocks = ceil_div(rows, k_rows);
+  const Index col_blocks = ceil_div(cols, k_tile_cols);
+  // part[c * rows + r]: row r's sum over column block c, added in column order below.
+  std::vector<double> part(static_cast<std::size_t>(rows * col_blocks));
+  for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+    const Index r0 = (task / col_blocks) * k_rows;
+    const Index r1 = std::min(rows, r0 + k_rows);
+    const Index c = task % col_blocks;
+    const Index c0 = c * k_tile_cols;
+    const Index width = std::min(cols, c0 + k_tile_cols) - c0;
+    double* tile = scratch(static_cast<std::size_t>((r1 - r0) * width));
+    for (Index r = r0; r < r1; ++r) {
+      w.fill(r * cols + c0, r * cols + c0 + width, tile + (r - r0) * width);
     }
-    const double ft = std::ldexp(1.0, -et);
-    const double fv = std::ldexp(1.0, -ev);
-    const bool tiny = et < -1000 || ev < -1000;  // 2^-e would overflow: scale entry by entry
-    for_chunks(count, threads, [&](Index i0, Index i1) {
-      for (Index i = i0; i < i1; ++i) {
-        out[i] = tiny ? std::ldexp(t[i], -et) * std::ldexp(v[i], -ev) : (t[i] * ft) * (v[i] * fv);
+    const ConstMatMap wm(tile, r1 - r0, width, Eigen::OuterStride<>(width));
+    VecMap(part.data() + c * rows + r0, r1 - r0).noalias() = wm * ConstVecMap(x + c0, width);
+  });
+  for_chunks(rows, threads, [&](Index r0, Index r1) {
+    for (Index r = r0; r < r1; ++r) {
+      double acc = part[static_cast<std::size_t>(r)];
+      for (Index c = 1; c < col_blocks; ++c) {
+        acc += part[static_cast<std::size_t>(c * rows + r)];
       }
-    });
-    b.exp = static_cast<std::int64_t>(et) + ev;
-    return b;
-  }
-  const double s = spec.mode == Mode::square ? 2.0 : spec.s;
-  // |t 2^-et|^s 2^(et s), the fractional part of et s folded into the mantissas.
-  const double es = static_cast<double>(et) * s;
-  const double whole = std::floor(es);
-  const double frac = std::exp2(es - whole);
-  const double ft = std::ldexp(1.0, -et);
-  const bool tiny = et < -1000;  // 2^-et would overflow: scale entry by entry
-  for_chunks(count, threads, [&](Index i0, Index i1) {
-    for (Index i = i0; i < i1; ++i) {
-      const double a = std::fabs(tiny ? std::ldexp(t[i], -et) : t[i] * ft);
-      out[i] = (s == 1 ? a : s == 2 ? a * a : std::pow(a, s)) * frac;
+      y[r] = acc;
     }
   });
-  b.exp = static_cast<std::int64_t>(whole);
-  return b;
+}
+
+void linear_transpose(const ParamTransform& w, Index rows, Index cols, const double* y, double* x,
+                      int threads) {
+  for_tasks(ceil_div(cols, k_tcols), threads, [&](Index task) {
+    const Index c0 = task * k_tcols;
+    const Index width = std::min(cols, c0 + k_tcols) - c0;
+    VecMap xv(x + c0, width);
+    for (Index r0 = 0; r0 < rows; r0 += k_trows) {
+      const Index r1 = std::min(rows, r0 + k_trows);
+      double* tile = scratch(static_cast<std::size_t>((r1 - r0) * width));
+      for (Index r = r0; r < r1; ++r) {
+        w.fill(r * cols + c0, r * cols + c0 + width, tile + (r - r0) * width);
+      }
+      const ConstMatMap wm(tile, r1 - r0, width, Eigen::OuterStride<>(width));
+      xv.noalias() += wm.transpose() * ConstVecMap(y + r0, r1 - r0);
+    }
+  });
 }
 
 Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
@@ -302,18 +364,18 @@ void conv_forward(const ConvShape& c, const double* wm, const double* x, double*
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg,
                     int threads) {
   const Window& w = *c.w;
-  constexpr Index k_trows = 512;
+  constexpr Index k_conv_trows = 512;
   for (Index g = 0; g < w.groups; ++g) {
     const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
                          Eigen::OuterStride<>(c.rows));
     const double* yg = y + g * c.cg_out * c.n_out;
-    const Index row_blocks = ceil_div(c.rows, k_trows);
+    const Index row_blocks = ceil_div(c.rows, k_conv_trows);
     const Index col_blocks = ceil_div(c.n_out, k_cols);
     if (c.direct) {
       double* xgg = xg + g * c.cg_in * c.n_in;
       for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-        const Index r0 = (task / col_blocks) * k_trows;
-        const Index r1 = std::min(c.rows, r0 + k_trows);
+        const Index r0 = (task / col_blocks) * k_conv_trows;
+        const Index r1 = std::min(c.rows, r0 + k_conv_trows);
         const Index n0 = (task % col_blocks) * k_cols;
         const Index n1 = std::min(c.n_out, n0 + k_cols);
         MatMap out(xgg + r0 * c.n_in + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_in));
@@ -324,8 +386,8 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
     }
     Buffer<double> col(static_cast<std::size_t>(c.rows * c.n_out));
     for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-      const Index r0 = (task / col_blocks) * k_trows;
-      const Index r1 = std::min(c.rows, r0 + k_trows);
+      const Index r0 = (task / col_blocks) * k_conv_trows;
+      const Index r1 = std::min(c.rows, r0 + k_conv_trows);
       const Index n0 = (task % col_blocks) * k_cols;
       const Index n1 = std::min(c.n_out, n0 + k_cols);
       MatMap out(col.data() + r0 * c.n_out + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_out));

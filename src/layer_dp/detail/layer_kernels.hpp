@@ -26,6 +26,12 @@ using ConstVecMap = Eigen::Map<const Eigen::VectorXd>;
 constexpr Index k_cols = 256;       // columns (output positions) per GEMM block
 constexpr Index k_rows = 128;       // rows (output channels) per GEMM block
 constexpr Index k_chunk = 1 << 14;  // entries per element-wise task
+// Tiles of a linear layer's transformed weights, which are never materialised whole (a layer
+// may hold most of theta): k_rows x k_tile_cols forward, k_trows x k_tcols transposed, 512 KiB
+// each.
+constexpr Index k_tile_cols = 512;
+constexpr Index k_tcols = 512;
+constexpr Index k_trows = 128;
 
 template <class F>
 void for_tasks(Index n, int threads, const F& f) {
@@ -74,8 +80,45 @@ struct Block {
   bool zero = true;
 };
 
-/// The transformed parameters theta[offset, offset + count) of the pass.
+/// The transformed parameters theta[offset, offset + count) of a pass as mantissas * 2^exp:
+/// the exponent is fixed by the whole block, the mantissas are computed for any range of it,
+/// so that a large block (a linear layer's weights) is used by tiles, never materialised.
+class ParamTransform {
+ public:
+  ParamTransform(const WeightSpec& spec, Index offset, Index count, int threads);
+  /// Every mantissa 0.
+  [[nodiscard]] bool zero() const { return m_zero; }
+  [[nodiscard]] std::int64_t exp() const { return m_exp; }
+  /// The mantissas of entries [begin, end) of the block into out[0, end - begin) (one thread).
+  void fill(Index begin, Index end, double* out) const;
+
+ private:
+  Mode m_mode;
+  double m_s;
+  bool m_ones = false;
+  bool m_zero = true;
+  bool m_tiny = false;
+  const double* m_t = nullptr;
+  const double* m_v = nullptr;
+  int m_et = 0;
+  int m_ev = 0;
+  double m_ft = 1;
+  double m_fv = 1;
+  double m_frac = 1;
+  std::int64_t m_exp = 0;
+};
+
+/// The transformed parameters theta[offset, offset + count) of the pass, materialised (small
+/// blocks: a convolution's kernel, a bias, a batch norm's scale).
 Block gather(const WeightSpec& spec, Index offset, Index count, int threads);
+
+/// y = W x, W (rows x cols, row-major) the transformed block `w`, by tiles: each tile's partial
+/// sums, added in column order (the same for any thread count).
+void linear_forward(const ParamTransform& w, Index rows, Index cols, const double* x, double* y,
+                    int threads);
+/// x += W^T y by tiles of k_trows x k_tcols.
+void linear_transpose(const ParamTransform& w, Index rows, Index cols, const double* y, double* x,
+                      int threads);
 /// The weight block of a parameter layer (count entries from its weight_offset).
 Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
 /// The bias block (empty when the layer has no bias).

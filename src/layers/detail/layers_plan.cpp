@@ -4,12 +4,143 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
+#include <limits>
 
 #include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
 #include "src/layers/detail/layers_unroll.hpp"
 
 namespace pathlift::detail {
+
+namespace {
+
+/// An upper bound on the terms one entry of a window layer reads along `axis`.
+double window_length(const Axis& axis) {
+  if (axis.adaptive) {
+    // PyTorch's adaptive windows: [floor(o in / out), ceil((o + 1) in / out)).
+    return std::min(static_cast<double>(axis.in),
+                    std::ceil(static_cast<double>(axis.in) / static_cast<double>(axis.out)) + 1);
+  }
+  return static_cast<double>(std::min(axis.kernel, axis.in));
+}
+
+double product(const std::vector<Index>& shape) {
+  double n = 1;
+  for (const Index x : shape) {
+    n *= static_cast<double>(x);
+  }
+  return n;
+}
+
+}  // namespace
+
+UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vector<Index>>& shapes) {
+  // Every edge is a term of an entry's sum (a parameter, a bias or a fixed pooling weight: each
+  // entry's terms are written once, into its own node or into its one consumer), or a fixed
+  // edge 1 from an operand's node into a consumer: per entry at most `terms` below.
+  UnrollBounds b;
+  const std::size_t n = graph.layers.size();
+  const auto layers = static_cast<double>(n);
+  std::vector<double> blocks(n, 1);  // >= the term blocks of an entry (<= the layers)
+  double largest_batch = 0;          // bytes of one layer's batch temporaries
+  for (std::size_t l = 0; l < n; ++l) {
+    const Layer& ly = graph.layers[l];
+    const double entries = product(shapes[l]);
+    b.entries += entries;
+    if (l == 0) {
+      b.max_nodes += entries;
+      b.plan_bytes += 11 * entries;
+      continue;
+    }
+    const auto operand = [&](std::size_t k) { return static_cast<std::size_t>(ly.inputs[k]); };
+    if (is_view(ly)) {
+      b.plan_bytes += 8 * entries;  // its references
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        blocks[l] = std::max(blocks[l], blocks[operand(k)]);
+      }
+      continue;
+    }
+    double terms = 1;  // activation: a fixed edge from its operand's node, or its sum's terms
+    switch (ly.kind) {
+      case LayerKind::linear:
+        terms = product(shapes[operand(0)]);
+        break;
+      case LayerKind::conv:
+      case LayerKind::max_pool:
+      case LayerKind::avg_pool:
+      case LayerKind::adaptive_avg_pool: {
+        const Window w = window_of(ly, shapes[operand(0)]);
+        terms = window_length(w.h) * window_length(w.w) *
+                static_cast<double>(ly.kind == LayerKind::conv ? w.channels_in / w.groups : 1);
+        break;
+      }
+      case LayerKind::add:
+        terms = static_cast<double>(ly.inputs.size());
+        blocks[l] = 0;
+        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+          blocks[l] += blocks[operand(k)];
+        }
+        blocks[l] = std::min(blocks[l], layers);
+        break;
+      case LayerKind::sub:
+        terms = 2;
+        blocks[l] = std::min(blocks[operand(0)] + 1, layers);
+        break;
+      default:
+        break;
+    }
+    if (has_bias(ly)) {
+      terms += 1;
+      blocks[l] = 2;
+    }
+    const bool reads_values = ly.kind == LayerKind::linear || ly.kind == LayerKind::conv ||
+                              ly.kind == LayerKind::max_pool || ly.kind == LayerKind::avg_pool ||
+                              ly.kind == LayerKind::adaptive_avg_pool ||
+                              ly.kind == LayerKind::batch_norm;
+    b.max_edges += entries * terms;
+    b.max_nodes += entries + (has_bias(ly) ? 1 : 0);
+    // live, uses, value use, owner, node (per entry); the operand's nodes of a layer that
+    // reads values; node_entries' flags; the relu flag of a node.
+    b.plan_bytes += 12 * entries + 1 + (reads_values ? 4 * product(shapes[operand(0)]) : 0);
+    // The batch of a layer's new nodes: per node its job, its node and a count per block; the
+    // window mask of its input.
+    largest_batch = std::max(largest_batch, entries * (12 + 8 * blocks[l]) +
+                                                (reads_values ? product(shapes[operand(0)]) : 0));
+  }
+  double outputs = 0;
+  double output_blocks = 1;
+  for (const Index o : graph.outputs) {
+    outputs += product(shapes[static_cast<std::size_t>(o)]);
+    output_blocks = std::max(output_blocks, blocks[static_cast<std::size_t>(o)]);
+  }
+  b.max_nodes += outputs;
+  b.max_edges += outputs;
+  b.plan_bytes += outputs + std::max(largest_batch, outputs * (12 + 8 * output_blocks));
+  return b;
+}
+
+std::string unroll_description(const LayerGraph& graph, const UnrollBounds& bounds) {
+  return fmt::format(
+      "unrolling the layer graph ({} layers, {:.4g} tensor entries: up to {:.4g} nodes and {:.4g} "
+      "edges)",
+      graph.layers.size(), bounds.entries, bounds.max_nodes, bounds.max_edges);
+}
+
+Unroller::Unroller(const LayerGraph& graph, const EngineOptions& options)
+    : m_graph(graph), m_shapes(layer_shapes(graph)), m_bounds(unroll_bounds(graph, m_shapes)) {
+  if (m_bounds.max_nodes > static_cast<double>(std::numeric_limits<NodeId>::max())) {
+    throw TooLarge(
+        fmt::format("{}: more nodes than a network holds ({})", unroll_description(graph, m_bounds),
+                    std::numeric_limits<NodeId>::max()),
+        TooLarge::Reason::too_many_paths);
+  }
+  require_bytes(m_bounds.plan_bytes, options.max_memory,
+                fmt::format("{}: its plan", unroll_description(graph, m_bounds)));
+  layout();
+  plan();
+}
 
 void Unroller::layout() {
   const std::size_t n = m_graph.layers.size();
@@ -79,35 +210,42 @@ void Unroller::mark_entrywise(std::size_t l, std::size_t k, bool value) {
 void Unroller::mark_window(std::size_t l) {
   const Window& w = m_window[l];
   const Index hw_in = w.h.in * w.w.in;
+  const Index hw_out = w.h.out * w.w.out;
   const bool conv = layer(l).kind == LayerKind::conv;
   // conv: one spatial mask per group (every input channel of the group is read); pools: one
-  // per channel.
+  // per channel. A window is read when some output channel of its mask is live at its position.
   const Index masks = conv ? w.groups : w.channels_in;
-  std::vector<std::uint8_t> read(static_cast<std::size_t>(masks * hw_in), 0);
   const Index per_mask = w.channels_out / masks;
-  Index e = 0;
-  for (Index c = 0; c < w.channels_out; ++c) {
-    std::uint8_t* mask = read.data() + (c / per_mask) * hw_in;
+  const Index per_group = w.channels_in / masks;
+  std::vector<std::uint8_t> position(static_cast<std::size_t>(hw_out));
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(hw_in));
+  for (Index g = 0; g < masks; ++g) {
+    std::fill(position.begin(), position.end(), 0);
+    for (Index c = g * per_mask; c < (g + 1) * per_mask; ++c) {
+      const std::uint8_t* alive = m_live.data() + m_base[l] + c * hw_out;
+      for (Index p = 0; p < hw_out; ++p) {
+        position[static_cast<std::size_t>(p)] |= alive[p];
+      }
+    }
+    std::fill(mask.begin(), mask.end(), 0);
     for (Index oh = 0; oh < w.h.out; ++oh) {
-      for (Index ow = 0; ow < w.w.out; ++ow, ++e) {
-        if (!live(l, e)) {
+      for (Index ow = 0; ow < w.w.out; ++ow) {
+        if (position[static_cast<std::size_t>(oh * w.w.out + ow)] == 0) {
           continue;
         }
         for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
           const Index ih = w.h.input(oh, kh);
           for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
-            mask[ih * w.w.in + w.w.input(ow, kw)] = 1;
+            mask[static_cast<std::size_t>(ih * w.w.in + w.w.input(ow, kw))] = 1;
           }
         }
       }
     }
-  }
-  const Index per_group = w.channels_in / masks;
-  for (Index c = 0; c < w.channels_in; ++c) {
-    const std::uint8_t* mask = read.data() + (c / per_group) * hw_in;
-    for (Index p = 0; p < hw_in; ++p) {
-      if (mask[p] != 0) {
-        mark(ref(op(l), c * hw_in + p), true);
+    for (Index c = g * per_group; c < (g + 1) * per_group; ++c) {
+      for (Index p = 0; p < hw_in; ++p) {
+        if (mask[static_cast<std::size_t>(p)] != 0) {
+          mark(ref(op(l), c * hw_in + p), true);
+        }
       }
     }
   }
@@ -202,11 +340,22 @@ std::vector<std::vector<std::uint8_t>> Unroller::node_entries() const {
     if (m_base[l] < 0) {
       continue;
     }
-    const bool sum = is_sum(layer(l).kind);
+    const Layer& ly = layer(l);
+    const bool sum = is_sum(ly.kind);
+    // relu of a relu node is that node (run_layer): the node of an entry is a relu node
+    // exactly when the entry belongs to a relu activation layer.
+    const auto is_relu = [](const Layer& x) {
+      return x.kind == LayerKind::activation && x.activation.kind == ActivationKind::relu;
+    };
+    const bool merges = is_relu(ly);
     std::vector<std::uint8_t>& flags = out[l];
     flags.resize(static_cast<std::size_t>(m_entries[l]));
     for (Index e = 0; e < m_entries[l]; ++e) {
-      const bool node = sum ? needs_node(m_base[l] + e) : live(l, e);
+      bool node = sum ? needs_node(m_base[l] + e) : live(l, e);
+      if (node && merges) {
+        node = !is_relu(
+            layer(static_cast<std::size_t>(m_owner[static_cast<std::size_t>(ref(op(l), e))])));
+      }
       flags[static_cast<std::size_t>(e)] = !live(l, e) ? 2 : node ? 1 : 0;
     }
   }

@@ -399,11 +399,11 @@ Network Unroller::build(const EngineOptions& options) {
 }  // namespace detail
 
 Network unroll(const LayerGraph& graph, const EngineOptions& options) {
-  return detail::Unroller(graph).build(options);
+  return detail::Unroller(graph, options).build(options);
 }
 
-UnrolledSize unrolled_size(const LayerGraph& graph) {
-  return detail::Unroller(graph).size();
+UnrolledSize unrolled_size(const LayerGraph& graph, const EngineOptions& options) {
+  return detail::Unroller(graph, options).size();
 }
 
 }  // namespace pathlift

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pathlift/layers.hpp"
+#include "pathlift/options.hpp"
 #include "src/layers/detail/layers_geometry.hpp"
 
 namespace pathlift::detail {
@@ -57,21 +58,36 @@ inline bool has_bias(const Layer& layer) {
          layer.bias_offset >= 0;
 }
 
-/// The unroller of one layer graph: the plan at construction, then size() or build().
+/// What the unrolling of a graph can reach, from its layers' sizes alone (O(layers)), before any
+/// per-entry work: upper bounds on the unrolled network's nodes and edges, and the bytes of the
+/// unroller's own per-entry arrays (the plan and the counting run), which are exact up to the
+/// temporaries of one layer.
+struct UnrollBounds {
+  double entries = 0;     ///< tensor entries of the layer outputs (views included)
+  double max_nodes = 0;   ///< >= the unrolled nodes
+  double max_edges = 0;   ///< >= the unrolled edges
+  double plan_bytes = 0;  ///< the unroller's arrays for size() and node_entries()
+};
+UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vector<Index>>& shapes);
+
+/// "unrolling the layer graph (12 layers, 6.1e8 tensor entries: up to 6.1e8 nodes and 7.0e11
+/// edges)" for messages.
+std::string unroll_description(const LayerGraph& graph, const UnrollBounds& bounds);
+
+/// The unroller of one layer graph: the plan at construction, then size() or build(). The
+/// construction refuses (TooLarge, before any per-entry array) a graph whose plan would exceed
+/// options.max_memory or whose nodes could exceed NodeId's range.
 class Unroller {
  public:
-  explicit Unroller(const LayerGraph& graph) : m_graph(graph), m_shapes(layer_shapes(graph)) {
-    layout();
-    plan();
-  }
+  explicit Unroller(const LayerGraph& graph, const EngineOptions& options = {});
 
   UnrolledSize size();
 
   /// Per layer, per entry: 1 when the unrolled network makes the entry a node of its own (an
   /// input, activation or max_pool entry; a pending sum that some consumer needs as a value or
-  /// that has two consumers), 0 for a pending sum absorbed by its consumer, 2 for an entry that
-  /// reaches no output. Empty for views (flatten, concat, identity activations), whose entries
-  /// are other layers' entries.
+  /// that has two consumers), 0 for a pending sum absorbed by its consumer or a relu entry
+  /// whose operand is already a relu node (that node), 2 for an entry that reaches no output. Empty
+  /// for views (flatten, concat, identity activations), whose entries are other layers' entries.
   [[nodiscard]] std::vector<std::vector<std::uint8_t>> node_entries() const;
 
   Network build(const EngineOptions& options);
@@ -158,6 +174,7 @@ class Unroller {
 
   const LayerGraph& m_graph;
   std::vector<std::vector<Index>> m_shapes;
+  UnrollBounds m_bounds;
   std::vector<Index> m_entries;            // per layer
   std::vector<Index> m_base;               // per layer: its first global entry, -1 for a view
   std::vector<std::vector<Index>> m_refs;  // per view layer: the global entry of each entry

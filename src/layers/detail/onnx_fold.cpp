@@ -57,7 +57,7 @@ std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
       try {
         n = tensor_entries(*t.tensor);
         if (n <= k_max_constant_entries) {
-          return make(constant_of(*t.tensor));
+          return make(constant_of(m_model, *t.tensor));
         }
       } catch (const FormatError& e) {
         throw FormatError(
@@ -359,7 +359,7 @@ void Importer::fold_constant_of_shape(int i) {
         invalid(i, "its value is not one entry");
         return;
       }
-      v = constant_of(a->t());
+      v = constant_of(m_model, a->t());
     } catch (const FormatError& e) {
       throw FormatError(fmt::format("ONNX node {}: {}", label(i), e.what()));
     }

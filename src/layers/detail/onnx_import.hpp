@@ -4,17 +4,20 @@
 // input, every node's arity, who writes and who reads each tensor); one pass walks the nodes in
 // order and gives every tensor a state (onnx.cpp): a layer output of the LayerGraphBuilder, an
 // initializer, a constant evaluated at import (onnx_fold.cpp: shape subgraphs), a pending Pad,
-// or failed; theta is laid out last (onnx_theta.cpp). Tensors and attributes are read with
-// checked sizes in onnx_tensors.cpp. Every node is visited once and every lookup is a hash: the
-// import is linear in the model's size. Needs ONNX_ML=1 and ONNX_NAMESPACE=onnx (set on the
-// library target).
+// or failed; theta is laid out last (onnx_theta.cpp). The model comes from onnx_source.cpp,
+// which leaves the initializers' raw data in its source; tensors and attributes are read with
+// checked sizes in onnx_tensors.cpp, raw data in blocks. Every node is visited once and every
+// lookup is a hash: the import is linear in the model's size. Needs ONNX_ML=1 and
+// ONNX_NAMESPACE=onnx (set on the library target).
 
 #include <onnx/onnx_pb.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,6 +25,7 @@
 
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
+#include "src/layers/detail/onnx_source.hpp"
 
 namespace pathlift::detail {
 
@@ -36,7 +40,8 @@ inline constexpr std::int64_t k_max_opset = 18;
 inline constexpr Index k_max_constant_entries = Index{1} << 16;
 
 // ---------------------------------------------------------------------------------------------
-// Attributes and tensors (onnx_tensors.cpp). Every error is a FormatError naming the tensor.
+// Attributes and tensors (onnx_tensors.cpp). Every error is a FormatError naming the tensor. A
+// tensor's data is read from `model`, where its raw bytes are (onnx_source.hpp).
 
 /// The attribute `name` of node n, or null; typed readers with the operator's default.
 const onnx::AttributeProto* attribute(const NodeProto& n, std::string_view name);
@@ -56,11 +61,15 @@ std::vector<Index> tensor_dims(const TensorProto& t);
 Index tensor_entries(const TensorProto& t);
 /// Checks that t's data (raw bytes or typed list) holds exactly its entries, before anything is
 /// read or reserved; refuses external data and types without numbers.
-void check_tensor_data(const TensorProto& t);
+void check_tensor_data(const OnnxModel& model, const TensorProto& t);
 
+/// The values of a FLOAT or DOUBLE tensor (checked first) as doubles, in blocks of at most
+/// 16,384: visit(first, values) with `values` the entries first, first + 1, ... in order.
+void read_floats(const OnnxModel& model, const TensorProto& t,
+                 const std::function<void(std::size_t, std::span<const double>)>& visit);
 /// The values of a FLOAT or DOUBLE tensor, appended to `out` (checked first, then reserved).
-void append_floats(const TensorProto& t, std::vector<double>& out);
-std::vector<double> float_values(const TensorProto& t);
+void append_floats(const OnnxModel& model, const TensorProto& t, std::vector<double>& out);
+std::vector<double> float_values(const OnnxModel& model, const TensorProto& t);
 
 /// `v` as an integer, or a FormatError naming `what` when it is not finite, not integral or
 /// outside int64.
@@ -83,7 +92,7 @@ struct Constant {
 };
 
 /// The constant held by tensor t (at most k_max_constant_entries, checked by the caller).
-Constant constant_of(const TensorProto& t);
+Constant constant_of(const OnnxModel& model, const TensorProto& t);
 
 // ---------------------------------------------------------------------------------------------
 // The importer.
@@ -104,8 +113,9 @@ inline Layer make_layer(LayerKind kind, std::string name, std::vector<Index> inp
 class Importer {
  public:
   /// Validates and indexes the model (onnx_support.cpp): throws FormatError for an invalid
-  /// model, UnsupportedModel for an opset too new or several data inputs.
-  Importer(const onnx::ModelProto& model, const std::vector<Index>& input_shape);
+  /// model, UnsupportedModel for an opset too new or several data inputs. theta must fit in
+  /// `max_memory` (0: the default limit).
+  Importer(const OnnxModel& model, const std::vector<Index>& input_shape, std::size_t max_memory);
 
   LayerGraph run();
 
@@ -213,13 +223,18 @@ class Importer {
   /// the first initializer that the graph uses after it (model.parameters() order for
   /// torch.onnx.export).
   [[nodiscard]] std::vector<std::string> parameter_order() const;
-  /// theta and every layer's offsets; throws NetworkError for a value that is not finite.
+  /// theta and every layer's offsets; throws NetworkError for a value that is not finite,
+  /// TooLarge (before anything is reserved) when theta's doubles exceed the memory limit.
   std::vector<double> lay_out_theta();
+  /// The values use u puts in theta, written to out[0, size).
+  void write_block(const Use& u, double* out) const;
   /// LayerGraph::warnings: convolutions whose initializers the exporter made (folded batch
   /// norms).
   [[nodiscard]] std::vector<std::string> exporter_warnings() const;
 
+  const OnnxModel& m_model;
   const onnx::GraphProto& m_g;
+  std::size_t m_max_memory;
   std::optional<LayerGraphBuilder> m_builder;
   std::unordered_map<std::string, const TensorProto*> m_init;
   std::unordered_map<std::string, Producer> m_producer;

@@ -169,7 +169,7 @@ void Importer::matmul(int i) {
                                printable(bias_name), type_name(b->tensor->data_type())));
       return;
     }
-    check_tensor_data(*b->tensor);
+    check_tensor_data(m_model, *b->tensor);
     m_absorbed[static_cast<std::size_t>(add)] = 1;
   }
   add_linear(i, x, *w, b, as_stored, {out, in});
@@ -193,7 +193,7 @@ void Importer::batch_norm(int i) {
     if (t[k] == nullptr) {
       return;
     }
-    p[k] = float_values(*t[k]->tensor);
+    p[k] = float_values(m_model, *t[k]->tensor);
     if (std::cmp_not_equal(p[k].size(), shape[0])) {
       invalid(i,
               fmt::format("{} '{}' of shape {} has {} entries, but the input of shape {} has {} "

@@ -77,9 +77,10 @@ bool is_supported_op(const NodeProto& n) {
   return arity_of(n) != nullptr;
 }
 
-Importer::Importer(const onnx::ModelProto& model, const std::vector<Index>& input_shape)
-    : m_g(model.graph()) {
-  check_opsets(model);
+Importer::Importer(const OnnxModel& model, const std::vector<Index>& input_shape,
+                   std::size_t max_memory)
+    : m_model(model), m_g(model.proto().graph()), m_max_memory(max_memory) {
+  check_opsets(model.proto());
   check_names();
   index_initializers();
   read_input(input_shape);
@@ -151,7 +152,7 @@ void Importer::index_initializers() {
     tensor_dims(t);  // negative or overflowing dims
     if (is_floating(t.data_type()) || t.data_type() == TensorProto::INT64 ||
         t.data_type() == TensorProto::INT32) {
-      check_tensor_data(t);  // the data matches the dims (others are checked when read)
+      check_tensor_data(m_model, t);  // the data matches the dims (others are checked when read)
     }
   }
 }

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "pathlift/error.hpp"
 #include "src/layers/detail/onnx_import.hpp"
@@ -109,11 +111,26 @@ std::size_t list_size(const TensorProto& t) {
   }
 }
 
-template <class T>
-T raw_entry(const std::string& raw, std::size_t k) {
-  T x;
-  std::memcpy(&x, raw.data() + k * sizeof(T), sizeof(T));
-  return x;
+/// The raw bytes read at a time (a tensor's raw data is never held whole), and the values
+/// read_floats hands over at a time.
+constexpr std::size_t k_raw_block = std::size_t{1} << 16;
+constexpr std::size_t k_float_block = k_raw_block / sizeof(float);
+
+/// f(k, x) for the entries k = 0 .. n-1 of t's raw data read as T, in blocks of k_raw_block
+/// bytes.
+template <class T, class F>
+void for_raw_entries(const OnnxModel& model, const TensorProto& t, std::size_t n, F&& f) {
+  constexpr std::size_t per_block = k_raw_block / sizeof(T);
+  std::vector<char> block(std::min(n, per_block) * sizeof(T));
+  for (std::size_t first = 0; first < n; first += per_block) {
+    const std::size_t count = std::min(per_block, n - first);
+    model.read_raw(t, first * sizeof(T), count * sizeof(T), block.data());
+    for (std::size_t i = 0; i < count; ++i) {
+      T x;
+      std::memcpy(&x, block.data() + i * sizeof(T), sizeof(T));
+      f(first + i, x);
+    }
+  }
 }
 
 }  // namespace
@@ -142,7 +159,7 @@ Index tensor_entries(const TensorProto& t) {
   return n;
 }
 
-void check_tensor_data(const TensorProto& t) {
+void check_tensor_data(const OnnxModel& model, const TensorProto& t) {
   const Index n = tensor_entries(t);
   if (t.data_location() == TensorProto::EXTERNAL) {
     throw FormatError(fmt::format(
@@ -153,13 +170,13 @@ void check_tensor_data(const TensorProto& t) {
     throw FormatError(fmt::format("{} has data type {}, which holds no numbers pathlift reads",
                                   tensor_label(t), type_name(t.data_type())));
   }
-  if (t.has_raw_data()) {
+  if (model.has_raw_data(t)) {
     std::size_t bytes = 0;
     if (__builtin_mul_overflow(static_cast<std::size_t>(n), size, &bytes) ||
-        t.raw_data().size() != bytes) {
+        model.raw_size(t) != bytes) {
       throw FormatError(fmt::format("{} of dims {} ({}) has {} bytes of data, not {} x {}",
                                     tensor_label(t), shape_text(tensor_dims(t)),
-                                    type_name(t.data_type()), t.raw_data().size(), n, size));
+                                    type_name(t.data_type()), model.raw_size(t), n, size));
     }
   } else if (list_size(t) != static_cast<std::size_t>(n)) {
     throw FormatError(fmt::format("{} of dims {} ({}) has {} values, not {}", tensor_label(t),
@@ -168,34 +185,75 @@ void check_tensor_data(const TensorProto& t) {
   }
 }
 
-void append_floats(const TensorProto& t, std::vector<double>& out) {
+namespace {
+
+/// Checks that t is a FLOAT or DOUBLE tensor whose data holds its entries; their number.
+std::size_t checked_floats(const OnnxModel& model, const TensorProto& t) {
   if (!is_floating(t.data_type())) {
     throw FormatError(
         fmt::format("{} has data type {}: weights must be floating point (FLOAT or "
                     "DOUBLE)",
                     tensor_label(t), type_name(t.data_type())));
   }
-  check_tensor_data(t);
-  const auto n = static_cast<std::size_t>(tensor_entries(t));
-  out.reserve(out.size() + n);
+  check_tensor_data(model, t);
+  return static_cast<std::size_t>(tensor_entries(t));
+}
+
+}  // namespace
+
+void read_floats(const OnnxModel& model, const TensorProto& t,
+                 const std::function<void(std::size_t, std::span<const double>)>& visit) {
+  const std::size_t n = checked_floats(model, t);
   const bool single = t.data_type() == TensorProto::FLOAT;
-  if (t.has_raw_data()) {
-    for (std::size_t k = 0; k < n; ++k) {
-      out.push_back(single ? static_cast<double>(raw_entry<float>(t.raw_data(), k))
-                           : raw_entry<double>(t.raw_data(), k));
+  if (!model.has_raw_data(t)) {
+    if (single) {
+      // Converted in blocks, as the raw data is.
+      std::vector<double> block(std::min(n, k_float_block));
+      for (std::size_t first = 0; first < n; first += k_float_block) {
+        const std::size_t count = std::min(k_float_block, n - first);
+        for (std::size_t i = 0; i < count; ++i) {
+          block[i] = static_cast<double>(t.float_data(static_cast<int>(first + i)));
+        }
+        visit(first, {block.data(), count});
+      }
+    } else {
+      for (std::size_t first = 0; first < n; first += k_float_block) {
+        visit(first, {t.double_data().data() + first, std::min(k_float_block, n - first)});
+      }
     }
-  } else if (single) {
-    for (const float x : t.float_data()) {
-      out.push_back(static_cast<double>(x));
+    return;
+  }
+  std::vector<double> block(std::min(n, k_float_block));
+  std::size_t first = 0;
+  std::size_t filled = 0;
+  const auto put = [&](std::size_t k, double x) {
+    if (filled == block.size()) {
+      visit(first, {block.data(), filled});
+      first = k;
+      filled = 0;
     }
+    block[filled++] = x;
+  };
+  if (single) {
+    for_raw_entries<float>(model, t, n, [&](std::size_t k, float x) { put(k, x); });
   } else {
-    out.insert(out.end(), t.double_data().begin(), t.double_data().end());
+    for_raw_entries<double>(model, t, n, put);
+  }
+  if (filled > 0) {
+    visit(first, {block.data(), filled});
   }
 }
 
-std::vector<double> float_values(const TensorProto& t) {
+void append_floats(const OnnxModel& model, const TensorProto& t, std::vector<double>& out) {
+  out.reserve(out.size() + checked_floats(model, t));
+  read_floats(model, t, [&](std::size_t /*first*/, std::span<const double> values) {
+    out.insert(out.end(), values.begin(), values.end());
+  });
+}
+
+std::vector<double> float_values(const OnnxModel& model, const TensorProto& t) {
   std::vector<double> out;
-  append_floats(t, out);
+  append_floats(model, t, out);
   return out;
 }
 
@@ -208,36 +266,32 @@ std::int64_t checked_integer(double v, std::string_view what) {
   return static_cast<std::int64_t>(v);
 }
 
-Constant constant_of(const TensorProto& t) {
-  check_tensor_data(t);
-  Constant c;
-  c.dims = tensor_dims(t);
-  const auto n = static_cast<std::size_t>(tensor_entries(t));
-  const int type = t.data_type();
-  c.values.resize(n);
-  if (is_floating(type)) {
-    c.real = true;
-    const std::vector<double> v = float_values(t);
-    for (std::size_t k = 0; k < n; ++k) {
-      c.values[k].f = v[k];
+namespace {
+
+/// The entries of t's raw data, of type T, as the integers of c.
+template <class T>
+void raw_integers(const OnnxModel& model, const TensorProto& t, Constant& c) {
+  for_raw_entries<T>(model, t, c.values.size(), [&](std::size_t k, T x) {
+    if constexpr (std::is_same_v<T, std::uint64_t>) {
+      if (x > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        throw FormatError(fmt::format("{} entry {} is {}, beyond int64", tensor_label(t), k, x));
+      }
     }
-    return c;
-  }
-  if (type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16) {
-    throw FormatError(fmt::format("{} has data type {}: pathlift reads FLOAT and DOUBLE constants",
-                                  tensor_label(t), type_name(type)));
-  }
-  const std::string& raw = t.raw_data();
-  const bool is_raw = t.has_raw_data();
-  for (std::size_t k = 0; k < n; ++k) {
+    c.values[k].i = static_cast<std::int64_t>(x);
+  });
+}
+
+/// The entries of t's typed list as the integers of c.
+void listed_integers(const TensorProto& t, Constant& c) {
+  for (std::size_t k = 0; k < c.values.size(); ++k) {
+    const int at = static_cast<int>(k);
     std::int64_t x = 0;
-    switch (type) {
+    switch (t.data_type()) {
       case TensorProto::INT64:
-        x = is_raw ? raw_entry<std::int64_t>(raw, k) : t.int64_data(static_cast<int>(k));
+        x = t.int64_data(at);
         break;
       case TensorProto::UINT64: {
-        const std::uint64_t u =
-            is_raw ? raw_entry<std::uint64_t>(raw, k) : t.uint64_data(static_cast<int>(k));
+        const std::uint64_t u = t.uint64_data(at);
         if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
           throw FormatError(fmt::format("{} entry {} is {}, beyond int64", tensor_label(t), k, u));
         }
@@ -245,29 +299,72 @@ Constant constant_of(const TensorProto& t) {
         break;
       }
       case TensorProto::UINT32:
-        x = is_raw ? raw_entry<std::uint32_t>(raw, k)
-                   : static_cast<std::int64_t>(t.uint64_data(static_cast<int>(k)));
+        x = static_cast<std::int64_t>(t.uint64_data(at));
         break;
-      case TensorProto::INT32:
-        x = is_raw ? raw_entry<std::int32_t>(raw, k) : t.int32_data(static_cast<int>(k));
-        break;
-      case TensorProto::INT16:
-        x = is_raw ? raw_entry<std::int16_t>(raw, k) : t.int32_data(static_cast<int>(k));
-        break;
-      case TensorProto::UINT16:
-        x = is_raw ? raw_entry<std::uint16_t>(raw, k) : t.int32_data(static_cast<int>(k));
-        break;
-      case TensorProto::INT8:
-        x = is_raw ? raw_entry<std::int8_t>(raw, k) : t.int32_data(static_cast<int>(k));
-        break;
-      default:  // UINT8, BOOL
-        x = is_raw ? raw_entry<std::uint8_t>(raw, k) : t.int32_data(static_cast<int>(k));
-        if (type == TensorProto::BOOL) {
-          x = x != 0 ? 1 : 0;
-        }
+      default:  // the small integer types and bool live in int32_data
+        x = t.int32_data(at);
         break;
     }
     c.values[k].i = x;
+  }
+}
+
+}  // namespace
+
+Constant constant_of(const OnnxModel& model, const TensorProto& t) {
+  check_tensor_data(model, t);
+  Constant c;
+  c.dims = tensor_dims(t);
+  const auto n = static_cast<std::size_t>(tensor_entries(t));
+  const int type = t.data_type();
+  c.values.resize(n);
+  if (is_floating(type)) {
+    c.real = true;
+    read_floats(model, t, [&](std::size_t first, std::span<const double> values) {
+      for (std::size_t k = 0; k < values.size(); ++k) {
+        c.values[first + k].f = values[k];
+      }
+    });
+    return c;
+  }
+  if (type == TensorProto::FLOAT16 || type == TensorProto::BFLOAT16) {
+    throw FormatError(fmt::format("{} has data type {}: pathlift reads FLOAT and DOUBLE constants",
+                                  tensor_label(t), type_name(type)));
+  }
+  if (!model.has_raw_data(t)) {
+    listed_integers(t, c);
+  } else {
+    switch (type) {
+      case TensorProto::INT64:
+        raw_integers<std::int64_t>(model, t, c);
+        break;
+      case TensorProto::UINT64:
+        raw_integers<std::uint64_t>(model, t, c);
+        break;
+      case TensorProto::UINT32:
+        raw_integers<std::uint32_t>(model, t, c);
+        break;
+      case TensorProto::INT32:
+        raw_integers<std::int32_t>(model, t, c);
+        break;
+      case TensorProto::INT16:
+        raw_integers<std::int16_t>(model, t, c);
+        break;
+      case TensorProto::UINT16:
+        raw_integers<std::uint16_t>(model, t, c);
+        break;
+      case TensorProto::INT8:
+        raw_integers<std::int8_t>(model, t, c);
+        break;
+      default:  // UINT8, BOOL
+        raw_integers<std::uint8_t>(model, t, c);
+        break;
+    }
+  }
+  if (type == TensorProto::BOOL) {
+    for (Scalar& x : c.values) {
+      x.i = x.i != 0 ? 1 : 0;
+    }
   }
   return c;
 }

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
 #include "src/core/detail/huge_pages.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
@@ -53,38 +54,33 @@ std::vector<std::string> Importer::parameter_order() const {
   return result;
 }
 
-namespace {
-
-/// The values a use puts in theta: computed, or the tensor's (transposed from (in, out) to
-/// (out, in) when asked), each checked finite.
-std::vector<double> block_values(const TensorProto* tensor, bool transpose,
-                                 const std::shared_ptr<std::vector<double>>& computed) {
-  if (computed) {
-    return *computed;
+void Importer::write_block(const Use& u, double* out) const {
+  if (u.values) {
+    std::copy(u.values->begin(), u.values->end(), out);
+    return;
   }
-  std::vector<double> v = float_values(*tensor);
-  for (std::size_t k = 0; k < v.size(); ++k) {
-    if (!std::isfinite(v[k])) {
-      throw NetworkError(fmt::format("ONNX initializer '{}' entry {} is not finite: {}",
-                                     printable(tensor->name()), k, v[k]));
+  // The tensor's values, each checked finite, transposed from (in, out) to (out, in) when
+  // asked: read in blocks straight into theta.
+  const TensorProto& t = *u.tensor;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  if (u.transpose) {
+    const std::vector<Index> dims = tensor_dims(t);
+    rows = static_cast<std::size_t>(dims[0]);
+    cols = static_cast<std::size_t>(dims[1]);
+  }
+  read_floats(m_model, t, [&](std::size_t first, std::span<const double> values) {
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      const std::size_t k = first + j;
+      const double x = values[j];
+      if (!std::isfinite(x)) {
+        throw NetworkError(fmt::format("ONNX initializer '{}' entry {} is not finite: {}",
+                                       printable(t.name()), k, x));
+      }
+      out[u.transpose ? (k % cols) * rows + k / cols : k] = x;
     }
-  }
-  if (!transpose) {
-    return v;
-  }
-  const std::vector<Index> dims = tensor_dims(*tensor);
-  const auto in = static_cast<std::size_t>(dims[0]);
-  const auto out = static_cast<std::size_t>(dims[1]);
-  std::vector<double> t(v.size());
-  for (std::size_t i = 0; i < in; ++i) {
-    for (std::size_t o = 0; o < out; ++o) {
-      t[o * in + i] = v[i * out + o];
-    }
-  }
-  return t;
+  });
 }
-
-}  // namespace
 
 std::vector<double> Importer::lay_out_theta() {
   const std::vector<std::string> order = parameter_order();
@@ -92,35 +88,44 @@ std::vector<double> Importer::lay_out_theta() {
   for (std::size_t k = 0; k < m_uses.size(); ++k) {
     uses_of[m_uses[k].param].push_back(k);
   }
+  const auto size_of = [](const Use& u) {
+    return u.values ? u.values->size() : static_cast<std::size_t>(tensor_entries(*u.tensor));
+  };
+  // The data of every tensor was checked against its dims: the sizes are the tensors'.
   std::size_t total = 0;
   for (const std::string& name : order) {
-    const Use& u = m_uses[uses_of.at(name).front()];
-    total += u.values ? u.values->size() : static_cast<std::size_t>(tensor_entries(*u.tensor));
+    total += size_of(m_uses[uses_of.at(name).front()]);
   }
+  require_bytes(static_cast<double>(total) * sizeof(double), m_max_memory,
+                fmt::format("the ONNX model's weights (d = {} in {} tensors, kept as doubles)",
+                            total, order.size()));
   std::vector<double> theta;
-  reserve_huge(theta, total);
+  resize_huge(theta, total);
   std::vector<Index> offset_of(m_uses.size(), -1);
+  std::size_t at = 0;
   for (const std::string& name : order) {
     const std::vector<std::size_t>& ks = uses_of.at(name);
     const Use& first = m_uses[ks.front()];
-    const auto offset = static_cast<Index>(theta.size());
-    const std::vector<double> v = block_values(first.tensor, first.transpose, first.values);
-    theta.insert(theta.end(), v.begin(), v.end());
+    const std::size_t size = size_of(first);
+    write_block(first, theta.data() + at);
     for (const std::size_t k : ks) {
       const Use& u = m_uses[k];
       const bool same = u.values == first.values &&
                         (u.values || (u.tensor == first.tensor && u.transpose == first.transpose));
       if (!same) {
-        const std::vector<double> w = block_values(u.tensor, u.transpose, u.values);
-        if (w != v) {
+        std::vector<double> w(size_of(u));
+        write_block(u, w.data());
+        if (!std::equal(w.begin(), w.end(), theta.begin() + static_cast<std::ptrdiff_t>(at),
+                        theta.begin() + static_cast<std::ptrdiff_t>(at + size))) {
           throw UnsupportedModel(fmt::format(
               "initializer '{}' is used by two layers with different values (a shared batch "
               "norm scale, or a weight both transposed and not)",
               printable(name)));
         }
       }
-      offset_of[k] = offset;
+      offset_of[k] = static_cast<Index>(at);
     }
+    at += size;
   }
   // Every layer's offsets: the weight's, and the bias's or -1.
   std::unordered_map<Index, std::pair<Index, Index>> offsets;
