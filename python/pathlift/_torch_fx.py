@@ -21,7 +21,8 @@ from ._pathlift import (Layer, LayerGraph, LayerGraphBuilder, LayerOutput, Netwo
                         UnsupportedModelError)
 from ._torch_params import TorchParameters
 from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS, ADD_FUNCTIONS,
-                           CAT_FUNCTIONS, FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
+                           CAT_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS, CLAMP_MIN_FUNCTIONS,
+                           CLAMP_MIN_METHODS, FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
                            type_problem)
@@ -29,6 +30,7 @@ from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS
 SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d, nn.MaxPool1d/2d, nn.AvgPool1d/2d, "
              "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
              "nn.Identity, nn.Dropout (eval mode), nn.Flatten, F.relu/F.leaky_relu/F.linear, "
+             "torch.clamp/clip/clamp_min with min=0 and no max (a ReLU), "
              "F.max_pool2d/F.avg_pool2d/F.adaptive_avg_pool2d, torch.flatten, torch.cat, "
              ".view/.reshape to (batch, -1), + and - of tensors (in place too)")
 
@@ -357,11 +359,25 @@ class _Importer:
             raise _Problem("concatenation along the batch dimension (dim=0)")
         return self.add("concat", name, list(tensors), axis=d - 1)
 
+    def clamp(self, name: str, x: Any, low: Any, high: Any) -> LayerOutput:
+        """clamp(min=0) with no max is relu; any other bound is not positively homogeneous."""
+        if high is not None:
+            raise _Problem(f"a clamp with max={high!r} (ReLU6-like) is not positively "
+                           "homogeneous: only clamp(min=0), a ReLU, is")
+        if isinstance(low, bool) or not isinstance(low, (int, float)) or low != 0:
+            raise _Problem(f"a clamp with min={low!r} is not positively homogeneous: only "
+                           "clamp(min=0), a ReLU, is")
+        return self.add("activation", name, [_tensor(x)], activation="relu")
+
     def function(self, c: _Call) -> Any:
         t, name, args = c.node.target, c.node.name, c.args
         x = args[0] if args else None
         if t in RELU_FUNCTIONS:
             return self.add("activation", name, [_tensor(x)], activation="relu")
+        if t in CLAMP_FUNCTIONS:
+            return self.clamp(name, x, c.arg(1, "min"), c.arg(2, "max"))
+        if t in CLAMP_MIN_FUNCTIONS:
+            return self.clamp(name, x, c.arg(1, "min"), None)
         if t in LEAKY_FUNCTIONS:
             slope = float(c.arg(1, "negative_slope", 0.01))
             return self.add("activation", name, [_tensor(x)], activation=_leaky(slope))
@@ -410,6 +426,10 @@ class _Importer:
         x = _tensor(args[0])
         if m in ("relu", "relu_"):
             return self.add("activation", name, [x], activation="relu")
+        if m in CLAMP_METHODS:
+            return self.clamp(name, x, c.arg(1, "min"), c.arg(2, "max"))
+        if m in CLAMP_MIN_METHODS:
+            return self.clamp(name, x, c.arg(1, "min"), None)
         if m in ("add", "add_", "sub", "sub_"):
             if c.kwargs.get("alpha", 1) != 1:
                 raise _Problem("alpha != 1 is a multiplication")

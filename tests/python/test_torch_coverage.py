@@ -1,0 +1,67 @@
+"""ReLU networks written with other operations than nn.ReLU (issue 31's coverage): each imports
+with from_torch and computes what the model computes; what is not positively homogeneous is
+refused by name."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+class Clamped(nn.Module):
+    """Every spelling of clamp(min=0): functions, methods, in place, clip and clamp_min."""
+
+    def __init__(self, spelling):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(5, 7), nn.Linear(7, 6), nn.Linear(6, 3)
+        self.spelling = spelling
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h = {"torch.clamp": lambda t: torch.clamp(t, min=0),
+             "torch.clip": lambda t: torch.clip(t, 0),
+             "torch.clamp_min": lambda t: torch.clamp_min(t, 0.0),
+             "method": lambda t: t.clamp(min=0),
+             "method_min": lambda t: t.clamp_min(0),
+             "in_place": lambda t: t.clamp_(min=0)}[self.spelling](h)
+        return self.fc3(self.fc2(h).clamp(0))
+
+
+@pytest.mark.parametrize("spelling", ["torch.clamp", "torch.clip", "torch.clamp_min", "method",
+                                      "method_min", "in_place"])
+def test_clamp_at_zero_is_a_relu(pathlift_module, spelling):
+    pl = pathlift_module
+    model = Clamped(spelling).double().eval()
+    net = pl.from_torch(model, input_shape=(5,))
+    X = torch.randn(40, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = model(X).numpy()
+    np.testing.assert_allclose(pl.forward(net, None, X.numpy()).outputs, want, rtol=1e-12,
+                               atol=1e-14)
+    # The same network as with nn.ReLU: same graph of activations, same path-norms.
+    relu = nn.Sequential(model.fc1, nn.ReLU(), model.fc2, nn.ReLU(), model.fc3)
+    same = pl.from_torch(relu, input_shape=(5,))
+    for s in (1.0, 2.0):
+        assert pl.path_norm(net, s=s).log10 == pytest.approx(pl.path_norm(same, s=s).log10,
+                                                             rel=1e-13)
+
+
+class Bounded(nn.Module):
+    def __init__(self, low, high):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 4), nn.Linear(4, 2)
+        self.low, self.high = low, high
+
+    def forward(self, x):
+        return self.fc2(torch.clamp(self.fc1(x), min=self.low, max=self.high))
+
+
+@pytest.mark.parametrize("low, high, words", [(0, 6, "max=6"), (0.5, None, "min=0.5"),
+                                              (-1, None, "min=-1")])
+def test_other_clamps_are_refused_by_name(pathlift_module, low, high, words):
+    pl = pathlift_module
+    with pytest.raises(pl.UnsupportedModelError) as info:
+        pl.from_torch(Bounded(low, high).eval(), input_shape=(4,))
+    message = str(info.value)
+    assert words in message and "positively homogeneous" in message and "clamp" in message
