@@ -22,7 +22,7 @@ from ._pathlift import (Layer, LayerGraph, LayerGraphBuilder, LayerOutput, Netwo
 from ._torch_params import TorchParameters
 from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS, ADD_FUNCTIONS,
                            CAT_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS, CLAMP_MIN_FUNCTIONS,
-                           CLAMP_MIN_METHODS, FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
+                           CLAMP_MIN_METHODS, MEAN_FUNCTIONS, FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
                            type_problem)
@@ -31,6 +31,7 @@ SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d, nn.MaxPool1d/2d, nn.AvgPool1d/
              "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
              "nn.Identity, nn.Dropout (eval mode), nn.Flatten, F.relu/F.leaky_relu/F.linear, "
              "torch.clamp/clip/clamp_min with min=0 and no max (a ReLU), "
+             "torch.mean/.mean over every spatial dim (a global average pool), "
              "F.max_pool2d/F.avg_pool2d/F.adaptive_avg_pool2d, torch.flatten, torch.cat, "
              ".view/.reshape to (batch, -1), + and - of tensors (in place too)")
 
@@ -369,6 +370,25 @@ class _Importer:
                            "clamp(min=0), a ReLU, is")
         return self.add("activation", name, [_tensor(x)], activation="relu")
 
+    def mean(self, name: str, x: LayerOutput, dims: Any, keepdim: Any,
+             dtype: Any) -> LayerOutput:
+        """The mean over every spatial dimension is a global average pool (then a flatten
+        unless keepdim); any other mean is refused."""
+        if dtype is not None:
+            raise _Problem(f"a mean with dtype={dtype!r} changes the number type")
+        nd = len(x.shape) + 1  # with the batch dimension
+        if dims is None:
+            raise _Problem("a mean over every dimension (the batch included) is not a pooling")
+        listed = dims if isinstance(dims, (tuple, list)) else [dims]
+        ds = sorted({int(d) + nd if int(d) < 0 else int(d) for d in listed})
+        spatial = list(range(2, nd))
+        if nd < 3 or ds != spatial:
+            raise _Problem(f"a mean over dims {_show(listed)} of a {nd}-dim tensor: only the "
+                           f"mean over every spatial dim {_show(spatial)} (a global average "
+                           "pool) is supported")
+        pooled = self.add("adaptive_avg_pool", name, [x], output_size=[1] * (nd - 2))
+        return pooled if keepdim else self.add("flatten", name, [pooled])
+
     def function(self, c: _Call) -> Any:
         t, name, args = c.node.target, c.node.name, c.args
         x = args[0] if args else None
@@ -378,6 +398,9 @@ class _Importer:
             return self.clamp(name, x, c.arg(1, "min"), c.arg(2, "max"))
         if t in CLAMP_MIN_FUNCTIONS:
             return self.clamp(name, x, c.arg(1, "min"), None)
+        if t in MEAN_FUNCTIONS:
+            return self.mean(name, _tensor(x), c.arg(1, "dim"), c.arg(2, "keepdim", False),
+                             c.kwargs.get("dtype"))
         if t in LEAKY_FUNCTIONS:
             slope = float(c.arg(1, "negative_slope", 0.01))
             return self.add("activation", name, [_tensor(x)], activation=_leaky(slope))
@@ -430,6 +453,9 @@ class _Importer:
             return self.clamp(name, x, c.arg(1, "min"), c.arg(2, "max"))
         if m in CLAMP_MIN_METHODS:
             return self.clamp(name, x, c.arg(1, "min"), None)
+        if m == "mean":
+            return self.mean(name, x, c.arg(1, "dim"), c.arg(2, "keepdim", False),
+                             c.kwargs.get("dtype"))
         if m in ("add", "add_", "sub", "sub_"):
             if c.kwargs.get("alpha", 1) != 1:
                 raise _Problem("alpha != 1 is a multiplication")

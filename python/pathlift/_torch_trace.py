@@ -35,6 +35,7 @@ CLAMP_FUNCTIONS = {torch.clamp, torch.clip, torch.clamp_, torch.clip_}
 CLAMP_MIN_FUNCTIONS = {torch.clamp_min, torch.clamp_min_}
 CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_"}
 CLAMP_MIN_METHODS = {"clamp_min", "clamp_min_"}
+MEAN_FUNCTIONS = {torch.mean}  # over every spatial dimension: a global average pool
 ADD_FUNCTIONS = {operator.add, operator.iadd, torch.add}
 SUB_FUNCTIONS = {operator.sub, operator.isub, torch.sub}
 CAT_FUNCTIONS = {torch.cat} | ({torch.concat} if hasattr(torch, "concat") else set())
@@ -47,7 +48,8 @@ SUPPORTED_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MaxPool1d, nn.MaxPool2d
                      nn.AvgPool2d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.BatchNorm1d,
                      nn.BatchNorm2d, nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout, nn.Flatten)
 SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "view",
-                     "reshape", "size", "contiguous", "detach"} | CLAMP_METHODS | CLAMP_MIN_METHODS
+                     "reshape", "size", "contiguous", "detach", "mean"} | CLAMP_METHODS | \
+    CLAMP_MIN_METHODS
 SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
 VIEW_METHODS = {"view", "reshape", "flatten"}
 ALIAS_METHODS = {"contiguous", "detach"}
@@ -221,7 +223,7 @@ def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
         groups: Tuple[Any, ...] = (
             RELU_FUNCTIONS, LEAKY_FUNCTIONS, ADD_FUNCTIONS, SUB_FUNCTIONS, CAT_FUNCTIONS,
             FLATTEN_FUNCTIONS, LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, AVG_POOL_FUNCTIONS,
-            ADAPTIVE_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_MIN_FUNCTIONS)
+            ADAPTIVE_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_MIN_FUNCTIONS, MEAN_FUNCTIONS)
         return any(t in group for group in groups) or t in (getattr, operator.getitem)
     if node.op == "call_method":
         return node.target in SUPPORTED_METHODS

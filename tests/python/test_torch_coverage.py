@@ -65,3 +65,68 @@ def test_other_clamps_are_refused_by_name(pathlift_module, low, high, words):
         pl.from_torch(Bounded(low, high).eval(), input_shape=(4,))
     message = str(info.value)
     assert words in message and "positively homogeneous" in message and "clamp" in message
+
+
+class GlobalMean(nn.Module):
+    """mnasnet's head (x.mean([2, 3])) and a 1-D audio CNN's (.mean(dim=2)), and keepdim."""
+
+    def __init__(self, dims, spelling):
+        super().__init__()
+        torch.manual_seed(0)
+        conv = nn.Conv2d if dims == 2 else nn.Conv1d
+        self.conv, self.fc = conv(2, 4, 3), nn.Linear(4, 3)
+        self.dims, self.spelling = dims, spelling
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        spatial = [2, 3] if self.dims == 2 else 2
+        if self.spelling == "method":
+            h = h.mean(spatial)
+        elif self.spelling == "function":
+            h = torch.mean(h, dim=spatial)
+        elif self.spelling == "negative":
+            h = h.mean([-2, -1] if self.dims == 2 else -1)
+        else:  # keepdim, then a flatten
+            h = torch.flatten(h.mean(spatial, keepdim=True), 1)
+        return self.fc(h)
+
+
+@pytest.mark.parametrize("dims, shape", [(2, (2, 7, 6)), (1, (2, 11))])
+@pytest.mark.parametrize("spelling", ["method", "function", "negative", "keepdim"])
+def test_mean_over_the_spatial_dims_is_a_global_average_pool(pathlift_module, dims, shape,
+                                                             spelling):
+    pl = pathlift_module
+    model = GlobalMean(dims, spelling).double().eval()
+    net = pl.from_torch(model, input_shape=shape)
+    X = torch.randn(30, *shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        want = model(X).numpy()
+    np.testing.assert_allclose(pl.forward(net, None, X.reshape(30, -1).numpy()).outputs, want,
+                               rtol=1e-12, atol=1e-14)
+    # The norms equal those of the same model with nn.AdaptiveAvgPool (the average's weight
+    # 1 / positions to the power s on each path).
+    pool = nn.AdaptiveAvgPool2d(1) if dims == 2 else nn.AdaptiveAvgPool1d(1)
+    same = nn.Sequential(model.conv, nn.ReLU(), pool, nn.Flatten(), model.fc)
+    reference = pl.from_torch(same, input_shape=shape)
+    for s in (1.0, 2.0):
+        assert pl.path_norm(net, s=s).log10 == pytest.approx(
+            pl.path_norm(reference, s=s).log10, rel=1e-13)
+
+
+class OtherMean(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.dims = dims
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)).mean(self.dims)
+
+
+@pytest.mark.parametrize("dims, words", [(1, "a mean over dims (1) of a 4-dim tensor"),
+                                         (3, "a mean over dims (3) of a 4-dim tensor")])
+def test_other_means_are_refused_by_name(pathlift_module, dims, words):
+    pl = pathlift_module
+    with pytest.raises(pl.UnsupportedModelError) as info:
+        pl.from_torch(OtherMean(dims).eval(), input_shape=(2, 6, 6))
+    assert words in str(info.value) and "global average pool" in str(info.value)
