@@ -252,15 +252,12 @@ class _Importer:
         if own_forward(mod, nn.Conv1d) or own_forward(mod, nn.Conv2d):
             return self.conv(name, x, mod)
         if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
-            if mod.return_indices:
-                raise _Problem("return_indices=True is not a tensor of the network")
             return self.max_pool(name, x, 1 if isinstance(mod, nn.MaxPool1d) else 2,
-                                 mod.kernel_size, mod.stride, mod.padding, mod.dilation,
-                                 mod.ceil_mode)
+                                 mod.kernel_size, mod.stride, mod.padding, mod.dilation)
         if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
             return self.avg_pool(name, x, 1 if isinstance(mod, nn.AvgPool1d) else 2,
-                                 mod.kernel_size, mod.stride, mod.padding, mod.ceil_mode,
-                                 mod.count_include_pad, getattr(mod, "divisor_override", None))
+                                 mod.kernel_size, mod.stride, mod.padding,
+                                 mod.count_include_pad)
         if type(mod) in (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d):
             return self.adaptive(name, x, 1 if isinstance(mod, nn.AdaptiveAvgPool1d) else 2,
                                  mod.output_size)
@@ -279,8 +276,6 @@ class _Importer:
 
     def conv(self, name: str, x: LayerOutput, mod: Any) -> LayerOutput:
         n = 1 if isinstance(mod, nn.Conv1d) else 2
-        if mod.padding_mode != "zeros":
-            raise _Problem(f"padding_mode '{mod.padding_mode}' (only zero padding is supported)")
         kernel, stride, dilation = (_pair(v, n) for v in (mod.kernel_size, mod.stride,
                                                            mod.dilation))
         return self.add("conv", name, [x], out_channels=int(mod.out_channels),
@@ -289,21 +284,16 @@ class _Importer:
                         weight=mod.weight, bias=mod.bias)
 
     def max_pool(self, name: str, x: LayerOutput, n: int, kernel_size: Any, stride: Any,
-                 padding: Any, dilation: Any, ceil_mode: bool) -> LayerOutput:
-        if ceil_mode:
-            raise _Problem("ceil_mode=True is not supported")
+                 padding: Any, dilation: Any) -> LayerOutput:
+        # ceil_mode and return_indices: options_problem, before the shapes
         kernel = _pair(kernel_size, n)
         return self.add("max_pool", name, [x], kernel=kernel,
                         stride=_pair(stride, n) if stride not in (None, [], ()) else kernel,
                         padding=_pair(padding, n), dilation=_pair(dilation, n))
 
     def avg_pool(self, name: str, x: LayerOutput, n: int, kernel_size: Any, stride: Any,
-                 padding: Any, ceil_mode: bool, count_include_pad: bool,
-                 divisor_override: Any) -> LayerOutput:
-        if ceil_mode:
-            raise _Problem("ceil_mode=True is not supported")
-        if divisor_override is not None:
-            raise _Problem("divisor_override is not supported")
+                 padding: Any, count_include_pad: bool) -> LayerOutput:
+        # ceil_mode and divisor_override: options_problem, before the shapes
         kernel = _pair(kernel_size, n)
         return self.add("avg_pool", name, [x], kernel=kernel,
                         stride=_pair(stride, n) if stride not in (None, [], ()) else kernel,
@@ -421,19 +411,14 @@ class _Importer:
             return self.add("linear", name, [_tensor(x)], out_features=int(w.param.shape[0]),
                             weight=w.param, bias=b.param if b is not None else None)
         if t in MAX_POOL_FUNCTIONS:
-            if c.arg(6, "return_indices", False):
-                raise _Problem("return_indices=True is not a tensor of the network")
             return self.max_pool(name, _tensor(x), MAX_POOL_FUNCTIONS[t],
                                  c.arg(1, "kernel_size", None), c.arg(2, "stride", None),
-                                 c.arg(3, "padding", 0), c.arg(4, "dilation", 1),
-                                 bool(c.arg(5, "ceil_mode", False)))
+                                 c.arg(3, "padding", 0), c.arg(4, "dilation", 1))
         if t in AVG_POOL_FUNCTIONS:
             n = AVG_POOL_FUNCTIONS[t]
             return self.avg_pool(name, _tensor(x), n, c.arg(1, "kernel_size", None),
                                  c.arg(2, "stride", None), c.arg(3, "padding", 0),
-                                 bool(c.arg(4, "ceil_mode", False)),
-                                 bool(c.arg(5, "count_include_pad", True)),
-                                 c.arg(6, "divisor_override", None) if n == 2 else None)
+                                 bool(c.arg(5, "count_include_pad", True)))
         if t in ADAPTIVE_FUNCTIONS:
             return self.adaptive(name, _tensor(x), ADAPTIVE_FUNCTIONS[t],
                                  c.arg(1, "output_size", None))

@@ -230,14 +230,43 @@ def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
     return True
 
 
+def _arg(node: torch.fx.Node, index: int, name: str, default: Any = None) -> Any:
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+
+
+def _pool_problem(ceil_mode: Any, divisor_override: Any, return_indices: Any) -> Optional[str]:
+    if ceil_mode:
+        return "ceil_mode=True is not supported"
+    if divisor_override is not None:
+        return "divisor_override is not supported"
+    if return_indices:
+        return "return_indices=True is not a tensor of the network"
+    return None
+
+
 def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
-    """Why the operation cannot be imported whatever its inputs (its type, a module in
-    training mode), or None."""
+    """Why the operation cannot be imported whatever its inputs (its type, an option such as a
+    pool's ceil_mode, a module in training mode), or None: known without shapes, so reported
+    even after a refused operation upstream (every problem at once)."""
     if not _supported(node, model):
         return "not supported"
+    if node.op == "call_function":
+        if node.target in MAX_POOL_FUNCTIONS:
+            return _pool_problem(_arg(node, 5, "ceil_mode", False), None,
+                                 _arg(node, 6, "return_indices", False))
+        if node.target in AVG_POOL_FUNCTIONS:
+            return _pool_problem(_arg(node, 4, "ceil_mode", False),
+                                 _arg(node, 6, "divisor_override"), False)
+        return None
     if node.op != "call_module":
         return None
     mod: Any = module_of(model, node)
+    if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
+        return _pool_problem(mod.ceil_mode, None, mod.return_indices)
+    if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
+        return _pool_problem(mod.ceil_mode, getattr(mod, "divisor_override", None), False)
+    if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and mod.padding_mode != "zeros":
+        return f"padding_mode '{mod.padding_mode}' (only zero padding is supported)"
     if type(mod) is nn.Dropout and mod.training and mod.p > 0:
         return "in training mode it is random: call model.eval() first"
     if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):

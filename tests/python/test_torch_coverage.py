@@ -130,3 +130,38 @@ def test_other_means_are_refused_by_name(pathlift_module, dims, words):
     with pytest.raises(pl.UnsupportedModelError) as info:
         pl.from_torch(OtherMean(dims).eval(), input_shape=(2, 6, 6))
     assert words in str(info.value) and "global average pool" in str(info.value)
+
+
+class ManyRefusals(nn.Module):
+    """Refused options after a refused layer: each is reported, not hidden by the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.up = nn.ConvTranspose2d(4, 4, 2)  # refused: its output shape is unknown to us
+        self.pool1 = nn.MaxPool2d(2, ceil_mode=True)
+        self.pool2 = nn.AvgPool2d(2, ceil_mode=True)
+        self.pad = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+
+    def forward(self, x):
+        h = self.pool1(torch.relu(self.up(self.conv(x))))
+        h = torch.nn.functional.max_pool2d(self.pool2(self.pad(h)), 2, ceil_mode=True)
+        return torch.nn.functional.avg_pool2d(h, 2, divisor_override=3)
+
+
+def test_every_problem_is_reported_at_once(pathlift_module):
+    pl = pathlift_module
+    with pytest.raises(pl.UnsupportedModelError) as info:
+        pl.from_torch(ManyRefusals().eval(), input_shape=(2, 12, 12))
+    message = str(info.value)
+    assert "6 problems" in message, message
+    for words in ("ConvTranspose2d at 'up': not supported",
+                  "MaxPool2d at 'pool1': ceil_mode=True is not supported",
+                  "AvgPool2d at 'pool2': ceil_mode=True is not supported",
+                  "Conv2d at 'pad': padding_mode 'reflect'",
+                  "max_pool2d", "divisor_override is not supported"):
+        assert words in message, (words, message)
+    assert "not used by the forward pass" not in message  # the refused layers' parameters
+    # supports() lists the same problems; without an input shape too (and that it needs one).
+    assert len(pl.supports(ManyRefusals().eval(), input_shape=(2, 12, 12)).problems) == 6
+    assert len(pl.supports(ManyRefusals().eval()).problems) == 7
