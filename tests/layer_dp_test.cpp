@@ -250,39 +250,35 @@ TEST(LayerDp, KernelDiagonalTraceMatvecAndEigenvaluesEqualTheUnrolledNetwork) {
   }
 }
 
-TEST(LayerDp, BitIdenticalForAnyThreadCount) {
-  // Large enough (over 2^16 tensor entries) for the passes to use threads.
-  const LayerGraph g = testing::resnet18(64, 7, 16);
-  const std::vector<double> theta = normal(g.num_params, 3);
-  const std::vector<double> v = normal(g.num_params, 4);
+/// The L^s path-norm (1 and 3 threads), the kernel diagonal (1 and 2) and K v (1 and 3) of g
+/// bit-identical.
+void expect_same_for_any_thread_count(const LayerGraph& g, const std::vector<double>& theta,
+                                      const std::vector<double>& v, double s) {
   EngineOptions one;
   one.threads = 1;
   EngineOptions two;
   two.threads = 2;
   EngineOptions three;
   three.threads = 3;
-  const PathNorm n1 = path_norm(g, theta, 1.0, one);
-  const PathNorm n3 = path_norm(g, theta, 1.0, three);
+  const PathNorm n1 = path_norm(g, theta, s, one);
+  const PathNorm n3 = path_norm(g, theta, s, three);
   EXPECT_EQ(n1.sum.mantissa, n3.sum.mantissa);
   EXPECT_EQ(n1.sum.exponent, n3.sum.exponent);
   const Buffer<double> d1 = kernel_diagonal(g, theta, one);
   const Buffer<double> d2 = kernel_diagonal(g, theta, two);
   EXPECT_TRUE(std::equal(d1.begin(), d1.end(), d2.begin()));
-  const Eigen::VectorXd k1 = kernel_matvec(g, theta, v, one);
-  const Eigen::VectorXd k3 = kernel_matvec(g, theta, v, three);
-  EXPECT_EQ(k1, k3);
+  EXPECT_EQ(kernel_matvec(g, theta, v, one), kernel_matvec(g, theta, v, three));
+}
+
+TEST(LayerDp, BitIdenticalForAnyThreadCount) {
+  // Large enough (over 2^16 tensor entries) for the passes to use threads.
+  const LayerGraph g = testing::resnet18(64, 7, 16);
+  const std::vector<double> theta = normal(g.num_params, 3);
+  const std::vector<double> v = normal(g.num_params, 4);
+  expect_same_for_any_thread_count(g, theta, v, 1.0);
   // Linear layers by tiles: each tile's sums added in a fixed order.
   const LayerGraph w = zoo_wide_linear(70000);
-  const std::vector<double> tw = normal(w.num_params, 5);
-  const std::vector<double> vw = normal(w.num_params, 6);
-  const PathNorm w1 = path_norm(w, tw, 2.0, one);
-  const PathNorm w3 = path_norm(w, tw, 2.0, three);
-  EXPECT_EQ(w1.sum.mantissa, w3.sum.mantissa);
-  EXPECT_EQ(w1.sum.exponent, w3.sum.exponent);
-  const Buffer<double> e1 = kernel_diagonal(w, tw, one);
-  const Buffer<double> e2 = kernel_diagonal(w, tw, two);
-  EXPECT_TRUE(std::equal(e1.begin(), e1.end(), e2.begin()));
-  EXPECT_EQ(kernel_matvec(w, tw, vw, one), kernel_matvec(w, tw, vw, three));
+  expect_same_for_any_thread_count(w, normal(w.num_params, 5), normal(w.num_params, 6), 2.0);
 }
 
 TEST(LayerDp, ScalesFarBeyondDoubleRange) {

@@ -24,6 +24,12 @@ struct Slices {
   }
 };
 
+/// A flatten or an identity activation: its slices are its input's (no node, no tensor).
+bool shares_input(const Layer& ly) {
+  return ly.kind == LayerKind::flatten ||
+         (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity);
+}
+
 /// Which entries an edge enters: none, every one, or some (`flags` == 1).
 enum class Entered : std::uint8_t { none, all, some };
 
@@ -94,9 +100,7 @@ double length_histogram_bytes(const LayerPlan& plan) {
     const Layer& ly = plan.layer(l);
     owner[l] = l;
     if (l > 0) {
-      const bool view =
-          ly.kind == LayerKind::flatten ||
-          (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity);
+      const bool view = shares_input(ly);
       const bool bias = has_parameters(ly) && ly.bias_offset >= 0;
       first[l] = bias ? 0 : std::numeric_limits<std::size_t>::max();
       end[l] = bias ? 1 : 0;
@@ -143,8 +147,7 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
   for (std::size_t l = 1; l < n; ++l) {
     const Layer& ly = plan.layer(l);
     Slices out;
-    if (ly.kind == LayerKind::flatten ||
-        (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity)) {
+    if (shares_input(ly)) {
       out = h[plan.input(l)];
     } else if (ly.kind == LayerKind::activation) {
       out =
