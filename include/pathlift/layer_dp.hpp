@@ -38,8 +38,7 @@ namespace pathlift {
 /// length_histogram and max_path_length; per_input and per_edge are left empty (they are
 /// per node and per edge). A count is exact while it is below 2^53 and known by its log10
 /// beyond (Count::exact() says which). The histogram follows the unroller's nodes
-/// (docs/layers.md: a pending sum adds no edge). Throws what layer_shapes throws, and
-/// NetworkError when an input entry reaches no output (as unroll does).
+/// (docs/layers.md: a pending sum adds no edge). Throws what layer_shapes throws.
 /// Complexity: O(entries x max_path_length + layer windows), no GEMM.
 PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options = {});
 

@@ -17,6 +17,9 @@
 /// has two Layer entries with the same offsets. Layout of each parameter block, row-major:
 ///   linear     weight (out_features, in_features), bias (out_features)
 ///   conv       weight (out_channels, in_channels / groups, k0[, k1]), bias (out_channels)
+///   conv_transpose weight (in_channels, out_channels / groups, k0[, k1]), bias (out_channels):
+///              PyTorch's layout; output o of an axis reads input i by tap k when
+///              o = i stride - padding + k dilation
 ///   batch_norm a (channels) at weight_offset, b (channels) at bias_offset, where in eval mode
 ///              y = a x + b, a = gamma / sqrt(running_var + eps), b = beta - a running_mean
 ///              (theta holds a and b where the model holds gamma and beta).
@@ -60,6 +63,10 @@ enum class LayerKind : std::uint8_t {
   sub,                ///< inputs[0] - inputs[1], same shapes
   concat,             ///< along `axis` (0: channels), other dimensions equal
   flatten,            ///< to {product of the shape}: no node, no edge
+  gather,             ///< entries picked along `axis`: output index i reads input index
+                      ///< indices[i] (repeats allowed: copies); no node, no edge of its own
+  conv_transpose,     ///< ConvTranspose1d/2d: the transposed map of a convolution
+  scale,              ///< y = factor x, entry-wise: fixed edges of weight `factor`
 };
 
 /// "linear", "conv", "max_pool", ... (the JSON names); parse_layer_kind throws FormatError
@@ -78,15 +85,26 @@ struct Layer {
   // conv
   Index out_channels = 0;
   Index groups = 1;
-  // conv and pools: one entry per spatial dimension (1 or 2); stride defaults to kernel for
-  // pools and to 1 for conv when left empty; padding and dilation default to 0 and 1.
+  // conv, conv_transpose and pools: one entry per spatial dimension (1 or 2); stride defaults
+  // to kernel for pools and to 1 for conv when left empty; padding and dilation default to 0
+  // and 1.
   std::vector<Index> kernel, stride, padding, dilation;
-  // avg_pool: PyTorch's count_include_pad (divide by the full window, padding included)
+  // conv_transpose: PyTorch's output_padding (added at the end of each spatial dimension)
+  std::vector<Index> output_padding;
+  // max_pool, avg_pool: PyTorch's ceil_mode (a last window that starts inside the input or the
+  // left padding is kept though it runs past the end)
+  bool ceil_mode = false;
+  // avg_pool: PyTorch's count_include_pad (divide by the window clipped to the padded input,
+  // padding included)
   bool count_include_pad = true;
   // adaptive_avg_pool: the output spatial size
   std::vector<Index> output_size;
-  // concat
+  // concat, gather: the dimension (0: channels)
   Index axis = 0;
+  // gather: the input index along `axis` of each output index
+  std::vector<Index> indices;
+  // scale: the fixed weight
+  double factor = 1.0;
   // activation
   Activation activation = Activation::identity();
 

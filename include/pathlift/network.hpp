@@ -125,7 +125,11 @@ struct NetworkSpec {
   std::vector<std::string> node_names;
   std::vector<std::pair<NodeId, NodeId>> edges;  ///< (source, target), edge k = theta_k
   std::vector<NodeId> outputs;                   ///< designated outputs (sinks are outputs anyway)
-  std::vector<NodeId> bias;                      ///< input nodes whose value is 1
+  /// Designated inputs: nodes without an incoming edge, inputs even when they have no edge at
+  /// all (an input entry no path leaves, such as one a strided window never reads); an
+  /// isolated node that is not designated is an error.
+  std::vector<NodeId> inputs;
+  std::vector<NodeId> bias;                                ///< input nodes whose value is 1
   std::vector<std::pair<NodeId, Activation>> activations;  ///< overrides of the defaults
   std::optional<std::vector<double>> weights;              ///< theta (num_params entries), if known
 
@@ -288,7 +292,7 @@ class Network {
   }
   // The steps of the constructor, in order; each validates what it indexes.
   void index_edges(const NetworkSpec& spec);
-  void check_loops_and_isolated_nodes() const;
+  void check_loops_and_isolated_nodes(const NetworkSpec& spec);
   void assign_roles(const NetworkSpec& spec);
   void assign_activations(const NetworkSpec& spec);
   void order_topologically();
@@ -309,7 +313,7 @@ class Network {
   std::vector<Index> m_out_offsets, m_in_offsets;
   Buffer<EdgeId> m_out_edges, m_in_edges;
   std::vector<NodeRole> m_role;
-  std::vector<std::uint8_t> m_is_bias, m_designated;
+  std::vector<std::uint8_t> m_is_bias, m_designated, m_designated_input;
   std::vector<Activation> m_act;
   std::vector<NodeId> m_inputs, m_data_inputs, m_bias, m_outputs, m_hidden, m_topo;
   std::vector<Index> m_topo_pos;

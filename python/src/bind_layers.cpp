@@ -54,9 +54,13 @@ std::string layer_repr(const Layer& l) {
       {"stride", list(l.stride)},
       {"padding", list(l.padding)},
       {"dilation", list(l.dilation)},
+      {"output_padding", list(l.output_padding)},
+      {"ceil_mode", l.ceil_mode == d.ceil_mode ? "" : "True"},
       {"count_include_pad", l.count_include_pad == d.count_include_pad ? "" : "False"},
       {"output_size", list(l.output_size)},
       {"axis", number(l.axis, d.axis)},
+      {"indices", list(l.indices)},
+      {"factor", l.factor == d.factor ? "" : fmt::format("{}", l.factor)},
       {"activation", l.activation == d.activation ? "" : "'" + l.activation.name() + "'"},
       {"weight_offset", number(l.weight_offset, d.weight_offset)},
       {"bias_offset", number(l.bias_offset, d.bias_offset)},
@@ -115,14 +119,17 @@ void bind_layer(py::module_& m) {
   py::class_<Layer> cls(m, "Layer", R"doc(
 One layer of a LayerGraph (layers.hpp): kind is one of layer_kinds() ('input', 'linear',
 'conv', 'max_pool', 'avg_pool', 'adaptive_avg_pool', 'batch_norm', 'activation', 'add', 'sub',
-'concat', 'flatten'). Only the fields of its kind are read; the others keep their defaults. Shapes are per sample ({F}, {C, L} or {C, H, W}); parameter blocks start at
-weight_offset / bias_offset in theta (-1: none), row-major:
-  linear      weight (out_features, in_features), bias (out_features)
-  conv        weight (out_channels, in_channels / groups, *kernel), bias (out_channels)
-  batch_norm  a (channels) at weight_offset, b (channels) at bias_offset: y = a x + b
+'concat', 'flatten', 'gather', 'conv_transpose', 'scale'). Only the fields of its kind are read;
+the others keep their defaults. Shapes are per sample ({F}, {C, L} or {C, H, W}); parameter
+blocks start at weight_offset / bias_offset in theta (-1: none), row-major:
+  linear          weight (out_features, in_features), bias (out_features)
+  conv            weight (out_channels, in_channels / groups, *kernel), bias (out_channels)
+  conv_transpose  weight (in_channels, out_channels / groups, *kernel), bias (out_channels)
+  batch_norm      a (channels) at weight_offset, b (channels) at bias_offset: y = a x + b
 
 Layer(kind, name, inputs=(), *, out_features=0, out_channels=0, groups=1, kernel=(),
-      stride=(), padding=(), dilation=(), count_include_pad=True, output_size=(), axis=0,
+      stride=(), padding=(), dilation=(), output_padding=(), ceil_mode=False,
+      count_include_pad=True, output_size=(), axis=0, indices=(), factor=1.0,
       activation="identity", weight_offset=-1, bias_offset=-1)
 
 Example::
@@ -133,7 +140,8 @@ Example::
   cls.def(py::init([](const std::string& kind, std::string name, IndexList inputs,
                       Index out_features, Index out_channels, Index groups, IndexList kernel,
                       IndexList stride, IndexList padding, IndexList dilation,
-                      bool count_include_pad, IndexList output_size, Index axis,
+                      IndexList output_padding, bool ceil_mode, bool count_include_pad,
+                      IndexList output_size, Index axis, IndexList indices, double factor,
                       const std::string& activation, Index weight_offset, Index bias_offset) {
             Layer l;
             l.kind = parse_layer_kind(kind);
@@ -146,9 +154,13 @@ Example::
             l.stride = std::move(stride);
             l.padding = std::move(padding);
             l.dilation = std::move(dilation);
+            l.output_padding = std::move(output_padding);
+            l.ceil_mode = ceil_mode;
             l.count_include_pad = count_include_pad;
             l.output_size = std::move(output_size);
             l.axis = axis;
+            l.indices = std::move(indices);
+            l.factor = factor;
             l.activation = Activation::parse(activation);
             l.weight_offset = weight_offset;
             l.bias_offset = bias_offset;
@@ -158,8 +170,10 @@ Example::
           py::arg("out_features") = 0, py::arg("out_channels") = 0, py::arg("groups") = 1,
           py::arg("kernel") = IndexList{}, py::arg("stride") = IndexList{},
           py::arg("padding") = IndexList{}, py::arg("dilation") = IndexList{},
+          py::arg("output_padding") = IndexList{}, py::arg("ceil_mode") = false,
           py::arg("count_include_pad") = true, py::arg("output_size") = IndexList{},
-          py::arg("axis") = 0, py::arg("activation") = "identity", py::arg("weight_offset") = -1,
+          py::arg("axis") = 0, py::arg("indices") = IndexList{}, py::arg("factor") = 1.0,
+          py::arg("activation") = "identity", py::arg("weight_offset") = -1,
           py::arg("bias_offset") = -1,
           "A layer (see the class docstring); activation is 'identity', 'relu' or "
           "'leaky_relu:<slope>'.");
@@ -171,18 +185,31 @@ Example::
                      "Unique, non-empty: names the layer's nodes <name>[c,h,w].")
       .def_readwrite("inputs", &Layer::inputs, "Indices of earlier layers (a list; a copy).")
       .def_readwrite("out_features", &Layer::out_features, "linear: the output size.")
-      .def_readwrite("out_channels", &Layer::out_channels, "conv: the output channels.")
-      .def_readwrite("groups", &Layer::groups, "conv: channel groups (1 by default).")
-      .def_readwrite("kernel", &Layer::kernel, "conv, pools: one size per spatial dimension.")
+      .def_readwrite("out_channels", &Layer::out_channels,
+                     "conv, conv_transpose: the output channels.")
+      .def_readwrite("groups", &Layer::groups,
+                     "conv, conv_transpose: channel groups (1 by default).")
+      .def_readwrite("kernel", &Layer::kernel,
+                     "conv, conv_transpose, pools: one size per spatial dimension.")
       .def_readwrite("stride", &Layer::stride,
-                     "conv, pools: empty for the default (1 for conv, the kernel for pools).")
-      .def_readwrite("padding", &Layer::padding, "conv, pools: zero padding (empty: 0).")
-      .def_readwrite("dilation", &Layer::dilation, "conv, max_pool: empty for 1.")
+                     "conv, conv_transpose, pools: empty for the default (1 for convolutions, "
+                     "the kernel for pools).")
+      .def_readwrite("padding", &Layer::padding,
+                     "conv, conv_transpose, pools: zero padding (empty: 0).")
+      .def_readwrite("dilation", &Layer::dilation, "conv, conv_transpose, max_pool: empty for 1.")
+      .def_readwrite("output_padding", &Layer::output_padding,
+                     "conv_transpose: PyTorch's output_padding (empty: 0).")
+      .def_readwrite("ceil_mode", &Layer::ceil_mode,
+                     "max_pool, avg_pool: PyTorch's ceil_mode (False by default).")
       .def_readwrite("count_include_pad", &Layer::count_include_pad,
-                     "avg_pool: divide by the full window, padding included (PyTorch's).")
+                     "avg_pool: divide by the window clipped to the padded input, padding "
+                     "included (PyTorch's).")
       .def_readwrite("output_size", &Layer::output_size,
                      "adaptive_avg_pool: the output spatial size.")
-      .def_readwrite("axis", &Layer::axis, "concat: the axis without batch (0: channels).")
+      .def_readwrite("axis", &Layer::axis, "concat, gather: the axis without batch (0: channels).")
+      .def_readwrite("indices", &Layer::indices,
+                     "gather: the input index along axis of each output index.")
+      .def_readwrite("factor", &Layer::factor, "scale: the fixed weight of y = factor x.")
       .def_property(
           "activation", [](const Layer& l) { return l.activation.name(); },
           [](Layer& l, const std::string& name) { l.activation = Activation::parse(name); },
@@ -431,7 +458,7 @@ void bind_layers(py::module_& m) {
              {LayerKind::input, LayerKind::linear, LayerKind::conv, LayerKind::max_pool,
               LayerKind::avg_pool, LayerKind::adaptive_avg_pool, LayerKind::batch_norm,
               LayerKind::activation, LayerKind::add, LayerKind::sub, LayerKind::concat,
-              LayerKind::flatten}) {
+              LayerKind::flatten, LayerKind::gather, LayerKind::conv_transpose, LayerKind::scale}) {
           names.push_back(to_string(k));
         }
         return names;

@@ -72,8 +72,17 @@ class LayerChecker {
       case LayerKind::avg_pool:
       case LayerKind::adaptive_avg_pool:
         return window();
+      case LayerKind::conv_transpose:
+        return transposed_window();
       case LayerKind::batch_norm:
         return in(0);
+      case LayerKind::scale:
+        if (!std::isfinite(m_layer.factor)) {
+          fail(fmt::format("factor {} is not finite", m_layer.factor));
+        }
+        return in(0);
+      case LayerKind::gather:
+        return gather();
       case LayerKind::activation:
         if (m_layer.activation.kind == ActivationKind::max) {
           fail("activation 'max' is not an entry-wise activation (use a max_pool layer)");
@@ -118,6 +127,16 @@ class LayerChecker {
         }
         b.bias = m_layer.out_channels;
         break;
+        case LayerKind::conv_transpose: {
+          b.weight_shape = {x[0], m_layer.out_channels / m_layer.groups};
+          b.weight_shape.insert(b.weight_shape.end(), m_layer.kernel.begin(), m_layer.kernel.end());
+          b.weight = 1;
+          for (const Index k : b.weight_shape) {
+            b.weight *= k;  // checked in transposed_window
+          }
+          b.bias = m_layer.out_channels;
+          break;
+        }
       }
       case LayerKind::batch_norm:
         b.weight = b.bias = x[0];
@@ -225,6 +244,10 @@ class LayerChecker {
                          m_layer.groups, x[0], m_layer.out_channels));
       }
     }
+    if (m_layer.ceil_mode && m_layer.kind != LayerKind::max_pool &&
+        m_layer.kind != LayerKind::avg_pool) {
+      fail("ceil_mode applies to max_pool and avg_pool only");
+    }
     const detail::Window win = detail::window_of(m_layer, x);
     std::vector<Index> out{win.channels_out};
     for (std::size_t i = 0; i < dims; ++i) {
@@ -256,6 +279,104 @@ class LayerChecker {
         fail(fmt::format("{} weights per output channel is too many", per_out));
       }
     }
+    return out;
+  }
+
+  /// A conv_transpose: its adjoint convolution's window, read backwards.
+  std::vector<Index> transposed_window() const {
+    const std::vector<Index>& x = in(0);
+    if (x.size() != 2 && x.size() != 3) {
+      fail(fmt::format("needs a {{C, L}} or {{C, H, W}} input, got shape {}", shape_text(x)));
+    }
+    const std::size_t dims = x.size() - 1;
+    check_list("kernel", m_layer.kernel, dims, 1, true);
+    check_list("stride", m_layer.stride, dims, 1, false);
+    check_list("padding", m_layer.padding, dims, 0, false);
+    check_list("dilation", m_layer.dilation, dims, 1, false);
+    check_list("output_padding", m_layer.output_padding, dims, 0, false);
+    if (m_layer.ceil_mode) {
+      fail("ceil_mode applies to max_pool and avg_pool only");
+    }
+    if (m_layer.out_channels < 1 || m_layer.out_channels > k_max_dim) {
+      fail(fmt::format("out_channels must be in 1..{}, got {}", k_max_dim, m_layer.out_channels));
+    }
+    if (m_layer.groups < 1 || x[0] % m_layer.groups != 0 ||
+        m_layer.out_channels % m_layer.groups != 0) {
+      fail(fmt::format("groups {} must divide the input channels {} and out_channels {}",
+                       m_layer.groups, x[0], m_layer.out_channels));
+    }
+    std::vector<Index> out{m_layer.out_channels};
+    for (std::size_t i = 0; i < dims; ++i) {
+      const auto at = [&](const std::vector<Index>& v, Index fallback) {
+        return v.empty() ? fallback : v[i];
+      };
+      const Index stride = at(m_layer.stride, 1);
+      const Index dilation = at(m_layer.dilation, 1);
+      const Index output_padding = at(m_layer.output_padding, 0);
+      if (output_padding >= std::max(stride, dilation)) {
+        fail(
+            fmt::format("output_padding {} must be smaller than the stride {} or the dilation {} "
+                        "in spatial dimension {}",
+                        output_padding, stride, dilation, i));
+      }
+      // (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1: every
+      // factor is below 2^31, so each product is below 2^62 and no partial sum overflows.
+      const Index size = (x[i + 1] - 1) * stride - 2 * at(m_layer.padding, 0) +
+                         dilation * (m_layer.kernel[i] - 1) + output_padding + 1;
+      if (size < 1 || size > k_max_dim) {
+        fail(
+            fmt::format("the output size {} of spatial dimension {} (input {}, kernel {}, stride "
+                        "{}, padding {}, dilation {}, output_padding {}) is not in 1..{}",
+                        size, i, x[i + 1], m_layer.kernel[i], stride, at(m_layer.padding, 0),
+                        dilation, output_padding, k_max_dim));
+      }
+      out.push_back(static_cast<Index>(size));
+    }
+    const detail::Window win = detail::window_of(m_layer, x);
+    // An output position no input reaches would be a constant (without a bias: zero).
+    if (m_layer.bias_offset < 0) {
+      for (const detail::Axis* a : {&win.h, &win.w}) {
+        for (Index o = 0; o < a->in; ++o) {
+          Index readers = 0;
+          a->readers(o, [&](Index, Index) { ++readers; });
+          if (readers == 0) {
+            fail(fmt::format(
+                "output position {} of a spatial dimension is reached by no input (kernel {}, "
+                "stride {}, padding {}, dilation {}, input {}): its value would be the constant 0",
+                o, a->kernel, a->stride, a->padding, a->dilation, a->out));
+          }
+        }
+      }
+    }
+    const Index per_in = (m_layer.out_channels / m_layer.groups) * win.h.kernel * win.w.kernel;
+    if (per_in > k_max_dim || x[0] > k_max_dim / per_in) {
+      fail(fmt::format("{} weights per input channel is too many", per_in));
+    }
+    checked_entries(out, "the output of shape");
+    return out;
+  }
+
+  std::vector<Index> gather() const {
+    const std::vector<Index>& x = in(0);
+    if (m_layer.axis < 0 || std::cmp_greater_equal(m_layer.axis, x.size())) {
+      fail(fmt::format("axis {} is out of range for input shape {}", m_layer.axis, shape_text(x)));
+    }
+    const auto axis = static_cast<std::size_t>(m_layer.axis);
+    if (m_layer.indices.empty()) {
+      fail("has no indices");
+    }
+    for (std::size_t i = 0; i < m_layer.indices.size(); ++i) {
+      const Index j = m_layer.indices[i];
+      if (j < 0 || j >= x[axis]) {
+        fail(
+            fmt::format("index {} (entry {} of indices) is out of range 0..{} of dimension {} "
+                        "of the input shape {}",
+                        j, i, x[axis] - 1, axis, shape_text(x)));
+      }
+    }
+    std::vector<Index> out = x;
+    out[axis] = static_cast<Index>(m_layer.indices.size());
+    checked_entries(out, "the output of shape");
     return out;
   }
 
@@ -291,7 +412,8 @@ class LayerChecker {
 };
 
 bool has_parameters(LayerKind kind) {
-  return kind == LayerKind::linear || kind == LayerKind::conv || kind == LayerKind::batch_norm;
+  return kind == LayerKind::linear || kind == LayerKind::conv ||
+         kind == LayerKind::conv_transpose || kind == LayerKind::batch_norm;
 }
 
 Index entries(const std::vector<Index>& shape) {

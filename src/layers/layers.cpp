@@ -29,7 +29,10 @@ constexpr std::array k_kind_names{
     detail::EnumName<LayerKind>{LayerKind::add, "add"},
     detail::EnumName<LayerKind>{LayerKind::sub, "sub"},
     detail::EnumName<LayerKind>{LayerKind::concat, "concat"},
-    detail::EnumName<LayerKind>{LayerKind::flatten, "flatten"}};
+    detail::EnumName<LayerKind>{LayerKind::flatten, "flatten"},
+    detail::EnumName<LayerKind>{LayerKind::gather, "gather"},
+    detail::EnumName<LayerKind>{LayerKind::conv_transpose, "conv_transpose"},
+    detail::EnumName<LayerKind>{LayerKind::scale, "scale"}};
 
 }  // namespace
 

@@ -118,16 +118,16 @@ Network parse_network(std::string_view json_text) {
         "this is a pathlift-layers file (a layer graph), not a network: read it with load_model "
         "(model.hpp), which keeps it a layer graph, or parse_layer_graph and then unroll");
   }
-  static const char* const known[] = {"format",  "version",    "nodes", "edges",
-                                      "weights", "outputs",    "bias",  "activations",
-                                      "name",    "num_params", "params"};
+  static const char* const known[] = {"format",      "version", "nodes",      "edges",
+                                      "weights",     "outputs", "inputs",     "bias",
+                                      "activations", "name",    "num_params", "params"};
   for (const auto& item : doc.items()) {
     const std::string& key = item.key();  // a name, not a binding: clang 14 captures no binding
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) ==
         std::end(known)) {
       throw FormatError(fmt::format(
-          "unknown key \"{}\" (expected format, version, nodes, edges, weights, outputs, bias, "
-          "activations, name, num_params, params)",
+          "unknown key \"{}\" (expected format, version, nodes, edges, weights, outputs, inputs, "
+          "bias, activations, name, num_params, params)",
           printable(key)));
     }
   }
@@ -227,6 +227,7 @@ Network parse_network(std::string_view json_text) {
   }
 
   spec.outputs = node_list(doc, "outputs", node_index);
+  spec.inputs = node_list(doc, "inputs", node_index);
   spec.bias = node_list(doc, "bias", node_index);
 
   if (doc.contains("activations")) {
@@ -455,6 +456,9 @@ std::string network_to_json(const Network& net, int indent) {
   }
   if (!s.outputs.empty()) {
     doc["outputs"] = names(s.outputs);
+  }
+  if (!s.inputs.empty()) {
+    doc["inputs"] = names(s.inputs);
   }
   if (!s.bias.empty()) {
     doc["bias"] = names(s.bias);

@@ -204,7 +204,7 @@ Network::Network(NetworkSpec spec) {
   }
   m_nodes = NodeNames(std::move(spec.node_names));
   index_edges(spec);
-  check_loops_and_isolated_nodes();
+  check_loops_and_isolated_nodes(spec);
   assign_roles(spec);
   assign_activations(spec);
   order_topologically();
@@ -274,8 +274,18 @@ void Network::index_edges(const NetworkSpec& spec) {
   build_csr(m, m_dst, m_in_offsets, m_in_edges);
 }
 
-void Network::check_loops_and_isolated_nodes() const {
+void Network::check_loops_and_isolated_nodes(const NetworkSpec& spec) {
   const auto& names = m_nodes.names();
+  m_designated_input.assign(names.size(), 0);
+  for (std::size_t i = 0; i < spec.inputs.size(); ++i) {
+    const NodeId v = spec.inputs[i];
+    check_node(v, names.size(), [i] { return fmt::format("inputs[{}]", i); });
+    if (in_degree(static_cast<std::size_t>(v)) != 0) {
+      throw NetworkError(fmt::format("node {} is designated as an input but has an incoming edge",
+                                     quoted(names, v)));
+    }
+    m_designated_input[static_cast<std::size_t>(v)] = 1;
+  }
   // Self-loops are the shortest cycles; report them before the general search.
   for (std::size_t e = 0; e < m_src.size(); ++e) {
     if (m_src[e] == m_dst[e]) {
@@ -283,10 +293,11 @@ void Network::check_loops_and_isolated_nodes() const {
       throw NetworkError(fmt::format("edge {} ({} -> {}) closes a cycle: {} -> {}", e, v, v, v, v));
     }
   }
-  // Isolated nodes: no edge at all (such a node would be input and output at once).
+  // Isolated nodes: no edge at all (such a node would be input and output at once), unless
+  // designated as an input.
   std::vector<NodeId> isolated;
   for (std::size_t v = 0; v < names.size(); ++v) {
-    if (out_degree(v) == 0 && in_degree(v) == 0) {
+    if (out_degree(v) == 0 && in_degree(v) == 0 && m_designated_input[v] == 0) {
       isolated.push_back(static_cast<NodeId>(v));
     }
   }
@@ -491,6 +502,9 @@ NetworkSpec Network::spec() const {
     const auto id = static_cast<NodeId>(v);
     if (m_designated[v] != 0) {
       s.outputs.push_back(id);
+    }
+    if (m_designated_input[v] != 0) {
+      s.inputs.push_back(id);
     }
     if (m_is_bias[v] != 0) {
       s.bias.push_back(id);

@@ -22,6 +22,36 @@ namespace {
 // --------------------------------------------------------------------------------------------
 // One layer, forward and transposed.
 
+/// A gather layer l: transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
+/// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller). o runs over
+/// the dimensions before the axis, r over those after it.
+void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
+                  bool transpose) {
+  const Layer& ly = plan.layer(l);
+  const std::vector<Index>& shape = plan.shape(plan.input(l));
+  const auto axis = static_cast<std::size_t>(ly.axis);
+  Index outer = 1;
+  for (std::size_t i = 0; i < axis; ++i) {
+    outer *= shape[i];
+  }
+  const Index along = shape[axis];
+  const Index inner = plan.entries(plan.input(l)) / (outer * along);
+  const auto picked = static_cast<Index>(ly.indices.size());
+  for (Index o = 0; o < outer; ++o) {
+    for (Index i = 0; i < picked; ++i) {
+      const Index from = (o * along + ly.indices[static_cast<std::size_t>(i)]) * inner;
+      const Index to = (o * picked + i) * inner;
+      if (transpose) {
+        for (Index r = 0; r < inner; ++r) {
+          out[from + r] += in[to + r];
+        }
+      } else {
+        std::copy(in + from, in + from + inner, out + to);
+      }
+    }
+  }
+}
+
 /// A parameter layer with every weight 1 (counting): no product is needed, since every output
 /// channel of a group sees the same sums. conv: the group's channel sum, then window sums.
 TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, double bias_value) {
@@ -70,6 +100,37 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
         }
         for (Index co = 1; co < c.cg_out; ++co) {
           std::copy(first, first + c.n_out, first + co * c.n_out);
+        }
+      }
+      break;
+    }
+    case LayerKind::conv_transpose: {
+      // The adjoint convolution's window read backwards: the group's channel sum at each of
+      // its outputs, then per output position the sum over the (output, tap) pairs reading it.
+      const ConvShape c = conv_shape(plan.window(l));
+      const Window& w = *c.w;
+      channels = w.channels_in;
+      positions = c.n_in;
+      for (Index g = 0; g < w.groups; ++g) {
+        std::vector<double> sum(static_cast<std::size_t>(c.n_out), 0.0);
+        for (Index ci = 0; ci < c.cg_out; ++ci) {
+          const double* plane = x.value.data() + (g * c.cg_out + ci) * c.n_out;
+          for (Index p = 0; p < c.n_out; ++p) {
+            sum[static_cast<std::size_t>(p)] += plane[p];
+          }
+        }
+        double* first = y->value.data() + g * c.cg_in * c.n_in;
+        for (Index p = 0; p < c.n_in; ++p) {
+          double acc = 0;
+          w.h.readers(p / w.w.in, [&](Index ih, Index) {
+            w.w.readers(p % w.w.in, [&](Index iw, Index) {
+              acc += sum[static_cast<std::size_t>(ih * w.w.out + iw)];
+            });
+          });
+          first[p] = acc;
+        }
+        for (Index co = 1; co < c.cg_in; ++co) {
+          std::copy(first, first + c.n_in, first + co * c.n_in);
         }
       }
       break;
@@ -128,6 +189,19 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
                bias_value, threads);
       return y;
     }
+    case LayerKind::conv_transpose: {
+      // The adjoint convolution's transposed pass, with the same weight block.
+      const ConvShape c = conv_shape(plan.window(l));
+      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      std::fill(y->value.begin(), y->value.end(), 0.0);
+      if (!wb.zero) {
+        conv_transpose(c, wb.m.data(), x.value.data(), y->value.data(), threads);
+      }
+      y->exp = wb.exp + x.exp;
+      add_bias(*y, bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,
+               bias_value, threads);
+      return y;
+    }
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_out / channels;
@@ -170,6 +244,18 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = wb.exp + y.exp;
       break;
     }
+    case LayerKind::conv_transpose: {
+      // The adjoint convolution's forward pass.
+      const ConvShape c = conv_shape(plan.window(l));
+      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (wb.zero) {
+        std::fill(x->value.begin(), x->value.end(), 0.0);
+      } else {
+        conv_forward(c, wb.m.data(), y.value.data(), x->value.data(), threads);
+      }
+      x->exp = wb.exp + y.exp;
+      break;
+    }
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_in / channels;
@@ -202,6 +288,15 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
       const Tensor& x = *sums[plan.input(l)];
       TensorPtr y = make_tensor(n, x.exp);
       pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
+      normalize(*y, threads);
+      return y;
+    }
+    case LayerKind::scale:
+      return combine({{sums[plan.input(l)].get(), fixed(ly.factor, spec)}}, n, threads);
+    case LayerKind::gather: {
+      const Tensor& x = *sums[plan.input(l)];
+      TensorPtr y = make_tensor(n, x.exp, false);
+      gather_apply(plan, l, x.value.data(), y->value.data(), false);
       normalize(*y, threads);
       return y;
     }
@@ -268,6 +363,14 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
       normalize(*x, threads);
       return x;
     }
+    case LayerKind::scale:
+      return combine({{y.get(), fixed(ly.factor, spec)}}, plan.entries(src), threads);
+    case LayerKind::gather: {
+      TensorPtr x = make_tensor(plan.entries(src), y->exp);
+      gather_apply(plan, l, y->value.data(), x->value.data(), true);
+      normalize(*x, threads);
+      return x;
+    }
     case LayerKind::add:
     case LayerKind::sub: {
       const double f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
@@ -319,7 +422,7 @@ void accumulate(TensorPtr& slot, const TensorPtr& t, Index n, int threads) {
 
 bool has_parameters(const Layer& layer) {
   return layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-         layer.kind == LayerKind::batch_norm;
+         layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm;
 }
 
 EigenSerial::EigenSerial() : m_saved(Eigen::nbThreads()) {
@@ -347,10 +450,9 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
       m_total_entries += e;
       m_max_entries = std::max(m_max_entries, e);
     }
-    if (ly.kind == LayerKind::conv || ly.kind == LayerKind::max_pool ||
-        ly.kind == LayerKind::avg_pool || ly.kind == LayerKind::adaptive_avg_pool) {
+    if (is_window(ly.kind)) {
       m_windows[l] = window_of(ly, m_shapes[static_cast<std::size_t>(ly.inputs[0])]);
-      if (ly.kind == LayerKind::conv) {
+      if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
         const ConvShape c = conv_shape(m_windows[l]);
         m_max_columns = std::max(m_max_columns, c.rows * c.n_out);
         m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
@@ -585,6 +687,16 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       conv_weight_products(c, x.value.data(), y.value.data(), g.data(), threads);
       merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
       bias(c.w->channels_out, c.n_out);
+      return;
+    }
+    case LayerKind::conv_transpose: {
+      // The adjoint convolution's edges: its input is this layer's output, its output this
+      // layer's input.
+      const ConvShape c = conv_shape(plan.window(l));
+      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
+      conv_weight_products(c, y.value.data(), x.value.data(), g.data(), threads);
+      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      bias(c.w->channels_in, c.n_in);
       return;
     }
     case LayerKind::batch_norm: {

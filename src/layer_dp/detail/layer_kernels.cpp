@@ -477,20 +477,6 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y, 
 // --------------------------------------------------------------------------------------------
 // Pooling: window sums with one fixed weight per output entry.
 
-namespace {
-
-/// The weight of output (oh, ow)'s edges before the pass's transform.
-double pool_weight(const Layer& ly, const Window& w, Index oh, Index ow) {
-  if (ly.kind == LayerKind::max_pool) {
-    return 1.0;
-  }
-  const Index taps = w.h.taps(oh) * w.w.taps(ow);
-  const bool full = ly.kind == LayerKind::avg_pool && ly.count_include_pad;
-  return 1.0 / static_cast<double>(full ? w.h.kernel * w.w.kernel : taps);
-}
-
-}  // namespace
-
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
 void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
                 double* out, bool transpose, int threads) {

@@ -1,7 +1,10 @@
 #pragma once
-// The geometry of the window layers (conv, max_pool, avg_pool, adaptive_avg_pool), shared by the
-// validation (layer_shapes), the liveness plan and the edge generation of the unroller. 1-D data
-// {C, L} is handled as 2-D data {C, 1, L} with a kernel of height 1, so every loop is 2-D.
+// The geometry of the window layers (conv, conv_transpose, max_pool, avg_pool,
+// adaptive_avg_pool), shared by the validation (layer_shapes), the liveness plan and the edge
+// generation of the unroller, and the layer dynamic programme. 1-D data {C, L} is handled as 2-D
+// data {C, 1, L} with a kernel of height 1, so every loop is 2-D. A conv_transpose is described
+// by the convolution it transposes (its adjoint): that convolution's input is the
+// conv_transpose's output and its output the conv_transpose's input, with the same weights.
 
 #include <algorithm>
 #include <vector>
@@ -52,6 +55,28 @@ struct Axis {
   /// Taps inside the input for output o (0 when its whole window is padding).
   [[nodiscard]] Index taps(Index o) const { return std::max<Index>(0, last(o) - first(o)); }
 
+  /// PyTorch's pool_size of an average pool's output o: its window clipped to the padded input
+  /// (padding included), which is the kernel except for a ceil_mode window at the end.
+  [[nodiscard]] Index padded_taps(Index o) const {
+    const Index start = o * stride - padding;
+    return std::min(start + kernel, in + padding) - start;
+  }
+
+  /// Calls f(o, k) for every output o and tap k that read input position pos, by increasing k
+  /// (the outputs a conv_transpose entry pos sums, its adjoint read backwards).
+  template <class F>
+  void readers(Index pos, const F& f) const {
+    for (Index k = 0; k < kernel; ++k) {
+      const Index t = pos + padding - k * dilation;
+      if (t < 0) {
+        break;
+      }
+      if (t % stride == 0 && t / stride < out) {
+        f(t / stride, k);
+      }
+    }
+  }
+
   /// PyTorch's adaptive window of output o: [floor(o in / out), ceil((o + 1) in / out)).
   [[nodiscard]] Index begin(Index o) const { return (o * in) / out; }
   [[nodiscard]] Index end(Index o) const { return ((o + 1) * in + out - 1) / out; }
@@ -69,15 +94,26 @@ struct Window {
   [[nodiscard]] Index out_entries() const { return channels_out * h.out * w.out; }
 };
 
-/// The window of `layer` (conv, max_pool, avg_pool or adaptive_avg_pool) on an input of shape
-/// `in` ({C, L} or {C, H, W}), defaults filled in (stride = kernel for pools, 1 for conv;
-/// padding 0; dilation 1). Output sizes are PyTorch's (floor mode). The layer is assumed valid
-/// (layer_shapes checks it with the same arithmetic).
+inline bool is_window(LayerKind kind) {
+  return kind == LayerKind::conv || kind == LayerKind::conv_transpose ||
+         kind == LayerKind::max_pool || kind == LayerKind::avg_pool ||
+         kind == LayerKind::adaptive_avg_pool;
+}
+
+/// The window of `layer` (conv, conv_transpose, max_pool, avg_pool or adaptive_avg_pool) on an
+/// input of shape `in` ({C, L} or {C, H, W}), defaults filled in (stride = kernel for pools, 1
+/// for convolutions; padding 0; dilation 1). Output sizes are PyTorch's, ceil_mode included
+/// (a last window must start inside the input or the left padding). A conv_transpose's window is
+/// its adjoint convolution's (see the file comment): in = the conv_transpose's output size
+/// (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1, out = its input
+/// size. The layer is assumed valid (layer_shapes checks it with the same arithmetic).
 inline Window window_of(const Layer& layer, const std::vector<Index>& in) {
   Window win;
-  win.channels_in = in[0];
-  win.channels_out = layer.kind == LayerKind::conv ? layer.out_channels : in[0];
-  win.groups = layer.kind == LayerKind::conv ? layer.groups : 1;
+  const bool conv = layer.kind == LayerKind::conv;
+  const bool transposed = layer.kind == LayerKind::conv_transpose;
+  win.channels_in = transposed ? layer.out_channels : in[0];
+  win.channels_out = conv ? layer.out_channels : in[0];
+  win.groups = conv || transposed ? layer.groups : 1;
   const std::size_t dims = in.size() - 1;
   const auto pick = [](const std::vector<Index>& v, std::size_t i, Index fallback) {
     return v.empty() ? fallback : v[i];
@@ -91,14 +127,42 @@ inline Window window_of(const Layer& layer, const std::vector<Index>& in) {
       continue;
     }
     axis.kernel = layer.kernel[i];
-    axis.stride = pick(layer.stride, i, layer.kind == LayerKind::conv ? 1 : axis.kernel);
+    axis.stride = pick(layer.stride, i, conv || transposed ? 1 : axis.kernel);
     axis.padding = pick(layer.padding, i, 0);
     axis.dilation = pick(layer.dilation, i, 1);
     const Index span = axis.dilation * (axis.kernel - 1) + 1;
+    if (transposed) {
+      axis.out = axis.in;
+      axis.in =
+          (axis.out - 1) * axis.stride - 2 * axis.padding + span + pick(layer.output_padding, i, 0);
+      continue;
+    }
     const Index padded = axis.in + 2 * axis.padding;
-    axis.out = padded >= span ? (padded - span) / axis.stride + 1 : 0;
+    if (padded < span) {
+      axis.out = 0;
+    } else if (!layer.ceil_mode) {
+      axis.out = (padded - span) / axis.stride + 1;
+    } else {
+      axis.out = (padded - span + axis.stride - 1) / axis.stride + 1;
+      if ((axis.out - 1) * axis.stride >= axis.in + axis.padding) {
+        --axis.out;
+      }
+    }
   }
   return win;
+}
+
+/// The fixed weight of a pool's output (oh, ow) before a pass's transform: 1 for a max pool,
+/// 1 / divisor for a mean with PyTorch's divisor (the window clipped to the padded input with
+/// count_include_pad, else the taps inside the input).
+inline double pool_weight(const Layer& layer, const Window& w, Index oh, Index ow) {
+  if (layer.kind == LayerKind::max_pool) {
+    return 1.0;
+  }
+  const bool padded = layer.kind == LayerKind::avg_pool && layer.count_include_pad;
+  const Index divisor =
+      padded ? w.h.padded_taps(oh) * w.w.padded_taps(ow) : w.h.taps(oh) * w.w.taps(ow);
+  return 1.0 / static_cast<double>(divisor);
 }
 
 }  // namespace pathlift::detail

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -26,10 +27,17 @@ std::vector<std::string_view> kind_keys(LayerKind kind) {
     case LayerKind::conv:
       return {"out_channels", "kernel", "stride",        "padding",
               "dilation",     "groups", "weight_offset", "bias_offset"};
+    case LayerKind::conv_transpose:
+      return {"out_channels", "kernel",         "stride",        "padding",    "dilation",
+              "groups",       "output_padding", "weight_offset", "bias_offset"};
     case LayerKind::max_pool:
-      return {"kernel", "stride", "padding", "dilation"};
+      return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
     case LayerKind::avg_pool:
-      return {"kernel", "stride", "padding", "dilation", "count_include_pad"};
+      return {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"};
+    case LayerKind::gather:
+      return {"axis", "indices"};
+    case LayerKind::scale:
+      return {"factor"};
     case LayerKind::adaptive_avg_pool:
       return {"output_size"};
     case LayerKind::batch_norm:
@@ -117,6 +125,21 @@ class Reader {
     }
     return m_obj.at(key).get<bool>();
   }
+  double number(const char* key, double fallback, bool needed = false) const {
+    if (!has(key)) {
+      if (needed) {
+        (void)required(key);
+      }
+      return fallback;
+    }
+    const Json& v = m_obj.at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      throw FormatError(
+          fmt::format("{}: expected a finite number, got {}", at(key), detail::excerpt(v)));
+    }
+    return v.get<double>();
+  }
+
   std::string string(const char* key) const {
     const Json& v = required(key);
     if (!v.is_string()) {
@@ -178,7 +201,7 @@ Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& name
       layer.inputs.push_back(layer_ref(in[k], fmt::format("{}[{}]", r.at("inputs"), k), names));
     }
   }
-  const bool conv = layer.kind == LayerKind::conv;
+  const bool conv = layer.kind == LayerKind::conv || layer.kind == LayerKind::conv_transpose;
   layer.out_features = r.integer("out_features", 1, 0, layer.kind == LayerKind::linear);
   layer.out_channels = r.integer("out_channels", 1, 0, conv);
   layer.groups = r.integer("groups", 1, 1);
@@ -187,9 +210,13 @@ Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& name
   layer.stride = r.integers("stride", 1);
   layer.padding = r.integers("padding", 0);
   layer.dilation = r.integers("dilation", 1);
+  layer.output_padding = r.integers("output_padding", 0);
+  layer.ceil_mode = r.boolean("ceil_mode", false);
   layer.count_include_pad = r.boolean("count_include_pad", true);
   layer.output_size = r.integers("output_size", 1, layer.kind == LayerKind::adaptive_avg_pool);
   layer.axis = r.integer("axis", 0, 0);
+  layer.indices = r.integers("indices", 0, layer.kind == LayerKind::gather);
+  layer.factor = r.number("factor", 1.0, layer.kind == LayerKind::scale);
   if (layer.kind == LayerKind::activation) {
     try {
       layer.activation = Activation::parse(r.string("activation"));
@@ -221,11 +248,15 @@ Json layer_json(const Layer& layer) {
       j["out_features"] = layer.out_features;
       break;
     case LayerKind::conv:
+    case LayerKind::conv_transpose:
       j["out_channels"] = layer.out_channels;
       j["kernel"] = layer.kernel;
       list("stride", layer.stride);
       list("padding", layer.padding);
       list("dilation", layer.dilation);
+      if (layer.kind == LayerKind::conv_transpose) {
+        list("output_padding", layer.output_padding);
+      }
       j["groups"] = layer.groups;
       break;
     case LayerKind::max_pool:
@@ -234,6 +265,9 @@ Json layer_json(const Layer& layer) {
       list("stride", layer.stride);
       list("padding", layer.padding);
       list("dilation", layer.dilation);
+      if (layer.ceil_mode) {
+        j["ceil_mode"] = true;
+      }
       if (layer.kind == LayerKind::avg_pool) {
         j["count_include_pad"] = layer.count_include_pad;
       }
@@ -247,11 +281,18 @@ Json layer_json(const Layer& layer) {
     case LayerKind::concat:
       j["axis"] = layer.axis;
       break;
+    case LayerKind::gather:
+      j["axis"] = layer.axis;
+      j["indices"] = layer.indices;
+      break;
+    case LayerKind::scale:
+      j["factor"] = layer.factor;
+      break;
     default:
       break;
   }
   if (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-      layer.kind == LayerKind::batch_norm) {
+      layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm) {
     j["weight_offset"] = layer.weight_offset;
     if (layer.bias_offset >= 0) {
       j["bias_offset"] = layer.bias_offset;

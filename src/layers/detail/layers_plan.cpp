@@ -76,6 +76,13 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
                 static_cast<double>(ly.kind == LayerKind::conv ? w.channels_in / w.groups : 1);
         break;
       }
+      case LayerKind::conv_transpose: {
+        // An entry sums, per input channel of its group, at most one term per tap.
+        const Window w = window_of(ly, shapes[operand(0)]);
+        terms = static_cast<double>(w.h.kernel) * static_cast<double>(w.w.kernel) *
+                static_cast<double>(w.channels_out / w.groups);
+        break;
+      }
       case LayerKind::add:
         terms = static_cast<double>(ly.inputs.size());
         blocks[l] = 0;
@@ -95,10 +102,8 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
       terms += 1;
       blocks[l] = 2;
     }
-    const bool reads_values = ly.kind == LayerKind::linear || ly.kind == LayerKind::conv ||
-                              ly.kind == LayerKind::max_pool || ly.kind == LayerKind::avg_pool ||
-                              ly.kind == LayerKind::adaptive_avg_pool ||
-                              ly.kind == LayerKind::batch_norm;
+    const bool reads_values = is_window(ly.kind) || ly.kind == LayerKind::linear ||
+                              ly.kind == LayerKind::scale || ly.kind == LayerKind::batch_norm;
     b.max_edges += entries * terms;
     b.max_nodes += entries + (has_bias(ly) ? 1 : 0);
     // live, uses, value use, owner, node (per entry); the operand's nodes of a layer that
@@ -156,8 +161,7 @@ void Unroller::layout() {
     }
     m_entries[l] = entries;
     const Layer& ly = layer(l);
-    if (l > 0 && (ly.kind == LayerKind::conv || ly.kind == LayerKind::max_pool ||
-                  ly.kind == LayerKind::avg_pool || ly.kind == LayerKind::adaptive_avg_pool)) {
+    if (l > 0 && is_window(ly.kind)) {
       m_window[l] = detail::window_of(ly, m_shapes[op(l)]);
     }
     if (!is_view(ly)) {
@@ -167,6 +171,24 @@ void Unroller::layout() {
     }
     std::vector<Index>& refs = m_refs[l];
     refs.reserve(static_cast<std::size_t>(entries));
+    if (ly.kind == LayerKind::gather) {
+      // Along `axis`: outer blocks (dimensions before it), the picked index, inner rows.
+      const auto axis = static_cast<std::size_t>(ly.axis);
+      const std::vector<Index>& in = m_shapes[op(l)];
+      Index outer = 1;
+      for (std::size_t i = 0; i < axis; ++i) {
+        outer *= in[i];
+      }
+      const Index inner = m_entries[op(l)] / (outer * in[axis]);
+      for (Index o = 0; o < outer; ++o) {
+        for (const Index j : ly.indices) {
+          for (Index i = 0; i < inner; ++i) {
+            refs.push_back(ref(op(l), (o * in[axis] + j) * inner + i));
+          }
+        }
+      }
+      continue;
+    }
     if (ly.kind != LayerKind::concat) {
       for (Index e = 0; e < entries; ++e) {
         refs.push_back(ref(op(l), e));
@@ -251,6 +273,41 @@ void Unroller::mark_window(std::size_t l) {
   }
 }
 
+void Unroller::mark_transposed_window(std::size_t l) {
+  // The adjoint convolution's input is this layer's output: an input entry (an adjoint output)
+  // is read when a live output of its group is a position it reaches.
+  const Window& w = m_window[l];
+  const Index hw_in = w.h.out * w.w.out;  // this layer's input positions
+  const Index hw_out = w.h.in * w.w.in;   // its output positions
+  const Index per_group_out = w.channels_in / w.groups;
+  const Index per_group_in = w.channels_out / w.groups;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(hw_in));
+  for (Index g = 0; g < w.groups; ++g) {
+    std::fill(mask.begin(), mask.end(), 0);
+    for (Index p = 0; p < hw_out; ++p) {
+      bool alive = false;
+      for (Index c = g * per_group_out; c < (g + 1) * per_group_out && !alive; ++c) {
+        alive = live(l, c * hw_out + p);
+      }
+      if (!alive) {
+        continue;
+      }
+      w.h.readers(p / w.w.in, [&](Index ih, Index) {
+        w.w.readers(p % w.w.in, [&](Index iw, Index) {
+          mask[static_cast<std::size_t>(ih * w.w.out + iw)] = 1;
+        });
+      });
+    }
+    for (Index c = g * per_group_in; c < (g + 1) * per_group_in; ++c) {
+      for (Index p = 0; p < hw_in; ++p) {
+        if (mask[static_cast<std::size_t>(p)] != 0) {
+          mark(ref(op(l), c * hw_in + p), true);
+        }
+      }
+    }
+  }
+}
+
 void Unroller::plan() {
   for (const Index o : m_graph.outputs) {
     for (Index e = 0; e < m_entries[static_cast<std::size_t>(o)]; ++e) {
@@ -275,7 +332,11 @@ void Unroller::plan() {
       case LayerKind::adaptive_avg_pool:
         mark_window(l);
         break;
+      case LayerKind::conv_transpose:
+        mark_transposed_window(l);
+        break;
       case LayerKind::batch_norm:
+      case LayerKind::scale:
         mark_entrywise(l, 0, true);
         break;
       case LayerKind::activation:
@@ -292,19 +353,6 @@ void Unroller::plan() {
         break;
       default:
         break;
-    }
-  }
-  for (Index e = 0; e < m_entries[0]; ++e) {
-    if (!live(0, e)) {
-      Index dead = 0;
-      for (Index f = 0; f < m_entries[0]; ++f) {
-        dead += live(0, f) ? 0 : 1;
-      }
-      throw NetworkError(fmt::format(
-          "input entry {} reaches no output ({} of the {} input entries do not): a network "
-          "has no isolated node (is it skipped by every window of a strided convolution or "
-          "pooling?)",
-          entry_name("x", 0, e), dead, m_entries[0]));
     }
   }
   // Blocks: how many term groups an entry's sum can have (the edges of a batch of new nodes

@@ -90,6 +90,10 @@ void Unroller::run() {
     m_node[static_cast<std::size_t>(e)] =
         new_node<Emit>([&](fmt::memory_buffer& b) { append_entry_name(b, "x", 0, e); },
                        Activation::identity(), false);
+    // An input entry no output depends on stays an input node with no edge (designated).
+    if (Emit && !live(0, e)) {
+      m_spec.inputs.push_back(m_node[static_cast<std::size_t>(e)]);
+    }
   }
   for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
     if (Emit && m_progress) {
@@ -126,9 +130,8 @@ template <bool Emit>
 void Unroller::run_layer(std::size_t l) {
   const Layer& ly = layer(l);
   const Index base = m_base[l];
-  if (ly.kind == LayerKind::linear || ly.kind == LayerKind::conv ||
-      ly.kind == LayerKind::max_pool || ly.kind == LayerKind::avg_pool ||
-      ly.kind == LayerKind::adaptive_avg_pool || ly.kind == LayerKind::batch_norm) {
+  if (is_window(ly.kind) || ly.kind == LayerKind::linear || ly.kind == LayerKind::batch_norm ||
+      ly.kind == LayerKind::scale) {
     std::vector<NodeId>& in = m_in_nodes[l];
     in.resize(static_cast<std::size_t>(m_entries[op(l)]));
     for (Index e = 0; e < m_entries[op(l)]; ++e) {
@@ -269,6 +272,12 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
     case LayerKind::conv:
       emit_conv(l, e, block, sink);
       return;
+    case LayerKind::conv_transpose:
+      emit_conv_transpose(l, e, block, sink);
+      return;
+    case LayerKind::scale:
+      sink.term(block, in[static_cast<std::size_t>(e)], kFixedEdge, ly.factor);
+      return;
     case LayerKind::avg_pool:
     case LayerKind::adaptive_avg_pool:
       emit_window(l, e, block, sink, 0.0);
@@ -333,6 +342,39 @@ void Unroller::emit_conv(std::size_t l, Index e, int block, Sink& sink) const {
 }
 
 template <class Sink>
+void Unroller::emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink) const {
+  const Layer& ly = layer(l);
+  const Window& w = m_window[l];  // the adjoint convolution: its input is this layer's output
+  const Index hw = w.h.in * w.w.in;
+  const Index co = e / hw;
+  const Index oh = (e % hw) / w.w.in;
+  const Index ow = e % w.w.in;
+  const Index cg_out = w.channels_in / w.groups;  // this layer's output channels per group
+  const Index cg_in = w.channels_out / w.groups;  // its input channels per group
+  const Index ci0 = (co / cg_out) * cg_in;
+  if constexpr (Sink::count_only) {
+    Index taps = 0;
+    w.h.readers(oh, [&](Index, Index) { w.w.readers(ow, [&](Index, Index) { ++taps; }); });
+    sink.bulk(block, cg_in * taps);
+  } else {
+    // Parameter (ci, co mod cg_out, kh, kw): increasing with ci, then kh, then kw.
+    const std::vector<NodeId>& in = m_in_nodes[l];
+    for (Index ci = ci0; ci < ci0 + cg_in; ++ci) {
+      const Index p0 = ly.weight_offset + (ci * cg_out + co % cg_out) * w.h.kernel * w.w.kernel;
+      const NodeId* plane = in.data() + ci * w.h.out * w.w.out;
+      w.h.readers(oh, [&](Index ih, Index kh) {
+        w.w.readers(ow, [&](Index iw, Index kw) {
+          sink.term(block, plane[ih * w.w.out + iw], p0 + kh * w.w.kernel + kw, 0.0);
+        });
+      });
+    }
+  }
+  if (ly.bias_offset >= 0) {
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + co, 0.0);
+  }
+}
+
+template <class Sink>
 void Unroller::emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const {
   const Layer& ly = layer(l);
   const Window& w = m_window[l];
@@ -349,8 +391,7 @@ void Unroller::emit_window(std::size_t l, Index e, int block, Sink& sink, double
     sink.bulk(block, taps);
   } else {
     if (weight == 0.0) {
-      const bool full = ly.kind == LayerKind::avg_pool && ly.count_include_pad;
-      weight = 1.0 / static_cast<double>(full ? w.h.kernel * w.w.kernel : taps);
+      weight = pool_weight(ly, w, oh, ow);
     }
     const NodeId* plane = m_in_nodes[l].data() + c * w.h.in * w.w.in;
     for (Index kh = kh0; kh < kh1; ++kh) {

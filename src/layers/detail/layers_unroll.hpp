@@ -31,9 +31,11 @@
 
 namespace pathlift::detail {
 
-/// flatten, concat and identity activations: their entries are entries of earlier layers.
+/// flatten, concat, gather and identity activations: their entries are entries of earlier
+/// layers (a gather may repeat one: it then has several consumers and becomes a node).
 inline bool is_view(const Layer& layer) {
   return layer.kind == LayerKind::flatten || layer.kind == LayerKind::concat ||
+         layer.kind == LayerKind::gather ||
          (layer.kind == LayerKind::activation && layer.activation.kind == ActivationKind::identity);
 }
 
@@ -41,6 +43,8 @@ inline bool is_sum(LayerKind kind) {
   switch (kind) {
     case LayerKind::linear:
     case LayerKind::conv:
+    case LayerKind::conv_transpose:
+    case LayerKind::scale:
     case LayerKind::batch_norm:
     case LayerKind::avg_pool:
     case LayerKind::adaptive_avg_pool:
@@ -54,7 +58,7 @@ inline bool is_sum(LayerKind kind) {
 
 inline bool has_bias(const Layer& layer) {
   return (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-          layer.kind == LayerKind::batch_norm) &&
+          layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm) &&
          layer.bias_offset >= 0;
 }
 
@@ -121,6 +125,8 @@ class Unroller {
 
   /// Marks the inputs a window layer reads for its live outputs.
   void mark_window(std::size_t l);
+  /// The same for a conv_transpose (its inputs are its adjoint convolution's outputs).
+  void mark_transposed_window(std::size_t l);
 
   void plan();
 
@@ -167,6 +173,10 @@ class Unroller {
 
   template <class Sink>
   void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
+
+  /// A conv_transpose entry: the terms of the adjoint convolution's outputs that read it.
+  template <class Sink>
+  void emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink) const;
 
   /// Pools: fixed edges from the window of entry e. `weight` 0 means the mean's weight.
   template <class Sink>
