@@ -8,16 +8,36 @@ eval-mode affine map ``y = a x + b`` (``a = gamma / sqrt(running_var + eps)``,
 ``b = beta - a running_mean``); see :func:`theta`.
 
 All recipes rest on one object, the **linear model** ``G_q(u)``: the model traced by torch.fx
-and re-run with
+(a tracer that keeps ``h += y`` in place and unpacks ``a, b = x.chunk(2)``) and re-run with
 
 * every parameter replaced by the entry of ``u`` (a flat float64 vector in theta's order; a
-  BatchNorm is the affine ``y = u_a x + u_b``),
-* every ReLU / LeakyReLU removed (identity), Dropout removed (eval mode),
+  BatchNorm is the affine ``y = u_a x + u_b``; a ConvTranspose1d/2d runs
+  ``F.conv_transpose1d/2d`` with its blocks, weight ``(in, out / groups, k...)``, stride,
+  padding, output_padding (or forward's ``output_size``), groups, dilation),
+* every ReLU / LeakyReLU, and ``clamp`` / ``clip`` / ``clamp_min`` with ``min=0`` and no max,
+  removed (identity; out of place a copy, so that aliases behave as in the model), Dropout
+  removed (eval mode),
 * every fixed weight ``c`` replaced by ``|c|^q``: a max-pool (weights 1 into a max) becomes a
-  sum-pool (padding contributes 0), an average pool's ``1/n`` becomes ``(1/n)^q`` (exactly per
-  window: ``count_include_pad=False`` and adaptive pools with uneven windows included),
-  a subtraction's -1 becomes +1,
+  sum-pool over exactly PyTorch's windows (padding contributes 0; ``ceil_mode=True``: PyTorch's
+  output size, the last windows clipped to the input); an average pool's ``1/n`` becomes
+  ``(1/n)^q`` exactly per window, ``n`` PyTorch's divisor (``count_include_pad`` either way,
+  ``ceil_mode``, whose last windows count only up to ``L + p``; ``divisor_override``), and
+  adaptive pools with uneven windows; ``mean`` over non-batch dimensions is the sum times
+  ``(1/n)^q`` (``sum``: weights 1); ``x * c``, ``c * x``, ``x / c`` for a python number ``c``
+  scale by ``|c|^q`` (``|1/c|^q``); a subtraction's (and negation's) -1 becomes +1,
+* operations that copy, select or permute entries (coefficients 1) run as they are: reflect /
+  replicate / circular padding (a Conv with such a ``padding_mode`` pads by it before the
+  u-weight convolution, as PyTorch does; ``F.pad``, ``nn.ReflectionPad``/``ReplicationPad``/
+  ``ZeroPad`` modules; constant padding only by 0), nearest upsampling (``nn.Upsample``,
+  ``F.interpolate``), ``chunk``, ``split``, indexing, ``view``, ``reshape``, ``transpose``,
+  ``permute``, ``flatten``, ``contiguous``, ``repeat``, ``torch.cat``, ``torch.stack``,
 * fed an all-ones input of batch 1, and the outputs summed.
+
+Anything else raises ``NotImplementedError`` naming the operation, never a silently wrong
+number: other activations (ReLU6 = clamp(0, 6), Hardswish, SiLU, sigmoid, ...), products of
+two tensors, a number divided by a tensor, a constant added, bilinear upsampling, a fixed
+floating-point tensor (a buffer) used in forward, reductions over the batch dimension, max-pools
+with ``return_indices``, any operation not listed.
 
 Every path ``p`` from an input entry (or a bias) to an output then contributes
 ``prod_{e in p} w_e`` with ``w_e = u_{param(e)}`` or ``|c_e|^q``, so
@@ -40,6 +60,8 @@ or with ``--against layer`` against the layer-graph functions:
 
 from __future__ import annotations
 
+import dis
+import inspect
 import math
 import operator
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -55,17 +77,16 @@ __all__ = ["LinearModel", "theta", "path_norm_recipe", "kernel_diagonal_recipe",
 
 _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 _CONVS = (nn.Conv1d, nn.Conv2d)
-_IDENTITY_MODULES = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout)
+_IDENTITY_MODULES = (nn.Identity, torch.nn.modules.dropout._DropoutNd)   # Dropout: eval
 _IDENTITY_FUNCTIONS = {F.relu, torch.relu, F.leaky_relu, F.dropout, torch.relu_,
                        getattr(F, "relu_", None), getattr(F, "leaky_relu_", None)} - {None}
-_IDENTITY_METHODS = {"relu", "relu_", "contiguous", "detach", "clone"}
 _ADD = {operator.add, operator.iadd, torch.add, operator.sub, operator.isub, torch.sub}
-_ADD_METHODS = {"add", "add_", "sub", "sub_"}
 
 
 def _pair(x: Any, n: int) -> Tuple[int, ...]:
     if isinstance(x, (tuple, list)):
-        assert len(x) == n, x
+        if len(x) != n:
+            raise ValueError(f"{x}: {n} entries expected")
         return tuple(int(v) for v in x)
     return (int(x),) * n
 
@@ -108,39 +129,98 @@ def theta(model: nn.Module) -> torch.Tensor:
 # the linear model G_q(u)
 
 
-def _sum_pool(x: torch.Tensor, kernel, stride, padding, dilation) -> torch.Tensor:
-    """Sum over each window (zero padding, floor mode), 1d (N, C, L) or 2d (N, C, H, W)."""
+def _is_default_stride(stride: Any) -> bool:
+    return stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
+
+
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output size (pooling_output_shape): floor or ceil of
+    (L + 2p - d(k-1) - 1) / s, plus 1; in ceil mode decremented when the last window would
+    start in the right padding ((out-1) s >= L + p)."""
+    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    if out < 1:
+        raise ValueError(f"pooling: output size {out} < 1 (L {size}, kernel {k}, stride {s}, "
+                         f"padding {p}, dilation {d})")
+    return out
+
+
+def _pool_args(x: torch.Tensor, kernel, stride, padding, dilation):
     nd = x.dim() - 2
-    assert nd in (1, 2), x.shape
+    if nd not in (1, 2):
+        raise NotImplementedError(f"pooling of a {x.dim()}-d tensor (batched 1d/2d only)")
     kernel = _pair(kernel, nd)
-    stride = _pair(stride if stride not in (None, ()) else kernel, nd)
-    padding = _pair(padding, nd)
-    dilation = _pair(dilation, nd)
+    stride = _pair(kernel if _is_default_stride(stride) else stride, nd)
+    return nd, kernel, stride, _pair(padding, nd), _pair(dilation, nd)
+
+
+def _sum_pool(x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode: bool = False
+              ) -> torch.Tensor:
+    """Sum over each of PyTorch's pooling windows, 1d (N, C, L) or 2d (N, C, H, W): output
+    ``o`` sums the entries ``o s - p + j d`` (j < k) that lie in the input (padding counts 0);
+    the output size is PyTorch's (:func:`_pool_out`), floor or ceil mode. In ceil mode the
+    last windows may reach beyond the right padding: they are clipped to the input too."""
+    nd, kernel, stride, padding, dilation = _pool_args(x, kernel, stride, padding, dilation)
     if nd == 1:
         return _sum_pool(x.unsqueeze(2), (1,) + kernel, (1,) + stride, (0,) + padding,
-                         (1,) + dilation).squeeze(2)
+                         (1,) + dilation, ceil_mode).squeeze(2)
+    sizes = tuple(x.shape[2:])
+    outs = [_pool_out(L, k, s, p, d, ceil_mode)
+            for L, k, s, p, d in zip(sizes, kernel, stride, padding, dilation)]
+    # zeros: p before, and after as many as the last window needs (at least p)
+    right = [max(p, (o - 1) * s + d * (k - 1) + 1 - L - p)
+             for L, k, s, p, d, o in zip(sizes, kernel, stride, padding, dilation, outs)]
+    if right != list(padding):
+        x = F.pad(x, (padding[1], right[1], padding[0], right[0]))   # constant 0
+        padding = (0, 0)
     if dilation == (1, 1):
         # divisor_override=1: the plain sum of the window, padding entries 0. Exact.
-        return F.avg_pool2d(x, kernel, stride, padding, ceil_mode=False,
-                            count_include_pad=True, divisor_override=1)
-    n, c, h, w = x.shape
-    cols = F.unfold(x, kernel, dilation=dilation, padding=padding, stride=stride)
-    ho = (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
-    wo = (w + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
-    return cols.view(n, c, kernel[0] * kernel[1], ho * wo).sum(2).view(n, c, ho, wo)
+        total = F.avg_pool2d(x, kernel, stride, padding, ceil_mode=False,
+                             count_include_pad=True, divisor_override=1)
+    else:
+        n, c, h, w = x.shape
+        cols = F.unfold(x, kernel, dilation=dilation, padding=padding, stride=stride)
+        ho = (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+        wo = (w + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+        total = cols.view(n, c, kernel[0] * kernel[1], ho * wo).sum(2).view(n, c, ho, wo)
+    return total[:, :, :outs[0], :outs[1]]
 
 
-def _avg_pool(x: torch.Tensor, q: float, kernel, stride, padding, count_include_pad: bool
-              ) -> torch.Tensor:
-    """An average pool whose fixed weights 1/n are raised to q: sum over the window times
-    n^-q, n = the kernel area (count_include_pad) or the in-bounds entries of the window."""
-    nd = x.dim() - 2
-    kernel = _pair(kernel, nd)
-    total = _sum_pool(x, kernel, stride, padding, 1)
-    if count_include_pad or not any(_pair(padding, nd)):
-        return total * float(math.prod(kernel)) ** -q
-    ones = torch.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype)
-    n = _sum_pool(ones, kernel, stride, padding, 1)
+def _avg_divisors(size: int, k: int, s: int, p: int, ceil_mode: bool,
+                  count_include_pad: bool) -> torch.Tensor:
+    """One axis of PyTorch's average-pool divisors (cpu_avg_pool): for output o,
+    start = o s - p, end = min(start + k, L + p), pool_size = end - start; the window clipped
+    to [0, L); the divisor is pool_size (count_include_pad) or the clipped count. (The 2d
+    divisor is the product of the two axes' numbers.)"""
+    out = _pool_out(size, k, s, p, 1, ceil_mode)
+    div = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, size + p)
+        pool_size = end - start
+        clipped = min(end, size) - max(start, 0)
+        div.append(pool_size if count_include_pad else clipped)
+    return torch.tensor(div, dtype=torch.float64)
+
+
+def _avg_pool(x: torch.Tensor, q: float, kernel, stride, padding, count_include_pad: bool,
+              ceil_mode: bool = False, divisor_override: Optional[int] = None) -> torch.Tensor:
+    """An average pool whose fixed weights 1/n are raised to q: the sum over each window
+    (clipped to the input) times n^-q, n = PyTorch's divisor of that output
+    (:func:`_avg_divisors`: the kernel area, or in ceil mode the part of the window within
+    the padded input, with count_include_pad; else the in-bounds entries of the window), or
+    |divisor_override|^-q."""
+    nd, kernel, stride, padding, _ = _pool_args(x, kernel, stride, padding, 1)
+    total = _sum_pool(x, kernel, stride, padding, 1, ceil_mode)
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise ZeroDivisionError("avg_pool: divisor_override 0")
+        return total * float(abs(divisor_override)) ** -q
+    divs = [_avg_divisors(L, k, s, p, ceil_mode, count_include_pad)
+            for L, k, s, p in zip(x.shape[2:], kernel, stride, padding)]
+    n = divs[0] if nd == 1 else torch.outer(divs[0], divs[1])   # integers: exact
     return total * n ** -q
 
 
@@ -168,6 +248,22 @@ def _adaptive_avg_pool(x: torch.Tensor, q: float, output_size) -> torch.Tensor:
     return torch.matmul(torch.matmul(mh, x), mw.T)
 
 
+def _reduce(x: torch.Tensor, q: float, dims, keepdim: bool, mean: bool, what: str
+            ) -> torch.Tensor:
+    """x.sum(dims) (weights 1) or x.mean(dims) (weights (1/n)^q, n the reduced entries),
+    over non-batch dimensions only."""
+    if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+        raise NotImplementedError(f"{what} over every dimension (the batch one included)")
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = sorted({d % x.dim() for d in dims})
+    if 0 in dims:
+        raise NotImplementedError(f"{what} over the batch dimension")
+    out = x.sum(dims, keepdim=keepdim)
+    if mean:
+        out = out * float(math.prod(x.shape[d] for d in dims)) ** -q
+    return out
+
+
 def _bind(fn, args, kwargs, names, defaults):
     """args/kwargs of a functional call as a dict over names (positional first)."""
     out = dict(defaults)
@@ -176,8 +272,64 @@ def _bind(fn, args, kwargs, names, defaults):
     return out
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _has_tensor(*values: Any) -> bool:
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return True
+        if isinstance(v, (tuple, list)) and _has_tensor(*v):
+            return True
+        if isinstance(v, dict) and _has_tensor(*v.values()):
+            return True
+    return False
+
+
+# Operations that copy, select or permute entries (every coefficient 1), run as they are.
+# (torch.fx records F.linear / F.conv* of parameters as functions too: the parameters, from
+# get_attr, are then already blocks of u, and these are linear in the weights.)
+_PASS_FUNCTIONS = {operator.getitem, getattr, torch.flatten, torch.cat, torch.stack,
+                   torch.reshape, torch.transpose, torch.permute, torch.chunk, torch.split,
+                   torch.squeeze, torch.unsqueeze, torch.narrow, torch.t, torch.flip,
+                   torch.roll, torch.movedim, torch.swapaxes, torch.swapdims,
+                   torch.tensor_split, torch.unflatten, torch.channel_shuffle,
+                   getattr(torch, "concat", None), getattr(F, "channel_shuffle", None),
+                   F.linear, F.conv1d, F.conv2d, F.conv_transpose1d,
+                   F.conv_transpose2d} - {None}
+_PASS_METHODS = {"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "flatten",
+                 "unflatten", "contiguous", "size", "dim", "numel", "chunk", "split",
+                 "tensor_split", "unsqueeze", "squeeze", "expand", "expand_as", "repeat",
+                 "narrow", "t", "movedim", "swapaxes", "swapdims", "flip", "roll"}
+# modules that copy entries: padding by reflection/replication/circularly or by zeros,
+# channel shuffles, unflatten (upsampling: nearest modes only, checked below)
+_PASS_MODULES = tuple(m for m in (
+    getattr(nn, name, None) for name in (
+        "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+        "CircularPad1d", "CircularPad2d", "ZeroPad1d", "ZeroPad2d", "ChannelShuffle",
+        "Unflatten")) if m is not None)
+_CONSTANT_PADS = tuple(m for m in (getattr(nn, n, None) for n in (
+    "ConstantPad1d", "ConstantPad2d")) if m is not None)
+_UPSAMPLES = (nn.Upsample, nn.UpsamplingNearest2d)
+_NEAREST = ("nearest", "nearest-exact")
+_CONV_TRANSPOSES = (nn.ConvTranspose1d, nn.ConvTranspose2d)
+_MUL = {operator.mul, operator.imul, torch.mul, torch.multiply}
+_DIV = {operator.truediv, operator.itruediv, torch.div, torch.divide, torch.true_divide}
+_INPLACE = {operator.iadd, operator.isub, operator.imul, operator.itruediv}
+_CLAMP_FUNCTIONS = {f for f in (torch.clamp, torch.clip, torch.clamp_min,
+                                getattr(torch, "clamp_", None), getattr(torch, "clip_", None),
+                                getattr(torch, "clamp_min_", None)) if f is not None}
+_NEG = {operator.neg, torch.neg, torch.negative}
+
+
 class _Runner(torch.fx.Interpreter):
-    """Runs the traced model as the linear model G_q(u)."""
+    """Runs the traced model as the linear model G_q(u).
+
+    Aliasing follows the model's: an in-place operation (``+=``, ``.add_()``, ``*= 2.0``,
+    ``relu_``, ``ReLU(inplace=True)``) changes its tensor in place, an out-of-place one
+    makes a new tensor (an out-of-place ReLU: a copy), so that a later reader of an alias sees
+    what it sees in the model."""
 
     def __init__(self, lm: "LinearModel", blocks: Sequence[torch.Tensor], q: float):
         super().__init__(lm.graph_module)
@@ -191,50 +343,162 @@ class _Runner(torch.fx.Interpreter):
         value = super().get_attr(target, args, kwargs)
         if isinstance(value, nn.Parameter):
             return self._block(value)
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            # a fixed tensor used by an operation: its entries would have to be |c|^q
+            raise NotImplementedError(f"attribute {target}: a fixed floating-point tensor (not "
+                                      f"a parameter) used in forward")
         return value
+
+    @staticmethod
+    def _identity(x: torch.Tensor, inplace: bool) -> torch.Tensor:
+        """A ReLU (or clamp(min=0)) in the linear model: x itself when in place, else a copy."""
+        return x if inplace else x.clone()
+
+    def _scale(self, x, c, inplace: bool, divide: bool, what: str):
+        """x * c or x / c for a python number c: the fixed weight c (1/c) becomes |c|^q."""
+        if not _is_number(c):
+            raise NotImplementedError(f"{what} of a tensor by {type(c).__name__} (only by a "
+                                      f"python number)")
+        if divide and c == 0:
+            raise ZeroDivisionError(f"{what} by 0")
+        factor = float(abs(c)) ** (-self.q if divide else self.q)
+        return x.mul_(factor) if inplace else x * factor
+
+    def _mul_div(self, args, kwargs, inplace: bool, divide: bool, what: str):
+        a = args[0] if args else kwargs.get("input")
+        b = args[1] if len(args) > 1 else kwargs.get("other")
+        if divide and kwargs.get("rounding_mode") is not None:
+            raise NotImplementedError(f"{what} with rounding_mode {kwargs['rounding_mode']!r}")
+        if not _has_tensor(a, b):      # shape arithmetic on python numbers
+            return a / b if divide else a * b
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            raise NotImplementedError(f"{what} of two tensors (a product is not linear)")
+        if isinstance(a, torch.Tensor):
+            return self._scale(a, b, inplace, divide, what)
+        if divide:
+            raise NotImplementedError(f"{what} of a number by a tensor (a reciprocal)")
+        return self._scale(b, a, False, False, what)
+
+    def _add_sub(self, args, kwargs, inplace: bool, what: str):
+        a = args[0] if args else kwargs.get("input")
+        b = args[1] if len(args) > 1 else kwargs.get("other")
+        if kwargs.get("alpha", 1) != 1 or (len(args) > 2 and args[2] != 1):
+            raise NotImplementedError(f"{what} with alpha")
+        if not _has_tensor(a, b):      # shape arithmetic on python numbers
+            return operator.sub(a, b) if "sub" in what else operator.add(a, b)
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            other = b if isinstance(a, torch.Tensor) else a
+            if other != 0:
+                raise NotImplementedError(f"{what} of a tensor and the constant {other!r}")
+            x = a if isinstance(a, torch.Tensor) else b
+            return x if inplace and x is a else x.clone()
+        # a subtraction's fixed -1 becomes |-1|^q = 1
+        return a.add_(b) if inplace else a + b
+
+    def _clamp(self, args, kwargs, inplace: bool, only_min: bool, what: str):
+        names = ("input", "min") if only_min else ("input", "min", "max")
+        a = _bind(None, args, kwargs, names, {"min": None, "max": None})
+        if not (_is_number(a["min"]) and a["min"] == 0 and a["max"] is None):
+            raise NotImplementedError(f"{what} with min={a['min']!r}, max={a['max']!r} (only "
+                                      f"min=0 without max, a ReLU)")
+        return self._identity(a["input"], inplace)
 
     def call_module(self, target, args, kwargs):
         mod = self.module.get_submodule(target)
         x = args[0]
         q = self.q
+        if isinstance(mod, (nn.ReLU, nn.LeakyReLU)):
+            return self._identity(x, bool(mod.inplace))
         if isinstance(mod, _IDENTITY_MODULES):
+            if not isinstance(mod, nn.Identity) and mod.training and mod.p > 0:
+                raise NotImplementedError(f"{target}: Dropout in training mode")
             return x
         if isinstance(mod, nn.Linear):
             return F.linear(x, self._block(mod.weight),
                             None if mod.bias is None else self._block(mod.bias))
         if isinstance(mod, _CONVS):
-            if mod.padding_mode != "zeros":
-                raise NotImplementedError(f"{target}: padding_mode {mod.padding_mode}")
             conv = F.conv1d if isinstance(mod, nn.Conv1d) else F.conv2d
+            padding = mod.padding
+            if mod.padding_mode != "zeros":
+                # as PyTorch's _conv_forward: pad by the mode (entries copied), then convolve
+                x = F.pad(x, mod._reversed_padding_repeated_twice, mode=mod.padding_mode)
+                padding = 0
             return conv(x, self._block(mod.weight),
                         None if mod.bias is None else self._block(mod.bias),
-                        mod.stride, mod.padding, mod.dilation, mod.groups)
+                        mod.stride, padding, mod.dilation, mod.groups)
+        if isinstance(mod, _CONV_TRANSPOSES):
+            if mod.padding_mode != "zeros":
+                raise NotImplementedError(f"{target}: padding_mode {mod.padding_mode}")
+            nd = 1 if isinstance(mod, nn.ConvTranspose1d) else 2
+            output_size = args[1] if len(args) > 1 else kwargs.get("output_size")
+            output_padding = mod.output_padding if output_size is None else \
+                mod._output_padding(x, output_size, list(mod.stride), list(mod.padding),
+                                    list(mod.kernel_size), nd, list(mod.dilation))
+            conv_t = F.conv_transpose1d if nd == 1 else F.conv_transpose2d
+            return conv_t(x, self._block(mod.weight),
+                          None if mod.bias is None else self._block(mod.bias),
+                          mod.stride, mod.padding, output_padding, mod.groups, mod.dilation)
         if isinstance(mod, _BATCH_NORMS):
             shape = (1, -1) + (1,) * (x.dim() - 2)
             return x * self._block(mod.weight).view(shape) + self._block(mod.bias).view(shape)
         if isinstance(mod, (nn.MaxPool1d, nn.MaxPool2d)):
-            if mod.ceil_mode or mod.return_indices:
-                raise NotImplementedError(f"{target}: ceil_mode / return_indices")
-            return _sum_pool(x, mod.kernel_size, mod.stride, mod.padding, mod.dilation)
+            if mod.return_indices:
+                raise NotImplementedError(f"{target}: return_indices")
+            return _sum_pool(x, mod.kernel_size, mod.stride, mod.padding, mod.dilation,
+                             mod.ceil_mode)
         if isinstance(mod, (nn.AvgPool1d, nn.AvgPool2d)):
-            if mod.ceil_mode or getattr(mod, "divisor_override", None):
-                raise NotImplementedError(f"{target}: ceil_mode / divisor_override")
             return _avg_pool(x, q, mod.kernel_size, mod.stride, mod.padding,
-                             mod.count_include_pad)
+                             mod.count_include_pad, mod.ceil_mode,
+                             getattr(mod, "divisor_override", None))
         if isinstance(mod, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)):
             return _adaptive_avg_pool(x, q, mod.output_size)
         if isinstance(mod, nn.Flatten):
             return torch.flatten(x, mod.start_dim, mod.end_dim)
+        if isinstance(mod, _CONSTANT_PADS):
+            if mod.value != 0:
+                raise NotImplementedError(f"{target}: padding by the constant {mod.value}")
+            return mod(x)
+        if isinstance(mod, _UPSAMPLES):
+            if mod.mode not in _NEAREST:
+                raise NotImplementedError(f"{target}: upsampling mode {mod.mode!r} (nearest "
+                                          f"only: its entries are copies)")
+            return mod(x)
+        if isinstance(mod, _PASS_MODULES):
+            return mod(x)
         raise NotImplementedError(f"module {target}: {type(mod).__name__} is not handled")
 
     def call_function(self, target, args, kwargs):
         q = self.q
         if target in _IDENTITY_FUNCTIONS:
-            return args[0]
+            name = target.__name__
+            if target is F.dropout:
+                a = _bind(target, args, kwargs, ("input", "p", "training", "inplace"),
+                          {"p": 0.5, "training": True, "inplace": False})
+                if a["training"] and a["p"] > 0:
+                    raise NotImplementedError("F.dropout with training=True (random)")
+                return a["input"]
+            if target is F.relu:
+                a = _bind(target, args, kwargs, ("input", "inplace"), {"inplace": False})
+            elif target is F.leaky_relu:
+                a = _bind(target, args, kwargs, ("input", "negative_slope", "inplace"),
+                          {"inplace": False})
+            else:           # torch.relu (a new tensor), torch.relu_, F.relu_, F.leaky_relu_
+                a = _bind(target, args, kwargs, ("input",), {})
+                a["inplace"] = name.endswith("_")
+            return self._identity(a["input"], bool(a["inplace"]))
         if target in _ADD:
-            if kwargs.get("alpha", 1) != 1:
-                raise NotImplementedError("add/sub with alpha")
-            return args[0] + args[1]        # a subtraction's fixed -1 becomes |-1|^q = 1
+            return self._add_sub(args, kwargs, target in _INPLACE,
+                                 getattr(target, "__name__", "add"))
+        if target in _MUL or target in _DIV:
+            return self._mul_div(args, kwargs, target in _INPLACE, target in _DIV,
+                                 getattr(target, "__name__", "mul"))
+        if target in _NEG:
+            if not _has_tensor(args, kwargs):
+                return super().call_function(target, args, kwargs)   # shape arithmetic
+            return args[0].clone()        # the fixed -1 becomes |-1|^q = 1
+        if target in _CLAMP_FUNCTIONS:
+            name = target.__name__
+            return self._clamp(args, kwargs, name.endswith("_"), "clamp_min" in name, name)
         name = getattr(target, "__name__", "")
         if name in ("max_pool1d", "max_pool2d", "_max_pool1d", "_max_pool2d",
                     "max_pool1d_with_indices", "max_pool2d_with_indices"):
@@ -243,38 +507,117 @@ class _Runner(torch.fx.Interpreter):
                        "return_indices"),
                       {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False,
                        "return_indices": False})
-            if a["ceil_mode"] or a["return_indices"]:
-                raise NotImplementedError("max_pool with ceil_mode / return_indices")
+            if a["return_indices"] or name.endswith("with_indices"):
+                raise NotImplementedError("max_pool with return_indices")
             return _sum_pool(a["input"], a["kernel_size"], a["stride"], a["padding"],
-                             a["dilation"])
+                             a["dilation"], a["ceil_mode"])
         if name in ("avg_pool1d", "avg_pool2d"):
             a = _bind(target, args, kwargs,
                       ("input", "kernel_size", "stride", "padding", "ceil_mode",
                        "count_include_pad", "divisor_override"),
                       {"stride": None, "padding": 0, "ceil_mode": False,
                        "count_include_pad": True, "divisor_override": None})
-            if a["ceil_mode"] or a["divisor_override"]:
-                raise NotImplementedError("avg_pool with ceil_mode / divisor_override")
             return _avg_pool(a["input"], q, a["kernel_size"], a["stride"], a["padding"],
-                             a["count_include_pad"])
+                             a["count_include_pad"], a["ceil_mode"], a["divisor_override"])
         if name in ("adaptive_avg_pool1d", "adaptive_avg_pool2d"):
             a = _bind(target, args, kwargs, ("input", "output_size"), {})
             return _adaptive_avg_pool(a["input"], q, a["output_size"])
-        if name in ("adaptive_max_pool1d", "adaptive_max_pool2d", "max", "maximum", "sigmoid",
-                    "tanh", "mul"):
-            raise NotImplementedError(f"function {name} is not handled")
-        # views (flatten, cat, getattr, size), F.linear / F.conv2d of get_attr parameters
-        # (already replaced by blocks of u): run as they are.
-        return super().call_function(target, args, kwargs)
+        if target in (torch.mean, torch.sum):
+            a = _bind(target, args, kwargs, ("input", "dim", "keepdim"),
+                      {"dim": kwargs.get("axis"), "keepdim": False})
+            if a.get("dtype") not in (None, torch.float64):
+                raise NotImplementedError(f"{name} with dtype {a['dtype']}")
+            return _reduce(a["input"], q, a["dim"], a["keepdim"], target is torch.mean,
+                           f"torch.{name}")
+        if target is F.pad or name in ("pad", "_pad"):
+            a = _bind(target, args, kwargs, ("input", "pad", "mode", "value"),
+                      {"mode": "constant", "value": None})
+            if a["mode"] == "constant" and a["value"] not in (None, 0):
+                raise NotImplementedError(f"F.pad by the constant {a['value']}")
+            if a["mode"] not in ("constant", "reflect", "replicate", "circular"):
+                raise NotImplementedError(f"F.pad mode {a['mode']!r}")
+            return super().call_function(target, args, kwargs)
+        if target is F.interpolate or name in ("interpolate", "upsample", "upsample_nearest"):
+            if name != "upsample_nearest":
+                a = _bind(target, args, kwargs, ("input", "size", "scale_factor", "mode"),
+                          {"mode": "nearest"})
+                if a["mode"] not in _NEAREST:
+                    raise NotImplementedError(f"{name} mode {a['mode']!r} (nearest only: its "
+                                              f"entries are copies)")
+            return super().call_function(target, args, kwargs)
+        if target in _PASS_FUNCTIONS:
+            return super().call_function(target, args, kwargs)
+        if getattr(target, "__module__", None) in ("_operator", "operator", "math",
+                                                    "builtins") \
+                and not _has_tensor(args, kwargs):
+            return super().call_function(target, args, kwargs)   # shape arithmetic
+        raise NotImplementedError(f"function {getattr(target, '__module__', '')}."
+                                  f"{name or target} is not handled")
 
     def call_method(self, target, args, kwargs):
-        if target in _IDENTITY_METHODS:
+        if target in ("relu", "relu_"):
+            return self._identity(args[0], target == "relu_")
+        if target in ("detach", "detach_"):
             return args[0]
-        if target in _ADD_METHODS:
-            return args[0] + args[1]
-        if target in ("mul", "mul_", "sigmoid", "tanh", "max"):
-            raise NotImplementedError(f"method {target} is not handled")
-        return super().call_method(target, args, kwargs)
+        if target == "clone":
+            return args[0].clone()
+        if target in ("add", "add_", "sub", "sub_", "__add__", "__sub__", "__iadd__",
+                      "__isub__"):
+            return self._add_sub(args, kwargs, target.endswith("_") or "__i" in target,
+                                 target)
+        if target in ("mul", "mul_", "multiply", "multiply_", "div", "div_", "divide",
+                      "divide_", "true_divide", "true_divide_"):
+            return self._mul_div(args, kwargs, target.endswith("_"),
+                                 not target.startswith("mul"), target)
+        if target in ("neg", "negative"):
+            return args[0].clone()
+        if target in ("clamp", "clip", "clamp_min", "clamp_", "clip_", "clamp_min_"):
+            return self._clamp(args, kwargs, target.endswith("_"), "clamp_min" in target,
+                               target)
+        if target in ("mean", "sum"):
+            a = _bind(None, args, kwargs, ("input", "dim", "keepdim"),
+                      {"dim": kwargs.get("axis"), "keepdim": False})
+            if a.get("dtype") not in (None, torch.float64):
+                raise NotImplementedError(f"{target} with dtype {a['dtype']}")
+            return _reduce(a["input"], self.q, a["dim"], a["keepdim"], target == "mean",
+                           f".{target}()")
+        if target in _PASS_METHODS:
+            return super().call_method(target, args, kwargs)
+        raise NotImplementedError(f"method {target} is not handled")
+
+
+class _Proxy(torch.fx.Proxy):
+    """torch.fx's Proxy records ``h += y`` as ``h + y`` (a new tensor): this one records
+    ``operator.iadd`` (and isub, imul, ...), run in place, so that h's aliases see the change as
+    in the model. Its ``__iter__`` finds the ``UNPACK_SEQUENCE`` of ``a, b = x.chunk(2)`` by
+    offset (torch 1.13's indexing of the instructions is wrong on Python 3.11)."""
+
+    def __iter__(self):
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        if caller is not None:
+            for inst in dis.get_instructions(caller.f_code):
+                if inst.offset == caller.f_lasti:
+                    if inst.opname == "UNPACK_SEQUENCE":
+                        return (self[i] for i in range(inst.argval))
+                    break
+        return self.tracer.iter(self)
+
+
+def _inplace_operator(op: Any) -> Any:
+    def method(self: _Proxy, other: Any) -> Any:
+        return self.tracer.create_proxy("call_function", op, (self, other), {})
+    return method
+
+
+for _op in (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+            operator.imod, operator.ipow, operator.imatmul):
+    setattr(_Proxy, f"__{_op.__name__}__", _inplace_operator(_op))
+
+
+class _Tracer(torch.fx.Tracer):
+    def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+        return _Proxy(node, self)
 
 
 class LinearModel:
@@ -289,7 +632,7 @@ class LinearModel:
             raise ValueError("call model.eval() first (BatchNorm and Dropout in eval mode)")
         self.model = model
         self.input_shape = tuple(int(s) for s in input_shape)
-        self.graph_module = torch.fx.symbolic_trace(model)
+        self.graph_module = torch.fx.GraphModule(model, _Tracer().trace(model))
         params = list(model.named_parameters())
         self.param_ids = [id(p) for _, p in params]
         self.sizes = [p.numel() for _, p in params]
@@ -317,7 +660,8 @@ class LinearModel:
         blocks = self.split(u) if isinstance(u, torch.Tensor) else list(u)
         if [b.numel() for b in blocks] != self.sizes:
             raise ValueError("u's blocks do not match the model's parameters")
-        out = _Runner(self, blocks, q).run(self.ones)
+        # a fresh input each run: the model may change its input in place
+        out = _Runner(self, blocks, q).run(self.ones.clone())
         outs = out if isinstance(out, (tuple, list)) else (out,)
         return sum(o.sum() for o in outs)
 
@@ -489,9 +833,10 @@ def randomize_batch_norms(model: nn.Module, seed: int = 0) -> nn.Module:
     return model
 
 
-def torchvision_model(name: str, seed: int = 0) -> nn.Module:
+def torchvision_model(name: str, seed: int = 0, **kwargs: Any) -> nn.Module:
     """torchvision's ``name`` (resnet18, resnet50, vgg11, ...), random init under
-    torch.manual_seed(seed), random BatchNorm statistics, float64, eval mode.
+    torch.manual_seed(seed), random BatchNorm statistics, float64, eval mode; ``kwargs`` go
+    to the builder (``aux_logits=False, init_weights=False`` for googlenet, inception_v3).
 
     ``vgg11-narrow`` / ``vgg11_bn-narrow``: torchvision's VGG class and ``make_layers`` with
     vgg11's configuration ("A") at 1/8 of the widths and a classifier of width 64 (the same
@@ -508,7 +853,7 @@ def torchvision_model(name: str, seed: int = 0) -> nn.Module:
             nn.Linear(width * 7 * 7, 64), nn.ReLU(True), nn.Dropout(),
             nn.Linear(64, 64), nn.ReLU(True), nn.Dropout(), nn.Linear(64, 10))
     else:
-        model = getattr(torchvision.models, name)()
+        model = getattr(torchvision.models, name)(**kwargs)
     return randomize_batch_norms(model, seed).double().eval()
 
 

@@ -21,19 +21,29 @@ from ._pathlift import (Layer, LayerGraph, LayerGraphBuilder, LayerOutput, Netwo
                         UnsupportedModelError)
 from ._torch_params import TorchParameters
 from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS, ADD_FUNCTIONS,
-                           CAT_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS, CLAMP_MIN_FUNCTIONS,
-                           CLAMP_MIN_METHODS, MEAN_FUNCTIONS, FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
+                           CAT_FUNCTIONS, CHUNK_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS,
+                           CLAMP_MIN_FUNCTIONS, CLAMP_MIN_METHODS, CONV_TRANSPOSE_MODULES,
+                           DIV_FUNCTIONS, INT_FUNCTIONS, INTERPOLATE_FUNCTIONS, MEAN_FUNCTIONS,
+                           MUL_FUNCTIONS, PAD_FUNCTIONS, PAD_MODULES, PERMUTE_FUNCTIONS,
+                           SPLIT_FUNCTIONS, SUM_FUNCTIONS, TRANSPOSE_FUNCTIONS, UPSAMPLE_MODULES,
+                           FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
                            type_problem)
 
-SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d, nn.MaxPool1d/2d, nn.AvgPool1d/2d, "
-             "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
-             "nn.Identity, nn.Dropout (eval mode), nn.Flatten, F.relu/F.leaky_relu/F.linear, "
+SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d, "
+             "nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), nn.AdaptiveAvgPool1d/2d, "
+             "nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, nn.Identity, "
+             "nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
+             "nn.ReflectionPad/ReplicationPad1d/2d, nn.Upsample/F.interpolate (mode 'nearest'), "
+             "F.pad (reflect, replicate, circular; constant only to crop), "
+             "F.relu/F.leaky_relu/F.linear, "
              "torch.clamp/clip/clamp_min with min=0 and no max (a ReLU), "
-             "torch.mean/.mean over every spatial dim (a global average pool), "
+             "torch.mean/sum over every spatial dim (a global pool), "
              "F.max_pool2d/F.avg_pool2d/F.adaptive_avg_pool2d, torch.flatten, torch.cat, "
-             ".view/.reshape to (batch, -1), + and - of tensors (in place too)")
+             "chunk/split/slicing of non-batch dims, .view/.reshape/.transpose/.permute that "
+             "keep the batch first and end in a supported shape (a channel shuffle, a flatten), "
+             "+ and - of tensors, * and / by a number (in place too)")
 
 # --------------------------------------------------------------------------------------------
 # the walk into a LayerGraphBuilder
@@ -85,10 +95,85 @@ def _failed(a: Any) -> bool:
         isinstance(a, (tuple, list)) and any(_failed(x) for x in a))
 
 
+class _Arranged(NamedTuple):
+    """The entries of a traced tensor rearranged into a shape no layer holds (a view to five
+    dims, then a transpose: the middle of a channel shuffle): ``idx`` has the logical per-sample
+    shape and holds each entry's flat index in ``source``. It becomes a layer (a gather, a
+    flatten) once the shape is one a layer holds again."""
+    source: LayerOutput
+    idx: np.ndarray
+
+
 def _tensor(x: Any) -> LayerOutput:
+    if isinstance(x, _Arranged):
+        raise _Problem(f"reads a rearranged tensor of per-sample shape {tuple(x.idx.shape)} "
+                       "(a view, transpose or permute that does not come back to a shape a "
+                       "layer holds: only permutations of channels and flattens do)")
     if not isinstance(x, LayerOutput):
         raise _Problem(f"expects a traced tensor, got {type(x).__name__}")
     return x
+
+
+def _entries(x: Any) -> Tuple[LayerOutput, np.ndarray]:
+    """A traced tensor as (source, idx): its entries' flat indices in the source."""
+    if isinstance(x, _Arranged):
+        return x.source, x.idx
+    t = _tensor(x)
+    return t, np.arange(int(np.prod(t.shape)), dtype=np.int64).reshape(tuple(t.shape))
+
+
+def _shape_of(x: Any) -> Tuple[int, ...]:
+    return tuple(x.idx.shape) if isinstance(x, _Arranged) else tuple(_tensor(x).shape)
+
+
+def _number(c: Any) -> bool:
+    return isinstance(c, (int, float)) and not isinstance(c, bool)
+
+
+def _dim(d: Any, nd: int, what: str) -> int:
+    """A dim of a tensor of nd dims (the batch included) as 1..nd-1; the batch is refused."""
+    k = int(d) + nd if int(d) < 0 else int(d)
+    if not 0 <= k < nd:
+        raise _Problem(f"{what} dim {d} does not fit a tensor of {nd} dims")
+    if k == 0:
+        raise _Problem(f"{what} the batch dimension (dim 0)")
+    return k
+
+
+def _pad_indices(size: int, lo: int, hi: int, mode: str) -> List[int]:
+    """The input index of each output position of one padded dimension (negative pads crop):
+    reflect (without the edge), replicate (the edge) or circular; constant only crops."""
+    if mode == "reflect" and (lo >= size or hi >= size):
+        raise _Problem(f"reflect padding ({lo}, {hi}) must be smaller than the size {size}")
+    if mode == "circular" and (lo > size or hi > size):
+        raise _Problem(f"circular padding ({lo}, {hi}) must be at most the size {size}")
+    if mode == "constant" and (lo > 0 or hi > 0):
+        raise _Problem("constant padding in a separate operation is not supported (a value "
+                       "that is not an entry); pad inside the convolution or pooling")
+    out = []
+    for j in range(-lo, size + hi):
+        if mode == "reflect":
+            j = -j if j < 0 else 2 * (size - 1) - j if j >= size else j
+        elif mode == "replicate":
+            j = min(max(j, 0), size - 1)
+        elif mode == "circular":
+            j %= size
+        out.append(j)
+    if not out:
+        raise _Problem(f"padding ({lo}, {hi}) leaves nothing of a dimension of size {size}")
+    return out
+
+
+def _nearest_indices(size: int, out: int, scale: Optional[float]) -> List[int]:
+    """PyTorch's nearest source index of each output position (float32 arithmetic, as its
+    kernel: the scale is 1 / scale_factor when one is given, else size / out)."""
+    if out == size:
+        return list(range(size))
+    if out == 2 * size:
+        return [o >> 1 for o in range(out)]
+    f = np.float32(1.0 / scale) if scale is not None and scale > 0 else \
+        np.float32(np.float32(size) / np.float32(out))
+    return [min(int(np.floor(np.float32(o) * f)), size - 1) for o in range(out)]
 
 
 def _show(shape: Sequence[Any]) -> str:
@@ -243,9 +328,31 @@ class _Importer:
 
     def module(self, node: torch.fx.Node, mod: Any, args: List[Any]) -> Any:
         name = str(node.target)
-        x = _tensor(args[0]) if args else None
-        if x is None:
+        if not args:
             raise _Problem("called without a tensor")
+        if type(mod) is nn.Flatten:
+            return self.flatten(name, args[0], mod.start_dim, mod.end_dim)
+        if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (type_problem)
+            return args[0] if isinstance(args[0], _Arranged) else _tensor(args[0])
+        x = _tensor(args[0])
+        if any(own_forward(mod, cls) for cls in CONV_TRANSPOSE_MODULES):
+            if len(args) > 1:
+                raise _Problem("an output_size argument is not supported")
+            return self.conv_transpose(name, x, mod)
+        if type(mod) in PAD_MODULES:
+            return self.pad(name, x, list(mod.padding), PAD_MODULES[type(mod)])
+        if isinstance(mod, UPSAMPLE_MODULES):
+            if mod.align_corners:
+                raise _Problem("align_corners is not used by mode 'nearest'")
+            return self.upsample(name, x, mod.size, mod.scale_factor,
+                                 getattr(mod, "recompute_scale_factor", None))
+        if type(mod) is nn.ChannelShuffle:
+            channels = int(x.shape[0])
+            g = int(mod.groups)
+            if g < 1 or channels % g:
+                raise _Problem(f"{g} groups do not divide {channels} channels")
+            order = np.arange(channels).reshape(g, channels // g).T.reshape(-1)
+            return self.pick(name, x, 0, order.tolist())
         if own_forward(mod, nn.Linear):
             return self.add("linear", name, [x], out_features=int(mod.out_features),
                             weight=mod.weight, bias=mod.bias)
@@ -253,11 +360,12 @@ class _Importer:
             return self.conv(name, x, mod)
         if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
             return self.max_pool(name, x, 1 if isinstance(mod, nn.MaxPool1d) else 2,
-                                 mod.kernel_size, mod.stride, mod.padding, mod.dilation)
+                                 mod.kernel_size, mod.stride, mod.padding, mod.dilation,
+                                 mod.ceil_mode)
         if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
             return self.avg_pool(name, x, 1 if isinstance(mod, nn.AvgPool1d) else 2,
                                  mod.kernel_size, mod.stride, mod.padding,
-                                 mod.count_include_pad)
+                                 mod.count_include_pad, mod.ceil_mode)
         if type(mod) in (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d):
             return self.adaptive(name, x, 1 if isinstance(mod, nn.AdaptiveAvgPool1d) else 2,
                                  mod.output_size)
@@ -268,36 +376,39 @@ class _Importer:
             return self.add("activation", name, [x], activation="relu")
         if type(mod) is nn.LeakyReLU:
             return self.add("activation", name, [x], activation=_leaky(mod.negative_slope))
-        if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (type_problem)
-            return x
-        if type(mod) is nn.Flatten:
-            return self.flatten(name, x, mod.start_dim, mod.end_dim)
         raise _Problem("not supported")
 
     def conv(self, name: str, x: LayerOutput, mod: Any) -> LayerOutput:
         n = 1 if isinstance(mod, nn.Conv1d) else 2
         kernel, stride, dilation = (_pair(v, n) for v in (mod.kernel_size, mod.stride,
                                                            mod.dilation))
+        padding = _conv_padding(mod.padding, kernel, dilation)
+        if mod.padding_mode != "zeros":
+            # PyTorch pads by the mode, then convolves without padding: copies of entries.
+            pairs = [v for p in reversed(padding) for v in (p, p)]
+            x = self.pad(f"{name}.pad", x, pairs, str(mod.padding_mode))
+            padding = [0] * n
         return self.add("conv", name, [x], out_channels=int(mod.out_channels),
                         groups=int(mod.groups), kernel=kernel, stride=stride,
-                        padding=_conv_padding(mod.padding, kernel, dilation), dilation=dilation,
-                        weight=mod.weight, bias=mod.bias)
+                        padding=padding, dilation=dilation, weight=mod.weight, bias=mod.bias)
 
     def max_pool(self, name: str, x: LayerOutput, n: int, kernel_size: Any, stride: Any,
-                 padding: Any, dilation: Any) -> LayerOutput:
-        # ceil_mode and return_indices: options_problem, before the shapes
+                 padding: Any, dilation: Any, ceil_mode: Any) -> LayerOutput:
+        # return_indices: type_problem, before the shapes
         kernel = _pair(kernel_size, n)
         return self.add("max_pool", name, [x], kernel=kernel,
                         stride=_pair(stride, n) if stride not in (None, [], ()) else kernel,
-                        padding=_pair(padding, n), dilation=_pair(dilation, n))
+                        padding=_pair(padding, n), dilation=_pair(dilation, n),
+                        ceil_mode=bool(ceil_mode))
 
     def avg_pool(self, name: str, x: LayerOutput, n: int, kernel_size: Any, stride: Any,
-                 padding: Any, count_include_pad: bool) -> LayerOutput:
-        # ceil_mode and divisor_override: options_problem, before the shapes
+                 padding: Any, count_include_pad: bool, ceil_mode: Any) -> LayerOutput:
+        # divisor_override: type_problem, before the shapes
         kernel = _pair(kernel_size, n)
         return self.add("avg_pool", name, [x], kernel=kernel,
                         stride=_pair(stride, n) if stride not in (None, [], ()) else kernel,
-                        padding=_pair(padding, n), count_include_pad=bool(count_include_pad))
+                        padding=_pair(padding, n), count_include_pad=bool(count_include_pad),
+                        ceil_mode=bool(ceil_mode))
 
     def adaptive(self, name: str, x: LayerOutput, n: int, output_size: Any) -> LayerOutput:
         sizes = list(output_size) if isinstance(output_size, (tuple, list)) else \
@@ -307,7 +418,14 @@ class _Importer:
                for i, s in enumerate(sizes)]
         return self.add("adaptive_avg_pool", name, [x], output_size=out)
 
-    def flatten(self, name: str, x: LayerOutput, start_dim: int, end_dim: int) -> LayerOutput:
+    def flatten(self, name: str, x: Any, start_dim: int, end_dim: int) -> Any:
+        if isinstance(x, _Arranged):
+            nd = x.idx.ndim + 1
+            if (start_dim + nd if start_dim < 0 else start_dim) != 1 or \
+                    (end_dim + nd if end_dim < 0 else end_dim) != nd - 1:
+                raise _Problem(f"flattening dims {start_dim}..{end_dim} of a rearranged "
+                               "tensor: only flatten to (batch, features) is supported")
+            return self.arranged(name, x.source, x.idx.reshape(-1))
         nd = len(x.shape) + 1  # with the batch dimension
         s = start_dim + nd if start_dim < 0 else start_dim
         e = end_dim + nd if end_dim < 0 else end_dim
@@ -322,17 +440,6 @@ class _Importer:
             raise _Problem(f"flattening dims {s}..{e} of {nd} keeps a multi-dimensional "
                            "sample: only flatten to (batch, features) is supported")
         return self.add("flatten", name, [x])
-
-    def view(self, name: str, x: LayerOutput, shape: Sequence[Any]) -> LayerOutput:
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        n = int(np.prod(x.shape))
-        if len(shape) == 2:
-            batch, rest = shape
-            if (isinstance(batch, _Batch) and rest in (-1, n)) or (batch == -1 and rest == n):
-                return x if len(x.shape) == 1 else self.add("flatten", name, [x])
-        raise _Problem(f"reshaping a {tuple(x.shape)} sample to {_show(shape)}: only "
-                       "(batch, -1) (a flatten) is supported")
 
     def add_sub(self, name: str, kind: str, a: Any, b: Any) -> LayerOutput:
         if not isinstance(a, LayerOutput) or not isinstance(b, LayerOutput):
@@ -361,27 +468,243 @@ class _Importer:
         return self.add("activation", name, [_tensor(x)], activation="relu")
 
     def mean(self, name: str, x: LayerOutput, dims: Any, keepdim: Any,
-             dtype: Any) -> LayerOutput:
+             dtype: Any, total: bool = False) -> LayerOutput:
         """The mean over every spatial dimension is a global average pool (then a flatten
-        unless keepdim); any other mean is refused."""
+        unless keepdim); the sum (total) is that pool times the window; any other mean or sum
+        is refused."""
+        what = "sum" if total else "mean"
         if dtype is not None:
-            raise _Problem(f"a mean with dtype={dtype!r} changes the number type")
+            raise _Problem(f"a {what} with dtype={dtype!r} changes the number type")
         nd = len(x.shape) + 1  # with the batch dimension
         if dims is None:
-            raise _Problem("a mean over every dimension (the batch included) is not a pooling")
+            raise _Problem(f"a {what} over every dimension (the batch included) is not a "
+                           "pooling")
         listed = dims if isinstance(dims, (tuple, list)) else [dims]
         ds = sorted({int(d) + nd if int(d) < 0 else int(d) for d in listed})
         spatial = list(range(2, nd))
         if nd < 3 or ds != spatial:
-            raise _Problem(f"a mean over dims {_show(listed)} of a {nd}-dim tensor: only the "
-                           f"mean over every spatial dim {_show(spatial)} (a global average "
-                           "pool) is supported")
+            raise _Problem(f"a {what} over dims {_show(listed)} of a {nd}-dim tensor: only the "
+                           f"{what} over every spatial dim {_show(spatial)} (a global "
+                           f"{'sum' if total else 'average'} pool) is supported")
         pooled = self.add("adaptive_avg_pool", name, [x], output_size=[1] * (nd - 2))
+        if total:
+            pooled = self.add("scale", name, [pooled], factor=float(np.prod(x.shape[1:])))
         return pooled if keepdim else self.add("flatten", name, [pooled])
 
+    # ---- rearrangements of entries: gathers ------------------------------------------------
+
+    def pick(self, name: str, x: LayerOutput, axis: int, indices: Sequence[int]) -> LayerOutput:
+        """Entries indices along axis (0: channels); the tensor itself when nothing moves."""
+        if list(indices) == list(range(int(x.shape[axis]))):
+            return x
+        return self.add("gather", name, [x], axis=axis, indices=[int(i) for i in indices])
+
+    def arranged(self, name: str, source: LayerOutput, idx: np.ndarray) -> Any:
+        """Entries idx of source as a layer when its shape is one (a permutation of whole
+        channels, a vector), else kept symbolic until a later view."""
+        shape = tuple(source.shape)
+        n = idx.size
+        flat = idx.reshape(-1)
+        if idx.shape == shape:
+            per = n // shape[0]
+            rows = idx.reshape(shape[0], per)
+            channels = rows[:, 0] // per
+            if np.array_equal(rows, channels[:, None] * per + np.arange(per)):
+                return self.pick(name, source, 0, channels.tolist())
+        if idx.ndim == 1:
+            vector = source if len(shape) == 1 else self.add("flatten", name, [source])
+            return self.pick(name, vector, 0, flat.tolist())
+        return _Arranged(source, idx)
+
+    def view(self, name: str, x: Any, shape: Sequence[Any]) -> Any:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        source, idx = _entries(x)
+        n = idx.size
+        if not shape or not (isinstance(shape[0], _Batch) or shape[0] == -1):
+            raise _Problem(f"reshaping a {_shape_of(x)} sample to {_show(shape)}: the batch "
+                           "(x.size(0) or -1) must stay first")
+        rest = [int(v) for v in shape[1:]]
+        if shape[0] == -1 and -1 in rest:
+            raise _Problem(f"reshaping to {_show(shape)}: two sizes are -1")
+        known = int(np.prod([v for v in rest if v != -1])) if rest else 1
+        if -1 in rest:
+            if known == 0 or n % known:
+                raise _Problem(f"reshaping a {_shape_of(x)} sample to {_show(shape)}")
+            rest[rest.index(-1)] = n // known
+        if int(np.prod(rest)) != n or not rest:
+            raise _Problem(f"reshaping a {_shape_of(x)} sample ({n} entries) to {_show(shape)}")
+        return self.arranged(name, source, idx.reshape(rest))
+
+    def transpose(self, name: str, x: Any, d0: Any, d1: Any) -> Any:
+        source, idx = _entries(x)
+        nd = idx.ndim + 1
+        a, b = _dim(d0, nd, "transposing"), _dim(d1, nd, "transposing")
+        return self.arranged(name, source, np.swapaxes(idx, a - 1, b - 1))
+
+    def permute(self, name: str, x: Any, dims: Sequence[Any]) -> Any:
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = dims[0]
+        source, idx = _entries(x)
+        nd = idx.ndim + 1
+        ds = [int(d) + nd if int(d) < 0 else int(d) for d in dims]
+        if sorted(ds) != list(range(nd)) or ds[0] != 0:
+            raise _Problem(f"permute{tuple(dims)} of a {nd}-dim tensor: the batch must stay "
+                           "first")
+        return self.arranged(name, source, np.transpose(idx, [d - 1 for d in ds[1:]]))
+
+    def chunks(self, name: str, x: LayerOutput, sizes: Sequence[int], dim: int) -> Tuple[Any, ...]:
+        axis = _dim(dim, len(x.shape) + 1, "splitting") - 1
+        out = []
+        at = 0
+        for k, size in enumerate(sizes):
+            out.append(self.pick(f"{name}_{k}", x, axis, range(at, at + size)))
+            at += size
+        return tuple(out)
+
+    def chunk(self, name: str, x: LayerOutput, n: Any, dim: Any) -> Tuple[Any, ...]:
+        axis = _dim(dim, len(x.shape) + 1, "splitting")
+        size = int(x.shape[axis - 1])
+        each = -(-size // int(n))
+        return self.chunks(name, x, [min(each, size - s) for s in range(0, size, each)], axis)
+
+    def split(self, name: str, x: LayerOutput, sections: Any, dim: Any) -> Tuple[Any, ...]:
+        axis = _dim(dim, len(x.shape) + 1, "splitting")
+        size = int(x.shape[axis - 1])
+        if isinstance(sections, int):
+            sizes = [min(sections, size - s) for s in range(0, size, sections)]
+        else:
+            sizes = [int(v) for v in sections]
+            if sum(sizes) != size:
+                raise _Problem(f"split sizes {sizes} do not add up to {size}")
+        return self.chunks(name, x, sizes, axis)
+
+    def index(self, name: str, x: LayerOutput, key: Any) -> LayerOutput:
+        """x[:, a:b, ...]: slices of non-batch dims (gathers)."""
+        keys = list(key) if isinstance(key, tuple) else [key]
+        nd = len(x.shape) + 1
+        if keys.count(Ellipsis) > 1:
+            raise _Problem("indexing with two ellipses")
+        if Ellipsis in keys:
+            at = keys.index(Ellipsis)
+            keys[at:at + 1] = [slice(None)] * (nd - len(keys) + 1)
+        if len(keys) > nd or not keys or keys[0] != slice(None):
+            raise _Problem(f"indexing {key!r}: the batch dimension must be taken whole")
+        out = x
+        for axis, k in enumerate(keys[1:]):
+            if not isinstance(k, slice):
+                raise _Problem(f"indexing with {k!r} (only slices of non-batch dims are "
+                               "supported: an index drops a dimension)")
+            picked = list(range(int(out.shape[axis])))[k]
+            if not picked:
+                raise _Problem(f"the slice {k!r} of dim {axis + 1} is empty")
+            out = self.pick(name, out, axis, picked)
+        return out
+
+    def pad(self, name: str, x: LayerOutput, pads: Sequence[Any], mode: str) -> LayerOutput:
+        """F.pad: pairs from the last dim backwards, as gathers (copies of entries)."""
+        nd = len(x.shape) + 1
+        if len(pads) % 2 or len(pads) // 2 > nd - 1:
+            raise _Problem(f"padding {tuple(pads)} does not fit a tensor of {nd} dims")
+        out = x
+        for k in range(len(pads) // 2):
+            axis = len(x.shape) - 1 - k
+            out = self.pick(name, out, axis, _pad_indices(int(out.shape[axis]), int(pads[2 * k]),
+                                                          int(pads[2 * k + 1]), mode))
+        return out
+
+    def upsample(self, name: str, x: LayerOutput, size: Any, scale_factor: Any,
+                 recompute: Any) -> LayerOutput:
+        """Nearest upsampling (or downsampling) as one gather per spatial dim."""
+        dims = len(x.shape) - 1
+        if dims < 1:
+            raise _Problem("nearest interpolation needs spatial dims")
+        if (size is None) == (scale_factor is None):
+            raise _Problem("exactly one of size and scale_factor must be given")
+        out = x
+        for i in range(dims):
+            n_in = int(x.shape[1 + i])
+            if size is not None:
+                n_out = int(size[i] if isinstance(size, (tuple, list)) else size)
+                scale = None
+            else:
+                f = float(scale_factor[i] if isinstance(scale_factor, (tuple, list))
+                          else scale_factor)
+                n_out = int(math.floor(n_in * f))
+                scale = None if recompute else f
+            if n_out < 1:
+                raise _Problem(f"the output size {n_out} of spatial dim {i} is empty")
+            out = self.pick(name, out, 1 + i, _nearest_indices(n_in, n_out, scale))
+        return out
+
+    def scale(self, name: str, x: Any, factor: Any, divide: bool) -> Any:
+        """x * c or x / c for a number c: a fixed weight (ints: shape arithmetic)."""
+        if _number(x) and _number(factor):
+            return x / factor if divide else x * factor
+        if not divide and _number(x) and isinstance(factor, (LayerOutput, _Arranged)):
+            x, factor = factor, x
+        if not isinstance(x, (LayerOutput, _Arranged)) or not _number(factor):
+            raise _Problem(f"{'dividing' if divide else 'multiplying'} "
+                           f"{type(x).__name__} by {type(factor).__name__}: only a tensor "
+                           f"{'divided' if divide else 'multiplied'} by a number is supported "
+                           "(a product of two tensors is not positively homogeneous)")
+        if divide and factor == 0:
+            raise _Problem("division by 0")
+        c = 1.0 / float(factor) if divide else float(factor)
+        if not math.isfinite(c):
+            raise _Problem(f"the factor {c} is not finite")
+        return self.add("scale", name, [_tensor(x)], factor=c)
+
+    def conv_transpose(self, name: str, x: LayerOutput, mod: Any) -> LayerOutput:
+        n = 1 if isinstance(mod, nn.ConvTranspose1d) else 2
+        return self.add("conv_transpose", name, [x], out_channels=int(mod.out_channels),
+                        groups=int(mod.groups), kernel=_pair(mod.kernel_size, n),
+                        stride=_pair(mod.stride, n), padding=_pair(mod.padding, n),
+                        dilation=_pair(mod.dilation, n),
+                        output_padding=_pair(mod.output_padding, n), weight=mod.weight,
+                        bias=mod.bias)
+
     def function(self, c: _Call) -> Any:
-        t, name, args = c.node.target, c.node.name, c.args
+        t: Any = c.node.target
+        name, args = c.node.name, c.args
         x = args[0] if args else None
+        if t in INT_FUNCTIONS and all(_number(a) for a in args):
+            return t(*args)
+        if t in MUL_FUNCTIONS or t in DIV_FUNCTIONS:
+            if t is torch.div and c.kwargs.get("rounding_mode") is not None:
+                raise _Problem("a division with a rounding_mode is not linear")
+            return self.scale(name, x, c.arg(1, "other"), t in DIV_FUNCTIONS)
+        if (t in ADD_FUNCTIONS or t in SUB_FUNCTIONS) and all(_number(a) for a in args):
+            return t(*args)
+        if t in TRANSPOSE_FUNCTIONS:
+            return self.transpose(name, x, c.arg(1, "dim0"), c.arg(2, "dim1"))
+        if t in PERMUTE_FUNCTIONS:
+            return self.permute(name, x, c.arg(1, "dims"))
+        if t in CHUNK_FUNCTIONS:
+            return self.chunk(name, _tensor(x), c.arg(1, "chunks"), c.arg(2, "dim", 0))
+        if t in SPLIT_FUNCTIONS:
+            return self.split(name, _tensor(x), c.arg(1, "split_size_or_sections"),
+                              c.arg(2, "dim", 0))
+        if t in PAD_FUNCTIONS:
+            mode = c.arg(2, "mode", "constant")
+            if mode == "constant" and c.arg(3, "value") not in (None, 0, 0.0):
+                raise _Problem(f"constant padding with value {c.arg(3, 'value')!r}")
+            return self.pad(name, _tensor(x), c.arg(1, "pad"), mode)
+        if t in INTERPOLATE_FUNCTIONS:
+            if c.arg(4, "align_corners") is not None:
+                raise _Problem("align_corners is not used by mode 'nearest'")
+            return self.upsample(name, _tensor(x), c.arg(1, "size"), c.arg(2, "scale_factor"),
+                                 c.arg(5, "recompute_scale_factor"))
+        if t is operator.getitem and isinstance(x, (tuple, list)) and \
+                not isinstance(x, _Shape) and isinstance(args[1], int):
+            if not -len(x) <= args[1] < len(x):  # a chunk of chunk() or split()
+                raise _Problem(f"item {args[1]} of {len(x)} pieces")
+            return x[args[1]]
+        if t is operator.getitem and isinstance(x, LayerOutput):
+            return self.index(name, x, args[1])
+        if t in SUM_FUNCTIONS:
+            return self.mean(name, _tensor(x), c.arg(1, "dim"), c.arg(2, "keepdim", False),
+                             c.kwargs.get("dtype"), total=True)
         if t in RELU_FUNCTIONS:
             return self.add("activation", name, [_tensor(x)], activation="relu")
         if t in CLAMP_FUNCTIONS:
@@ -413,25 +736,52 @@ class _Importer:
         if t in MAX_POOL_FUNCTIONS:
             return self.max_pool(name, _tensor(x), MAX_POOL_FUNCTIONS[t],
                                  c.arg(1, "kernel_size", None), c.arg(2, "stride", None),
-                                 c.arg(3, "padding", 0), c.arg(4, "dilation", 1))
+                                 c.arg(3, "padding", 0), c.arg(4, "dilation", 1),
+                                 c.arg(5, "ceil_mode", False))
         if t in AVG_POOL_FUNCTIONS:
             n = AVG_POOL_FUNCTIONS[t]
             return self.avg_pool(name, _tensor(x), n, c.arg(1, "kernel_size", None),
                                  c.arg(2, "stride", None), c.arg(3, "padding", 0),
-                                 bool(c.arg(5, "count_include_pad", True)))
+                                 bool(c.arg(5, "count_include_pad", True)),
+                                 c.arg(4, "ceil_mode", False))
         if t in ADAPTIVE_FUNCTIONS:
             return self.adaptive(name, _tensor(x), ADAPTIVE_FUNCTIONS[t],
                                  c.arg(1, "output_size", None))
         if t is getattr and len(args) == 2 and args[1] == "shape" and \
-                isinstance(x, LayerOutput):
-            return _Shape(tuple(x.shape))
+                isinstance(x, (LayerOutput, _Arranged)):
+            return _Shape(_shape_of(x))
         if t is operator.getitem and isinstance(x, _Shape) and isinstance(args[1], int):
             return _Batch() if args[1] == 0 else x.shape[args[1] - 1]
         raise _Problem("not supported")
 
     def method(self, c: _Call) -> Any:
         m, name, args = str(c.node.target), c.node.name, c.args
-        x = _tensor(args[0])
+        raw = args[0]
+        if m in ALIAS_METHODS:
+            return raw if isinstance(raw, _Arranged) else _tensor(raw)
+        if m in ("view", "reshape"):
+            return self.view(name, raw, args[1:])
+        if m == "transpose":
+            return self.transpose(name, raw, c.arg(1, "dim0"), c.arg(2, "dim1"))
+        if m == "permute":
+            return self.permute(name, raw, args[1:])
+        if m == "flatten":
+            return self.flatten(name, raw, int(c.arg(1, "start_dim", 0)),
+                                int(c.arg(2, "end_dim", -1)))
+        if m == "size" and len(args) == 1:
+            return _Shape(_shape_of(raw))
+        if m in ("mul", "mul_", "div", "div_"):
+            if c.kwargs.get("rounding_mode") is not None:
+                raise _Problem("a division with a rounding_mode is not linear")
+            return self.scale(name, raw, c.arg(1, "other"), m.startswith("div"))
+        x = _tensor(raw)
+        if m == "chunk":
+            return self.chunk(name, x, c.arg(1, "chunks"), c.arg(2, "dim", 0))
+        if m == "split":
+            return self.split(name, x, c.arg(1, "split_size"), c.arg(2, "dim", 0))
+        if m == "sum":
+            return self.mean(name, x, c.arg(1, "dim"), c.arg(2, "keepdim", False),
+                             c.kwargs.get("dtype"), total=True)
         if m in ("relu", "relu_"):
             return self.add("activation", name, [x], activation="relu")
         if m in CLAMP_METHODS:
@@ -446,16 +796,9 @@ class _Importer:
                 raise _Problem("alpha != 1 is a multiplication")
             return self.add_sub(name, "add" if m.startswith("add") else "sub", x,
                                 c.arg(1, "other"))
-        if m == "flatten":
-            return self.flatten(name, x, int(c.arg(1, "start_dim", 0)),
-                                int(c.arg(2, "end_dim", -1)))
-        if m in ("view", "reshape"):
-            return self.view(name, x, args[1:])
         if m == "size" and len(args) == 2 and isinstance(args[1], int):
             d = args[1] + len(x.shape) + 1 if args[1] < 0 else args[1]
             return _Batch() if d == 0 else int(x.shape[d - 1])
-        if m in ALIAS_METHODS:
-            return x
         raise _Problem("not supported")
 
 

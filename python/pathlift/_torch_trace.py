@@ -14,6 +14,7 @@ dropped.
 
 from __future__ import annotations
 
+import dis
 import inspect
 import operator
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -36,7 +37,24 @@ CLAMP_MIN_FUNCTIONS = {torch.clamp_min, torch.clamp_min_}
 CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_"}
 CLAMP_MIN_METHODS = {"clamp_min", "clamp_min_"}
 MEAN_FUNCTIONS = {torch.mean}  # over every spatial dimension: a global average pool
+SUM_FUNCTIONS = {torch.sum}    # the same with weight 1
 ADD_FUNCTIONS = {operator.add, operator.iadd, torch.add}
+# A tensor times or divided by a number: fixed edges of that weight (ints: shape arithmetic).
+MUL_FUNCTIONS = {operator.mul, operator.imul, torch.mul}
+DIV_FUNCTIONS = {operator.truediv, operator.itruediv, torch.div}
+INT_FUNCTIONS = {operator.floordiv, operator.mod, operator.neg}  # shape arithmetic only
+# Rearrangements of entries (chunks, splits, slices, channel shuffles): gathers.
+CHUNK_FUNCTIONS = {torch.chunk}
+SPLIT_FUNCTIONS = {torch.split}
+TRANSPOSE_FUNCTIONS = {torch.transpose}
+PERMUTE_FUNCTIONS = {torch.permute}
+PAD_FUNCTIONS = {F.pad}
+INTERPOLATE_FUNCTIONS = {F.interpolate}
+CONV_TRANSPOSE_MODULES = (nn.ConvTranspose1d, nn.ConvTranspose2d)
+PAD_MODULES: Dict[type, str] = {nn.ReflectionPad1d: "reflect", nn.ReflectionPad2d: "reflect",
+                                nn.ReplicationPad1d: "replicate",
+                                nn.ReplicationPad2d: "replicate"}
+UPSAMPLE_MODULES = (nn.Upsample, nn.UpsamplingNearest2d)
 SUB_FUNCTIONS = {operator.sub, operator.isub, torch.sub}
 CAT_FUNCTIONS = {torch.cat} | ({torch.concat} if hasattr(torch, "concat") else set())
 FLATTEN_FUNCTIONS = {torch.flatten}
@@ -46,12 +64,15 @@ AVG_POOL_FUNCTIONS: Dict[Any, int] = {F.avg_pool1d: 1, F.avg_pool2d: 2}
 ADAPTIVE_FUNCTIONS: Dict[Any, int] = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2}
 SUPPORTED_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d,
                      nn.AvgPool2d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.BatchNorm1d,
-                     nn.BatchNorm2d, nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout, nn.Flatten)
+                     nn.BatchNorm2d, nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Dropout, nn.Flatten,
+                     nn.ChannelShuffle, *CONV_TRANSPOSE_MODULES, *PAD_MODULES,
+                     *UPSAMPLE_MODULES)
 SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "view",
-                     "reshape", "size", "contiguous", "detach", "mean"} | CLAMP_METHODS | \
+                     "reshape", "size", "contiguous", "detach", "mean", "sum", "mul", "mul_",
+                     "div", "div_", "chunk", "split", "transpose", "permute"} | CLAMP_METHODS | \
     CLAMP_MIN_METHODS
 SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
-VIEW_METHODS = {"view", "reshape", "flatten"}
+VIEW_METHODS = {"view", "reshape", "flatten", "transpose", "permute"}
 ALIAS_METHODS = {"contiguous", "detach"}
 INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
                      operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
@@ -75,6 +96,21 @@ def _inplace_operator(op: Any) -> Any:
 
 for _op in INPLACE_OPERATORS:
     setattr(_Proxy, f"__{_op.__name__}__", _inplace_operator(_op))
+
+
+def _unpacked_iter(self: _Proxy) -> Any:
+    """``a, b = x.chunk(2, dim=1)``: the caller unpacks a known number of values (torch.fx's
+    own test of the caller's bytecode predates Python 3.11's byte offsets)."""
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    if caller is not None:
+        for ins in dis.get_instructions(caller.f_code):
+            if ins.offset == caller.f_lasti and ins.opname == "UNPACK_SEQUENCE":
+                return iter([self[i] for i in range(int(ins.argval))])  # type: ignore[index]
+    return torch.fx.Proxy.__iter__(self)
+
+
+setattr(_Proxy, "__iter__", _unpacked_iter)
 
 
 class _Tracer(torch.fx.Tracer):
@@ -223,7 +259,10 @@ def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
         groups: Tuple[Any, ...] = (
             RELU_FUNCTIONS, LEAKY_FUNCTIONS, ADD_FUNCTIONS, SUB_FUNCTIONS, CAT_FUNCTIONS,
             FLATTEN_FUNCTIONS, LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, AVG_POOL_FUNCTIONS,
-            ADAPTIVE_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_MIN_FUNCTIONS, MEAN_FUNCTIONS)
+            ADAPTIVE_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_MIN_FUNCTIONS, MEAN_FUNCTIONS,
+            SUM_FUNCTIONS, MUL_FUNCTIONS, DIV_FUNCTIONS, INT_FUNCTIONS, CHUNK_FUNCTIONS,
+            SPLIT_FUNCTIONS, TRANSPOSE_FUNCTIONS, PERMUTE_FUNCTIONS, PAD_FUNCTIONS,
+            INTERPOLATE_FUNCTIONS)
         return any(t in group for group in groups) or t in (getattr, operator.getitem)
     if node.op == "call_method":
         return node.target in SUPPORTED_METHODS
@@ -234,13 +273,20 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: Any = None) -> Any
     return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
 
 
-def _pool_problem(ceil_mode: Any, divisor_override: Any, return_indices: Any) -> Optional[str]:
-    if ceil_mode:
-        return "ceil_mode=True is not supported"
+def _pool_problem(divisor_override: Any, return_indices: Any) -> Optional[str]:
     if divisor_override is not None:
         return "divisor_override is not supported"
     if return_indices:
         return "return_indices=True is not a tensor of the network"
+    return None
+
+
+def _interpolate_problem(mode: Any, antialias: Any) -> Optional[str]:
+    if mode != "nearest":
+        return (f"mode {mode!r} is not supported (only 'nearest', which copies entries; "
+                "interpolating modes have fixed weights pathlift does not represent)")
+    if antialias:
+        return "antialias=True is not supported"
     return None
 
 
@@ -252,21 +298,26 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
         return "not supported"
     if node.op == "call_function":
         if node.target in MAX_POOL_FUNCTIONS:
-            return _pool_problem(_arg(node, 5, "ceil_mode", False), None,
-                                 _arg(node, 6, "return_indices", False))
+            return _pool_problem(None, _arg(node, 6, "return_indices", False))
         if node.target in AVG_POOL_FUNCTIONS:
-            return _pool_problem(_arg(node, 4, "ceil_mode", False),
-                                 _arg(node, 6, "divisor_override"), False)
+            return _pool_problem(_arg(node, 6, "divisor_override"), False)
+        if node.target in INTERPOLATE_FUNCTIONS:
+            return _interpolate_problem(_arg(node, 3, "mode", "nearest"),
+                                        _arg(node, 6, "antialias", False))
+        if node.target in PAD_FUNCTIONS:
+            mode = _arg(node, 2, "mode", "constant")
+            if mode not in ("constant", "reflect", "replicate", "circular"):
+                return f"padding mode {mode!r} is not supported"
         return None
     if node.op != "call_module":
         return None
     mod: Any = module_of(model, node)
     if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
-        return _pool_problem(mod.ceil_mode, None, mod.return_indices)
+        return _pool_problem(None, mod.return_indices)
     if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
-        return _pool_problem(mod.ceil_mode, getattr(mod, "divisor_override", None), False)
-    if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and mod.padding_mode != "zeros":
-        return f"padding_mode '{mod.padding_mode}' (only zero padding is supported)"
+        return _pool_problem(getattr(mod, "divisor_override", None), False)
+    if isinstance(mod, UPSAMPLE_MODULES):
+        return _interpolate_problem(mod.mode, False)
     if type(mod) is nn.Dropout and mod.training and mod.p > 0:
         return "in training mode it is random: call model.eval() first"
     if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):

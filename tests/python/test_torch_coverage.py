@@ -138,14 +138,15 @@ class ManyRefusals(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 4, 3)
-        self.up = nn.ConvTranspose2d(4, 4, 2)  # refused: its output shape is unknown to us
-        self.pool1 = nn.MaxPool2d(2, ceil_mode=True)
-        self.pool2 = nn.AvgPool2d(2, ceil_mode=True)
-        self.pad = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear")  # interpolating weights
+        self.pool1 = nn.MaxPool2d(2, return_indices=True)
+        self.pool2 = nn.AvgPool2d(2, divisor_override=3)
+        self.six = nn.ReLU6()
 
     def forward(self, x):
         h = self.pool1(torch.relu(self.up(self.conv(x))))
-        h = torch.nn.functional.max_pool2d(self.pool2(self.pad(h)), 2, ceil_mode=True)
+        h = torch.nn.functional.interpolate(self.pool2(self.six(h)), scale_factor=2,
+                                            mode="bicubic")
         return torch.nn.functional.avg_pool2d(h, 2, divisor_override=3)
 
 
@@ -155,11 +156,11 @@ def test_every_problem_is_reported_at_once(pathlift_module):
         pl.from_torch(ManyRefusals().eval(), input_shape=(2, 12, 12))
     message = str(info.value)
     assert "6 problems" in message, message
-    for words in ("ConvTranspose2d at 'up': not supported",
-                  "MaxPool2d at 'pool1': ceil_mode=True is not supported",
-                  "AvgPool2d at 'pool2': ceil_mode=True is not supported",
-                  "Conv2d at 'pad': padding_mode 'reflect'",
-                  "max_pool2d", "divisor_override is not supported"):
+    for words in ("Upsample at 'up': mode 'bilinear' is not supported",
+                  "MaxPool2d at 'pool1': return_indices=True",
+                  "AvgPool2d at 'pool2': divisor_override is not supported",
+                  "ReLU6 at 'six': not supported",
+                  "interpolate", "mode 'bicubic'", "divisor_override is not supported"):
         assert words in message, (words, message)
     assert "not used by the forward pass" not in message  # the refused layers' parameters
     # supports() lists the same problems; without an input shape too (and that it needs one).

@@ -216,16 +216,16 @@ def _inplace_on_view_base_read(m, x):
     return m["lin"](h.flatten(1))
 
 
-def _mul_(m, x):
+def _pow_(m, x):
     h = m["fc"](x)
-    h.mul_(2.0)
+    h.pow_(2.0)
     return m["fc2"](h)
 
 
-def _imul_alias(m, x):
+def _ipow_alias(m, x):
     h = m["fc"](x)
     g = h
-    h *= 2
+    h **= 2
     return m["fc2"](g)
 
 
@@ -252,8 +252,8 @@ REFUSED = {
         _inplace_on_view_base_read, *_CONV,
         r"tensor method \.relu_\(\) \(node 'relu_'\) modifies in place a tensor whose view of "
         r"another shape \(layer Conv2d at 'm.conv'\) is read afterwards"),
-    "mul_": (_mul_, _flat, (4,), r"tensor method \.mul_\(\) \(node 'mul_'\): not supported"),
-    "*= on an alias": (_imul_alias, _flat, (4,), r"operation imul \(node 'imul'\): not supported"),
+    "pow_": (_pow_, _flat, (4,), r"tensor method \.pow_\(\) \(node 'pow_'\): not supported"),
+    "**= on an alias": (_ipow_alias, _flat, (4,), r"operation ipow \(node 'ipow'\): not supported"),
     "clamp_": (_clamp_, _flat, (4,), r"tensor method \.clamp_\(\) \(node 'clamp_'\): a clamp "
                                      r"with max=1 \(ReLU6-like\) is not positively homogeneous"),
 }
@@ -282,11 +282,12 @@ def test_a_refused_layers_parameters_are_not_called_unused(pl):
     supported one with an unsupported attribute) is named; neither its parameters nor those of
     the layers after it are reported as unused, nor the output as missing."""
     for model, problem in (
-            (nn.Sequential(nn.ConvTranspose2d(1, 2, 3), nn.Flatten(), nn.Linear(50, 2)),
-             r"layer ConvTranspose2d at '0': not supported"),
-            (nn.Sequential(nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect"), nn.ReLU(),
-                           nn.Flatten(), nn.Linear(18, 2)),
-             r"layer Conv2d at '0': padding_mode 'reflect' \(only zero padding is supported\)")):
+            (nn.Sequential(nn.Conv2d(1, 2, 3), nn.LayerNorm([2, 1, 1]), nn.Flatten(),
+                           nn.Linear(2, 2)),
+             r"layer LayerNorm at '1': not supported"),
+            (nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(),
+                           nn.AvgPool2d(3, divisor_override=2), nn.Flatten(), nn.Linear(2, 2)),
+             r"layer AvgPool2d at '2': divisor_override is not supported")):
         with pytest.raises(pl.UnsupportedModelError,
                            match=rf"1 problem\n  - {problem}\nsupported: ") as info:
             pl.from_torch(model, input_shape=(1, 3, 3))
