@@ -115,10 +115,36 @@ LayerGraph zoo_wide_linear(Index inputs = 17000) {
   return b.graph({b.linear("out", tall, 3)});
 }
 
+/// An encoder-decoder with the rearranging layers: reflect padding and nearest upsampling
+/// (gathers that repeat entries), a ceil_mode max pool and a ceil_mode average pool whose last
+/// window is clipped, transposed convolutions (strided, grouped, dilated, output_padding, with
+/// and without bias), a channel shuffle and a chunk (gathers of channels), a fixed scale.
+LayerGraph zoo_encoder_decoder() {
+  GraphBuilder b({2, 7, 6});
+  Index x = b.gather("pad_h", 0, 1, {1, 0, 1, 2, 3, 4, 5, 6, 5});  // reflect 1 on H
+  x = b.gather("pad_w", x, 2, {0, 0, 1, 2, 3, 4, 5, 5});           // replicate 1 on W
+  const Index e = b.act("e", b.conv("enc", x, 4, {3, 3}));         // 4 x 7 x 6
+  const Index d = b.pool(LayerKind::max_pool, "down", e, {2, 2}, {}, {}, {}, true, true);
+  Index u = b.conv_transpose("up", d, 4, {3, 3}, {2, 2}, {1, 1}, {1, 1});  // 4 x 8 x 6
+  u = b.gather("crop", b.act("u", u), 1, {0, 1, 2, 3, 4, 5, 6});           // 4 x 7 x 6
+  const Index shuffled =
+      b.gather("shuffle", b.op(LayerKind::concat, "cat", {u, e}), 0, {0, 4, 1, 5, 2, 6, 3, 7});
+  const Index half = b.gather("chunk", shuffled, 0, {4, 5, 6, 7});
+  Index y = b.scale("twice", b.act("r", half), 2.5);
+  y = b.gather("up_w", y, 2, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5});  // nearest x2 on W
+  y = b.pool(LayerKind::avg_pool, "ap", y, {3, 3}, {2, 2}, {1, 1}, {}, true, true);
+  y = b.conv_transpose("t2", b.act("r2", y), 2, {2, 3}, {1, 2}, {0, 1}, {}, {2, 1}, 2, false);
+  return b.graph({b.linear("fc", b.op(LayerKind::flatten, "flat", {b.act("r3", y)}), 3)});
+}
+
 std::vector<LayerGraph> zoo() {
-  return {zoo_cnn(),         zoo_conv1d(),
-          zoo_mlp(),         zoo_shared_parallel(),
-          zoo_relu_chains(), testing::resnet18(20, 5, 4),
+  return {zoo_cnn(),
+          zoo_conv1d(),
+          zoo_mlp(),
+          zoo_shared_parallel(),
+          zoo_relu_chains(),
+          zoo_encoder_decoder(),
+          testing::resnet18(20, 5, 4),
           zoo_wide_linear()};
 }
 

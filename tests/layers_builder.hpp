@@ -51,6 +51,39 @@ class GraphBuilder {
     return push(std::move(l));
   }
 
+  Index conv_transpose(const std::string& name, Index in, Index out, std::vector<Index> kernel,
+                       std::vector<Index> stride = {}, std::vector<Index> padding = {},
+                       std::vector<Index> output_padding = {}, std::vector<Index> dilation = {},
+                       Index groups = 1, bool bias = true) {
+    Layer l = base(LayerKind::conv_transpose, name, {in});
+    l.out_channels = out;
+    l.groups = groups;
+    Index k = 1;
+    for (const Index x : kernel) {
+      k *= x;
+    }
+    l.kernel = std::move(kernel);
+    l.stride = std::move(stride);
+    l.padding = std::move(padding);
+    l.output_padding = std::move(output_padding);
+    l.dilation = std::move(dilation);
+    params(l, shape(in)[0] * (out / groups) * k, bias ? out : 0);
+    return push(std::move(l));
+  }
+
+  Index gather(const std::string& name, Index in, Index axis, std::vector<Index> indices) {
+    Layer l = base(LayerKind::gather, name, {in});
+    l.axis = axis;
+    l.indices = std::move(indices);
+    return push(std::move(l));
+  }
+
+  Index scale(const std::string& name, Index in, double factor) {
+    Layer l = base(LayerKind::scale, name, {in});
+    l.factor = factor;
+    return push(std::move(l));
+  }
+
   Index batch_norm(const std::string& name, Index in) {
     Layer l = base(LayerKind::batch_norm, name, {in});
     const Index c = shape(in)[0];
@@ -60,8 +93,10 @@ class GraphBuilder {
 
   Index pool(LayerKind kind, const std::string& name, Index in, std::vector<Index> kernel,
              std::vector<Index> stride = {}, std::vector<Index> padding = {},
-             std::vector<Index> dilation = {}, bool count_include_pad = true) {
+             std::vector<Index> dilation = {}, bool count_include_pad = true,
+             bool ceil_mode = false) {
     Layer l = base(kind, name, {in});
+    l.ceil_mode = ceil_mode;
     l.kernel = std::move(kernel);
     l.stride = std::move(stride);
     l.padding = std::move(padding);

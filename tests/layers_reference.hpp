@@ -46,8 +46,18 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
   const Index pw = get(ly.padding, 1, 0);
   const Index dh = one_d ? 1 : get(ly.dilation, 0, 1);
   const Index dw = get(ly.dilation, 1, 1);
-  const Index h_out = (h_in + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
-  const Index w_out = (w_in + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  // PyTorch's pooling_output_shape: rounded up in ceil mode, less one when the last window
+  // would start at or after in + padding.
+  const auto out_size = [&](Index in, Index p, Index d, Index k, Index st) {
+    const Index num = in + 2 * p - d * (k - 1) - 1 + (ly.ceil_mode ? st - 1 : 0);
+    Index o = num / st + 1;
+    if (ly.ceil_mode && (o - 1) * st >= in + p) {
+      --o;
+    }
+    return o;
+  };
+  const Index h_out = out_size(h_in, ph, dh, kh, sh);
+  const Index w_out = out_size(w_in, pw, dw, kw, sw);
   const Index c_out = mode == 0 ? ly.out_channels : c_in;
   const Index groups = mode == 0 ? ly.groups : c_in;
   const Index cg_in = c_in / groups;
@@ -86,9 +96,80 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
           acc += theta[static_cast<std::size_t>(ly.bias_offset + co)];
         }
         if (mode == 2) {
-          acc /= static_cast<double>(ly.count_include_pad ? kh * kw : inside);
+          // PyTorch's divisor: the window clipped to the padded input (hend = min(hstart + k,
+          // in + pad)), or the entries inside the input.
+          const Index hs = oh * sh - ph;
+          const Index ws = ow * sw - pw;
+          const Index pool =
+              (std::min(hs + kh, h_in + ph) - hs) * (std::min(ws + kw, w_in + pw) - ws);
+          acc /= static_cast<double>(ly.count_include_pad ? pool : inside);
         }
         y.v.push_back(acc);
+      }
+    }
+  }
+  return y;
+}
+
+/// ConvTranspose1d/2d from PyTorch's definition: every input entry scatters into the outputs
+/// at i stride - padding + k dilation, weight (in channel, out channel in group, tap).
+inline Tensor reference_conv_transpose(const Layer& ly, const Tensor& x,
+                                       std::span<const double> theta) {
+  const bool one_d = x.shape.size() == 2;
+  const Index c_in = x.shape[0];
+  const Index h_in = one_d ? 1 : x.shape[1];
+  const Index w_in = x.shape.back();
+  const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
+    if (v.empty()) {
+      return dflt;
+    }
+    return one_d ? (i == 0 ? dflt : v[0]) : v[i];
+  };
+  const Index kh = one_d ? 1 : ly.kernel[0];
+  const Index kw = ly.kernel.back();
+  const Index sh = get(ly.stride, 0, 1);
+  const Index sw = get(ly.stride, 1, 1);
+  const Index ph = one_d ? 0 : get(ly.padding, 0, 0);
+  const Index pw = get(ly.padding, 1, 0);
+  const Index dh = one_d ? 1 : get(ly.dilation, 0, 1);
+  const Index dw = get(ly.dilation, 1, 1);
+  const Index oph = one_d ? 0 : get(ly.output_padding, 0, 0);
+  const Index opw = get(ly.output_padding, 1, 0);
+  const Index h_out = (h_in - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1;
+  const Index w_out = (w_in - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1;
+  const Index c_out = ly.out_channels;
+  const Index cg_in = c_in / ly.groups;
+  const Index cg_out = c_out / ly.groups;
+  Tensor y;
+  y.shape = one_d ? std::vector<Index>{c_out, w_out} : std::vector<Index>{c_out, h_out, w_out};
+  y.v.assign(static_cast<std::size_t>(c_out * h_out * w_out), 0.0);
+  for (Index ci = 0; ci < c_in; ++ci) {
+    const Index g = ci / cg_in;
+    for (Index ih = 0; ih < h_in; ++ih) {
+      for (Index iw = 0; iw < w_in; ++iw) {
+        const double xv = x.v[static_cast<std::size_t>((ci * h_in + ih) * w_in + iw)];
+        for (Index co = 0; co < cg_out; ++co) {
+          for (Index a = 0; a < kh; ++a) {
+            for (Index b = 0; b < kw; ++b) {
+              const Index oh = ih * sh - ph + a * dh;
+              const Index ow = iw * sw - pw + b * dw;
+              if (oh < 0 || oh >= h_out || ow < 0 || ow >= w_out) {
+                continue;
+              }
+              const Index k = ly.weight_offset + ((ci * cg_out + co) * kh + a) * kw + b;
+              y.v[static_cast<std::size_t>(((g * cg_out + co) * h_out + oh) * w_out + ow)] +=
+                  theta[static_cast<std::size_t>(k)] * xv;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (ly.bias_offset >= 0) {
+    for (Index co = 0; co < c_out; ++co) {
+      for (Index p = 0; p < h_out * w_out; ++p) {
+        y.v[static_cast<std::size_t>(co * h_out * w_out + p)] +=
+            theta[static_cast<std::size_t>(ly.bias_offset + co)];
       }
     }
   }
@@ -210,6 +291,35 @@ inline std::vector<double> reference_layers(const LayerGraph& g, std::span<const
         y.shape = {static_cast<Index>(a.v.size())};
         y.v = a.v;
         break;
+      case LayerKind::conv_transpose:
+        y = reference_conv_transpose(ly, a, theta);
+        break;
+      case LayerKind::scale:
+        y = a;
+        for (double& v : y.v) {
+          v *= ly.factor;
+        }
+        break;
+      case LayerKind::gather: {
+        // y[..., i, ...] = a[..., indices[i], ...] along the axis, index by index.
+        const auto axis = static_cast<std::size_t>(ly.axis);
+        y.shape = a.shape;
+        y.shape[axis] = static_cast<Index>(ly.indices.size());
+        Index after = 1;
+        for (std::size_t i = axis + 1; i < a.shape.size(); ++i) {
+          after *= a.shape[i];
+        }
+        const Index before = static_cast<Index>(a.v.size()) / (after * a.shape[axis]);
+        y.v.clear();
+        for (Index o = 0; o < before; ++o) {
+          for (const Index j : ly.indices) {
+            for (Index r = 0; r < after; ++r) {
+              y.v.push_back(a.v[static_cast<std::size_t>((o * a.shape[axis] + j) * after + r)]);
+            }
+          }
+        }
+        break;
+      }
       default:
         break;
     }

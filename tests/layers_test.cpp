@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 
 #include "pathlift/builtins.hpp"
@@ -314,6 +315,64 @@ TEST(Layers, DeadEntriesAreDropped) {
   EXPECT_EQ(unused.data_inputs()[4], x04);
   // Read back from the file format: "inputs" designates it.
   EXPECT_EQ(parse_network(network_to_json(unused)).spec().inputs, unused.spec().inputs);
+}
+
+TEST(Layers, RearrangingLayersTransposedConvolutionsAndCeilMode) {
+  // Copies of entries (reflect and replicate padding, nearest upsampling: gathers that repeat
+  // entries), ceil_mode pools whose last windows run past the end, a channel shuffle, strided
+  // and grouped transposed convolutions with output_padding and dilation, a fixed scale.
+  GraphBuilder b({2, 5, 6});
+  Index x = b.gather("pad", 0, 1, {1, 0, 1, 2, 3, 4, 3});
+  x = b.act("r", b.conv("c", x, 4, {3, 3}, {1, 1}, {0, 1}));
+  const Index mp = b.pool(LayerKind::max_pool, "mp", x, {2, 2}, {}, {}, {}, true, true);
+  const Index ap = b.pool(LayerKind::avg_pool, "ap", x, {3, 2}, {2, 2}, {1, 1}, {}, true, true);
+  const Index ex = b.pool(LayerKind::avg_pool, "ex", x, {3, 3}, {2, 2}, {1, 0}, {}, false, true);
+  Index t = b.conv_transpose("t", mp, 4, {3, 2}, {2, 3}, {1, 0}, {1, 2}, {1, 1}, 2);
+  t = b.gather("shuffle", b.act("rt", t), 0, {0, 2, 1, 3});
+  const Index u = b.gather("up", b.scale("s", ap, -1.5), 2, {0, 0, 1, 1, 2, 2, 3, 3});
+  const Index d =
+      b.conv_transpose("d", b.act("ru", u), 3, {2, 2}, {1, 1}, {}, {}, {2, 1}, 1, false);
+  const LayerGraph g = b.graph({t, d, ex});
+  check_against_reference(g, 11);
+  // JSON round trip of every new field.
+  EXPECT_EQ(parse_layer_graph(layer_graph_to_json(g)), g);
+  // 1-D
+  GraphBuilder c({3, 11});
+  Index y = c.pool(LayerKind::max_pool, "mp", c.act("r", c.conv("c", 0, 4, {3}, {2})), {2}, {}, {},
+                   {}, true, true);
+  y = c.conv_transpose("t", y, 2, {4}, {3}, {1}, {2});
+  check_against_reference(c.graph({c.gather("g", y, 1, {0, 5, 5, 2})}), 12);
+}
+
+TEST(Layers, RearrangingLayersAreCheckedByName) {
+  GraphBuilder b({2, 4, 4});
+  const Index c = b.conv("c", 0, 3, {1, 1});
+  LayerGraph g = b.graph({b.gather("g", c, 0, {0, 3})});
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(g); }),
+                       "layer 2 'g' (gather): index 3 (entry 1 of indices) is out of range 0..2"));
+  g.layers[2].indices = {};
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(g); }), "has no indices"));
+  g.layers[2].indices = {0};
+  g.layers[2].axis = 3;
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(g); }), "axis 3"));
+  GraphBuilder t({2, 4});
+  LayerGraph h = t.graph({t.conv_transpose("t", 0, 2, {2}, {2}, {}, {2})});
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(h); }),
+                       "output_padding 2 must be smaller than the stride 2"));
+  GraphBuilder n({2, 4});
+  // stride 3, kernel 1, no bias: positions 1 and 2 of each 3 are reached by no input.
+  LayerGraph k = n.graph({n.conv_transpose("t", 0, 2, {1}, {3}, {}, {}, {}, 1, false)});
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(k); }),
+                       "output position 1 of a spatial dimension is reached by no input"));
+  GraphBuilder s({3});
+  LayerGraph f = s.graph({s.scale("s", 0, std::numeric_limits<double>::infinity())});
+  EXPECT_TRUE(
+      contains(error_of<NetworkError>([&] { (void)layer_shapes(f); }), "factor inf is not finite"));
+  GraphBuilder p({2, 4});
+  LayerGraph q = p.graph({p.conv("c", 0, 2, {2})});
+  q.layers[1].ceil_mode = true;
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(q); }),
+                       "ceil_mode applies to max_pool and avg_pool only"));
 }
 
 TEST(Layers, ErrorsNameTheLayer) {

@@ -25,11 +25,13 @@ max pooling (weight 1 into a *max node*). A parameter used by no operation is re
 The mapping, module by module (functional forms in parentheses):
 
 * ``nn.Linear`` (``F.linear`` of parameters): a ``linear`` layer, on a flat ``(F,)`` input;
-* ``nn.Conv1d`` / ``nn.Conv2d`` (zero padding, any stride, dilation, groups; padding
-  ``"same"`` when symmetric): a ``conv`` layer;
+* ``nn.Conv1d`` / ``nn.Conv2d`` (any stride, dilation, groups; padding ``"same"`` when
+  symmetric; ``padding_mode`` zeros, reflect, replicate or circular): a ``conv`` layer (the
+  non-zero modes as ``gather`` layers before it); ``nn.ConvTranspose1d/2d``: ``conv_transpose``;
 * ``nn.MaxPool1d/2d`` (``F.max_pool2d``), ``nn.AvgPool1d/2d`` (``F.avg_pool2d``,
   ``count_include_pad`` either way), ``nn.AdaptiveAvgPool1d/2d`` (``F.adaptive_avg_pool2d``):
-  pooling layers (``ceil_mode=False``, no ``divisor_override``);
+  pooling layers (``ceil_mode`` either way, no ``divisor_override``); ``x.mean([2, 3])`` and
+  ``x.sum([2, 3])`` over every spatial dim: a global pool;
 * ``nn.BatchNorm1d/2d`` in eval mode, with affine parameters and running statistics: a
   ``batch_norm`` layer ``y = a x + b`` (a, b as above);
 * ``nn.ReLU`` (``F.relu``, ``torch.relu``, ``.relu()``), ``nn.LeakyReLU`` (``F.leaky_relu``):
@@ -39,6 +41,11 @@ The mapping, module by module (functional forms in parentheses):
 * ``torch.cat`` along a non-batch dimension: ``concat``; ``nn.Flatten`` / ``torch.flatten(x,
   1)`` / ``x.flatten(1)`` / ``x.view(x.size(0), -1)`` / ``x.reshape(batch, -1)``: ``flatten``
   (no node, no edge); ``nn.Identity`` and ``nn.Dropout`` in eval mode: nothing;
+* ``chunk``, ``split``, slices of non-batch dims, channel shuffles (``view`` / ``transpose`` /
+  ``permute`` back to a shape a layer holds), nearest ``nn.Upsample`` / ``F.interpolate``,
+  ``F.pad`` / pad modules in reflect, replicate or circular mode: ``gather`` layers (copies of
+  entries, no node, no edge); ``x * c``, ``x / c`` for a number: ``scale`` (a fixed weight);
+  ``torch.clamp(x, min=0)``: a ReLU;
 * in-place forms (``nn.ReLU(inplace=True)``, ``.relu_()``, ``+=``, ``.add_()``): exactly, the
   change seen by every later reader of the tensor and of its aliases.
 
