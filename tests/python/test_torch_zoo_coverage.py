@@ -215,3 +215,42 @@ def test_non_relu_networks_are_still_refused(pathlift_module, name, words):
     with pytest.raises(pl.UnsupportedModelError) as info:
         pl.from_torch(zoo_model(name), input_shape=(3, 64, 64))
     assert words in str(info.value)
+
+
+def test_torch_functions_on_the_new_layers(pathlift_module):
+    """pathlift.torch's path_norm (autograd), kernel_diagonal, PathSGD and rescale on the U-Net
+    (transposed convolution, gathers, scale, ceil_mode pools)."""
+    pl = pathlift_module
+    import pathlift.torch as pt
+
+    shape = (1, 3, 3)
+    model = randomized(UNet(3, (1, 2, 2)))
+    norm = pt.path_norm(model, 2.0, input_shape=shape)
+    norm.backward()
+    grad = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).numpy()
+    net = pl.from_torch(model, input_shape=shape)
+    np.testing.assert_allclose(grad, pl.path_norm_gradient(net, None, 2.0), rtol=1e-11)
+    diag = torch.cat([d.reshape(-1) for d in pt.kernel_diagonal(model, input_shape=shape,
+                                                                 per_parameter=True)])
+    np.testing.assert_allclose(diag.numpy(), pl.kernel_diagonal(net), rtol=1e-12)
+    X = torch.randn(4, *shape, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    # rescale: the ReLU nodes of a reflect-padded convolution and of a transposed convolution
+    # (parameters in and out), one factor per channel: the same function.
+    seq = randomized(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect"),
+                                   nn.ReLU(), nn.ConvTranspose2d(2, 3, 2, stride=2), nn.ReLU(),
+                                   nn.Conv2d(3, 2, 1), nn.Flatten()))
+    dag = pl.from_torch(seq, input_shape=shape).unrolled()
+    factors = {"1": [2.0, 0.5], "3": [3.0, 0.25, 1.5]}  # per layer, per channel
+    lambdas = [factors[name.split("[")[0]][int(name.split("[")[1].split(",")[0])]
+               for name in (dag.node_name(v) for v in dag.hidden)]
+    copy = pt.rescale(seq, np.array(lambdas), input_shape=shape)
+    with torch.no_grad():
+        np.testing.assert_allclose(copy(X).numpy(), seq(X).numpy(), rtol=1e-11, atol=1e-12)
+        assert not torch.allclose(copy[2].weight, seq[2].weight)
+    before = float(pt.path_norm(model, 1.0, input_shape=shape))
+    opt = pt.PathSGD(model, lr=1e-3, input_shape=shape)
+    loss = model(X).pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    assert float(pt.path_norm(model, 1.0, input_shape=shape)) != before
