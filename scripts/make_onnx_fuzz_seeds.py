@@ -65,6 +65,35 @@ class Flatten(nn.Module):
         return self.l(h)
 
 
+class Shuffle(nn.Module):
+    """chunk (Slice), torch.split (Split), cat and a channel shuffle (Reshape, Transpose)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        h = torch.relu(self.c(x))
+        a, b = h.chunk(2, dim=1)
+        h = torch.cat([b, a], 1)
+        n, c, height, width = h.shape
+        h = h.view(n, 2, c // 2, height, width).transpose(1, 2).reshape(n, c, height, width)
+        p, q = torch.split(h, [1, 3], dim=1)
+        return torch.cat([q, p], 1)[:, :, 1:, ::2].sum([2, 3])
+
+
+class Signal(nn.Module):
+    """clamp(min=0), a mean over the length, x * 2.0 and x / 4.0."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(2, 3, 3)
+        self.pool = nn.MaxPool1d(2, ceil_mode=True)
+
+    def forward(self, x):
+        return self.pool(self.c(x)).clamp(min=0).mean(2) * 2.0 / 4.0
+
+
 def models():
     yield "linear", nn.Sequential(nn.Linear(6, 3), nn.ReLU(), nn.Linear(3, 2)), (6,)
     yield "linear_nobias", nn.Sequential(nn.Linear(4, 3, bias=False), nn.ReLU(),
@@ -95,6 +124,17 @@ def models():
     yield "pad", nn.Sequential(nn.ZeroPad2d(1), nn.Conv2d(1, 1, 3)), (1, 6, 6)
     yield "lenet_like", nn.Sequential(nn.Conv2d(1, 1, 5), nn.ReLU(), nn.MaxPool2d(4),
                                       nn.Flatten(), nn.Linear(36, 2)), (1, 28, 28)
+    # issue 31
+    yield "ceil_pools", nn.Sequential(nn.MaxPool2d(2, ceil_mode=True),
+                                      nn.AvgPool2d(3, 2, padding=1, ceil_mode=True)), (2, 5, 5)
+    yield "conv_transpose", nn.Sequential(nn.ConvTranspose2d(2, 2, 2, stride=2), nn.ReLU(),
+                                          nn.ConvTranspose2d(2, 1, 3, padding=1,
+                                                             output_padding=1, stride=2)), (2, 5, 5)
+    yield "copy_pads", nn.Sequential(nn.ReflectionPad2d((1, 0, 2, 1)),
+                                     nn.Conv2d(2, 1, 3, padding=1, padding_mode="replicate")), (2, 5, 5)
+    yield "upsample", nn.Sequential(nn.Conv2d(2, 1, 1), nn.Upsample(scale_factor=2)), (2, 5, 5)
+    yield "shuffle", Shuffle(), (3, 8, 8)
+    yield "signal", Signal(), (2, 7)
 
 
 def export(model, shape, dtype, opset, fold, dynamic):

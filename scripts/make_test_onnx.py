@@ -14,7 +14,7 @@ Models (fixed seeds, float32 weights, batch dimension first):
   aliases.onnx        two batch norms whose weights (and biases) are equal: the exporter merges
                       them into one initializer and aliases the other with an Identity node
   unsupported.onnx    Gemm, Sigmoid, Gemm, Tanh, Gemm: refused, both operations listed
-  ceil_mode.onnx      a MaxPool with ceil_mode: refused
+  ceil_mode.onnx      a MaxPool with ceil_mode (read since issue 31)
 
 Export flags: torch.onnx.export in eval mode fuses Conv + BatchNormalization (its "eval
 peephole" pass folds the batch norm into the convolution's weights). training=PRESERVE with the

@@ -170,9 +170,14 @@ TEST(Onnx, RefusalListsEveryUnsupportedOperation) {
   EXPECT_TRUE(contains(msg,
                        "unsupported.onnx: unsupported operations: Sigmoid at '/Sigmoid', "
                        "Tanh at '/Tanh'"));
-  EXPECT_TRUE(
-      contains(error_of<UnsupportedModel>([] { (void)read_onnx(data_file("ceil_mode.onnx")); }),
-               "MaxPool at '/pool/MaxPool' (ceil_mode 1)"));
+}
+
+TEST(Onnx, CeilModePoolsAreRead) {
+  // Conv (1 -> 2, 3x3) on 7 x 7, MaxPool2d(2, ceil_mode=True): 5 x 5 -> 3 x 3 (issue 31).
+  const LayerGraph g = read_onnx(data_file("ceil_mode.onnx"));
+  ASSERT_EQ(g.layers[2].kind, LayerKind::max_pool);
+  EXPECT_TRUE(g.layers[2].ceil_mode);
+  EXPECT_EQ(layer_shapes(g)[2], (std::vector<Index>{2, 3, 3}));
 }
 
 TEST(Onnx, NotAModel) {
@@ -665,7 +670,7 @@ TEST(Onnx28, MessagesNameTheNodeAndUseOnnxAxes) {
 }
 
 TEST(Onnx28, EveryProblemIsListedAtOnce) {
-  // Unsupported operations after one another, a MaxPool in ceil mode after an unsupported one,
+  // Unsupported operations after one another, a linear Upsample after an unsupported one,
   // and an invalid Conv: one UnsupportedModel listing all, no crash.
   NodeProto* conv = nullptr;
   Model m = conv_model(&conv);
@@ -673,15 +678,14 @@ TEST(Onnx28, EveryProblemIsListedAtOnce) {
   m.graph().mutable_initializer(0)->add_dims(54);
   m.node("Sigmoid", {"x"}, {"s"}, "sig");
   m.node("Tanh", {"s"}, {"t"}, "tanh");
-  NodeProto& pool = m.node("MaxPool", {"t"}, {"p"}, "pool");
-  attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
-  attr(pool, "ceil_mode", 1);
+  attr(m.node("Upsample", {"t"}, {"p"}, "up"), "mode", std::string("linear"));
   m.output("p");
   const std::string msg = refusal<UnsupportedModel>(m);
   EXPECT_TRUE(contains(msg,
                        "2 problems:\n  - unsupported operations: Sigmoid at 'sig', Tanh at "
-                       "'tanh', MaxPool at 'pool' (ceil_mode 1)\n  - ONNX node 'conv' (Conv): "
-                       "weight 'w' of shape {54} has rank 1"));
+                       "'tanh', Upsample at 'up' (mode linear, an interpolation: pathlift reads "
+                       "mode nearest, a copy of entries)\n  - ONNX node 'conv' (Conv): weight 'w' "
+                       "of shape {54} has rank 1"));
 }
 
 TEST(Onnx28, ShapeComputationsAreEvaluated) {
@@ -947,6 +951,246 @@ TEST(Onnx32, WeightsOverTheMemoryLimitAreRefusedBeforeTheyAreAllocated) {
 }
 
 }  // namespace issue32
+
+// --- issue 31: ceil_mode, ConvTranspose, Resize, copy paddings, Slice / Split, views, reductions,
+// Clip and scales (what PyTorch 1.13 does not export: other opsets, modes and refusals) --------
+
+namespace issue31 {
+
+using issue28::attr;
+using issue28::Model;
+using issue28::refusal;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+void floats_attr(NodeProto& n, const std::string& name, std::vector<float> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (const float x : v) {
+    a->add_floats(x);
+  }
+}
+
+void float_attr(NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+/// The gather layers' (axis, indices).
+std::vector<std::pair<Index, std::vector<Index>>> gathers(const LayerGraph& g) {
+  std::vector<std::pair<Index, std::vector<Index>>> out;
+  for (const Layer& l : g.layers) {
+    if (l.kind == LayerKind::gather) {
+      out.emplace_back(l.axis, l.indices);
+    }
+  }
+  return out;
+}
+
+using Picks = std::vector<std::pair<Index, std::vector<Index>>>;
+
+/// x {1, 1, in} -> Resize with `mode`, `rounding` and scales [1, 1, 1, scale] or sizes
+/// [1, 1, 1, size] -> y.
+Model resize_model(Index in, double scale, Index size, const std::string& mode,
+                   const std::string& rounding) {
+  Model m({1, 1, in});
+  NodeProto* r = nullptr;
+  if (size > 0) {
+    m.constant("sizes", {1, 1, 1, static_cast<double>(size)});
+    r = &m.node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
+  } else {
+    m.constant("scales", {1, 1, 1, scale}, TensorProto::FLOAT);
+    r = &m.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+  }
+  attr(*r, "coordinate_transformation_mode", mode);
+  attr(*r, "nearest_mode", rounding);
+  m.output("y");
+  return m;
+}
+
+TEST(Onnx31, ResizeFollowsTheCoordinateTransformationExactly) {
+  // half_pixel, round_prefer_floor: x = (o + 1/2) / 2 - 1/2, the ties (0.25 + k/2 never tie).
+  EXPECT_EQ(gathers(resize_model(3, 2, 0, "half_pixel", "round_prefer_floor").parse()),
+            (Picks{{2, {0, 0, 1, 1, 2, 2}}}));
+  // align_corners on 3 -> 5: x = o / 2, ties at 0.5 and 1.5 broken down, then up.
+  EXPECT_EQ(gathers(resize_model(3, 0, 5, "align_corners", "round_prefer_floor").parse()),
+            (Picks{{2, {0, 0, 1, 1, 2}}}));
+  EXPECT_EQ(gathers(resize_model(3, 0, 5, "align_corners", "round_prefer_ceil").parse()),
+            (Picks{{2, {0, 1, 1, 2, 2}}}));
+  EXPECT_EQ(gathers(resize_model(5, 0, 2, "asymmetric", "ceil").parse()),
+            (Picks{{2, {0, 3}}}));  // x = o 5/2
+  EXPECT_EQ(gathers(resize_model(3, 0, 1, "pytorch_half_pixel", "floor").parse()),
+            (Picks{{2, {0}}}));
+  // PyTorch's nearest: asymmetric, floor; the scale 1.5 gives 4 entries and the same picks
+  // whether the scale is 1.5 (the runtimes) or 4 / 3 (the specification).
+  EXPECT_EQ(gathers(resize_model(3, 1.5, 0, "asymmetric", "floor").parse()),
+            (Picks{{2, {0, 0, 1, 2}}}));
+  // 1.3 on 5: 6 entries, entry 5 from floor(5 / 1.3) = 3 or floor(5 5 / 6) = 4: refused.
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(resize_model(5, 1.3, 0, "asymmetric", "floor")),
+                       "Resize at 'resize' (scale 1.2999999523162842 on dimension 3 of size 5: an "
+                       "output of 6 entries, whose entry 5 ONNX's specification (scale = 6 / 5) "
+                       "and the runtimes (scale = 1.2999999523162842) take from different input "
+                       "entries)"));
+  EXPECT_TRUE(
+      contains(refusal<UnsupportedModel>(resize_model(3, 2, 0, "tf_crop_and_resize", "floor")),
+               "Resize at 'resize' (coordinate_transformation_mode tf_crop_and_resize)"));
+  EXPECT_TRUE(contains(refusal<NetworkError>(resize_model(3, 2, 0, "asymmetric", "nearest")),
+                       "nearest_mode 'nearest' is not round_prefer_floor"));
+  Model cubic = resize_model(3, 2, 0, "asymmetric", "floor");
+  attr(*cubic.graph().mutable_node(1), "mode", std::string("cubic"));
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(cubic),
+                       "Resize at 'resize' (mode cubic, an interpolation"));
+}
+
+TEST(Onnx31, ResizeAxesAndUpsample) {
+  Model axes({1, 2, 3}, 18);  // opset 18: the scales of the listed axes only
+  axes.constant("scales", {3, 2}, TensorProto::FLOAT);
+  NodeProto& r = axes.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+  attr(r, "axes", std::vector<std::int64_t>{-1, 2});
+  attr(r, "coordinate_transformation_mode", std::string("asymmetric"));
+  attr(r, "nearest_mode", std::string("floor"));
+  axes.output("y");
+  EXPECT_EQ(gathers(axes.parse()), (Picks{{2, {0, 0, 0, 1, 1, 1, 2, 2, 2}}, {1, {0, 0, 1, 1}}}));
+  Model up({1, 2, 2}, 7);  // Upsample 7: the scales an attribute, each entry repeated
+  floats_attr(up.node("Upsample", {"x"}, {"y"}, "up"), "scales", {1, 1, 2, 1});
+  up.output("y");
+  EXPECT_EQ(gathers(up.parse()), (Picks{{1, {0, 0, 1, 1}}}));
+  Model half({1, 2, 2}, 9);
+  half.constant("scales", {1, 1, 1.5, 1}, TensorProto::FLOAT);
+  half.node("Upsample", {"x", "scales"}, {"y"}, "up");
+  half.output("y");
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(half),
+                       "pathlift reads Upsample with integer "
+                       "scales"));
+}
+
+/// x {2, 3} (1-D) -> ConvTranspose (2 -> 3 channels, kernel 4) with the caller's attributes.
+Model conv_transpose_model(NodeProto** node) {
+  Model m({2, 3});
+  m.weights("w", {2, 3, 4});
+  m.weights("b", {3});
+  *node = &m.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up");
+  attr(**node, "strides", std::vector<std::int64_t>{2});
+  m.output("y");
+  return m;
+}
+
+TEST(Onnx31, ConvTransposePadsFromPadsOutputShapeOrAutoPad) {
+  NodeProto* n = nullptr;
+  Model pads = conv_transpose_model(&n);
+  attr(*n, "pads", std::vector<std::int64_t>{1, 1});
+  const LayerGraph g = pads.parse();
+  ASSERT_EQ(g.layers[1].kind, LayerKind::conv_transpose);
+  EXPECT_EQ(g.layers[1].out_channels, 3);
+  EXPECT_EQ(g.layers[1].padding, (std::vector<Index>{1}));
+  EXPECT_EQ(layer_shapes(g)[1], (std::vector<Index>{3, 6}));  // (3 - 1) 2 - 2 + 4
+  EXPECT_EQ(g.num_params, 27);                                // w as stored, then b
+  Model shaped = conv_transpose_model(&n);                    // total 2 (3 - 1) + 4 - 6
+  attr(*n, "output_shape", std::vector<std::int64_t>{6});
+  EXPECT_EQ(shaped.parse().layers[1], g.layers[1]);
+  Model same = conv_transpose_model(&n);  // output 3 x 2: total 4 - 2
+  attr(*n, "auto_pad", std::string("SAME_UPPER"));
+  EXPECT_EQ(same.parse().layers[1].padding, (std::vector<Index>{1}));
+  Model odd = conv_transpose_model(&n);
+  attr(*n, "output_shape", std::vector<std::int64_t>{1, 3, 7});
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(odd),
+                       "ConvTranspose at 'up' (asymmetric padding (1 before, 0 after) in spatial "
+                       "dimension 0)"));
+  Model disagree = conv_transpose_model(&n);
+  attr(*n, "output_shape", std::vector<std::int64_t>{6});
+  attr(*n, "pads", std::vector<std::int64_t>{0, 0});
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(disagree),
+                       "ConvTranspose at 'up' (output_shape [6] and pads [0, 0] disagree)"));
+  Model lopsided = conv_transpose_model(&n);
+  attr(*n, "pads", std::vector<std::int64_t>{1, 2});
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(lopsided), "asymmetric padding"));
+}
+
+TEST(Onnx31, PadSplitReduceAndClipOfEveryOpset) {
+  Model edge({1, 2, 3}, 18);  // Pad 18: the axes an input
+  edge.constant("pads", {1, 2});
+  edge.constant("axes", {-1});
+  attr(edge.node("Pad", {"x", "pads", "", "axes"}, {"y"}, "pad"), "mode", std::string("edge"));
+  edge.output("y");
+  EXPECT_EQ(gathers(edge.parse()), (Picks{{2, {0, 0, 1, 2, 2, 2}}}));
+  Model reflect({1, 2, 3});
+  reflect.constant("pads", {0, 0, 0, 1, 0, 0, 0, 3});
+  attr(reflect.node("Pad", {"x", "pads"}, {"y"}, "pad"), "mode", std::string("reflect"));
+  reflect.output("y");
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(reflect),
+                       "Pad at 'pad' (reflect pads [0, 0, 0, 1, 0, 0, 0, 3] of 3 or more on "
+                       "dimension 3 of size 3"));
+  Model split({7, 2}, 18);  // num_outputs: the last part smaller
+  NodeProto& s = split.node("Split", {"x"}, {"a", "b", "c"}, "split");
+  attr(s, "axis", 1);
+  attr(s, "num_outputs", 3);
+  split.output("a");
+  split.output("c");
+  EXPECT_EQ(gathers(split.parse()), (Picks{{0, {0, 1, 2}}, {0, {6}}}));
+  Model mean({3, 4, 5}, 18);  // ReduceMean 18: the axes an input
+  mean.constant("axes", {3, 2});
+  attr(mean.node("ReduceMean", {"x", "axes"}, {"y"}, "mean"), "keepdims", 0);
+  mean.output("y");
+  const LayerGraph g = mean.parse();
+  EXPECT_EQ(g.layers[1].kind, LayerKind::adaptive_avg_pool);
+  EXPECT_EQ(g.layers[2].kind, LayerKind::flatten);
+  Model clip({3}, 6);  // Clip 6: the bounds attributes
+  float_attr(clip.node("Clip", {"x"}, {"y"}, "clip"), "min", 0);
+  clip.output("y");
+  EXPECT_EQ(clip.parse().layers[1].activation, Activation::relu());
+  float_attr(*clip.graph().mutable_node(0), "max", 6);
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(clip),
+                       "Clip at 'clip' (min 0, max 6: a clamp other than min = 0 without max (a "
+                       "ReLU) is not positively homogeneous)"));
+}
+
+TEST(Onnx31, ReshapesAndTransposesAreGathersOrRefusedNamingTheirNode) {
+  // A channel shuffle of 4 channels in 2 groups, written with 0 (copy) and -1 (inferred).
+  Model shuffle({4, 1, 2});
+  shuffle.constant("split", {0, 2, 2, 1, 2});
+  shuffle.node("Reshape", {"x", "split"}, {"r"}, "r");
+  attr(shuffle.node("Transpose", {"r"}, {"t"}, "t"), "perm",
+       std::vector<std::int64_t>{0, 2, 1, 3, 4});
+  shuffle.constant("back", {0, -1, 1, 2});
+  shuffle.node("Reshape", {"t", "back"}, {"y"}, "back");
+  shuffle.output("y");
+  EXPECT_EQ(gathers(shuffle.parse()), (Picks{{0, {0, 2, 1, 3}}}));
+  Model mixed({4, 1, 2});
+  mixed.constant("to", {0, 2, 2, 2});
+  mixed.node("Reshape", {"x", "to"}, {"r"}, "r");
+  mixed.node("Relu", {"r"}, {"y"}, "relu");
+  mixed.output("y");
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(mixed),
+                       "Reshape at 'r' (not a flatten: the entries of 'x' (per-sample shape {4, "
+                       "1, 2}) as per-sample shape {2, 2, 2}, read by 'relu' (Relu); pathlift"));
+  Model batch({4, 1, 2});
+  attr(batch.node("Transpose", {"x"}, {"y"}, "t"), "perm", std::vector<std::int64_t>{1, 0, 2, 3});
+  batch.output("y");
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(batch),
+                       "Transpose at 't' (perm [1, 0, 2, 3] moves the batch dimension)"));
+}
+
+TEST(Onnx31, MulAndDivByAConstantAreScales) {
+  Model m = issue28::gemm_model();
+  m.graph().mutable_output(0)->set_name("z");
+  m.init("c", {}, {2.5});
+  m.node("Div", {"y", "c"}, {"z"}, "half");
+  const LayerGraph g = m.parse();
+  ASSERT_EQ(g.layers[2].kind, LayerKind::scale);
+  EXPECT_EQ(g.layers[2].factor, 0.4);
+  EXPECT_EQ(g.num_params, 15);  // the constant is not a parameter
+  Model zero = issue28::gemm_model();
+  zero.graph().mutable_output(0)->set_name("z");
+  zero.init("c", {1}, {0});
+  zero.node("Div", {"y", "c"}, {"z"}, "inf");
+  EXPECT_TRUE(contains(refusal<UnsupportedModel>(zero),
+                       "Div at 'inf' (a division by 0: the factor is not finite)"));
+}
+
+}  // namespace issue31
 
 }  // namespace
 }  // namespace pathlift

@@ -258,6 +258,9 @@ class _Importer:
         """What `reader` reads for its argument a (in-place operations applied)."""
         if isinstance(a, (tuple, list)):
             return type(a)(self.val(reader, x) for x in a)
+        if isinstance(a, slice):  # x[:, :, :x.shape[2]]: the bounds may be traced sizes
+            return slice(self.val(reader, a.start), self.val(reader, a.stop),
+                         self.val(reader, a.step))
         if not isinstance(a, torch.fx.Node):
             return a
         view = self.traced.view_reads.get(reader, {}).get(a)

@@ -110,7 +110,13 @@ def _unpacked_iter(self: _Proxy) -> Any:
     return torch.fx.Proxy.__iter__(self)
 
 
+class _Attribute(torch.fx.proxy.Attribute):
+    """``x.shape`` of a traced tensor: unpacked like a _Proxy (``n, c, h, w = x.shape``)."""
+
+
 setattr(_Proxy, "__iter__", _unpacked_iter)
+setattr(_Attribute, "__iter__", _unpacked_iter)
+setattr(_Proxy, "__getattr__", lambda self, k: _Attribute(self, k))
 
 
 class _Tracer(torch.fx.Tracer):

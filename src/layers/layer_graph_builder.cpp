@@ -430,55 +430,6 @@ Index entries(const std::vector<Index>& shape) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Batch norm
-
-BatchNormCoefficients batch_norm_coefficients(std::span<const double> mean,
-                                              std::span<const double> var, double eps,
-                                              std::string_view where) {
-  if (mean.size() != var.size()) {
-    throw std::invalid_argument(fmt::format("{}: {} running means but {} running variances", where,
-                                            mean.size(), var.size()));
-  }
-  if (!std::isfinite(eps)) {
-    throw NetworkError(fmt::format("{}: epsilon {} is not finite", where, eps));
-  }
-  BatchNormCoefficients c;
-  c.std.resize(mean.size());
-  c.mean.assign(mean.begin(), mean.end());
-  for (std::size_t k = 0; k < mean.size(); ++k) {
-    const double v = var[k] + eps;
-    if (!std::isfinite(mean[k]) || !(v > 0) || !std::isfinite(v)) {
-      throw NetworkError(fmt::format(
-          "{}: channel {} has running mean {} and running variance {} (+ epsilon {}): the "
-          "variance plus epsilon must be positive and both finite",
-          where, k, mean[k], var[k], eps));
-    }
-    c.std[k] = std::sqrt(v);
-  }
-  return c;
-}
-
-BatchNormAffine fold_batch_norm(std::span<const double> gamma, std::span<const double> beta,
-                                std::span<const double> mean, std::span<const double> var,
-                                double eps, std::string_view where) {
-  if (gamma.size() != mean.size() || beta.size() != mean.size()) {
-    throw NetworkError(
-        fmt::format("{}: scale, bias, mean and variance have {}, {}, {} and {} "
-                    "entries (one per channel each)",
-                    where, gamma.size(), beta.size(), mean.size(), var.size()));
-  }
-  const BatchNormCoefficients c = batch_norm_coefficients(mean, var, eps, where);
-  BatchNormAffine f;
-  f.a.resize(gamma.size());
-  f.b.resize(gamma.size());
-  for (std::size_t k = 0; k < gamma.size(); ++k) {
-    f.a[k] = gamma[k] / c.std[k];
-    f.b[k] = beta[k] - f.a[k] * c.mean[k];
-  }
-  return f;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The builder
 
 LayerGraphBuilder::LayerGraphBuilder(std::vector<Index> input_shape, std::string input_name,
@@ -738,31 +689,6 @@ void LayerGraphBuilder::check_weights(std::span<const double> weights) {
       return;
     }
   }
-}
-
-std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph) {
-  if (graph.layers.empty() || graph.layers[0].kind != LayerKind::input) {
-    throw NetworkError("layer 0 must be the input layer (kind input)");
-  }
-  if (!graph.layers[0].inputs.empty()) {
-    throw NetworkError(
-        fmt::format("layer 0 '{}' (input) has inputs", printable(graph.layers[0].name)));
-  }
-  LayerGraphBuilder b(graph.input_shape, graph.layers[0].name, LayerNames::strict);
-  b.set_num_params(graph.num_params);
-  for (std::size_t i = 1; i < graph.layers.size(); ++i) {
-    b.add(graph.layers[i]);
-  }
-  for (const Index o : graph.outputs) {
-    b.output(o);
-  }
-  std::vector<std::vector<Index>> shapes = b.shapes();
-  if (graph.weights) {
-    // Checked in place: theta may be the largest object of the program, and is not copied.
-    b.check_weights(*graph.weights);
-  }
-  (void)b.finish(graph.num_params);
-  return shapes;
 }
 
 }  // namespace pathlift

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "pathlift/error.hpp"
+#include "pathlift/layer_graph_builder.hpp"
 #include "src/core/detail/enum_names.hpp"
 #include "src/layers/detail/layers_geometry.hpp"
 
@@ -46,6 +47,31 @@ LayerKind parse_layer_kind(std::string_view name) {
   } catch (const std::invalid_argument& e) {
     throw FormatError(e.what());
   }
+}
+
+std::vector<std::vector<Index>> layer_shapes(const LayerGraph& graph) {
+  if (graph.layers.empty() || graph.layers[0].kind != LayerKind::input) {
+    throw NetworkError("layer 0 must be the input layer (kind input)");
+  }
+  if (!graph.layers[0].inputs.empty()) {
+    throw NetworkError(
+        fmt::format("layer 0 '{}' (input) has inputs", printable(graph.layers[0].name)));
+  }
+  LayerGraphBuilder b(graph.input_shape, graph.layers[0].name, LayerNames::strict);
+  b.set_num_params(graph.num_params);
+  for (std::size_t i = 1; i < graph.layers.size(); ++i) {
+    b.add(graph.layers[i]);
+  }
+  for (const Index o : graph.outputs) {
+    b.output(o);
+  }
+  std::vector<std::vector<Index>> shapes = b.shapes();
+  if (graph.weights) {
+    // Checked in place: theta may be the largest object of the program, and is not copied.
+    b.check_weights(*graph.weights);
+  }
+  (void)b.finish(graph.num_params);
+  return shapes;
 }
 
 }  // namespace pathlift

@@ -88,7 +88,9 @@ bool Importer::data_input(int i, int k, Index& layer) {
     layer = t.layer;
     return true;
   }
-  if (t.kind != Kind::failed) {
+  if (t.kind == Kind::view) {
+    refuse_view(*t.view, label(i));
+  } else if (t.kind != Kind::failed) {
     unsupported(i, fmt::format("its input '{}' is a constant, not computed from the data input",
                                printable(name)));
   }
@@ -133,10 +135,6 @@ std::string static_problem(const NodeProto& n, const std::function<bool(int)>& u
                        float_attr(n, "beta", 1.0) != 1.0)) {
     return "transA, alpha or beta other than PyTorch's Linear";
   }
-  if ((op == "Conv" || op == "MaxPool" || op == "AveragePool") &&
-      int_attr(n, "ceil_mode", 0) != 0) {
-    return "ceil_mode 1";
-  }
   if (op == "MaxPool" && used(1)) {
     return "its indices output is used";
   }
@@ -147,8 +145,18 @@ std::string static_problem(const NodeProto& n, const std::function<bool(int)>& u
   if (op == "Dropout" && used(1)) {
     return "its mask output is used";
   }
-  if (op == "Pad" && string_attr(n, "mode", "constant") != "constant") {
-    return "mode " + printable(string_attr(n, "mode", ""));
+  if (op == "Pad") {
+    const std::string mode = string_attr(n, "mode", "constant");
+    if (mode == "wrap") {
+      return "mode wrap (opset 19, newer than pathlift reads)";
+    }
+    if (mode != "constant" && mode != "reflect" && mode != "edge") {
+      return "mode " + printable(mode);
+    }
+  }
+  if ((op == "Resize" || op == "Upsample") && string_attr(n, "mode", "nearest") != "nearest") {
+    return "mode " + printable(string_attr(n, "mode", "")) +
+           ", an interpolation: pathlift reads mode nearest, a copy of entries";
   }
   return {};
 }
@@ -180,6 +188,8 @@ void Importer::build(int i) {
       conv_or_pool(i);
     } else if (op == "BatchNormalization") {
       batch_norm(i);
+    } else if (op == "ConvTranspose") {
+      conv_transpose(i);
     } else if (op == "Relu" || op == "LeakyRelu") {
       Index x = -1;
       if (data_input(i, 0, x)) {
@@ -216,17 +226,29 @@ void Importer::build(int i) {
       pad(i);
     } else if (op == "Transpose") {
       const Tensor& w = state(n.input(0));
-      const auto perm = ints_attr(n, "perm");
-      if (w.kind == Kind::initializer && tensor_dims(*w.tensor).size() == 2 &&
-          (!perm || *perm == std::vector<Index>{1, 0})) {
+      if (w.kind == Kind::initializer) {  // fold() left the weight's transpose (perm [1, 0])
         Tensor t = w;
         t.kind = Kind::transposed;
         set(n.output(0), std::move(t));
       } else {
-        unsupported(i, "only a Transpose (perm [1, 0]) of a weight initializer");
+        transpose(i);
       }
+    } else if (op == "Slice") {
+      slice(i);
+    } else if (op == "Split") {
+      split(i);
+    } else if (op == "Gather") {
+      gather(i);
+    } else if (op == "Resize" || op == "Upsample") {
+      resize(i);
+    } else if (op == "Clip") {
+      clip(i);
+    } else if (op == "Mul" || op == "Div") {
+      mul_div(i);
+    } else if (op == "ReduceMean" || op == "ReduceSum") {
+      reduce(i);
     } else {
-      unsupported(i, "an operand computed from the data");  // Mul, Div
+      unsupported(i, "an operand computed from the data");  // Floor, Cast, Shape of a pad, ...
     }
   }
   for (const std::string& out : n.output()) {
@@ -254,6 +276,8 @@ LayerGraph Importer::run() {
     const Tensor& t = state(out.name());
     if (t.kind == Kind::data) {
       m_builder->output(t.layer);
+    } else if (t.kind == Kind::view) {
+      refuse_view(*t.view, fmt::format("the graph output '{}'", printable(out.name())));
     } else if (t.kind != Kind::failed) {
       m_unsupported.push_back(
           fmt::format("the graph output '{}' is a constant, not computed from the data input",

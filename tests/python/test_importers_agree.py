@@ -113,6 +113,31 @@ class Functional(nn.Module):
         return F.leaky_relu(F.linear(g.reshape(g.shape[0], -1), self.w, self.b), 0.125)
 
 
+class Rearranged(nn.Module):
+    """Issue 31's layers: reflect padding, a ceil_mode max pool, a transposed convolution, a
+    chunk and a channel shuffle (view, transpose, view) with cat, nearest upsampling, a ceil_mode
+    average pool, x * 2.0, clamp(min=0), the mean over the spatial dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(2, 4, 3, padding=1, padding_mode="reflect")
+        self.pool = nn.MaxPool2d(2, ceil_mode=True)
+        self.up = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.mid = nn.Conv2d(4, 4, 3, padding=1)
+        self.upsample = nn.Upsample(scale_factor=2, mode="nearest")
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.up(self.pool(torch.relu(self.enc(x))))        # 4 x 6 x 6
+        a, b = h.chunk(2, dim=1)
+        h = torch.cat([torch.clamp(b, min=0), a * 2.0], dim=1)
+        n, c, hh, ww = h.size()
+        h = h.view(n, 2, c // 2, hh, ww).transpose(1, 2).contiguous().view(n, c, hh, ww)
+        h = torch.relu(self.mid(self.upsample(h)))
+        h = F.avg_pool2d(h, 3, stride=2, padding=1, ceil_mode=True)
+        return self.fc(h.mean([2, 3]))
+
+
 # name -> (model factory, input shape)
 CORPUS = {
     "resnet18": (lambda: torchvision_model("resnet18"), (3, 16, 16)),
@@ -156,6 +181,10 @@ CORPUS = {
     "concat": (Concat, (2, 4, 4)),
     "shared": (Shared, (2, 4, 4)),
     "functional-inplace": (Functional, (1, 8, 8)),
+    "rearranged": (Rearranged, (2, 5, 5)),
+    "audio-ceil-mean": (seq(nn.Conv1d(1, 3, 5, stride=3), nn.ReLU(), nn.MaxPool1d(3, ceil_mode=True),
+                            nn.Conv1d(3, 4, 2), nn.ReLU(), nn.AvgPool1d(2, ceil_mode=True),
+                            nn.Flatten(), nn.Linear(4 * 2, 2)), (1, 40)),
 }
 LARGE = {"resnet18", "densenet121", "inception_v3"}
 FORWARD = [n for n in CORPUS if n not in LARGE - {"resnet18"}]

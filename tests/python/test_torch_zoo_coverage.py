@@ -254,3 +254,29 @@ def test_torch_functions_on_the_new_layers(pathlift_module):
     loss.backward()
     opt.step()
     assert float(pt.path_norm(model, 1.0, input_shape=shape)) != before
+
+
+class ShapeReads(nn.Module):
+    """``n, c, h, w = x.shape`` (unpacking a traced attribute) and a slice bounded by a traced
+    size, ``y[:, :, :x.shape[2] - 1]``."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 3 * 4, 2)
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        y = torch.relu(self.c(x))[:, :, :x.shape[2] - 1]
+        return self.fc(y.reshape(n, -1))
+
+
+def test_shapes_read_from_the_traced_tensor(pathlift_module):
+    pl = pathlift_module
+    model = randomized(ShapeReads())
+    net = pl.from_torch(model, input_shape=(2, 4, 4))
+    X = torch.randn(3, 2, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        want = model(X).numpy()
+    np.testing.assert_allclose(pl.forward(net, None, X.reshape(3, -1).numpy()).outputs, want,
+                               rtol=1e-12, atol=1e-13)

@@ -1,9 +1,10 @@
 // The ONNX importer's constants (onnx_import.hpp): what an exporter computes from constants and
 // from shapes is evaluated at import, as onnx-simplifier would: Constant, Shape (of a tensor
-// computed from the data: its per-sample shape is known, the batch size stays symbolic),
-// Gather, Cast, ConstantOfShape, Concat, Slice, Unsqueeze, Squeeze, Identity, and integer
-// Add, Sub, Mul, Div. torch.onnx.export writes such a subgraph for x.view(x.size(0), -1);
-// Reshape then sees (batch, -1).
+// computed from the data: its per-sample shape is known, the batch size stays symbolic), Gather,
+// Cast, ConstantOfShape, Concat, Unsqueeze, Squeeze, Identity, and Add, Sub, Mul, Div; Slice,
+// Reshape, Transpose and Floor in onnx_fold_tensors.cpp. torch.onnx.export writes such subgraphs
+// for x.view(x.size(0), -1) (Reshape then sees (batch, -1)), for the pads of a reflect or
+// replicate padding, the sizes of an interpolation, the split points of x.chunk(2, dim=1).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -69,8 +70,10 @@ std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
       return nullptr;
     }
     default:
-      unsupported(i, fmt::format("its input '{}' is {}not a constant", printable(name),
-                                 t.kind == Kind::data ? "computed from the data, " : ""));
+      unsupported(
+          i, fmt::format(
+                 "its input '{}' is {}not a constant", printable(name),
+                 t.kind == Kind::data || t.kind == Kind::view ? "computed from the data, " : ""));
       return nullptr;
   }
 }
@@ -107,18 +110,34 @@ bool Importer::ints_input(int i, int k, const char* attr,
 bool Importer::fold(int i) {
   const NodeProto& n = m_g.node(i);
   const std::string& op = n.op_type();
+  // Gather, Slice, Reshape, Transpose and Floor of a tensor computed from the data are layers
+  // (onnx_views.cpp); of a constant, constants.
+  const Kind first = n.input_size() > 0 ? state(n.input(0)).kind : Kind::constant;
+  const bool of_constant = first == Kind::constant || first == Kind::initializer;
   if (op == "Constant") {
     fold_constant_node(i);
   } else if (op == "Shape") {
     fold_shape(i);
-  } else if (op == "Gather") {
+  } else if (op == "Gather" && of_constant) {
     fold_gather(i);
   } else if (op == "Cast") {
     fold_cast(i);
   } else if (op == "ConstantOfShape") {
     fold_constant_of_shape(i);
-  } else if (op == "Slice") {
+  } else if (op == "Slice" && of_constant) {
     fold_slice(i);
+  } else if (op == "Reshape" && of_constant) {
+    fold_reshape(i);
+  } else if (op == "Floor" && of_constant) {
+    fold_floor(i);
+  } else if (op == "Transpose" && of_constant) {
+    // A 2-D weight's transpose (perm [1, 0]) stays a weight, read by MatMul or Gemm.
+    const auto perm = ints_attr(n, "perm");
+    if (first == Kind::initializer && tensor_dims(*state(n.input(0)).tensor).size() == 2 &&
+        (!perm || *perm == std::vector<Index>{1, 0})) {
+      return false;
+    }
+    fold_transpose(i);
   } else if (op == "Unsqueeze" || op == "Squeeze") {
     fold_unsqueeze(i, op == "Squeeze");
   } else if (op == "Identity" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
@@ -192,9 +211,9 @@ void Importer::fold_shape(int i) {
   const NodeProto& n = m_g.node(i);
   const Tensor& x = state(n.input(0));
   Constant c;
-  if (x.kind == Kind::data) {
+  if (x.kind == Kind::data || x.kind == Kind::view) {
     c.values.push_back({.batch = true});
-    for (const Index d : m_builder->shape(x.layer)) {
+    for (const Index d : x.kind == Kind::view ? x.view->shape() : m_builder->shape(x.layer)) {
       c.values.push_back({.i = d});
     }
   } else if (x.kind == Kind::initializer || x.kind == Kind::constant) {
@@ -400,65 +419,6 @@ void Importer::fold_concat(int i) {
     invalid(i, fmt::format("axis {} of vectors",
                            attribute(n, "axis") ? std::to_string(axis) : std::string("missing")));
     return;
-  }
-  c.dims = {static_cast<Index>(c.values.size())};
-  set_constant(n.output(0), std::move(c));
-}
-
-void Importer::fold_slice(int i) {
-  const NodeProto& n = m_g.node(i);
-  const auto data = constant_input(i, 0);
-  if (!data) {
-    return;
-  }
-  // Opset 10: starts, ends, axes, steps as inputs; before: attributes.
-  std::optional<std::vector<std::int64_t>> starts;
-  std::optional<std::vector<std::int64_t>> ends;
-  std::optional<std::vector<std::int64_t>> axes;
-  std::optional<std::vector<std::int64_t>> steps;
-  if (!ints_input(i, 1, "starts", starts) || !ints_input(i, 2, "ends", ends) ||
-      !ints_input(i, 3, "axes", axes) || !ints_input(i, 4, nullptr, steps)) {
-    return;
-  }
-  if (!starts || !ends) {
-    invalid(i, "starts and ends are required");
-    return;
-  }
-  if (data->dims.size() != 1) {
-    unsupported(i, fmt::format("a Slice of a constant of shape {} (pathlift evaluates vectors)",
-                               shape_text(data->dims)));
-    return;
-  }
-  const auto one = [](const auto& v) { return !v || v->size() == 1; };
-  if (starts->size() != 1 || ends->size() != 1 || !one(axes) || !one(steps) ||
-      (axes && (*axes)[0] != 0 && (*axes)[0] != -1)) {
-    invalid(i, "starts, ends, axes and steps must slice the one axis of a vector");
-    return;
-  }
-  const std::int64_t step = steps ? (*steps)[0] : 1;
-  if (step == 0) {
-    invalid(i, "a step of 0");
-    return;
-  }
-  const auto size = static_cast<std::int64_t>(data->values.size());
-  std::int64_t start = (*starts)[0];
-  std::int64_t end = (*ends)[0];
-  start = start < 0 ? start + size : start;  // no overflow: size is small
-  end = end < 0 ? end + size : end;
-  if (step > 0) {
-    start = std::clamp<std::int64_t>(start, 0, size);
-    end = std::clamp<std::int64_t>(end, 0, size);
-  } else {
-    start = std::clamp<std::int64_t>(start, 0, size - 1);
-    end = std::clamp<std::int64_t>(end, -1, size - 1);
-  }
-  Constant c;
-  c.real = data->real;
-  for (std::int64_t k = start; step > 0 ? k < end : k > end;) {
-    c.values.push_back(data->values[static_cast<std::size_t>(k)]);
-    if (__builtin_add_overflow(k, step, &k)) {
-      break;
-    }
   }
   c.dims = {static_cast<Index>(c.values.size())};
   set_constant(n.output(0), std::move(c));

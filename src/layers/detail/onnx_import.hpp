@@ -4,7 +4,11 @@
 // input, every node's arity, who writes and who reads each tensor); one pass walks the nodes in
 // order and gives every tensor a state (onnx.cpp): a layer output of the LayerGraphBuilder, an
 // initializer, a constant evaluated at import (onnx_fold.cpp: shape subgraphs), a pending Pad,
-// or failed; theta is laid out last (onnx_theta.cpp). The model comes from onnx_source.cpp,
+// a pending reshape / transpose of a layer's entries (onnx_views.cpp, which also makes the
+// gathers of Slice, Split, Gather and copy paddings; onnx_resize.cpp those of Resize and
+// Upsample), or failed; theta is laid out last (onnx_theta.cpp). Constants of several
+// dimensions are folded in onnx_fold_tensors.cpp; Clip, Mul / Div and the reductions are in
+// onnx_scale.cpp. The model comes from onnx_source.cpp,
 // which leaves the initializers' raw data in its source; tensors and attributes are read with
 // checked sizes in onnx_tensors.cpp, raw data in blocks. Every node is visited once and every
 // lookup is a hash: the import is linear in the model's size. Needs ONNX_ML=1 and
@@ -94,6 +98,14 @@ struct Constant {
 /// The constant held by tensor t (at most k_max_constant_entries, checked by the caller).
 Constant constant_of(const OnnxModel& model, const TensorProto& t);
 
+/// "[batch, 2, -1]": a constant's values, for messages.
+std::string constant_text(const Constant& c);
+
+/// The entries a Slice keeps along an axis of `size` entries (ONNX's rule: negative starts and
+/// ends count from the end, then both are clamped; the step is not 0), in order.
+std::vector<Index> slice_indices(std::int64_t start, std::int64_t end, std::int64_t step,
+                                 Index size);
+
 // ---------------------------------------------------------------------------------------------
 // The importer.
 
@@ -108,6 +120,38 @@ inline Layer make_layer(LayerKind kind, std::string name, std::vector<Index> inp
   l.inputs = std::move(inputs);
   return l;
 }
+
+/// The entries of a builder layer reshaped and transposed (Reshape, Transpose, Flatten of a
+/// tensor computed from the data), known symbolically (onnx_views.cpp). The source's entries, in
+/// row-major order, are numbered by a mixed radix whose digits are the "atoms" (size, stride in
+/// the source's entry number): at first one per source dimension. Each per-sample dimension of
+/// the view is a list of atoms, most significant first. A reshape merges the atoms that are
+/// contiguous in the view's order, then regroups them, splitting one where a new dimension ends
+/// inside it (when the dimension's remaining size divides it); a transpose permutes the
+/// dimensions: O(rank) each, nothing per entry. The view becomes layers again (gathers, a
+/// flatten) when each of its dimensions is made of the atoms of the source's dimension of the
+/// same position (the source's shape, its entries permuted within each dimension: a channel
+/// shuffle), or when it is a vector.
+struct EntryView {
+  struct Atom {
+    Index size = 1;
+    Index stride = 1;
+  };
+  Index layer = -1;                    ///< the source layer
+  int node = -1;                       ///< the node that made the view (named when refused)
+  std::vector<Atom> atoms;             ///< the atoms (at most 31: each of size 2 or more)
+  std::vector<std::vector<int>> dims;  ///< per view dimension, its atoms (indices above)
+
+  /// The per-sample shape of the view.
+  [[nodiscard]] std::vector<Index> shape() const;
+};
+
+/// The view of layer `layer`'s entries as they are (shape: its per-sample shape), made by node.
+std::shared_ptr<EntryView> identity_view(Index layer, const std::vector<Index>& shape, int node);
+
+/// v reshaped to `shape` (the same number of entries, row-major). False when a new dimension
+/// would end inside an atom that its remaining size does not divide: the reshape mixes digits.
+bool reshape_view(EntryView& v, const std::vector<Index>& shape);
 
 /// An ONNX model as a LayerGraph.
 class Importer {
@@ -128,6 +172,7 @@ class Importer {
     transposed,   ///< Transpose (perm [1, 0]) of initializer `tensor`, parameter `param`
     constant,     ///< `value`, evaluated at import
     pad,          ///< a zero Pad of layer `layer` by `pads` (per spatial dimension), pending
+    view,         ///< layer `layer`'s entries reshaped and transposed (`view`), pending
   };
   struct Tensor {
     Kind kind = Kind::failed;
@@ -136,6 +181,7 @@ class Importer {
     std::string param;
     std::shared_ptr<const Constant> value;
     std::vector<Index> pads;
+    std::shared_ptr<const EntryView> view;
   };
   /// A parameter block of a layer: where theta takes it from.
   struct Use {
@@ -189,11 +235,52 @@ class Importer {
                                                    const std::vector<Index>& kernel,
                                                    const std::vector<Index>& stride,
                                                    const std::vector<Index>& dilation);
+  void conv_transpose(int i);
   void batch_norm(int i);
   void add_sub_concat(int i);
   void flatten(int i);
   void reshape(int i);
   void pad(int i);
+
+  // onnx_scale.cpp: fixed-weight maps.
+  void clip(int i);
+  void mul_div(int i);
+  void reduce(int i);
+
+  // onnx_views.cpp: entries picked, repeated, reshaped and permuted.
+  /// Appends a gather of layer `x` along pathlift's `axis` (named after node i) unless
+  /// `indices` picks every entry in order; x becomes the result. False when the builder
+  /// refused it (it recorded why).
+  bool gather_along(int i, Index& x, Index axis, std::vector<Index> indices);
+  /// Counts `count` more gather indices (node i is about to make them): TooLarge, before they
+  /// are allocated, when all of them exceed the memory limit.
+  void count_indices(int i, Index count);
+  /// Sets output `slot` of node i to layer x.
+  void set_output(int i, int slot, Index x);
+  /// The node's input 0 as data (a layer output, or a view when `view` is given), else false
+  /// after recording why not.
+  bool data_or_view(int i, Index& layer, std::shared_ptr<const EntryView>* view);
+  /// Records (once per view) that a view is read by what cannot read it, naming the node that
+  /// made it.
+  void refuse_view(const EntryView& v, const std::string& reader);
+  /// Output 0 of node i is `v`: made into layers when it can be (see EntryView), else left
+  /// pending.
+  void set_view(int i, std::shared_ptr<EntryView> v);
+  /// v's entries as layers, or -1 when v is neither the source's dimensions, each made of its
+  /// own atoms, nor a vector (-2: the builder refused a layer, and recorded why).
+  Index materialise(int i, const EntryView& v);
+  /// ONNX's axis `axis` of a rank-`rank` tensor (the batch included) as a non-negative axis, or
+  /// -1 after recording why not (`what` names the attribute).
+  Index onnx_axis(int i, std::int64_t axis, Index rank, const char* what);
+  void transpose(int i);
+  void slice(int i);
+  void split(int i);
+  void gather(int i);
+  /// A reflect or edge Pad (`mode`) of layer x by `pads` (begins, then ends) on `axes`: gathers.
+  void copy_pad(int i, Index x, const std::string& mode, const std::vector<std::int64_t>& pads,
+                const std::vector<Index>& axes);
+  // onnx_resize.cpp
+  void resize(int i);
   /// A parameter tensor of node i (input k): a floating initializer, with `param` its name in
   /// theta; null after recording why not.
   const Tensor* parameter(int i, int k, const char* what);
@@ -214,9 +301,13 @@ class Importer {
   void fold_cast(int i);
   void fold_constant_of_shape(int i);
   void fold_concat(int i);
-  void fold_slice(int i);
   void fold_unsqueeze(int i, bool squeeze);
   void fold_arithmetic(int i);
+  // onnx_fold_tensors.cpp
+  void fold_slice(int i);
+  void fold_reshape(int i);
+  void fold_transpose(int i);
+  void fold_floor(int i);
 
   // onnx_theta.cpp: theta.
   /// The parameters in theta's order: the initializers in graph order, each alias placed before
@@ -235,6 +326,7 @@ class Importer {
   const OnnxModel& m_model;
   const onnx::GraphProto& m_g;
   std::size_t m_max_memory;
+  std::int64_t m_opset = 0;  // the opset of the default domain
   std::optional<LayerGraphBuilder> m_builder;
   std::unordered_map<std::string, const TensorProto*> m_init;
   std::unordered_map<std::string, Producer> m_producer;
@@ -249,6 +341,8 @@ class Importer {
   std::vector<int> m_absorbed;    // node -> 1 when it is a MatMul's bias Add
   std::vector<std::string> m_unsupported;
   std::vector<std::string> m_invalid;
+  std::vector<int> m_view_refused;  // nodes whose view was refused (each once)
+  double m_indices = 0;             // gather indices made so far
 };
 
 }  // namespace pathlift::detail

@@ -1,7 +1,8 @@
 // The ONNX importer's layers (onnx_import.hpp): Gemm and MatMul (+ Add) as linear layers,
-// BatchNormalization folded to a and b, Add, Sub, Concat, Flatten, Reshape to a flatten, and Pad
-// (merged into the Conv or AveragePool after it, onnx_windows.cpp). Each reads its inputs'
-// states and adds one layer to the builder, or records why it cannot.
+// BatchNormalization folded to a and b, Add, Sub, Concat, Flatten, Reshape (a flatten, or a view:
+// onnx_views.cpp), and Pad (a zero one merged into the Conv or AveragePool after it,
+// onnx_windows.cpp; reflect and edge ones are gathers, onnx_views.cpp). Each reads its inputs'
+// states and adds layers to the builder, or records why it cannot.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -254,6 +255,10 @@ void Importer::add_sub_concat(int i) {
   Layer l = make_layer(LayerKind::add, node_name(i), {});
   for (int k = 0; k < n.input_size(); ++k) {
     const Tensor& t = state(n.input(k));
+    if (t.kind == Kind::view) {
+      refuse_view(*t.view, label(i));
+      return;
+    }
     if (t.kind != Kind::data) {
       unsupported(i, op == "Add" ? "a constant operand other than a MatMul's bias"
                                  : fmt::format("its input '{}' is a constant, not computed from "
@@ -314,10 +319,11 @@ void Importer::add_sub_concat(int i) {
 void Importer::flatten(int i) {
   const NodeProto& n = m_g.node(i);
   Index x = -1;
-  if (!data_input(i, 0, x)) {
+  std::shared_ptr<const EntryView> view;
+  if (!data_or_view(i, x, &view)) {
     return;
   }
-  const std::vector<Index>& shape = m_builder->shape(x);
+  const std::vector<Index> shape = view ? view->shape() : m_builder->shape(x);
   const auto rank = static_cast<Index>(shape.size()) + 1;
   const Index given = int_attr(n, "axis", 1);
   if (given < -rank || given > rank) {
@@ -330,31 +336,28 @@ void Importer::flatten(int i) {
     unsupported(i, fmt::format("axis {}: pathlift flattens to (batch, features), axis 1", given));
     return;
   }
+  if (view) {
+    auto v = std::make_shared<EntryView>(*view);
+    Index entries = 1;
+    for (const Index s : shape) {
+      entries *= s;
+    }
+    reshape_view(*v, {entries});  // one dimension takes every atom
+    set_view(i, std::move(v));
+    return;
+  }
   set_data(i, m_builder->add(make_layer(LayerKind::flatten, node_name(i), {x})));
 }
-
-namespace {
-
-std::string constant_text(const Constant& c) {
-  std::string out = "[";
-  for (std::size_t k = 0; k < c.values.size(); ++k) {
-    const Scalar& v = c.values[k];
-    out += (k > 0 ? ", " : "") + (v.batch  ? std::string("batch")
-                                  : c.real ? fmt::format("{}", v.f)
-                                           : std::to_string(v.i));
-  }
-  return out + "]";
-}
-
-}  // namespace
 
 void Importer::reshape(int i) {
   const NodeProto& n = m_g.node(i);
   Index x = -1;
-  if (!data_input(i, 0, x)) {
+  std::shared_ptr<const EntryView> view;
+  if (!data_or_view(i, x, &view)) {
     return;
   }
-  if (state(n.input(1)).kind == Kind::data) {
+  const Kind by = state(n.input(1)).kind;
+  if (by == Kind::data || by == Kind::view) {
     unsupported(i, "its shape is computed from the data, not a constant");
     return;
   }
@@ -362,7 +365,7 @@ void Importer::reshape(int i) {
   if (!target) {
     return;
   }
-  const std::vector<Index>& shape = m_builder->shape(x);
+  const std::vector<Index> shape = view ? view->shape() : m_builder->shape(x);
   Index entries = 1;
   for (const Index s : shape) {
     entries *= s;  // below 2^31 (the builder's bound)
@@ -375,25 +378,67 @@ void Importer::reshape(int i) {
     }
   }
   const bool zero_copies = int_attr(n, "allowzero", 0) == 0;
-  bool ok = false;
-  if (t.size() == 2 && !t[1].batch) {
-    // (batch, features): the batch as the symbolic batch size, 0 (copied), 1 (exported at
-    // batch 1) or -1 (inferred, with the features given).
-    const Scalar& a = t[0];
+  // The batch as the symbolic batch size, 0 (copied), 1 (exported at batch 1) or -1 (inferred,
+  // with every other dimension given).
+  const bool batch_inferred = !t.empty() && !t[0].batch && t[0].i == -1;
+  const bool batch_kept =
+      !t.empty() && (t[0].batch || batch_inferred || t[0].i == 1 || (zero_copies && t[0].i == 0));
+  if (t.size() == 2 && !t[1].batch && batch_kept) {
+    // (batch, features): a flatten.
     const Index b = t[1].i;
-    const bool inferred = !a.batch && a.i == -1;
-    const bool first = a.batch || inferred || a.i == 1 || (zero_copies && a.i == 0);
-    const bool second =
-        b == entries || (b == -1 && !inferred) || (zero_copies && b == 0 && shape.size() == 1);
-    ok = first && second;
+    if (b == entries || (b == -1 && !batch_inferred) ||
+        (zero_copies && b == 0 && shape.size() == 1)) {
+      if (!view) {
+        set_data(i, m_builder->add(make_layer(LayerKind::flatten, node_name(i), {x})));
+        return;
+      }
+      auto v = std::make_shared<EntryView>(*view);
+      if (reshape_view(*v, {entries})) {  // always: one dimension takes every atom
+        set_view(i, std::move(v));
+        return;
+      }
+    }
   }
-  if (!ok) {
+  // (batch, d1, ..., dk): 0 copies the input's dimension, one -1 is inferred.
+  std::vector<Index> to;
+  bool ok = batch_kept && t.size() >= 2;
+  Index known = 1;
+  int inferred = batch_inferred ? 0 : -1;
+  for (std::size_t k = 1; ok && k < t.size(); ++k) {
+    Index d = t[k].batch ? -2 : t[k].i;
+    if (d == 0 && zero_copies) {
+      d = k - 1 < shape.size() ? shape[k - 1] : -2;
+    } else if (d == -1 && inferred < 0) {
+      inferred = static_cast<int>(k);
+      d = 1;
+    }
+    ok = d >= 1 && d <= entries && known <= entries / d;
+    known *= ok ? d : 1;
+    to.push_back(d);
+  }
+  if (ok && inferred > 0) {
+    ok = entries % known == 0;
+    to[static_cast<std::size_t>(inferred - 1)] = ok ? entries / known : 0;
+    known = entries;
+  }
+  if (!ok || known != entries) {
     unsupported(i, fmt::format("not a flatten of the input of per-sample shape {} to (batch, {}): "
                                "shape {}",
                                shape_text(shape), entries, constant_text(*target)));
     return;
   }
-  set_data(i, m_builder->add(make_layer(LayerKind::flatten, node_name(i), {x})));
+  if (!view && to == shape) {
+    set(n.output(0), state(n.input(0)));  // the same tensor
+    return;
+  }
+  auto v = view ? std::make_shared<EntryView>(*view) : identity_view(x, shape, i);
+  if (!reshape_view(*v, to)) {
+    unsupported(i, fmt::format("not a flatten: a reshape of per-sample shape {} to {} that mixes "
+                               "the digits of the entries a transpose reordered",
+                               shape_text(shape), shape_text(to)));
+    return;
+  }
+  set_view(i, std::move(v));
 }
 
 void Importer::pad(int i) {
@@ -413,9 +458,10 @@ void Importer::pad(int i) {
     invalid(i, "the pads are missing (input 1, or the attribute before opset 11)");
     return;
   }
+  const std::string mode = string_attr(n, "mode", "constant");
   // The constant: input 2 (opset 11), else the attribute value; only 0.
   double value = float_attr(n, "value", 0.0);
-  if (n.input_size() > 2 && !n.input(2).empty()) {
+  if (mode == "constant" && n.input_size() > 2 && !n.input(2).empty()) {
     const auto v = constant_input(i, 2);
     if (!v) {
       return;
@@ -426,7 +472,7 @@ void Importer::pad(int i) {
     }
     value = v->real ? v->values[0].f : static_cast<double>(v->values[0].i);
   }
-  if (value != 0.0) {
+  if (mode == "constant" && value != 0.0) {
     unsupported(i, fmt::format("padding with {}, not 0", value));
     return;
   }
@@ -451,6 +497,10 @@ void Importer::pad(int i) {
   if (pads->size() != 2 * order.size()) {
     invalid(i, fmt::format("pads [{}] has {} entries for {} axes (begins, then ends)",
                            fmt::join(*pads, ", "), pads->size(), order.size()));
+    return;
+  }
+  if (mode != "constant") {
+    copy_pad(i, x, mode, *pads, order);
     return;
   }
   // Spatial padding only (axes 2, ...), the same on both sides, not negative.

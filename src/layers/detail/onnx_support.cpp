@@ -29,13 +29,16 @@ constexpr Arity k_arity[] = {
     {"AveragePool", 1, 1, 1, 1},
     {"BatchNormalization", 5, 5, 1, 5},
     {"Cast", 1, 1, 1, 1},
+    {"Clip", 1, 3, 1, 1},
     {"Concat", 1, k_many, 1, 1},
     {"Constant", 0, 0, 1, 1},
     {"ConstantOfShape", 1, 1, 1, 1},
     {"Conv", 2, 3, 1, 1},
+    {"ConvTranspose", 2, 3, 1, 1},
     {"Div", 2, 2, 1, 1},
     {"Dropout", 1, 3, 1, 2},
     {"Flatten", 1, 1, 1, 1},
+    {"Floor", 1, 1, 1, 1},
     {"Gather", 2, 2, 1, 1},
     {"Gemm", 2, 3, 1, 1},
     {"GlobalAveragePool", 1, 1, 1, 1},
@@ -45,14 +48,19 @@ constexpr Arity k_arity[] = {
     {"MaxPool", 1, 1, 1, 2},
     {"Mul", 2, 2, 1, 1},
     {"Pad", 1, 4, 1, 1},
+    {"ReduceMean", 1, 2, 1, 1},
+    {"ReduceSum", 1, 2, 1, 1},
     {"Relu", 1, 1, 1, 1},
     {"Reshape", 2, 2, 1, 1},
+    {"Resize", 1, 4, 1, 1},
     {"Shape", 1, 1, 1, 1},
     {"Slice", 1, 5, 1, 1},
+    {"Split", 1, 2, 1, k_many},
     {"Squeeze", 1, 2, 1, 1},
     {"Sub", 2, 2, 1, 1},
     {"Transpose", 1, 1, 1, 1},
     {"Unsqueeze", 1, 2, 1, 1},
+    {"Upsample", 1, 2, 1, 1},
 };
 
 const Arity* arity_of(const NodeProto& n) {
@@ -95,6 +103,7 @@ void Importer::check_opsets(const onnx::ModelProto& model) {
       continue;  // other domains' operators are refused where they are used
     }
     found = true;
+    m_opset = std::max<std::int64_t>(m_opset, o.version());
     if (o.version() > k_max_opset) {
       throw UnsupportedModel(
           fmt::format("opset {} of domain ai.onnx is newer than pathlift reads (up to {})",

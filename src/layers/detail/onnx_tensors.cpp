@@ -51,6 +51,17 @@ std::string shape_text(const std::vector<Index>& shape) {
   return fmt::format("{{{}}}", fmt::join(shape, ", "));
 }
 
+std::string constant_text(const Constant& c) {
+  std::string out = "[";
+  for (std::size_t k = 0; k < c.values.size(); ++k) {
+    const Scalar& v = c.values[k];
+    out += (k > 0 ? ", " : "") + (v.batch  ? std::string("batch")
+                                  : c.real ? fmt::format("{}", v.f)
+                                           : std::to_string(v.i));
+  }
+  return out + "]";
+}
+
 std::string type_name(int data_type) {
   if (TensorProto::DataType_IsValid(data_type)) {
     return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(data_type));

@@ -1,5 +1,6 @@
-// The ONNX importer's windows (onnx_import.hpp): Conv, MaxPool, AveragePool and
-// GlobalAveragePool, their padding from pads or auto_pad, and a zero Pad before them merged.
+// The ONNX importer's windows (onnx_import.hpp): Conv, ConvTranspose, MaxPool, AveragePool
+// (ceil_mode included) and GlobalAveragePool, their padding from pads or auto_pad, and a zero Pad
+// before them merged.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -205,6 +206,27 @@ void Importer::conv_or_pool(int i) {
   l.stride = stride;  // explicit: pathlift's pools default to the kernel, ONNX's to 1
   l.dilation = dilation;
   l.padding = *padding;
+  l.ceil_mode = op != "Conv" && int_attr(n, "ceil_mode", 0) != 0;
+  if (l.ceil_mode) {
+    // ONNX's output size is ceil((in + pads - span) / stride) + 1, PyTorch's (pathlift's) the
+    // same less a last window that starts in the right padding (a merged Pad's zeros count as
+    // padding): they must agree.
+    for (std::size_t d = 0; d < dims; ++d) {
+      const Index span = (kernel[d] - 1) * dilation[d] + 1;
+      const Index padded = shape[d + 1] + 2 * (*padding)[d];
+      if (padded < span) {
+        break;  // the builder says why
+      }
+      const Index last = (padded - span + stride[d] - 1) / stride[d] * stride[d];
+      if (last >= shape[d + 1] + (*padding)[d]) {
+        unsupported(i, fmt::format("ceil_mode 1 with a last window that starts in the right "
+                                   "padding{} in spatial dimension {}: ONNX's formula keeps it, "
+                                   "PyTorch's rule drops it",
+                                   extra.empty() ? "" : " (the zeros of the Pad before it)", d));
+        return;
+      }
+    }
+  }
   if (op == "MaxPool") {
     l.kind = LayerKind::max_pool;
     set_data(i, m_builder->add(std::move(l)));
@@ -220,6 +242,159 @@ void Importer::conv_or_pool(int i) {
   l.kind = LayerKind::conv;
   l.groups = int_attr(n, "group", 1);
   l.out_channels = wd[0];
+  l.weight_offset = 0;
+  l.bias_offset = b != nullptr ? 0 : -1;
+  LayerParameters p;
+  p.weight = ParameterTensor{w->tensor->name(), wd};
+  if (b != nullptr) {
+    p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
+  }
+  const LayerOutput y = m_builder->add(std::move(l), p);
+  if (y.ok) {
+    use(y.layer, false, *w, false);
+    if (b != nullptr) {
+      use(y.layer, true, *b, false);
+    }
+  }
+  set_data(i, y);
+}
+
+void Importer::conv_transpose(int i) {
+  const NodeProto& n = m_g.node(i);
+  Index x = -1;
+  if (!data_input(i, 0, x)) {
+    return;
+  }
+  const std::vector<Index> shape = m_builder->shape(x);
+  const Tensor* w = parameter(i, 1, "weight");
+  const bool has_bias = n.input_size() > 2 && !n.input(2).empty();
+  const Tensor* b = has_bias ? parameter(i, 2, "bias") : nullptr;
+  if (w == nullptr || (has_bias && b == nullptr)) {
+    return;
+  }
+  // The weight (in_channels, out_channels / group, k...): PyTorch's layout, theta's.
+  const std::vector<Index> wd = tensor_dims(*w->tensor);
+  if (wd.size() > 4) {
+    unsupported(i, fmt::format("{}-D transposed convolution", wd.size() - 2));
+    return;
+  }
+  if (shape.size() < 2 || wd.size() != shape.size() + 1) {
+    invalid(i, fmt::format("weight '{}' of shape {} does not fit an input of per-sample shape {}: "
+                           "a ConvTranspose weight has rank 3 (1-D) or 4 (2-D), one spatial "
+                           "dimension per input's",
+                           printable(n.input(1)), shape_text(wd), shape_text(shape)));
+    return;
+  }
+  const std::size_t dims = shape.size() - 1;
+  const std::vector<Index> kernel_of_weight(wd.begin() + 2, wd.end());
+  const std::vector<Index> kernel = ints_attr(n, "kernel_shape").value_or(kernel_of_weight);
+  const std::vector<Index> stride = ints_attr(n, "strides").value_or(std::vector<Index>(dims, 1));
+  const std::vector<Index> dilation =
+      ints_attr(n, "dilations").value_or(std::vector<Index>(dims, 1));
+  const std::vector<Index> output_padding =
+      ints_attr(n, "output_padding").value_or(std::vector<Index>(dims, 0));
+  using Named = std::pair<const char*, const std::vector<Index>*>;
+  for (const auto& [what, v] :
+       {Named{"kernel_shape", &kernel}, Named{"strides", &stride}, Named{"dilations", &dilation},
+        Named{"output_padding", &output_padding}}) {
+    const Index lo = std::string_view(what) == "output_padding" ? 0 : 1;
+    if (v->size() != dims ||
+        std::any_of(v->begin(), v->end(), [&](Index e) { return e < lo || e > k_max_dim; })) {
+      invalid(i, fmt::format("{} [{}] must have {} entries in {}..{}", what, fmt::join(*v, ", "),
+                             dims, lo, k_max_dim));
+      return;
+    }
+  }
+  if (kernel != kernel_of_weight) {
+    invalid(i, fmt::format("kernel_shape [{}] is not the weight's {}", fmt::join(kernel, ", "),
+                           shape_text(wd)));
+    return;
+  }
+  const Index group = int_attr(n, "group", 1);
+  if (group < 1 || group > k_max_dim || wd[1] > k_max_dim / group) {
+    invalid(i, fmt::format("group {} must be in 1..{}", group, k_max_dim));
+    return;
+  }
+  // The padding: pads (NOTSET), none (VALID), or what an output size asks (auto_pad SAME_*:
+  // in * stride; output_shape): total = stride (in - 1) + output_padding + span - out, split
+  // with the odd one at the end for SAME_UPPER, at the beginning otherwise.
+  const std::string mode = string_attr(n, "auto_pad", "NOTSET");
+  const auto pads = ints_attr(n, "pads");
+  auto out_shape = ints_attr(n, "output_shape");
+  if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
+    invalid(i, fmt::format("auto_pad '{}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
+                           printable(mode)));
+    return;
+  }
+  if (out_shape && out_shape->size() == dims + 2) {
+    out_shape->erase(out_shape->begin(), out_shape->begin() + 2);  // (N, C, spatial...)
+  }
+  if (out_shape && out_shape->size() != dims) {
+    invalid(
+        i, fmt::format("output_shape [{}] has {} entries for {} spatial dimension{}",
+                       fmt::join(*out_shape, ", "), out_shape->size(), dims, dims == 1 ? "" : "s"));
+    return;
+  }
+  if (pads && pads->size() != 2 * dims) {
+    invalid(
+        i, fmt::format("pads [{}] has {} entries: {} spatial dimension{} need {}",
+                       fmt::join(*pads, ", "), pads->size(), dims, dims == 1 ? "" : "s", 2 * dims));
+    return;
+  }
+  std::vector<Index> padding(dims, 0);
+  for (std::size_t d = 0; d < dims; ++d) {
+    Index begin = pads ? (*pads)[d] : 0;
+    Index end = pads ? (*pads)[d + dims] : 0;
+    if (mode == "VALID") {
+      begin = end = 0;
+    }
+    if (out_shape || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      const Index out = out_shape ? (*out_shape)[d] : shape[d + 1] * stride[d];
+      if (out < 1 || out > k_max_dim) {
+        invalid(i, fmt::format("an output size {} in spatial dimension {} is not in 1..{}", out, d,
+                               k_max_dim));
+        return;
+      }
+      const Index total = stride[d] * (shape[d + 1] - 1) + output_padding[d] +
+                          (kernel[d] - 1) * dilation[d] + 1 - out;
+      const Index half = total / 2;  // total >= 0 below, so this rounds down
+      const Index first = mode == "SAME_UPPER" ? half : total - half;
+      if (out_shape && pads && (first != begin || total - first != end)) {
+        unsupported(i, fmt::format("output_shape [{}] and pads [{}] disagree",
+                                   fmt::join(*out_shape, ", "), fmt::join(*pads, ", ")));
+        return;
+      }
+      if (total < 0) {
+        unsupported(i, fmt::format("an output of {} entries in spatial dimension {}, more than "
+                                   "the {} its input gives",
+                                   out, d, out + total));
+        return;
+      }
+      begin = first;
+      end = total - first;
+    }
+    if (begin < 0 || end < 0 || begin > k_max_dim || end > k_max_dim) {
+      invalid(i, fmt::format("a padding of {} before and {} after in spatial dimension {} is not "
+                             "in 0..{}",
+                             begin, end, d, k_max_dim));
+      return;
+    }
+    if (begin != end) {
+      unsupported(i, fmt::format("asymmetric padding ({} before, {} after) in spatial dimension "
+                                 "{}",
+                                 begin, end, d));
+      return;
+    }
+    padding[d] = begin;
+  }
+  Layer l = make_layer(LayerKind::conv_transpose, node_name(i), {x});
+  l.out_channels = wd[1] * group;
+  l.groups = group;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  l.dilation = dilation;
+  l.output_padding = output_padding;
   l.weight_offset = 0;
   l.bias_offset = b != nullptr ? 0 : -1;
   LayerParameters p;

@@ -1,0 +1,125 @@
+// edge_products() of layer_dp_engine.hpp: per-parameter sums over the edges of a parameter
+// layer, from the forward sums of its input and the backward sums of its output.
+
+#include <cmath>
+#include <vector>
+
+#include "src/dp/detail/dp_scaled.hpp"
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
+#include "src/layer_dp/detail/layer_kernels.hpp"
+
+namespace pathlift::detail {
+
+void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
+                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const std::int64_t e = x.exp + y.exp;
+  // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
+  const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    for (Index i = 0; i < count; ++i) {
+      if (values[i] == 0) {
+        continue;
+      }
+      if (out_k == nullptr && factor == nullptr) {
+        out_m[offset + i] += dp_ldexp(values[i], exp);
+        continue;
+      }
+      if (factor == nullptr) {
+        dp_merge(out_m[offset + i], out_k[offset + i], values[i], exp);
+        continue;
+      }
+      const double f = factor[offset + i];
+      if (f != 0) {
+        int fe = 0;
+        const double fm = std::frexp(f, &fe);
+        if (out_k == nullptr) {
+          out_m[offset + i] += dp_ldexp(values[i] * fm, exp + fe);
+        } else {
+          dp_merge(out_m[offset + i], out_k[offset + i], values[i] * fm, exp + fe);
+        }
+      }
+    }
+  };
+  const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    for_chunks(count, threads,
+               [&](Index i0, Index i1) { merge_range(offset + i0, values + i0, i1 - i0, exp); });
+  };
+  // The bias: bias_value * sum over the positions of each channel's y.
+  const auto bias = [&](Index channels, Index positions) {
+    if (ly.bias_offset < 0 || bias_value == 0) {
+      return;
+    }
+    std::vector<double> sums(static_cast<std::size_t>(channels));
+    for_tasks(channels, threads, [&](Index c) {
+      double acc = 0;
+      const double* row = y.value.data() + c * positions;
+      for (Index p = 0; p < positions; ++p) {
+        acc += row[p];
+      }
+      sums[static_cast<std::size_t>(c)] = acc * bias_value;
+    });
+    merge_block(ly.bias_offset, sums.data(), channels, y.exp);
+  };
+  switch (ly.kind) {
+    case LayerKind::linear: {
+      // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer may
+      // hold most of theta).
+      const Index out = plan.entries(l);
+      const Index f = plan.entries(plan.input(l));
+      const Index pieces = ceil_div(f, k_chunk);
+      for_tasks(out * pieces, threads, [&](Index t) {
+        const Index o = t / pieces;
+        const Index j0 = (t % pieces) * k_chunk;
+        const Index j1 = std::min(f, j0 + k_chunk);
+        const double yo = y.value[static_cast<std::size_t>(o)];
+        double* piece = scratch(static_cast<std::size_t>(k_chunk));
+        for (Index j = j0; j < j1; ++j) {
+          piece[j - j0] = yo * x.value[static_cast<std::size_t>(j)];
+        }
+        merge_range(ly.weight_offset + o * f + j0, piece, j1 - j0, e);
+      });
+      bias(out, 1);
+      return;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
+      conv_weight_products(c, x.value.data(), y.value.data(), g.data(), threads);
+      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      bias(c.w->channels_out, c.n_out);
+      return;
+    }
+    case LayerKind::conv_transpose: {
+      // The adjoint convolution's edges: its input is this layer's output, its output this
+      // layer's input.
+      const ConvShape c = conv_shape(plan.window(l));
+      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
+      conv_weight_products(c, y.value.data(), x.value.data(), g.data(), threads);
+      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      bias(c.w->channels_in, c.n_in);
+      return;
+    }
+    case LayerKind::batch_norm: {
+      const Index channels = plan.shape(l)[0];
+      const Index positions = plan.entries(l) / channels;
+      Buffer<double> g(static_cast<std::size_t>(channels));
+      for_tasks(channels, threads, [&](Index c) {
+        double acc = 0;
+        const double* xr = x.value.data() + c * positions;
+        const double* yr = y.value.data() + c * positions;
+        for (Index p = 0; p < positions; ++p) {
+          acc += xr[p] * yr[p];
+        }
+        g[static_cast<std::size_t>(c)] = acc;
+      });
+      merge_block(ly.weight_offset, g.data(), channels, e);
+      bias(channels, positions);
+      return;
+    }
+    default:
+      throw std::logic_error("edge_products: not a parameter layer");
+  }
+}
+
+}  // namespace pathlift::detail
