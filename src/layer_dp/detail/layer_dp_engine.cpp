@@ -52,6 +52,18 @@ void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double
   }
 }
 
+/// The sum of channels [first, first + count) of x (planes of `positions` entries).
+std::vector<double> channel_sum(const double* x, Index first, Index count, Index positions) {
+  std::vector<double> sum(static_cast<std::size_t>(positions), 0.0);
+  for (Index ci = first; ci < first + count; ++ci) {
+    const double* plane = x + ci * positions;
+    for (Index p = 0; p < positions; ++p) {
+      sum[static_cast<std::size_t>(p)] += plane[p];
+    }
+  }
+  return sum;
+}
+
 /// A parameter layer with every weight 1 (counting): no product is needed, since every output
 /// channel of a group sees the same sums. conv: the group's channel sum, then window sums.
 TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, double bias_value) {
@@ -77,13 +89,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       channels = w.channels_out;
       positions = c.n_out;
       for (Index g = 0; g < w.groups; ++g) {
-        std::vector<double> sum(static_cast<std::size_t>(c.n_in), 0.0);
-        for (Index ci = 0; ci < c.cg_in; ++ci) {
-          const double* plane = x.value.data() + (g * c.cg_in + ci) * c.n_in;
-          for (Index p = 0; p < c.n_in; ++p) {
-            sum[static_cast<std::size_t>(p)] += plane[p];
-          }
-        }
+        const std::vector<double> sum = channel_sum(x.value.data(), g * c.cg_in, c.cg_in, c.n_in);
         double* first = y->value.data() + g * c.cg_out * c.n_out;
         Index o = 0;
         for (Index oh = 0; oh < w.h.out; ++oh) {
@@ -112,13 +118,8 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       channels = w.channels_in;
       positions = c.n_in;
       for (Index g = 0; g < w.groups; ++g) {
-        std::vector<double> sum(static_cast<std::size_t>(c.n_out), 0.0);
-        for (Index ci = 0; ci < c.cg_out; ++ci) {
-          const double* plane = x.value.data() + (g * c.cg_out + ci) * c.n_out;
-          for (Index p = 0; p < c.n_out; ++p) {
-            sum[static_cast<std::size_t>(p)] += plane[p];
-          }
-        }
+        const std::vector<double> sum =
+            channel_sum(x.value.data(), g * c.cg_out, c.cg_out, c.n_out);
         double* first = y->value.data() + g * c.cg_in * c.n_in;
         for (Index p = 0; p < c.n_in; ++p) {
           double acc = 0;

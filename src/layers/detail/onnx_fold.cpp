@@ -20,16 +20,6 @@ namespace pathlift::detail {
 
 namespace {
 
-Index entries_of(const std::vector<Index>& dims) {
-  Index n = 1;
-  for (const Index d : dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
-      return -1;
-    }
-  }
-  return n;
-}
-
 std::shared_ptr<const Constant> make(Constant c) {
   return std::make_shared<const Constant>(std::move(c));
 }
@@ -76,6 +66,22 @@ std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
                  t.kind == Kind::data || t.kind == Kind::view ? "computed from the data, " : ""));
       return nullptr;
   }
+}
+
+bool Importer::slice_args(int i, SliceArgs& out) {
+  std::optional<std::vector<std::int64_t>> starts;
+  std::optional<std::vector<std::int64_t>> ends;
+  if (!ints_input(i, 1, "starts", starts) || !ints_input(i, 2, "ends", ends) ||
+      !ints_input(i, 3, "axes", out.axes) || !ints_input(i, 4, nullptr, out.steps)) {
+    return false;
+  }
+  if (!starts || !ends) {
+    invalid(i, "starts and ends are required");
+    return false;
+  }
+  out.starts = std::move(*starts);
+  out.ends = std::move(*ends);
+  return true;
 }
 
 bool Importer::ints_input(int i, int k, const char* attr,

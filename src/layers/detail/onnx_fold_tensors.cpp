@@ -14,39 +14,20 @@
 
 namespace pathlift::detail {
 
-namespace {
-
-Index entries_of(const std::vector<Index>& dims) {
-  Index n = 1;
-  for (const Index d : dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
-      return -1;
-    }
-  }
-  return n;
-}
-
-}  // namespace
-
 void Importer::fold_slice(int i) {
   const NodeProto& n = m_g.node(i);
   const auto data = constant_input(i, 0);
   if (!data) {
     return;
   }
-  // Opset 10: starts, ends, axes, steps as inputs; before: attributes.
-  std::optional<std::vector<std::int64_t>> starts;
-  std::optional<std::vector<std::int64_t>> ends;
-  std::optional<std::vector<std::int64_t>> axes;
-  std::optional<std::vector<std::int64_t>> steps;
-  if (!ints_input(i, 1, "starts", starts) || !ints_input(i, 2, "ends", ends) ||
-      !ints_input(i, 3, "axes", axes) || !ints_input(i, 4, nullptr, steps)) {
+  SliceArgs args;
+  if (!slice_args(i, args)) {
     return;
   }
-  if (!starts || !ends) {
-    invalid(i, "starts and ends are required");
-    return;
-  }
+  const std::vector<std::int64_t>* starts = &args.starts;
+  const std::vector<std::int64_t>* ends = &args.ends;
+  const std::optional<std::vector<std::int64_t>>& axes = args.axes;
+  const std::optional<std::vector<std::int64_t>>& steps = args.steps;
   const auto rank = static_cast<Index>(data->dims.size());
   const std::size_t count = starts->size();
   const auto sized = [&](const auto& v) { return !v || v->size() == count; };

@@ -60,6 +60,17 @@ std::string shape_text(const std::vector<Index>& shape);
 std::string type_name(int data_type);
 bool is_floating(int data_type);
 
+/// The product of dims, or -1 when one is negative or the product overflows 64 bits.
+inline Index entries_of(const std::vector<Index>& dims) {
+  Index n = 1;
+  for (const Index d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+      return -1;
+    }
+  }
+  return n;
+}
+
 /// t's dims, each checked non-negative, and their product checked against overflow.
 std::vector<Index> tensor_dims(const TensorProto& t);
 Index tensor_entries(const TensorProto& t);
@@ -295,6 +306,13 @@ class Importer {
   /// The integers of input `k` or, when absent, of attribute `attr` (null: none) into `out`
   /// (nullopt when neither is given); false after recording why not.
   bool ints_input(int i, int k, const char* attr, std::optional<std::vector<std::int64_t>>& out);
+  /// Slice's starts, ends, axes and steps (inputs 1..4 from opset 10, attributes before);
+  /// false, with the problem recorded, when one cannot be read or starts or ends is missing.
+  struct SliceArgs {
+    std::vector<std::int64_t> starts, ends;
+    std::optional<std::vector<std::int64_t>> axes, steps;
+  };
+  bool slice_args(int i, SliceArgs& out);
   void fold_constant_node(int i);
   void fold_shape(int i);
   void fold_gather(int i);

@@ -353,20 +353,16 @@ void Importer::slice(int i) {
   if (!data_input(i, 0, x)) {
     return;
   }
-  std::optional<std::vector<std::int64_t>> starts;
-  std::optional<std::vector<std::int64_t>> ends;
-  std::optional<std::vector<std::int64_t>> axes;
-  std::optional<std::vector<std::int64_t>> steps;
-  if (!ints_input(i, 1, "starts", starts) || !ints_input(i, 2, "ends", ends) ||
-      !ints_input(i, 3, "axes", axes) || !ints_input(i, 4, nullptr, steps)) {
+  SliceArgs args;
+  if (!slice_args(i, args)) {
     return;
   }
+  const std::vector<std::int64_t>* starts = &args.starts;
+  const std::vector<std::int64_t>* ends = &args.ends;
+  const std::optional<std::vector<std::int64_t>>& axes = args.axes;
+  const std::optional<std::vector<std::int64_t>>& steps = args.steps;
   const std::vector<Index> shape = m_builder->shape(x);
   const auto rank = static_cast<Index>(shape.size()) + 1;
-  if (!starts || !ends) {
-    invalid(i, "starts and ends are required");
-    return;
-  }
   const std::size_t count = starts->size();
   const auto sized = [&](const auto& v) { return !v || v->size() == count; };
   if (ends->size() != count || !sized(axes) || !sized(steps)) {
