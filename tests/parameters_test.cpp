@@ -298,10 +298,20 @@ TEST(Parameters, CertifiedRankEqualsTheRankOfTheDenseSkeleton) {
     EXPECT_EQ(rep.status == RankStatus::below_symmetry_bound, *exact < rep.expected);
     below += rep.status == RankStatus::below_symmetry_bound ? 1 : 0;
     EXPECT_FALSE(is_failure(rep.status)) << rep.explanation;
-    // The path-free route is Theorem 1's (one parameter per edge): refused, not ignored.
-    EXPECT_THROW((void)check_rank_theorem(net, random_theta(net.num_params(), seed), {}, {},
-                                          RankRoute::path_free),
-                 std::invalid_argument);
+    // The path-free route: rank(B) by the symmetry theorem, equal to the exact rank; the
+    // path basis and B^T B need one parameter per edge there (refused, not ignored).
+    const RankReport free =
+        check_rank_theorem(net, random_theta(net.num_params(), seed), {}, {}, RankRoute::path_free);
+    EXPECT_EQ(free.rank_B.method, RankMethod::symmetry);
+    EXPECT_EQ(free.rank_B.rank(), std::optional<Index>(*exact)) << "seed " << seed;
+    EXPECT_EQ(free.status, RankStatus::verified) << free.explanation;
+    for (const RankMethod m : {RankMethod::path_basis, RankMethod::gram}) {
+      EXPECT_THROW(
+          (void)check_rank_theorem(net, random_theta(net.num_params(), seed),
+                                   RankOptions{.method = m, .prime = default_prime, .engine = {}},
+                                   {}, RankRoute::path_free),
+          std::invalid_argument);
+    }
     certified += cert.certified() ? 1 : 0;
   }
   EXPECT_GT(certified, 50);

@@ -3,6 +3,7 @@
 // DAGs and feed-forward networks, the Gram certificate, and the numerical rank of dPhi.
 
 #include "pathlift/rank.hpp"
+#include "pathlift/symmetry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -573,13 +574,21 @@ TEST(RankTheorem, ReportStatuses) {
   exact.zero_weights = 1;
   EXPECT_EQ(rank_report(net, c, exact, j, zero).status, RankStatus::theta_in_null_set);
   j.rank = 4;
-  const RankReport rep = rank_report(net, c, j, zero);
+  JacobianRankCertificate unbounded;  // zero weights and no exact lower bound
+  unbounded.upper = 5;
+  unbounded.zero_weights = 1;
+  const RankReport rep = rank_report(net, c, unbounded, j, zero);
   EXPECT_EQ(rep.status, RankStatus::theta_in_null_set);
   EXPECT_EQ(rep.zero_weights, std::vector<EdgeId>{3});
   ASSERT_TRUE(rep.rank_J_exact);
   EXPECT_EQ(rep.rank_J_exact->method, JacobianRankMethod::none);
   j.status = NumericalRankStatus::inconclusive;
-  EXPECT_EQ(rank_report(net, c, j, zero).status, RankStatus::rank_J_inconclusive);
+  EXPECT_EQ(rank_report(net, c, unbounded, j, zero).status, RankStatus::rank_J_inconclusive);
+  // Without a certificate of rank(dPhi), rank_report certifies it exactly by the zero pattern.
+  const RankReport by_pattern = rank_report(net, c, std::nullopt, zero);
+  ASSERT_TRUE(by_pattern.rank_J_exact && by_pattern.rank_J_exact->certified());
+  EXPECT_EQ(by_pattern.rank_J_exact->method, JacobianRankMethod::zero_pattern);
+  EXPECT_EQ(*by_pattern.rank_J_exact->rank(), jacobian_rank_by_zero_pattern(net, zero).rank);
   for (const auto s : {RankStatus::verified, RankStatus::theta_in_null_set,
                        RankStatus::rank_J_inconclusive, RankStatus::rank_J_not_computed,
                        RankStatus::ill_conditioned, RankStatus::numerical_failure}) {
@@ -664,8 +673,8 @@ TEST(RankNames, EveryEnumReadsBackItsNames) {
   EXPECT_EQ(parse_numerical_rank_method("eig"), NumericalRankMethod::gram_eigenvalues);
 
   EXPECT_EQ(testing::error_of<std::invalid_argument>([] { (void)parse_rank_method("qr"); }),
-            "unknown rank method 'qr': expected automatic (or auto), skeleton, gram or path_basis "
-            "(or path-basis)");
+            "unknown rank method 'qr': expected automatic (or auto), skeleton, gram, path_basis "
+            "(or path-basis) or symmetry");
   EXPECT_TRUE(testing::contains(
       testing::error_of<std::invalid_argument>([] { (void)parse_numerical_rank_method("SVD"); }),
       "'SVD'"));

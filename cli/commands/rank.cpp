@@ -54,6 +54,11 @@ void print_report(const RankReport& rep, const std::string& description,
       lower = fmt::format("rank mod p = {}{} of B^T B ({} x {})", c.prime,
                           c.prime == default_prime ? " (2^61 - 1)" : "", rep.d, rep.d);
       break;
+    case RankMethod::symmetry:
+      lower =
+          "d - h_sym: ker B is exactly the space of rescaling changes "
+          "(docs/rank.md#weight-sharing), h_sym computed exactly";
+      break;
     case RankMethod::path_basis:
       lower = fmt::format(
           "{} paths whose rows of B have distinct leading columns (a triangular "
@@ -86,7 +91,11 @@ void print_report(const RankReport& rep, const std::string& description,
         x.method == JacobianRankMethod::identity ? "no theta_k is 0: rank(dPhi) = rank(B)"
         : x.method == JacobianRankMethod::elimination
             ? fmt::format("elimination mod {} of the exact entries of dPhi", x.prime)
-            : std::string("zero weights and no enumerated skeleton: no lower bound");
+        : x.method == JacobianRankMethod::zero_pattern
+            ? std::string(
+                  "zero pattern: rank of B without the zero edges + zero parameters "
+                  "crossed alone")
+            : std::string("zero weights, not certified: see the note");
     fmt::print("rank(dPhi)   {}  {} at theta = {}: {} <= rank(dPhi) <= {} ({})\n",
                x.certified() ? fmt::format("{}", x.lower) : std::string("?"),
                x.certified() ? "certified" : "NOT certified", theta_source, x.lower, x.upper, how);
@@ -112,8 +121,7 @@ void print_report(const RankReport& rep, const std::string& description,
 }
 
 void run_rank(const RankCommandOptions& opts) {
-  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
-  const Network& net = *loaded.dag;
+  const LoadedModel loaded = load_model(opts.network, opts.compute);
   const std::string& description = loaded.description;
   const EngineOptions engine = engine_options(opts.compute, "rank");
   RankOptions ro = opts.rank;
@@ -129,9 +137,10 @@ void run_rank(const RankCommandOptions& opts) {
   } else if (opts.no_numerical) {
     no.when = NumericalRankOptions::When::never;
   }
-  const LoadedTheta theta = load_theta(net, opts.compute);
-  const RankReport rep = check_rank_theorem(
-      net, theta.theta, ro, no, opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
+  const LoadedTheta theta = load_theta(loaded, opts.compute);
+  const RankReport rep =
+      check_rank_theorem(loaded.model, theta.theta, ro, no,
+                         opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
 
   RankReport shown = rep;
   if (shown.rank_J_skipped) {
@@ -165,8 +174,9 @@ void add_rank_command(CLI::App& app) {
       "rank_B, ..., status, explanation)");
   cmd->add_flag("--no-enumerate", opts->no_enumerate,
                 "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
-                "dynamic programming with --method gram; rank_J is then null); chosen "
-                "automatically when the paths do not fit in memory");
+                "dynamic programming with --method gram; with shared parameters, and on a layer "
+                "graph (never unrolled), rank(B) = d - h_sym by the symmetry theorem; rank_J is "
+                "then null); chosen automatically when the paths do not fit in memory");
   auto* numerical = cmd->add_flag("--numerical", opts->always_numerical,
                                   "Always compute the numerical rank of dPhi (by default it is "
                                   "skipped when its dense linear algebra would take more than "
@@ -177,10 +187,12 @@ void add_rank_command(CLI::App& app) {
   add_prime_option(*cmd, opts->rank.prime,
                    "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
   cmd->add_option("--method", opts->method,
-                  "Lower bound of rank(B): auto (B when enumerated, else the path basis), skeleton "
-                  "(B, sparse elimination), gram (B^T B, dense elimination), path-basis (d - h "
-                  "paths with distinct leading columns, no enumeration)")
-      ->check(CLI::IsMember({"auto", "skeleton", "gram", "path-basis"}));
+                  "Lower bound of rank(B): auto (B when enumerated, else the path basis, or the "
+                  "symmetry theorem with shared parameters), skeleton (B, sparse elimination), "
+                  "gram (B^T B, dense elimination), path-basis (d - h paths with distinct leading "
+                  "columns, no enumeration), symmetry (d - h_sym, h_sym exact: ker B is the "
+                  "rescaling changes)")
+      ->check(CLI::IsMember({"auto", "skeleton", "gram", "path-basis", "symmetry"}));
   cmd->add_option("--jacobian-method", opts->jacobian_method,
                   "Singular values of dPhi: auto, svd (dense), eig (eigenvalues of dPhi^T dPhi)")
       ->check(CLI::IsMember({"auto", "svd", "eig"}));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "pathlift/gram.hpp"
+#include "pathlift/model.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
@@ -45,13 +46,16 @@ std::vector<EdgeId> rank_column_order(const Network& net);
 
 /// Which matrix the lower bound of rank(B) comes from.
 enum class RankMethod : std::uint8_t {
-  automatic,  ///< B when paths are enumerated, else the path basis
-  skeleton,   ///< B itself, sparse elimination with the pivot order of rank_column_order()
-  gram,       ///< B^T B mod p, dense elimination (d x d, FLINT)
-  path_basis  ///< d - h paths whose rows of B have distinct leading columns (no enumeration)
+  automatic,   ///< B when paths are enumerated, else the path basis
+  skeleton,    ///< B itself, sparse elimination with the pivot order of rank_column_order()
+  gram,        ///< B^T B mod p, dense elimination (d x d, FLINT)
+  path_basis,  ///< d - h paths whose rows of B have distinct leading columns (no enumeration)
+  /// rank(B) = d - h_sym by the symmetry theorem (ker B is exactly the space of rescaling
+  /// changes, docs/rank.md#weight-sharing) with h_sym computed exactly: no path, no prime
+  symmetry
 };
 
-/// "automatic", "skeleton", "gram" or "path_basis".
+/// "automatic", "skeleton", "gram", "path_basis" or "symmetry".
 std::string_view to_string(RankMethod method);
 /// The method named `name`: a to_string name, or "auto", "path-basis". Throws
 /// std::invalid_argument naming `name` and listing the valid names otherwise.
@@ -144,14 +148,27 @@ std::vector<EdgeId> path_basis_path(const Network& net, EdgeId edge);
 /// \endcode
 RankCertificate certify_rank_by_path_basis(const Network& net, const RankOptions& options = {});
 
+/// Certifies rank(B) = d - h_sym without a path: h_sym computed exactly
+/// (rescaling_symmetry_dimension: on a DAG by its edges, on a layer graph per entry and per
+/// channel, never unrolled), and the theorem of docs/rank.md#weight-sharing: c is in ker B
+/// exactly when c is a rescaling change, so rank(B) = d - h_sym over Q (lower = upper, prime
+/// 0, method symmetry). h is reported as the unrolled network's hidden nodes
+/// (unrolled_hidden_nodes() on a layer graph). Throws what rescaling_symmetry_dimension throws.
+/// Complexity: that of rescaling_symmetry_dimension.
+RankCertificate certify_rank_by_symmetry(const Model& model, const RankOptions& options = {});
+RankCertificate certify_rank_by_symmetry(const Network& net, const RankOptions& options = {});
+
 /// How the exact rank of dPhi(theta) was bounded.
 enum class JacobianRankMethod : std::uint8_t {
   none,         ///< no lower bound beyond 0 (zero weights and no enumerated skeleton)
   identity,     ///< no zero theta_k: rank(dPhi) = rank(B) (diagonal identity)
   elimination,  ///< Gaussian elimination modulo p of the exact entries of dPhi(theta)
+  /// zero weights: the rank of B without the zero edges plus the zero parameters some path
+  /// crosses alone (jacobian_rank_by_zero_pattern, symmetry.hpp): exact, no path enumerated
+  zero_pattern,
 };
 
-/// "none", "identity" or "elimination".
+/// "none", "identity", "elimination" or "zero_pattern".
 std::string_view to_string(JacobianRankMethod method);
 /// The method named `name` (a to_string name); std::invalid_argument otherwise.
 JacobianRankMethod parse_jacobian_rank_method(std::string_view name);
@@ -183,7 +200,8 @@ struct JacobianRankCertificate {
 ///   dPhi_{p,k} = prod over the other edges of p of theta_e, each a dyadic rational reduced by
 ///   dyadic_residue(); sparse elimination in the order of rank_column_order() stopped at upper.
 ///   Method elimination. With p = 2 (not odd) the lower bound is not computed (method none).
-/// - Zero weights and no `b`: lower = 0, method none.
+/// - Zero weights and no `b` (or shared parameters): lower = upper = the exact rank of
+///   jacobian_rank_by_zero_pattern(), method zero_pattern.
 /// Throws std::invalid_argument when theta has not d finite entries or b has not d columns.
 /// Complexity: O(d) for the identity; O(nnz(B)) plus the elimination otherwise.
 JacobianRankCertificate certify_jacobian_rank(const Network& net, std::span<const double> theta,

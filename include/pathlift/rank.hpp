@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pathlift/certificate.hpp"
+#include "pathlift/model.hpp"
 #include "pathlift/modular.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/numerical_rank.hpp"
@@ -109,6 +110,19 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const RankOptions& options = {},
                               const NumericalRankOptions& numerical = {},
                               RankRoute route = RankRoute::enumerate);
+
+/// The theorem check on a model (model.hpp). A DAG: the function above. A layer graph: with
+/// route enumerate, or automatic when B and dPhi would fit in options.engine.max_memory (P and
+/// nnz(B) counted by the layer DP), on the DAG Model::unrolled() gives; otherwise without
+/// unrolling: rank(B) by the symmetry theorem with h_sym computed on the layer graph
+/// (certify_rank_by_symmetry), rank(dPhi) by the identity when no theta_k and no fixed weight
+/// is 0, else by the zero pattern on the unrolled DAG when it fits (else not certified, and the
+/// status is never verified). h is the unrolled DAG's hidden nodes, counted without unrolling.
+/// The method asked for must be automatic or symmetry on that route (std::invalid_argument
+/// otherwise).
+RankReport check_rank_theorem(const Model& model, std::span<const double> theta,
+                              const RankOptions& options, const NumericalRankOptions& numerical,
+                              RankRoute route);
 
 /// The report as one JSON object, the rank report of the CLI and of Python's pathlift.rank()
 /// (docs/rank.md lists the keys), indented by `indent` spaces (-1: one line).

@@ -12,6 +12,11 @@
 /// A parameter that no edge carries is a free direction too (its column of B is 0): h_sym
 /// counts it.
 
+#include <optional>
+#include <span>
+
+#include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
@@ -27,7 +32,16 @@ struct SymmetryDimension {
   Index unused_params = 0;    ///< parameters no edge carries (free directions)
 };
 
-/// h_sym exactly: the equalities alpha(u) = alpha(v) that the fixed edges and the shared
+/// rank(dPhi(theta)) exactly at any theta, zeros included, without enumerating a path
+/// (docs/rank.md#zero-weights).
+struct ZeroPatternRank {
+  Index rank = 0;                ///< rank(dPhi(theta)) over Q
+  Index h_sym_nonzero = 0;       ///< h_sym of the network without its zero edges
+  Index zero_params = 0;         ///< parameters with theta_k = 0
+  Index single_zero_params = 0;  ///< of them, those some path crosses as its only zero edge
+};
+
+/// h_sym exactly (a DAG): the equalities alpha(u) = alpha(v) that the fixed edges and the shared
 /// parameters force are merged first (union-find, to a fixed point); the constraints left,
 /// alpha(D_i) - alpha(S_i) = alpha(D_1) - alpha(S_1) between the edges of one parameter, are
 /// ranked exactly over Q (FLINT, integers). h_sym = classes - rank + unused parameters.
@@ -37,5 +51,49 @@ struct SymmetryDimension {
 /// O(classes^2 constraints) at most for the rank.
 SymmetryDimension rescaling_symmetry_dimension(const Network& net,
                                                const EngineOptions& options = {});
+
+/// h_sym of a layer graph, equal to that of its unrolled DAG, without unrolling: the forced
+/// equalities are merged per tensor entry (O(entries) memory, the unroller's plan says which
+/// entries reach an output), the weight-sharing ones per channel and tap (a bias, or one tap
+/// of a weight read from a channel that is one class, makes the channel's entries one class);
+/// a parameter block whose channels are one class at both ends leaves no constraint, so on a
+/// CNN the constraints left are those of weights shared between layers
+/// (docs/rank.md#layer-graphs). Throws what unrolled_size() throws (TooLarge with the sizes
+/// when the plan exceeds options.max_memory) and TooLarge as above for the rank.
+/// Complexity: O(entries x window) for the merges, O(output channels x taps x positions) per
+/// convolution, O(d) for the parameters.
+SymmetryDimension rescaling_symmetry_dimension(const LayerGraph& graph,
+                                               const EngineOptions& options = {});
+
+/// A model's: its DAG's, or its layer graph's (never unrolled).
+SymmetryDimension rescaling_symmetry_dimension(const Model& model,
+                                               const EngineOptions& options = {});
+
+/// The hidden nodes of a layer graph's unrolled DAG (Network::num_hidden()), without unrolling.
+Index unrolled_hidden_nodes(const LayerGraph& graph, const EngineOptions& options = {});
+
+/// rank(dPhi(theta)) exactly, for any theta. With Z the zero edges (theta_k = 0, or a fixed
+/// weight 0): a path through two zero edges has a zero row; a path through exactly one, an edge
+/// of parameter k, has a row proportional to the unit vector e_k; the other paths have the rows
+/// of diag(Phi) B' diag(1/theta), B' the skeleton of the network without Z (pruned to its
+/// input-to-output paths), whose rank is d - h_sym(B') (every parameter outside it a zero
+/// column). The blocks have disjoint columns, so rank(dPhi) = d - h_sym' + #{zero parameters
+/// k crossed by a path whose only zero edge is an edge of k}. Throws std::invalid_argument
+/// for a theta without d finite entries, TooLarge as rescaling_symmetry_dimension.
+/// Complexity: O(nodes + edges) and the exact rank of the constraints left.
+ZeroPatternRank jacobian_rank_by_zero_pattern(const Network& net, std::span<const double> theta,
+                                              const EngineOptions& options = {});
+
+/// The same on a layer graph without unrolling, when every zero of theta is a bias (of a
+/// linear, conv, conv_transpose or batch_norm layer: an untrained model's batch norm has
+/// b = beta - a mean = 0), no block is shared between layers, no fixed weight is 0 and every
+/// live convolution entry reads a tap (so deleting the zero biases' edges leaves every entry on
+/// an input-to-output path): h_sym' is the layer graph's without those edges, and a zero bias
+/// is crossed alone by a path exactly when its channel reaches an output. nullopt when the
+/// zeros are not of that pattern (the unrolled DAG's function answers then). Throws
+/// std::invalid_argument for a theta without d entries, and what the plan throws.
+std::optional<ZeroPatternRank> jacobian_rank_by_zero_pattern(const LayerGraph& graph,
+                                                             std::span<const double> theta,
+                                                             const EngineOptions& options = {});
 
 }  // namespace pathlift

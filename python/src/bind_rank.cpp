@@ -217,8 +217,11 @@ std::vector<EdgeId> column_order_argument(const py::object& order) {
 
 constexpr const char* rank_engine_doc =
     "\n\nmethod: the lower bound of rank(B): 'auto' (B, sparse, fill-free pivot order, when "
-    "enumerated; else the path basis), 'skeleton' (B), 'gram' (B^T B, dense, FLINT) or "
-    "'path_basis' (d - h paths with distinct leading columns, no enumeration). prime: a prime < "
+    "enumerated; else the path basis, or with shared parameters and on a layer network the "
+    "symmetry theorem), 'skeleton' (B), 'gram' (B^T B, dense, FLINT), 'path_basis' (d - h paths "
+    "with distinct leading columns, no enumeration) or 'symmetry' (rank(B) = d - h_sym, ker B "
+    "being the rescaling changes; h_sym exact, on a layer network never unrolled). prime: a "
+    "prime < "
     "2^63 (default 2^61 - "
     "1). threads: 0 = all cores. max_memory: bytes, 0 = half of RAM (TooLarge, a MemoryError, "
     "over it). The GIL is released.";
@@ -241,7 +244,8 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
       .def_readonly("prime", &RankCertificate::prime, "The prime of the elimination.")
       .def_property_readonly(
           "method", [](const RankCertificate& c) { return std::string(to_string(c.method)); },
-          "The lower bound's method: 'skeleton' (B), 'gram' (B^T B) or 'path_basis'.")
+          "The lower bound's method: 'skeleton' (B), 'gram' (B^T B), 'path_basis' or "
+          "'symmetry' (d - h_sym by the symmetry theorem, h_sym exact).")
       .def_readonly("rows_eliminated", &RankCertificate::rows_eliminated,
                     "Rows of B eliminated (a subset suffices), or d for B^T B.")
       .def_property_readonly(
@@ -269,9 +273,11 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
   py::class_<JacobianRankCertificate>(m, "JacobianRankCertificate", R"doc(
 Certified bounds on rank(dPhi(theta)) over Q (certify_jacobian_rank): lower <= rank <= upper.
 method: 'identity' (no theta_k is 0: rank(dPhi) = rank(B)), 'elimination' (elimination modulo
-an odd prime of the exact entries of dPhi, products of doubles being dyadic rationals) or
-'none' (zero weights and no skeleton: lower bound 0). upper = the certified upper bound of
-rank(B), which bounds rank(dPhi(theta)) at every theta.
+an odd prime of the exact entries of dPhi, products of doubles being dyadic rationals),
+'zero_pattern' (zero weights, no path enumerated: the rank of B without the zero edges plus
+the zero parameters a path crosses as its only zero edge, exact) or 'none' (zero weights and
+no certificate: lower bound 0). upper = the certified upper bound of rank(B), which bounds
+rank(dPhi(theta)) at every theta.
 )doc")
       .def_readonly("lower", &JacobianRankCertificate::lower, "The certified lower bound.")
       .def_readonly("upper", &JacobianRankCertificate::upper, "The certified upper bound.")
@@ -281,7 +287,7 @@ rank(B), which bounds rank(dPhi(theta)) at every theta.
       .def_property_readonly(
           "method",
           [](const JacobianRankCertificate& c) { return std::string(to_string(c.method)); },
-          "'identity', 'elimination' or 'none'.")
+          "'identity', 'elimination', 'zero_pattern' or 'none'.")
       .def_property_readonly("certified", &JacobianRankCertificate::certified,
                              "True when lower == upper.")
       .def_property_readonly(
@@ -400,19 +406,25 @@ from exact ranks). docs/rank.md has the table.
       });
   m.def(
       "rescaling_symmetry_dimension",
-      [](const NetworkArg& arg, std::size_t max_memory) {
-        const Network& net = arg.dag(max_memory);
+      [](const NetworkArg& arg, bool unroll, std::size_t max_memory) {
         EngineOptions options;
         options.max_memory = max_memory;
+        if (unroll) {
+          const Network& net = arg.dag(max_memory);
+          py::gil_scoped_release release;
+          return rescaling_symmetry_dimension(net, options);
+        }
         py::gil_scoped_release release;
-        return rescaling_symmetry_dimension(net, options);
+        return rescaling_symmetry_dimension(arg.model(), options);
       },
-      py::arg("net"), py::kw_only(), py::arg("max_memory") = 0,
+      py::arg("net"), py::kw_only(), py::arg("unroll") = false, py::arg("max_memory") = 0,
       "h_sym, the dimension of the rescaling symmetries of a network with shared parameters "
       "and fixed edges (docs/rank.md#weight-sharing): log-scales alpha on the nodes, 0 on "
       "inputs and outputs, with alpha(dst) - alpha(src) equal over the edges of one parameter "
-      "and 0 over fixed edges. rank(B) <= d - h_sym. Exact (integer ranks). With one parameter "
-      "per edge, h_sym = h.");
+      "and 0 over fixed edges. rank(B) = d - h_sym. Exact (integer ranks). With one parameter "
+      "per edge, h_sym = h. A layer network is never unrolled (per entry and per channel, "
+      "docs/rank.md#layer-graphs); unroll=True computes it on its unrolled DAG instead (a "
+      "check: the two are equal).");
   m.def("is_prime", &is_prime, py::arg("n"),
         "Whether n is prime (deterministic Miller-Rabin, exact for every 64-bit n).");
   m.def(
@@ -636,7 +648,6 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
          const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
          double tolerance, double min_gap, const py::object& numerical, int threads,
          const py::object& progress, std::size_t max_memory) {
-        const Network& net = arg.dag(max_memory);
         const RankOptions ro = rank_options(method, prime, threads, max_memory, progress);
         NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
@@ -645,10 +656,13 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
         const RankRoute route = enumerate.is_none()      ? RankRoute::automatic
                                 : enumerate.cast<bool>() ? RankRoute::enumerate
                                                          : RankRoute::path_free;
+        if (route == RankRoute::enumerate) {
+          (void)arg.dag(max_memory);  // unrolled within the LayerNetwork's limit, kept
+        }
         RankReport rep;
         {
           py::gil_scoped_release release;
-          rep = check_rank_theorem(net, t, ro, no, route);
+          rep = check_rank_theorem(arg.model(), t, ro, no, route);
         }
         if (rep.rank_J_skipped) {
           rep.rank_J_note += " (numerical=True computes it)";
@@ -669,8 +683,12 @@ theta, or None), rank_J_tolerance, rank_J_gap, status (see RankReport), explanat
 rank_J_exact, rank_J_exact_lower, rank_J_exact_upper, rank_J_certified, and more.
 
 enumerate: None (default) enumerates the paths when B and dPhi fit in max_memory (judged from
-the DP counts) and otherwise certifies rank(B) with the triangular path basis (no path
-enumerated; rank_J is then None, rank(dPhi) certified by the identity when no theta_k is 0);
+the DP counts) and otherwise certifies rank(B) without a path: the triangular path basis, or
+with shared parameters and fixed edges (a CNN) rank(B) = d - h_sym by the symmetry theorem,
+h_sym computed on the layer graph without unrolling (resnet18 at 3x224x224 in about a second).
+rank_J is then None; rank(dPhi) is certified by the identity when no theta_k is 0, else by the
+zero pattern (exact; on a layer network when its zeros are biases, else on the unrolled DAG
+when it fits);
 True forces enumeration (TooLarge when it does not fit), False the path-free route.
 numerical: None skips the numerical rank of dPhi when its dense linear algebra would take more
 than about 10 s (saying so in rank_J_note), True always computes it, False never.

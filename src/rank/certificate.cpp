@@ -62,7 +62,8 @@ constexpr std::array k_rank_method_names{
     detail::EnumName<RankMethod>{RankMethod::skeleton, "skeleton"},
     detail::EnumName<RankMethod>{RankMethod::gram, "gram"},
     detail::EnumName<RankMethod>{RankMethod::path_basis, "path_basis"},
-    detail::EnumName<RankMethod>{RankMethod::path_basis, "path-basis"}};
+    detail::EnumName<RankMethod>{RankMethod::path_basis, "path-basis"},
+    detail::EnumName<RankMethod>{RankMethod::symmetry, "symmetry"}};
 }  // namespace
 
 std::string_view to_string(RankMethod method) {
@@ -374,7 +375,8 @@ namespace {
 constexpr std::array k_jacobian_rank_method_names{
     detail::EnumName<JacobianRankMethod>{JacobianRankMethod::none, "none"},
     detail::EnumName<JacobianRankMethod>{JacobianRankMethod::identity, "identity"},
-    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::elimination, "elimination"}};
+    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::elimination, "elimination"},
+    detail::EnumName<JacobianRankMethod>{JacobianRankMethod::zero_pattern, "zero_pattern"}};
 }  // namespace
 
 std::string_view to_string(JacobianRankMethod method) {
@@ -401,7 +403,10 @@ JacobianRankCertificate certify_jacobian_rank(const Network& net, std::span<cons
     cert.lower = rank_b.lower;
     return cert;
   }
-  if (b == nullptr || options.prime == 2) {
+  if (b == nullptr) {
+    return detail::jacobian_rank_from_zero_pattern(net, theta, rank_b, options);
+  }
+  if (options.prime == 2) {
     return cert;
   }
   require_columns(net, *b, "certify_jacobian_rank");

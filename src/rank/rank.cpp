@@ -16,6 +16,7 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/path_memory.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/symmetry.hpp"
 #include "src/core/detail/enum_names.hpp"
 #include "src/core/detail/json.hpp"
 #include "src/core/detail/progress.hpp"
@@ -54,15 +55,15 @@ bool is_failure(RankStatus status) {
 
 namespace detail {
 
-RankReport rank_report_head(const Network& net, const RankCertificate& rank_b,
+RankReport rank_report_head(const RankSubject& net, const RankCertificate& rank_b,
                             const std::optional<JacobianRankCertificate>& rank_j_exact,
                             const std::optional<NumericalRank>& rank_j,
                             std::span<const double> theta) {
   RankReport rep;
-  rep.d = net.num_params();
-  rep.h = net.num_hidden();
+  rep.d = net.d;
+  rep.h = net.h;
   rep.h_sym = rank_b.h;
-  rep.one_parameter_per_edge = net.one_parameter_per_edge();
+  rep.one_parameter_per_edge = net.one_parameter_per_edge;
   rep.expected = rep.d - rep.h_sym;
   rep.rank_B = rank_b;
   rep.rank_J_exact = rank_j_exact;
@@ -130,10 +131,12 @@ std::string numerical_failure_text(const NumericalRank& j, const RankCertificate
 RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<JacobianRankCertificate>& rank_j_exact,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta) {
+  const detail::RankSubject subject{net.num_params(), net.num_hidden(),
+                                    net.one_parameter_per_edge()};
   if (!net.one_parameter_per_edge()) {
-    return detail::shared_rank_report(net, rank_b, rank_j_exact, rank_j, theta);
+    return detail::shared_rank_report(subject, rank_b, rank_j_exact, rank_j, theta);
   }
-  RankReport rep = detail::rank_report_head(net, rank_b, rank_j_exact, rank_j, theta);
+  RankReport rep = detail::rank_report_head(subject, rank_b, rank_j_exact, rank_j, theta);
   const auto set = [&rep](RankStatus s, std::string why) {
     return detail::concluded(rep, s, std::move(why));
   };
@@ -157,10 +160,7 @@ RankReport rank_report(const Network& net, const RankCertificate& rank_b,
   const bool null_set = !rep.zero_weights.empty();
   if (rank_j_exact && rank_j_exact->certified()) {
     const Index rj = *rank_j_exact->rank();
-    const std::string how =
-        rank_j_exact->method == JacobianRankMethod::identity
-            ? std::string("no theta_k is 0, so dPhi = diag(Phi) B diag(1/theta) has the rank of B")
-            : fmt::format("elimination mod {} of the exact entries of dPhi", rank_j_exact->prime);
+    const std::string how = detail::jacobian_how(*rank_j_exact);
     if (rj != rep.expected) {
       if (null_set) {
         return set(RankStatus::theta_in_null_set,
@@ -266,22 +266,31 @@ EngineOptions engine_for(const RankOptions& options, std::string_view name) {
 RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               const RankOptions& options, const NumericalRankOptions& numerical,
                               RankRoute route) {
-  if (route == RankRoute::path_free && !net.one_parameter_per_edge()) {
-    throw std::invalid_argument(fmt::format(
-        "the path-free rank route (B^T B by dynamic programming, the path basis) needs one "
-        "parameter per edge; this network has {} parameters on {} edges (shared or fixed), whose "
-        "rank is certified from the enumerated paths (and rank(B) = d - h_sym always: "
-        "docs/rank.md)",
-        net.num_params(), net.num_edges()));
-  }
   std::string why_path_free = "the path-free route was asked for";
-  // With shared parameters rank(B) is certified from the enumerated skeleton only.
-  const bool enumerate = route == RankRoute::enumerate || !net.one_parameter_per_edge() ||
+  const bool shared = !net.one_parameter_per_edge();
+  const bool enumerate = route == RankRoute::enumerate ||
                          (route == RankRoute::automatic &&
                           jacobian_fits(net, options.engine.max_memory, why_path_free));
   if (!enumerate) {
     RankCertificate cert;
-    if (options.method == RankMethod::gram) {
+    const bool symmetry = options.method == RankMethod::symmetry ||
+                          (shared && options.method == RankMethod::automatic);
+    if (shared && !symmetry) {
+      throw std::invalid_argument(fmt::format(
+          "the rank method {} needs one parameter per edge on the path-free route; this network "
+          "has {} parameters on {} edges (shared or fixed): its rank(B) is certified by the "
+          "symmetry theorem (method symmetry, the default) or from the enumerated paths",
+          to_string(options.method), net.num_params(), net.num_edges()));
+    }
+    if (symmetry) {
+      if (options.engine.progress) {
+        options.engine.progress("rescaling symmetries", -1.0);
+      }
+      cert = certify_rank_by_symmetry(net, options);
+      if (options.engine.progress) {
+        options.engine.progress("rescaling symmetries", 1.0);
+      }
+    } else if (options.method == RankMethod::gram) {
       const ModMatrix gram = skeleton_gram_mod(net, options.prime,
                                                engine_for(options, "B^T B by dynamic programming"));
       if (options.engine.progress) {
@@ -308,7 +317,9 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
   check_theta(net, theta);
   const PathSet paths = enumerate_paths(net, engine_for(options, "enumerating paths"));
   const CsrPattern b = skeleton(paths, options.engine);
-  const RankCertificate cert = certify_rank(net, b, options);
+  const RankCertificate cert = options.method == RankMethod::symmetry
+                                   ? certify_rank_by_symmetry(net, options)
+                                   : certify_rank(net, b, options);
   const JacobianRankCertificate exact = certify_jacobian_rank(net, theta, cert, &b, options);
 
   NumericalRankOptions nopt = numerical;

@@ -87,30 +87,69 @@ RankCertificate certify_shared_rank(const Network& net, const CsrPattern& b,
   return cert;
 }
 
+std::string jacobian_how(const JacobianRankCertificate& cert) {
+  switch (cert.method) {
+    case JacobianRankMethod::identity:
+      return "no theta_k and no fixed weight is 0, so dPhi = diag(Phi) B diag(1/theta) has the "
+             "rank of B";
+    case JacobianRankMethod::elimination:
+      return fmt::format("elimination mod {} of the exact entries of dPhi", cert.prime);
+    case JacobianRankMethod::zero_pattern:
+      return "exact by the zero pattern: the rank of B without the zero edges, plus the zero "
+             "parameters some path crosses as its only zero edge";
+    default:
+      return "not certified";
+  }
+}
+
+JacobianRankCertificate zero_pattern_certificate(const ZeroPatternRank& z,
+                                                 const RankCertificate& rank_b) {
+  if (rank_b.certified() && z.rank > rank_b.upper) {
+    throw std::logic_error(
+        fmt::format("the zero pattern's rank(dPhi) = {} exceeds the certified rank(B) <= {}",
+                    z.rank, rank_b.upper));
+  }
+  JacobianRankCertificate cert;
+  cert.method = JacobianRankMethod::zero_pattern;
+  cert.prime = 0;
+  cert.zero_weights = z.zero_params;
+  cert.lower = z.rank;
+  cert.upper = z.rank;
+  return cert;
+}
+
+JacobianRankCertificate jacobian_rank_from_zero_pattern(const Network& net,
+                                                        std::span<const double> theta,
+                                                        const RankCertificate& rank_b,
+                                                        const RankOptions& options) {
+  return zero_pattern_certificate(jacobian_rank_by_zero_pattern(net, theta, options.engine),
+                                  rank_b);
+}
+
 JacobianRankCertificate certify_shared_jacobian_rank(const Network& net,
                                                      std::span<const double> theta,
                                                      const RankCertificate& rank_b,
                                                      const RankOptions& options) {
   check_theta(net, theta);
-  JacobianRankCertificate cert;
-  cert.prime = options.prime;
-  cert.upper = rank_b.upper;
-  cert.zero_weights = static_cast<Index>(std::count(theta.begin(), theta.end(), 0.0));
   const auto fixed = net.parameter_map()->fixed_weights;
   const auto params = net.parameter_map()->edge_params;
   bool zero_fixed = false;
   for (std::size_t e = 0; e < params.size(); ++e) {
     zero_fixed = zero_fixed || (params[e] == kFixedEdge && fixed[e] == 0.0);
   }
-  if (cert.zero_weights == 0 && !zero_fixed) {
+  if (std::count(theta.begin(), theta.end(), 0.0) == 0 && !zero_fixed) {
     // dPhi = diag(Phi) B diag(1/theta) with Phi and theta free of zeros.
+    JacobianRankCertificate cert;
+    cert.prime = options.prime;
+    cert.upper = rank_b.upper;
     cert.method = JacobianRankMethod::identity;
     cert.lower = rank_b.lower;
+    return cert;
   }
-  return cert;
+  return jacobian_rank_from_zero_pattern(net, theta, rank_b, options);
 }
 
-RankReport shared_rank_report(const Network& net, const RankCertificate& rank_b,
+RankReport shared_rank_report(const RankSubject& net, const RankCertificate& rank_b,
                               const std::optional<JacobianRankCertificate>& rank_j_exact,
                               const std::optional<NumericalRank>& rank_j,
                               std::span<const double> theta) {
@@ -126,16 +165,17 @@ RankReport shared_rank_report(const Network& net, const RankCertificate& rank_b,
                            rank_b.lower, rank_b.upper, rank_b.prime, rep.d));
   }
   const Index rb = *rank_b.rank();
-  const std::string how_b =
-      rank_b.prime == 0 ? "exact over Q" : fmt::format("mod {}", rank_b.prime);
-  std::string rj_text = "rank(dPhi) not certified (a theta_k or a fixed weight is 0)";
+  const std::string how_b = rank_b.method == RankMethod::symmetry
+                                ? std::string("by the symmetry theorem, h_sym exact")
+                            : rank_b.prime == 0 ? std::string("exact over Q")
+                                                : fmt::format("mod {}", rank_b.prime);
+  const bool zeros = !rep.zero_weights.empty();
   std::optional<Index> rj;
+  std::string rj_text = zeros ? "rank(dPhi) not certified (a theta_k is 0)"
+                              : "rank(dPhi) not certified (a fixed weight is 0)";
   if (rank_j_exact && rank_j_exact->certified()) {
     rj = *rank_j_exact->rank();
-    rj_text = fmt::format(
-        "rank(dPhi) = {} (no theta_k and no fixed weight is 0, so dPhi = "
-        "diag(Phi) B diag(1/theta) has the rank of B)",
-        *rj);
+    rj_text = fmt::format("rank(dPhi) = {} ({})", *rj, jacobian_how(*rank_j_exact));
   } else if (rank_j) {
     rj_text =
         fmt::format("rank(dPhi) = {} numerically ({})", rank_j->rank, to_string(rank_j->status));
@@ -147,11 +187,30 @@ RankReport shared_rank_report(const Network& net, const RankCertificate& rank_b,
                            "rescalings explain; {}",
                            rb, how_b, bound, rep.expected - rb, rj_text));
   }
-  if (!rj && !rank_j) {
+  if (rj && *rj < rep.expected) {
+    return set(RankStatus::theta_in_null_set,
+               fmt::format("rank(B) = {} = {} certified ({}); rank(dPhi) = {} < {} certified at "
+                           "this theta ({}), which has {} zero coordinate(s){}: {} direction(s) "
+                           "lost, theta lies in the null set where dPhi drops rank",
+                           rb, bound, how_b, *rj, rep.expected, jacobian_how(*rank_j_exact),
+                           rep.zero_weights.size(), zeros ? "" : " (a fixed weight is 0)",
+                           rep.expected - *rj));
+  }
+  if (!rj) {
+    if (rank_j && rank_j->rank < rep.expected &&
+        rank_j->status == NumericalRankStatus::conclusive) {
+      return set(
+          RankStatus::theta_in_null_set,
+          fmt::format("rank(B) = {} = {} certified ({}); rank(dPhi) = {} < {} numerically "
+                      "(conclusive, not certified) at this theta, which has {} zero "
+                      "coordinate(s)",
+                      rb, bound, how_b, rank_j->rank, rep.expected, rep.zero_weights.size()));
+    }
+    // Zero weights and no certified rank(dPhi): never verified.
     return set(RankStatus::rank_J_not_computed,
                fmt::format("rank(B) = {} = {} certified ({}); {}", rb, bound, how_b, rj_text));
   }
-  if (rank_j && rank_j->rank != rb && rj) {
+  if (rank_j && rank_j->rank != *rj) {
     return set(RankStatus::ill_conditioned,
                fmt::format("rank(dPhi) = rank(B) = {} = {} certified ({}); in floating point "
                            "dPhi's numerical rank is {} ({})",
@@ -159,7 +218,40 @@ RankReport shared_rank_report(const Network& net, const RankCertificate& rank_b,
   }
   return set(RankStatus::verified,
              fmt::format("rank(B) = {} = {} certified ({}); {}{}", rb, bound, how_b, rj_text,
-                         rank_j && rj ? "; the numerical rank agrees" : ""));
+                         rank_j ? "; the numerical rank agrees" : ""));
 }
 
 }  // namespace pathlift::detail
+
+namespace pathlift {
+
+namespace {
+
+RankCertificate symmetry_certificate(const SymmetryDimension& sym, Index d) {
+  RankCertificate cert;
+  cert.d = d;
+  cert.h = sym.h_sym;
+  cert.expected = d - sym.h_sym;
+  cert.lower = cert.expected;
+  cert.upper = cert.expected;
+  cert.prime = 0;
+  cert.method = RankMethod::symmetry;
+  cert.rows_eliminated = 0;
+  return cert;
+}
+
+}  // namespace
+
+RankCertificate certify_rank_by_symmetry(const Network& net, const RankOptions& options) {
+  return symmetry_certificate(rescaling_symmetry_dimension(net, options.engine), net.num_params());
+}
+
+RankCertificate certify_rank_by_symmetry(const Model& model, const RankOptions& options) {
+  if (const Network* net = model.dag()) {
+    return certify_rank_by_symmetry(*net, options);
+  }
+  return symmetry_certificate(rescaling_symmetry_dimension(model, options.engine),
+                              model.num_params());
+}
+
+}  // namespace pathlift

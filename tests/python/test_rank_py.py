@@ -153,12 +153,15 @@ def test_rank_routes(pl):
     assert dp["status"] == "verified" and dp["rank_B_method"] == "path_basis"
     assert dp["rank_J_certified"] and dp["rank_J_exact"] == net.d - net.h
     assert dp["rank_J_exact_method"] == "identity" and "not enumerated" in dp["rank_J_note"]
-    # with a zero weight and no enumeration, rank(dPhi) is only bounded above
+    # with a zero weight and no enumeration, rank(dPhi) is certified by the zero pattern, and
+    # equals the elimination of the enumerated dPhi
     zero = theta.copy()
     zero[0] = 0.0
     dz = pl.rank(net, zero, enumerate=False)
-    assert dz["status"] == "rank_J_not_computed" and not dz["rank_J_certified"]
-    assert dz["rank_J_exact_lower"] == 0 and dz["rank_J_exact_upper"] == net.d - net.h
+    ez = pl.rank(net, zero, enumerate=True)
+    assert dz["rank_J_certified"] and dz["rank_J_exact_method"] == "zero_pattern"
+    assert ez["rank_J_exact_method"] == "elimination"
+    assert dz["rank_J_exact"] == ez["rank_J_exact"] and dz["status"] == ez["status"]
     # automatic: the DP route when B and dPhi do not fit in max_memory (but B^T B does)
     deep = pl.feed_forward(2, [4] * 6, 1)
     gram_bytes = pl.dense_bytes(deep.d, deep.d)

@@ -96,6 +96,18 @@ class Unroller {
 
   Network build(const EngineOptions& options);
 
+  // The layout and the plan, as the rescaling symmetries read them (src/rank/layer_symmetry.cpp).
+  [[nodiscard]] const std::vector<std::vector<Index>>& shapes() const { return m_shapes; }
+  /// Entries of all the layers that own theirs (every layer but the views).
+  [[nodiscard]] Index global_entries() const { return static_cast<Index>(m_live.size()); }
+  /// The global entry that entry e of layer l is (a view's: the entry it shows).
+  [[nodiscard]] Index global_entry(std::size_t l, Index e) const { return ref(l, e); }
+  [[nodiscard]] bool owns_entries(std::size_t l) const { return m_base[l] >= 0; }
+  /// Whether global entry g reaches an output.
+  [[nodiscard]] bool is_live(Index g) const { return m_live[static_cast<std::size_t>(g)] != 0; }
+  /// The window of a window layer (window_of()).
+  [[nodiscard]] const Window& window(std::size_t l) const { return m_window[l]; }
+
  private:
   [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
   [[nodiscard]] std::size_t op(std::size_t l, std::size_t k = 0) const {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pathlift/rank.hpp"
+#include "pathlift/symmetry.hpp"
 
 namespace pathlift::detail {
 
@@ -17,16 +18,38 @@ namespace pathlift::detail {
 RankCertificate certify_shared_rank(const Network& net, const CsrPattern& b,
                                     const RankOptions& options);
 
-/// rank(dPhi) = rank(B) when no theta_k and no fixed weight is 0 (identity); else only the
-/// upper bound rank(B).
+/// rank(dPhi) = rank(B) when no theta_k and no fixed weight is 0 (identity); else the exact rank
+/// by the zero pattern.
 JacobianRankCertificate certify_shared_jacobian_rank(const Network& net,
                                                      std::span<const double> theta,
                                                      const RankCertificate& rank_b,
                                                      const RankOptions& options);
 
+/// rank(dPhi(theta)) exactly by jacobian_rank_by_zero_pattern (method zero_pattern); upper is
+/// rank_b.upper, which the exact rank never exceeds (std::logic_error if it did).
+JacobianRankCertificate jacobian_rank_from_zero_pattern(const Network& net,
+                                                        std::span<const double> theta,
+                                                        const RankCertificate& rank_b,
+                                                        const RankOptions& options);
+
+/// The certificate of an exact rank by the zero pattern (method zero_pattern, lower = upper);
+/// std::logic_error when it exceeds the certified rank(B).
+JacobianRankCertificate zero_pattern_certificate(const ZeroPatternRank& z,
+                                                 const RankCertificate& rank_b);
+
+/// How rank(dPhi) was certified, for explanations: "no theta_k is 0, so dPhi = ...".
+std::string jacobian_how(const JacobianRankCertificate& cert);
+
+/// The subject of a report: d, the hidden nodes, whether one parameter per edge.
+struct RankSubject {
+  Index d = 0;
+  Index h = 0;
+  bool one_parameter_per_edge = true;
+};
+
 /// The fields every report starts from (rank.cpp): d, h, h_sym = rank_b.h, expected = d -
 /// h_sym, the certificates, the zero coordinates of theta.
-RankReport rank_report_head(const Network& net, const RankCertificate& rank_b,
+RankReport rank_report_head(const RankSubject& net, const RankCertificate& rank_b,
                             const std::optional<JacobianRankCertificate>& rank_j_exact,
                             const std::optional<NumericalRank>& rank_j,
                             std::span<const double> theta);
@@ -34,9 +57,10 @@ RankReport rank_report_head(const Network& net, const RankCertificate& rank_b,
 /// Sets the status and its explanation; returns the report.
 RankReport concluded(RankReport& rep, RankStatus status, std::string why);
 
-/// The report: verified when the certified ranks equal d - h_sym, below_symmetry_bound when
-/// they are lower (a finding, not an error).
-RankReport shared_rank_report(const Network& net, const RankCertificate& rank_b,
+/// The report: verified when the certified ranks equal d - h_sym; theta_in_null_set when
+/// rank(dPhi) is below at a theta with zero weights (never verified then); below_symmetry_bound
+/// when rank(B) is lower (a finding, not an error).
+RankReport shared_rank_report(const RankSubject& net, const RankCertificate& rank_b,
                               const std::optional<JacobianRankCertificate>& rank_j_exact,
                               const std::optional<NumericalRank>& rank_j,
                               std::span<const double> theta);

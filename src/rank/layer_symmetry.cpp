@@ -1,0 +1,636 @@
+// h_sym of a layer graph without unrolling (symmetry.hpp, docs/rank.md#layer-graphs).
+//
+// The log-scales live on the tensor entries (value points) of the layers that own theirs: an
+// entry the unrolled DAG makes a node is that node; a pending sum its consumer absorbs (an
+// activation, an add, sub's first operand, an output) is joined to it by an equality, which is
+// what absorbing does to the constraints; views are their operands' entries. So the classes and
+// constraints below are those of the unrolled DAG with the absorbed sums added as variables
+// equal to their consumers: the same h_sym. Only live entries (those reaching an output) count.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
+#include "pathlift/symmetry.hpp"
+#include "src/layers/detail/layers_unroll.hpp"
+#include "src/rank/detail/symmetry_system.hpp"
+
+namespace pathlift {
+
+namespace {
+
+using detail::SymmetryClasses;
+using detail::Unroller;
+using detail::Window;
+
+/// Channels of a tensor and the entries of each: {F} has F channels of one entry (a batch
+/// norm's channel is then a feature), {C, ...} C channels.
+struct Channels {
+  Index count = 1;
+  Index size = 1;
+};
+Channels channels_of(const std::vector<Index>& shape, Index entries) {
+  const Index c = shape.empty() ? 1 : shape[0];
+  return {c, c > 0 ? entries / c : 0};
+}
+
+Index entries_of(const std::vector<Index>& shape) {
+  Index n = 1;
+  for (const Index x : shape) {
+    n *= x;
+  }
+  return n;
+}
+
+constexpr Index k_no_entry = -2;  // a channel without a live entry
+constexpr Index k_split = -1;     // a channel whose live entries are in several classes
+
+class LayerSymmetry {
+ public:
+  /// `theta` empty: the symmetries of the graph; else of the graph without the edges of the
+  /// zero biases of theta (zero_bias_pattern() must hold).
+  LayerSymmetry(const LayerGraph& graph, Unroller& plan, std::span<const double> theta = {})
+      : m_graph(graph),
+        m_plan(plan),
+        m_theta(theta),
+        m_cls(plan.global_entries() + 1),
+        m_pin(plan.global_entries()) {
+    m_cls.pin(m_pin);
+  }
+
+  /// Zero biases deleted, bias channels with a live entry: the zero parameters some path
+  /// crosses alone (run() first).
+  [[nodiscard]] Index single_zero_biases() const { return m_single_zero; }
+
+  /// Whether every zero of theta is a bias (linear, conv, conv_transpose, batch norm), no
+  /// parameter block is shared between layers, no fixed weight is 0 (a scale by 0) and every
+  /// live convolution entry reads at least one tap: deleting the zero biases' edges then leaves
+  /// every entry on an input-to-output path, so the entries and their liveness stay those of
+  /// the plan.
+  bool zero_bias_pattern() {
+    std::vector<std::uint8_t> bias(static_cast<std::size_t>(m_graph.num_params), 0);
+    for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
+      const Layer& ly = layer(l);
+      if (ly.kind == LayerKind::scale && ly.factor == 0.0) {
+        return false;
+      }
+      const auto [w, b] = block_sizes(l);
+      std::fill_n(bias.begin() + (b > 0 ? ly.bias_offset : 0), b, 1);
+      if ((ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) &&
+          !every_entry_reads_a_tap(l)) {
+        return false;
+      }
+    }
+    mark_shared_blocks();
+    if (m_shared) {
+      return false;
+    }
+    for (std::size_t k = 0; k < m_theta.size(); ++k) {
+      if (m_theta[k] == 0.0 && bias[k] == 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  SymmetryDimension run(const EngineOptions& options) {
+    for (Index e = 0; e < entries(0); ++e) {
+      m_cls.unite(at(0, e), m_pin);
+    }
+    for (const Index o : m_graph.outputs) {
+      for (Index e = 0; e < entries(static_cast<std::size_t>(o)); ++e) {
+        m_cls.unite(at(static_cast<std::size_t>(o), e), m_pin);
+      }
+    }
+    for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
+      if (m_plan.owns_entries(l)) {
+        merge(l);
+      }
+    }
+    m_roots.assign(m_graph.layers.size(), std::nullopt);
+    m_shared = false;
+    mark_shared_blocks();
+    m_used.assign(static_cast<std::size_t>(m_graph.num_params), 0);
+    for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
+      if (m_plan.owns_entries(l)) {
+        constrain(l);
+      }
+    }
+    // The free classes: the roots of the live entries, pinned ones aside.
+    std::vector<std::uint8_t> seen(static_cast<std::size_t>(m_cls.size()), 0);
+    Index free_classes = 0;
+    for (Index g = 0; g < m_plan.global_entries(); ++g) {
+      if (!m_plan.is_live(g)) {
+        continue;
+      }
+      const Index r = m_cls.find(g);
+      if (!m_cls.pinned(r) && seen[static_cast<std::size_t>(r)] == 0) {
+        seen[static_cast<std::size_t>(r)] = 1;
+        ++free_classes;
+      }
+    }
+    const auto unused = static_cast<Index>(std::count(m_used.begin(), m_used.end(), 0));
+    return detail::symmetry_dimension(free_classes, m_rows, unused, options);
+  }
+
+ private:
+  [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
+  [[nodiscard]] std::size_t op(std::size_t l, std::size_t k = 0) const {
+    return static_cast<std::size_t>(layer(l).inputs[k]);
+  }
+  [[nodiscard]] Index entries(std::size_t l) const { return entries_of(m_plan.shapes()[l]); }
+  [[nodiscard]] Index at(std::size_t l, Index e) const { return m_plan.global_entry(l, e); }
+  [[nodiscard]] bool live(std::size_t l, Index e) const { return m_plan.is_live(at(l, e)); }
+  [[nodiscard]] Channels channels(std::size_t l) const {
+    return channels_of(m_plan.shapes()[l], entries(l));
+  }
+
+  /// Whether bias parameter k has its edges (theta empty, or theta_k != 0).
+  [[nodiscard]] bool bias_edges(Index k) const {
+    return m_theta.empty() || m_theta[static_cast<std::size_t>(k)] != 0.0;
+  }
+
+  /// Whether every live entry of conv or conv_transpose l reads at least one tap.
+  [[nodiscard]] bool every_entry_reads_a_tap(std::size_t l) const {
+    const Window& w = m_plan.window(l);
+    const bool transposed = layer(l).kind == LayerKind::conv_transpose;
+    const auto reads = [&](const detail::Axis& a, Index p) {
+      if (!transposed) {
+        return a.taps(p) > 0;
+      }
+      bool any = false;
+      a.readers(p, [&](Index, Index) { any = true; });
+      return any;
+    };
+    const Index hs = transposed ? w.h.in : w.h.out;
+    const Index ws = transposed ? w.w.in : w.w.out;
+    const Channels ch = channels(l);
+    for (Index ph = 0; ph < hs; ++ph) {
+      for (Index pw = 0; pw < ws; ++pw) {
+        if (reads(w.h, ph) && reads(w.w, pw)) {
+          continue;
+        }
+        for (Index c = 0; c < ch.count; ++c) {
+          if (live(l, c * ch.size + ph * ws + pw)) {
+            return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  /// Joins the live entries of channel c of layer l into one class.
+  void unite_channel(std::size_t l, Index c) {
+    const Channels ch = channels(l);
+    Index first = -1;
+    for (Index e = c * ch.size; e < (c + 1) * ch.size; ++e) {
+      if (live(l, e)) {
+        first < 0 ? void(first = at(l, e)) : void(m_cls.unite(first, at(l, e)));
+      }
+    }
+  }
+
+  /// The root of each channel of layer l: k_split or k_no_entry when it has none. Computed
+  /// once the merges are done (constrain), or afresh during them (fresh = true).
+  const std::vector<Index>& channel_roots(std::size_t l, bool fresh = false) {
+    if (!fresh && m_roots[l]) {
+      return *m_roots[l];
+    }
+    const Channels ch = channels(l);
+    std::vector<Index> roots(static_cast<std::size_t>(ch.count), k_no_entry);
+    for (Index c = 0; c < ch.count; ++c) {
+      Index& r = roots[static_cast<std::size_t>(c)];
+      for (Index e = c * ch.size; e < (c + 1) * ch.size && r != k_split; ++e) {
+        if (live(l, e)) {
+          const Index x = m_cls.find(at(l, e));
+          r = r == k_no_entry || r == x ? x : k_split;
+        }
+      }
+    }
+    if (fresh) {
+      m_scratch = std::move(roots);
+      return m_scratch;
+    }
+    m_roots[l] = std::move(roots);
+    return *m_roots[l];
+  }
+
+  /// The forced equalities layer l adds.
+  void merge(std::size_t l) {
+    const Layer& ly = layer(l);
+    switch (ly.kind) {
+      case LayerKind::activation:
+      case LayerKind::add:
+      case LayerKind::sub:
+      case LayerKind::scale:
+        // Fixed edges, or a pending sum absorbed: the value equals each operand's.
+        for (Index e = 0; e < entries(l); ++e) {
+          if (live(l, e)) {
+            for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+              m_cls.unite(at(l, e), at(op(l, k), e));
+            }
+          }
+        }
+        return;
+      case LayerKind::max_pool:
+      case LayerKind::avg_pool:
+      case LayerKind::adaptive_avg_pool:
+        merge_pool(l);
+        return;
+      case LayerKind::batch_norm: {
+        const std::vector<Index>& in = channel_roots(op(l), true);
+        for (Index c = 0; c < channels(l).count; ++c) {
+          // b: edges from the bias node (pinned); a: from a channel that is one class.
+          if ((ly.bias_offset >= 0 && bias_edges(ly.bias_offset + c)) ||
+              in[static_cast<std::size_t>(c)] >= 0) {
+            unite_channel(l, c);
+          }
+        }
+        return;
+      }
+      case LayerKind::conv:
+      case LayerKind::conv_transpose:
+        merge_conv(l);
+        return;
+      default:  // linear: one edge per weight and per bias
+        return;
+    }
+  }
+
+  void merge_pool(std::size_t l) {
+    const Window& w = m_plan.window(l);
+    for (Index c = 0; c < w.channels_out; ++c) {
+      for (Index oh = 0; oh < w.h.out; ++oh) {
+        for (Index ow = 0; ow < w.w.out; ++ow) {
+          const Index e = (c * w.h.out + oh) * w.w.out + ow;
+          if (!live(l, e)) {
+            continue;
+          }
+          for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+            for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+              const Index i = (c * w.h.in + w.h.input(oh, kh)) * w.w.in + w.w.input(ow, kw);
+              m_cls.unite(at(l, e), at(op(l), i));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /// Calls f(output entry, input entry) for every edge of tap (kh, kw) between output channel
+  /// co and input channel ci of a conv or conv_transpose l whose output entry is live.
+  template <class F>
+  void for_tap(std::size_t l, Index co, Index ci, Index kh, Index kw, const F& f) const {
+    const Window& w = m_plan.window(l);
+    if (layer(l).kind == LayerKind::conv) {
+      for (Index oh = 0; oh < w.h.out; ++oh) {
+        if (kh < w.h.first(oh) || kh >= w.h.last(oh)) {
+          continue;
+        }
+        for (Index ow = 0; ow < w.w.out; ++ow) {
+          if (kw < w.w.first(ow) || kw >= w.w.last(ow)) {
+            continue;
+          }
+          const Index e = (co * w.h.out + oh) * w.w.out + ow;
+          if (live(l, e)) {
+            f(e, (ci * w.h.in + w.h.input(oh, kh)) * w.w.in + w.w.input(ow, kw));
+          }
+        }
+      }
+      return;
+    }
+    // conv_transpose: input (ci, q) reaches output (co, p) through the adjoint's tap k when the
+    // adjoint's output q reads p = input(q, k).
+    for (Index qh = 0; qh < w.h.out; ++qh) {
+      if (kh < w.h.first(qh) || kh >= w.h.last(qh)) {
+        continue;
+      }
+      for (Index qw = 0; qw < w.w.out; ++qw) {
+        if (kw < w.w.first(qw) || kw >= w.w.last(qw)) {
+          continue;
+        }
+        const Index e = (co * w.h.in + w.h.input(qh, kh)) * w.w.in + w.w.input(qw, kw);
+        if (live(l, e)) {
+          f(e, (ci * w.h.out + qh) * w.w.out + qw);
+        }
+      }
+    }
+  }
+
+  /// A conv's (or conv_transpose's) group layout: output channels, input channels per group.
+  struct ConvLayout {
+    Index out = 0;       // output channels
+    Index in = 0;        // input channels
+    Index in_group = 0;  // input channels per group
+    Index out_group = 0;
+  };
+  [[nodiscard]] ConvLayout conv_layout(std::size_t l) const {
+    const Window& w = m_plan.window(l);
+    const bool t = layer(l).kind == LayerKind::conv_transpose;
+    ConvLayout c;
+    c.out = t ? w.channels_in : w.channels_out;
+    c.in = t ? w.channels_out : w.channels_in;
+    c.in_group = c.in / w.groups;
+    c.out_group = c.out / w.groups;
+    return c;
+  }
+
+  void merge_conv(std::size_t l) {
+    const Layer& ly = layer(l);
+    const Window& w = m_plan.window(l);
+    const ConvLayout c = conv_layout(l);
+    const std::vector<Index> in = channel_roots(op(l), true);
+    for (Index co = 0; co < c.out; ++co) {
+      if (ly.bias_offset >= 0 && bias_edges(ly.bias_offset + co)) {
+        // edges of one bias from the bias node (pinned)
+        unite_channel(l, co);
+        continue;
+      }
+      // The edges of weight (co, ci, tap) from a channel ci that is one class: their targets
+      // are one class.
+      const Index ci0 = (co / c.out_group) * c.in_group;
+      Index ci = -1;
+      for (Index i = ci0; i < ci0 + c.in_group && ci < 0; ++i) {
+        ci = in[static_cast<std::size_t>(i)] >= 0 ? i : -1;
+      }
+      if (ci < 0) {
+        continue;
+      }
+      for (Index kh = 0; kh < w.h.kernel; ++kh) {
+        for (Index kw = 0; kw < w.w.kernel; ++kw) {
+          Index first = -1;
+          for_tap(l, co, ci, kh, kw, [&](Index e, Index) {
+            first < 0 ? void(first = at(l, e)) : void(m_cls.unite(first, at(l, e)));
+          });
+        }
+      }
+    }
+  }
+
+  /// Parameter blocks that overlap another layer's (weights shared between layers).
+  void mark_shared_blocks() {
+    std::vector<std::pair<Index, Index>> blocks;  // [begin, end)
+    for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
+      const auto [w, b] = block_sizes(l);
+      if (w > 0) {
+        blocks.emplace_back(layer(l).weight_offset, layer(l).weight_offset + w);
+      }
+      if (b > 0) {
+        blocks.emplace_back(layer(l).bias_offset, layer(l).bias_offset + b);
+      }
+    }
+    std::sort(blocks.begin(), blocks.end());
+    for (std::size_t i = 1; i < blocks.size(); ++i) {
+      m_shared = m_shared || blocks[i].first < blocks[i - 1].second;
+    }
+  }
+
+  /// The weight and bias block sizes of layer l.
+  [[nodiscard]] std::pair<Index, Index> block_sizes(std::size_t l) const {
+    const Layer& ly = layer(l);
+    const bool bias = ly.bias_offset >= 0;
+    switch (ly.kind) {
+      case LayerKind::linear:
+        return {ly.out_features * entries(op(l)), bias ? ly.out_features : 0};
+      case LayerKind::conv:
+      case LayerKind::conv_transpose: {
+        const Window& w = m_plan.window(l);
+        const ConvLayout c = conv_layout(l);
+        return {c.out * c.in_group * w.h.kernel * w.w.kernel, bias ? c.out : 0};
+      }
+      case LayerKind::batch_norm:
+        return {channels(l).count, bias ? channels(l).count : 0};
+      default:
+        return {0, 0};
+    }
+  }
+
+  /// One edge-class pair (t, s) of parameter k: k is used, and every pair of k after its first
+  /// is a constraint against the first.
+  void pair(Index k, Index t, Index s) {
+    m_used[static_cast<std::size_t>(k)] = 1;
+    if (m_shared) {
+      const auto [it, fresh] = m_first.try_emplace(k, t, s);
+      if (!fresh) {
+        m_rows.add(m_cls, t, s, it->second.first, it->second.second);
+      }
+      return;
+    }
+    if (k != m_current) {
+      m_current = k;
+      m_current_pair = {t, s};
+      return;
+    }
+    m_rows.add(m_cls, t, s, m_current_pair.first, m_current_pair.second);
+  }
+
+  /// A bias of one edge (linear).
+  void bias_pair(Index k, Index t, Index pin) {
+    if (!bias_edges(k)) {
+      m_single_zero += 1;
+      return;
+    }
+    pair(k, t, pin);
+  }
+
+  /// The parameters of layer l: which are used, and the constraints among their edges.
+  void constrain(std::size_t l) {
+    const Layer& ly = layer(l);
+    const Index pin = m_cls.find(m_pin);
+    switch (ly.kind) {
+      case LayerKind::linear: {
+        const Index f = entries(op(l));
+        std::vector<Index> src(static_cast<std::size_t>(f));
+        for (Index j = 0; j < f; ++j) {
+          src[static_cast<std::size_t>(j)] = m_cls.find(at(op(l), j));
+        }
+        for (Index o = 0; o < ly.out_features; ++o) {
+          if (!live(l, o)) {
+            continue;
+          }
+          const Index t = m_cls.find(at(l, o));
+          for (Index j = 0; j < f; ++j) {
+            pair(ly.weight_offset + o * f + j, t, src[static_cast<std::size_t>(j)]);
+          }
+          if (ly.bias_offset >= 0) {
+            bias_pair(ly.bias_offset + o, t, pin);
+          }
+        }
+        return;
+      }
+      case LayerKind::batch_norm: {
+        const std::vector<Index>& out = channel_roots(l);
+        const std::vector<Index>& in = channel_roots(op(l));
+        const Channels ch = channels(l);
+        for (Index c = 0; c < ch.count; ++c) {
+          const Index t = out[static_cast<std::size_t>(c)];
+          const Index s = in[static_cast<std::size_t>(c)];
+          if (t == k_no_entry) {
+            continue;
+          }
+          if (t >= 0 && s >= 0) {
+            pair(ly.weight_offset + c, t, s);
+          } else {
+            for (Index e = c * ch.size; e < (c + 1) * ch.size; ++e) {
+              if (live(l, e)) {
+                pair(ly.weight_offset + c, m_cls.find(at(l, e)), m_cls.find(at(op(l), e)));
+              }
+            }
+          }
+          if (ly.bias_offset >= 0) {
+            bias_pairs(l, c, ly.bias_offset + c, t, pin);
+          }
+        }
+        return;
+      }
+      case LayerKind::conv:
+      case LayerKind::conv_transpose:
+        constrain_conv(l, pin);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /// The edges of bias k into channel c of layer l (root t of the channel, or k_split).
+  void bias_pairs(std::size_t l, Index c, Index k, Index t, Index pin) {
+    if (!bias_edges(k)) {
+      m_single_zero += 1;  // the channel has a live entry: its zero bias is crossed alone
+      return;
+    }
+    if (t >= 0) {
+      pair(k, t, pin);
+      return;
+    }
+    const Channels ch = channels(l);
+    for (Index e = c * ch.size; e < (c + 1) * ch.size; ++e) {
+      if (live(l, e)) {
+        pair(k, m_cls.find(at(l, e)), pin);
+      }
+    }
+  }
+
+  void constrain_conv(std::size_t l, Index pin) {
+    const Layer& ly = layer(l);
+    const Window& w = m_plan.window(l);
+    const ConvLayout c = conv_layout(l);
+    const bool transposed = ly.kind == LayerKind::conv_transpose;
+    const std::vector<Index>& out = channel_roots(l);
+    const std::vector<Index>& in = channel_roots(op(l));
+    const Index taps = w.h.kernel * w.w.kernel;
+    for (Index co = 0; co < c.out; ++co) {
+      const Index t = out[static_cast<std::size_t>(co)];
+      if (t == k_no_entry) {
+        continue;
+      }
+      const Index ci0 = (co / c.out_group) * c.in_group;
+      // Which taps have an edge into this channel (the same for every input channel).
+      std::vector<std::uint8_t> tap_used(static_cast<std::size_t>(taps), 0);
+      for (Index kh = 0; kh < w.h.kernel; ++kh) {
+        for (Index kw = 0; kw < w.w.kernel; ++kw) {
+          bool any = false;
+          for_tap(l, co, ci0, kh, kw, [&](Index, Index) { any = true; });
+          tap_used[static_cast<std::size_t>(kh * w.w.kernel + kw)] = any ? 1 : 0;
+        }
+      }
+      for (Index ci = ci0; ci < ci0 + c.in_group; ++ci) {
+        const Index s = in[static_cast<std::size_t>(ci)];
+        const Index block = transposed ? (ci * c.out_group + co % c.out_group) * taps
+                                       : (co * c.in_group + (ci - ci0)) * taps;
+        for (Index tap = 0; tap < taps; ++tap) {
+          if (tap_used[static_cast<std::size_t>(tap)] == 0) {
+            continue;
+          }
+          const Index k = ly.weight_offset + block + tap;
+          if (t >= 0 && s >= 0) {
+            pair(k, t, s);
+            continue;
+          }
+          for_tap(l, co, ci, tap / w.w.kernel, tap % w.w.kernel, [&](Index e, Index i) {
+            pair(k, m_cls.find(at(l, e)), m_cls.find(at(op(l), i)));
+          });
+        }
+      }
+      if (ly.bias_offset >= 0) {
+        bias_pairs(l, co, ly.bias_offset + co, t, pin);
+      }
+    }
+  }
+
+  const LayerGraph& m_graph;
+  Unroller& m_plan;
+  std::span<const double> m_theta;
+  Index m_single_zero = 0;
+  SymmetryClasses m_cls;
+  Index m_pin;
+  std::vector<std::optional<std::vector<Index>>> m_roots;
+  std::vector<Index> m_scratch;
+  std::vector<std::uint8_t> m_used;
+  detail::SymmetryConstraints m_rows;
+  bool m_shared = false;
+  std::unordered_map<Index, std::pair<Index, Index>> m_first;
+  Index m_current = -1;
+  std::pair<Index, Index> m_current_pair;
+};
+
+}  // namespace
+
+SymmetryDimension rescaling_symmetry_dimension(const LayerGraph& graph,
+                                               const EngineOptions& options) {
+  Unroller plan(graph, options);
+  require_bytes(
+      5.0 * static_cast<double>(plan.global_entries()), options.max_memory,
+      fmt::format("the rescaling symmetries' classes of {} tensor entries", plan.global_entries()));
+  return LayerSymmetry(graph, plan).run(options);
+}
+
+std::optional<ZeroPatternRank> jacobian_rank_by_zero_pattern(const LayerGraph& graph,
+                                                             std::span<const double> theta,
+                                                             const EngineOptions& options) {
+  if (static_cast<Index>(theta.size()) != graph.num_params) {
+    throw std::invalid_argument(fmt::format(
+        "jacobian_rank_by_zero_pattern: theta has {} entries, the layer graph {} parameters",
+        theta.size(), graph.num_params));
+  }
+  Unroller plan(graph, options);
+  require_bytes(
+      5.0 * static_cast<double>(plan.global_entries()), options.max_memory,
+      fmt::format("the rescaling symmetries' classes of {} tensor entries", plan.global_entries()));
+  LayerSymmetry sym(graph, plan, theta);
+  if (!sym.zero_bias_pattern()) {
+    return std::nullopt;
+  }
+  ZeroPatternRank out;
+  out.h_sym_nonzero = sym.run(options).h_sym;
+  out.zero_params = static_cast<Index>(std::count(theta.begin(), theta.end(), 0.0));
+  out.single_zero_params = sym.single_zero_biases();
+  out.rank = graph.num_params - out.h_sym_nonzero + out.single_zero_params;
+  return out;
+}
+
+SymmetryDimension rescaling_symmetry_dimension(const Model& model, const EngineOptions& options) {
+  if (const LayerGraph* g = model.layer_graph()) {
+    return rescaling_symmetry_dimension(*g, options);
+  }
+  return rescaling_symmetry_dimension(*model.dag(), options);
+}
+
+Index unrolled_hidden_nodes(const LayerGraph& graph, const EngineOptions& options) {
+  const Unroller plan(graph, options);
+  const auto nodes = plan.node_entries();
+  Index h = 0;
+  for (std::size_t l = 1; l < nodes.size(); ++l) {
+    h += static_cast<Index>(std::count(nodes[l].begin(), nodes[l].end(), 1));
+  }
+  return h;
+}
+
+}  // namespace pathlift
