@@ -16,6 +16,7 @@
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/layer_dp.hpp"
+#include "pathlift/symmetry.hpp"
 
 namespace pathlift::cli {
 
@@ -38,8 +39,21 @@ struct Summary {
   Index outputs = 0;
   Index d = 0;
   bool per_edge = false;  // edge k carries parameter k (Theorem 1's setting)
+  // The rescaling symmetries (h with one parameter per edge); empty with why when refused.
+  std::optional<Index> h_sym;
+  std::string h_sym_refused;
   PathCounts counts;
 };
+
+/// s.h_sym from f(), or why it was refused (TooLarge: info still prints the rest).
+template <class F>
+void symmetries(Summary& s, const F& f) {
+  try {
+    s.h_sym = f().h_sym;
+  } catch (const TooLarge& e) {
+    s.h_sym_refused = e.what();
+  }
+}
 
 Summary summarise(const Network& net, const EngineOptions& options) {
   Summary s;
@@ -51,6 +65,7 @@ Summary summarise(const Network& net, const EngineOptions& options) {
   s.outputs = static_cast<Index>(net.outputs().size());
   s.d = net.num_params();
   s.per_edge = net.one_parameter_per_edge();
+  symmetries(s, [&] { return rescaling_symmetry_dimension(net, options); });
   s.counts = count_paths(net, options);
   return s;
 }
@@ -74,6 +89,7 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
   const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
   for (const Layer& layer : graph.layers) {
     const bool bias_kind = layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
+                           layer.kind == LayerKind::conv_transpose ||
                            layer.kind == LayerKind::batch_norm;
     s.bias += bias_kind && layer.bias_offset >= 0 ? 1 : 0;
   }
@@ -90,6 +106,9 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
       s.per_edge = false;  // unknown: reported as with shared parameters
     }
   }
+  symmetries(s, [&] {
+    return rescaling_symmetry_dimension(graph, engine_options(compute, "rescaling symmetries"));
+  });
   s.counts = count_paths(graph, engine_options(compute, "counting paths"));
   return s;
 }
@@ -135,6 +154,9 @@ void run_info(const InfoOptions& opts) {
     j["h"] = h;
     // d - h is Theorem 1's rank with one parameter per edge; otherwise `rank` gives d - h_sym.
     j["d_minus_h"] = per_edge ? nlohmann::ordered_json(d - h) : nlohmann::ordered_json(nullptr);
+    j["h_sym"] = sum.h_sym ? nlohmann::ordered_json(*sum.h_sym) : nlohmann::ordered_json(nullptr);
+    j["d_minus_h_sym"] =
+        sum.h_sym ? nlohmann::ordered_json(d - *sum.h_sym) : nlohmann::ordered_json(nullptr);
     j["P"] = count_json(counts.paths);
     j["P_exact"] = counts.paths.exact();
     j["log10_P"] = counts.paths.log10();
@@ -178,7 +200,13 @@ void run_info(const InfoOptions& opts) {
   if (per_edge) {
     fmt::print("d - h            {}  (rank of B and of dPhi, Theorem 1)\n", d - h);
   } else {
-    fmt::print("rank bound       d - h_sym (rescaling symmetries): see `pathlift rank`\n");
+    if (sum.h_sym) {
+      fmt::print("h_sym            {}  (dimension of the rescaling symmetries)\n", *sum.h_sym);
+      fmt::print("d - h_sym        {}  (rank of B, and of dPhi when no weight is 0)\n",
+                 d - *sum.h_sym);
+    } else {
+      fmt::print("h_sym            not computed: {}\n", sum.h_sym_refused);
+    }
   }
   fmt::print("P                {} paths\n", counts.paths.to_string());
   if (!counts.paths.exact()) {

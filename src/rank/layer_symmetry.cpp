@@ -55,7 +55,7 @@ constexpr Index k_split = -1;     // a channel whose live entries are in several
 class LayerSymmetry {
  public:
   /// `theta` empty: the symmetries of the graph; else of the graph without the edges of the
-  /// zero biases of theta (zero_bias_pattern() must hold).
+  /// zero parameters of theta (zeros_keep_the_entries() must hold).
   LayerSymmetry(const LayerGraph& graph, Unroller& plan, std::span<const double> theta = {})
       : m_graph(graph),
         m_plan(plan),
@@ -65,27 +65,38 @@ class LayerSymmetry {
     m_cls.pin(m_pin);
   }
 
-  /// Zero biases deleted, bias channels with a live entry: the zero parameters some path
-  /// crosses alone (run() first).
-  [[nodiscard]] Index single_zero_biases() const { return m_single_zero; }
+  /// The zero parameters with an edge between live entries: those some path crosses as its
+  /// only zero edge (run() first).
+  [[nodiscard]] Index single_zeros() const { return m_single_zero; }
 
-  /// Whether every zero of theta is a bias (linear, conv, conv_transpose, batch norm), no
-  /// parameter block is shared between layers, no fixed weight is 0 (a scale by 0) and every
-  /// live convolution entry reads at least one tap: deleting the zero biases' edges then leaves
-  /// every entry on an input-to-output path, so the entries and their liveness stay those of
-  /// the plan.
-  bool zero_bias_pattern() {
-    std::vector<std::uint8_t> bias(static_cast<std::size_t>(m_graph.num_params), 0);
+  /// Whether the zeros of theta leave every entry of the plan on an input-to-output path of
+  /// non-zero edges, so that the entries and their liveness stay the plan's: every zero is a
+  /// bias (linear, conv, conv_transpose, batch norm) or a convolution weight; no parameter
+  /// block is shared between layers; no fixed weight is 0 (a scale by 0); every live
+  /// convolution entry reads at least one tap; and in a convolution with zero weights, every
+  /// output entry is live and every (output channel, tap) and every (input channel, tap) keeps
+  /// a non-zero weight within its group (so an entry that read, or was read by, a tap still
+  /// does through a non-zero edge).
+  bool zeros_keep_the_entries() {
+    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(m_graph.num_params), 0);
     for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
       const Layer& ly = layer(l);
       if (ly.kind == LayerKind::scale && ly.factor == 0.0) {
         return false;
       }
       const auto [w, b] = block_sizes(l);
-      std::fill_n(bias.begin() + (b > 0 ? ly.bias_offset : 0), b, 1);
-      if ((ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) &&
-          !every_entry_reads_a_tap(l)) {
-        return false;
+      std::fill_n(allowed.begin() + (b > 0 ? ly.bias_offset : 0), b, 1);
+      if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
+        if (!every_entry_reads_a_tap(l)) {
+          return false;
+        }
+        const bool zeros =
+            std::find(m_theta.begin() + ly.weight_offset, m_theta.begin() + ly.weight_offset + w,
+                      0.0) != m_theta.begin() + ly.weight_offset + w;
+        if (zeros && !conv_zeros_keep_the_entries(l)) {
+          return false;
+        }
+        std::fill_n(allowed.begin() + ly.weight_offset, w, 1);
       }
     }
     mark_shared_blocks();
@@ -93,7 +104,7 @@ class LayerSymmetry {
       return false;
     }
     for (std::size_t k = 0; k < m_theta.size(); ++k) {
-      if (m_theta[k] == 0.0 && bias[k] == 0) {
+      if (m_theta[k] == 0.0 && allowed[k] == 0) {
         return false;
       }
     }
@@ -152,9 +163,58 @@ class LayerSymmetry {
     return channels_of(m_plan.shapes()[l], entries(l));
   }
 
-  /// Whether bias parameter k has its edges (theta empty, or theta_k != 0).
-  [[nodiscard]] bool bias_edges(Index k) const {
+  /// Whether parameter k has its edges (theta empty, or theta_k != 0).
+  [[nodiscard]] bool has_edges(Index k) const {
     return m_theta.empty() || m_theta[static_cast<std::size_t>(k)] != 0.0;
+  }
+
+  /// The parameter of weight (output channel co, input channel ci, tap) of conv or
+  /// conv_transpose l.
+  [[nodiscard]] Index weight(std::size_t l, Index co, Index ci, Index tap) const {
+    const Window& w = m_plan.window(l);
+    const ConvLayout c = conv_layout(l);
+    const Index taps = w.h.kernel * w.w.kernel;
+    const Index ci0 = (co / c.out_group) * c.in_group;
+    return layer(l).weight_offset + tap +
+           (layer(l).kind == LayerKind::conv_transpose
+                ? (ci * c.out_group + co % c.out_group) * taps
+                : (co * c.in_group + (ci - ci0)) * taps);
+  }
+
+  /// Conditions of zeros_keep_the_entries() on a convolution with zero weights.
+  [[nodiscard]] bool conv_zeros_keep_the_entries(std::size_t l) const {
+    for (Index e = 0; e < entries(l); ++e) {
+      if (!live(l, e)) {
+        return false;
+      }
+    }
+    const Window& w = m_plan.window(l);
+    const ConvLayout c = conv_layout(l);
+    const Index taps = w.h.kernel * w.w.kernel;
+    const auto nonzero = [&](Index k) { return m_theta[static_cast<std::size_t>(k)] != 0.0; };
+    for (Index g = 0; g < c.out / c.out_group; ++g) {
+      for (Index tap = 0; tap < taps; ++tap) {
+        for (Index co = g * c.out_group; co < (g + 1) * c.out_group; ++co) {
+          bool any = false;
+          for (Index ci = g * c.in_group; ci < (g + 1) * c.in_group && !any; ++ci) {
+            any = nonzero(weight(l, co, ci, tap));
+          }
+          if (!any) {
+            return false;
+          }
+        }
+        for (Index ci = g * c.in_group; ci < (g + 1) * c.in_group; ++ci) {
+          bool any = false;
+          for (Index co = g * c.out_group; co < (g + 1) * c.out_group && !any; ++co) {
+            any = nonzero(weight(l, co, ci, tap));
+          }
+          if (!any) {
+            return false;
+          }
+        }
+      }
+    }
+    return true;
   }
 
   /// Whether every live entry of conv or conv_transpose l reads at least one tap.
@@ -249,7 +309,7 @@ class LayerSymmetry {
         const std::vector<Index>& in = channel_roots(op(l), true);
         for (Index c = 0; c < channels(l).count; ++c) {
           // b: edges from the bias node (pinned); a: from a channel that is one class.
-          if ((ly.bias_offset >= 0 && bias_edges(ly.bias_offset + c)) ||
+          if ((ly.bias_offset >= 0 && has_edges(ly.bias_offset + c)) ||
               in[static_cast<std::size_t>(c)] >= 0) {
             unite_channel(l, c);
           }
@@ -349,7 +409,7 @@ class LayerSymmetry {
     const ConvLayout c = conv_layout(l);
     const std::vector<Index> in = channel_roots(op(l), true);
     for (Index co = 0; co < c.out; ++co) {
-      if (ly.bias_offset >= 0 && bias_edges(ly.bias_offset + co)) {
+      if (ly.bias_offset >= 0 && has_edges(ly.bias_offset + co)) {
         // edges of one bias from the bias node (pinned)
         unite_channel(l, co);
         continue;
@@ -357,15 +417,16 @@ class LayerSymmetry {
       // The edges of weight (co, ci, tap) from a channel ci that is one class: their targets
       // are one class.
       const Index ci0 = (co / c.out_group) * c.in_group;
-      Index ci = -1;
-      for (Index i = ci0; i < ci0 + c.in_group && ci < 0; ++i) {
-        ci = in[static_cast<std::size_t>(i)] >= 0 ? i : -1;
-      }
-      if (ci < 0) {
-        continue;
-      }
       for (Index kh = 0; kh < w.h.kernel; ++kh) {
         for (Index kw = 0; kw < w.w.kernel; ++kw) {
+          Index ci = -1;
+          for (Index i = ci0; i < ci0 + c.in_group && ci < 0; ++i) {
+            const bool edges = has_edges(weight(l, co, i, kh * w.w.kernel + kw));
+            ci = edges && in[static_cast<std::size_t>(i)] >= 0 ? i : -1;
+          }
+          if (ci < 0) {
+            continue;
+          }
           Index first = -1;
           for_tap(l, co, ci, kh, kw, [&](Index e, Index) {
             first < 0 ? void(first = at(l, e)) : void(m_cls.unite(first, at(l, e)));
@@ -434,7 +495,7 @@ class LayerSymmetry {
 
   /// A bias of one edge (linear).
   void bias_pair(Index k, Index t, Index pin) {
-    if (!bias_edges(k)) {
+    if (!has_edges(k)) {
       m_single_zero += 1;
       return;
     }
@@ -502,7 +563,7 @@ class LayerSymmetry {
 
   /// The edges of bias k into channel c of layer l (root t of the channel, or k_split).
   void bias_pairs(std::size_t l, Index c, Index k, Index t, Index pin) {
-    if (!bias_edges(k)) {
+    if (!has_edges(k)) {
       m_single_zero += 1;  // the channel has a live entry: its zero bias is crossed alone
       return;
     }
@@ -522,7 +583,6 @@ class LayerSymmetry {
     const Layer& ly = layer(l);
     const Window& w = m_plan.window(l);
     const ConvLayout c = conv_layout(l);
-    const bool transposed = ly.kind == LayerKind::conv_transpose;
     const std::vector<Index>& out = channel_roots(l);
     const std::vector<Index>& in = channel_roots(op(l));
     const Index taps = w.h.kernel * w.w.kernel;
@@ -543,13 +603,15 @@ class LayerSymmetry {
       }
       for (Index ci = ci0; ci < ci0 + c.in_group; ++ci) {
         const Index s = in[static_cast<std::size_t>(ci)];
-        const Index block = transposed ? (ci * c.out_group + co % c.out_group) * taps
-                                       : (co * c.in_group + (ci - ci0)) * taps;
         for (Index tap = 0; tap < taps; ++tap) {
           if (tap_used[static_cast<std::size_t>(tap)] == 0) {
             continue;
           }
-          const Index k = ly.weight_offset + block + tap;
+          const Index k = weight(l, co, ci, tap);
+          if (!has_edges(k)) {
+            m_single_zero += 1;  // every entry is live: its edges' ends are on paths
+            continue;
+          }
           if (t >= 0 && s >= 0) {
             pair(k, t, s);
             continue;
@@ -605,13 +667,13 @@ std::optional<ZeroPatternRank> jacobian_rank_by_zero_pattern(const LayerGraph& g
       5.0 * static_cast<double>(plan.global_entries()), options.max_memory,
       fmt::format("the rescaling symmetries' classes of {} tensor entries", plan.global_entries()));
   LayerSymmetry sym(graph, plan, theta);
-  if (!sym.zero_bias_pattern()) {
+  if (!sym.zeros_keep_the_entries()) {
     return std::nullopt;
   }
   ZeroPatternRank out;
   out.h_sym_nonzero = sym.run(options).h_sym;
   out.zero_params = static_cast<Index>(std::count(theta.begin(), theta.end(), 0.0));
-  out.single_zero_params = sym.single_zero_biases();
+  out.single_zero_params = sym.single_zeros();
   out.rank = graph.num_params - out.h_sym_nonzero + out.single_zero_params;
   return out;
 }
