@@ -71,7 +71,8 @@ class LayerSymmetry {
 
   /// Whether the zeros of theta leave every entry of the plan on an input-to-output path of
   /// non-zero edges, so that the entries and their liveness stay the plan's: every zero is a
-  /// bias (linear, conv, conv_transpose, batch norm) or a convolution weight; no parameter
+  /// bias (linear, conv, conv_transpose, batch norm), a linear weight (each live output and
+  /// each input feature keeping a non-zero weight) or a convolution weight; no parameter
   /// block is shared between layers; no fixed weight is 0 (a scale by 0); every live
   /// convolution entry reads at least one tap; and in a convolution with zero weights, every
   /// output entry is live and every (output channel, tap) and every (input channel, tap) keeps
@@ -96,6 +97,9 @@ class LayerSymmetry {
         if (zeros && !conv_zeros_keep_the_entries(l)) {
           return false;
         }
+        std::fill_n(allowed.begin() + ly.weight_offset, w, 1);
+      }
+      if (ly.kind == LayerKind::linear && linear_zeros_keep_the_entries(l)) {
         std::fill_n(allowed.begin() + ly.weight_offset, w, 1);
       }
     }
@@ -179,6 +183,30 @@ class LayerSymmetry {
            (layer(l).kind == LayerKind::conv_transpose
                 ? (ci * c.out_group + co % c.out_group) * taps
                 : (co * c.in_group + (ci - ci0)) * taps);
+  }
+
+  /// A linear layer's zero weights keep every entry on a path when each live output keeps a
+  /// non-zero weight and each input feature a non-zero weight into a live output.
+  [[nodiscard]] bool linear_zeros_keep_the_entries(std::size_t l) const {
+    const Layer& ly = layer(l);
+    const Index f = entries(op(l));
+    std::vector<std::uint8_t> read(static_cast<std::size_t>(f), 0);
+    for (Index o = 0; o < ly.out_features; ++o) {
+      if (!live(l, o)) {
+        continue;
+      }
+      bool any = false;
+      for (Index j = 0; j < f; ++j) {
+        if (m_theta[static_cast<std::size_t>(ly.weight_offset + o * f + j)] != 0.0) {
+          any = true;
+          read[static_cast<std::size_t>(j)] = 1;
+        }
+      }
+      if (!any) {
+        return false;
+      }
+    }
+    return std::find(read.begin(), read.end(), 0) == read.end();
   }
 
   /// Conditions of zeros_keep_the_entries() on a convolution with zero weights.
@@ -519,7 +547,11 @@ class LayerSymmetry {
           }
           const Index t = m_cls.find(at(l, o));
           for (Index j = 0; j < f; ++j) {
-            pair(ly.weight_offset + o * f + j, t, src[static_cast<std::size_t>(j)]);
+            if (has_edges(ly.weight_offset + o * f + j)) {
+              pair(ly.weight_offset + o * f + j, t, src[static_cast<std::size_t>(j)]);
+            } else {
+              m_single_zero += 1;  // its one edge joins two live entries
+            }
           }
           if (ly.bias_offset >= 0) {
             bias_pair(ly.bias_offset + o, t, pin);
