@@ -17,7 +17,9 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/norms.hpp"
 #include "support.hpp"
+#include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"
+#include "tests/random_layer_graph.hpp"
 
 namespace pathlift {
 namespace {
@@ -34,118 +36,6 @@ std::vector<double> normal(Index n, unsigned seed, double scale = 1.0) {
     x = dist(rng);
   }
   return v;
-}
-
-/// Every layer kind and option: grouped, dilated, strided and padded convolutions, Conv1d,
-/// max pooling with padding, average pooling without count_include_pad, adaptive pooling with
-/// uneven windows, batch norm, leaky ReLU, add, sub, concat, flatten, two output layers.
-LayerGraph zoo_cnn() {
-  GraphBuilder b({4, 9, 8});
-  Index x = b.conv("c1", 0, 6, {3, 3}, {1, 1}, {1, 1});
-  x = b.act("r1", b.batch_norm("bn1", x));
-  const Index g = b.conv("grouped", x, 6, {3, 2}, {2, 1}, {1, 0}, {1, 2}, 3, false);
-  const Index p = b.pool(LayerKind::max_pool, "mp", x, {3, 3}, {2, 1}, {1, 0});
-  const Index cat = b.op(LayerKind::concat, "cat", {g, p});
-  Index y = b.act("lrelu", cat, Activation::leaky_relu(0.1));
-  y = b.pool(LayerKind::avg_pool, "ap", y, {2, 2}, {1, 1}, {1, 1}, {}, false);
-  const Index a = b.adaptive("adapt", y, {3, 2});
-  const Index c2 = b.conv("c2", a, 12, {1, 1});
-  const Index d = b.op(LayerKind::sub, "sub", {c2, b.act("r2", c2)});
-  const Index f = b.op(LayerKind::flatten, "flat", {d});
-  const Index out1 = b.linear("fc1", f, 3);
-  const Index h = b.act("r3", out1);
-  const Index out2 = b.linear("fc2", h, 2, false);
-  return b.graph({out2, out1});
-}
-
-LayerGraph zoo_conv1d() {
-  GraphBuilder b({3, 17});
-  Index x = b.conv("c1", 0, 5, {4}, {1}, {2}, {2});
-  x = b.act("r1", x);
-  x = b.pool(LayerKind::avg_pool, "ap", x, {3}, {2}, {1});
-  x = b.adaptive("adapt", x, {4});
-  x = b.op(LayerKind::flatten, "flat", {x});
-  return b.graph({b.linear("fc", x, 2)});
-}
-
-LayerGraph zoo_mlp() {
-  GraphBuilder b({5});
-  Index x = b.act("r1", b.linear("l1", 0, 7));
-  x = b.act("r2", b.linear("l2", x, 6));
-  return b.graph({b.linear("l3", x, 3)});
-}
-
-/// A module applied twice on parallel branches (shared parameters, never twice on one path).
-LayerGraph zoo_shared_parallel() {
-  GraphBuilder b({2, 5, 5});
-  const Index c = b.conv("c", 0, 3, {3, 3}, {1, 1}, {1, 1});
-  LayerGraph g = b.graph({c});
-  Layer twin = g.layers[static_cast<std::size_t>(c)];
-  twin.name = "c_again";
-  g.layers.push_back(twin);  // layer c + 1 reads the input with c's parameters
-  Layer add;
-  add.kind = LayerKind::add;
-  add.name = "add";
-  add.inputs = {c, c + 1};
-  g.layers.push_back(add);
-  g.outputs = {c + 2};
-  return g;
-}
-
-/// ReLU after ReLU nodes (the unroller keeps the one node: no edge of its own), also after a
-/// concat of relu entries and pending sums (some entries merged, some not); a leaky ReLU after
-/// a ReLU and a ReLU after it (nodes of their own).
-LayerGraph zoo_relu_chains() {
-  GraphBuilder b({6});
-  const Index r2 = b.act("r2", b.act("r1", b.linear("l1", 0, 4)));
-  const Index cat = b.op(LayerKind::concat, "cat", {r2, b.linear("l2", 0, 3)});
-  const Index r3 = b.act("r3", cat);
-  const Index r4 = b.act("r4", b.act("lk", r3, Activation::leaky_relu(0.2)));
-  return b.graph({b.linear("out", r4, 2)});
-}
-
-/// Linear layers wider and taller than the engine's tiles (its transformed weights are used by
-/// tiles, never materialised): `inputs` inputs (17,000: several column tiles and several pieces
-/// of a row for the edge products; 70,000: enough entries for threads), 600 outputs (several
-/// row tiles of the transposed product).
-LayerGraph zoo_wide_linear(Index inputs = 17000) {
-  GraphBuilder b({inputs});
-  const Index wide = b.act("r1", b.linear("wide", 0, 40));
-  const Index tall = b.act("r2", b.linear("tall", wide, 600));
-  return b.graph({b.linear("out", tall, 3)});
-}
-
-/// An encoder-decoder with the rearranging layers: reflect padding and nearest upsampling
-/// (gathers that repeat entries), a ceil_mode max pool and a ceil_mode average pool whose last
-/// window is clipped, transposed convolutions (strided, grouped, dilated, output_padding, with
-/// and without bias), a channel shuffle and a chunk (gathers of channels), a fixed scale.
-LayerGraph zoo_encoder_decoder() {
-  GraphBuilder b({2, 7, 6});
-  Index x = b.gather("pad_h", 0, 1, {1, 0, 1, 2, 3, 4, 5, 6, 5});  // reflect 1 on H
-  x = b.gather("pad_w", x, 2, {0, 0, 1, 2, 3, 4, 5, 5});           // replicate 1 on W
-  const Index e = b.act("e", b.conv("enc", x, 4, {3, 3}));         // 4 x 7 x 6
-  const Index d = b.pool(LayerKind::max_pool, "down", e, {2, 2}, {}, {}, {}, true, true);
-  Index u = b.conv_transpose("up", d, 4, {3, 3}, {2, 2}, {1, 1}, {1, 1});  // 4 x 8 x 6
-  u = b.gather("crop", b.act("u", u), 1, {0, 1, 2, 3, 4, 5, 6});           // 4 x 7 x 6
-  const Index shuffled =
-      b.gather("shuffle", b.op(LayerKind::concat, "cat", {u, e}), 0, {0, 4, 1, 5, 2, 6, 3, 7});
-  const Index half = b.gather("chunk", shuffled, 0, {4, 5, 6, 7});
-  Index y = b.scale("twice", b.act("r", half), 2.5);
-  y = b.gather("up_w", y, 2, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5});  // nearest x2 on W
-  y = b.pool(LayerKind::avg_pool, "ap", y, {3, 3}, {2, 2}, {1, 1}, {}, true, true);
-  y = b.conv_transpose("t2", b.act("r2", y), 2, {2, 3}, {1, 2}, {0, 1}, {}, {2, 1}, 2, false);
-  return b.graph({b.linear("fc", b.op(LayerKind::flatten, "flat", {b.act("r3", y)}), 3)});
-}
-
-std::vector<LayerGraph> zoo() {
-  return {zoo_cnn(),
-          zoo_conv1d(),
-          zoo_mlp(),
-          zoo_shared_parallel(),
-          zoo_relu_chains(),
-          zoo_encoder_decoder(),
-          testing::resnet18(20, 5, 4),
-          zoo_wide_linear()};
 }
 
 void expect_close(double a, double b, double rel, const std::string& what) {
@@ -173,45 +63,61 @@ void expect_count(const Count& a, const Count& b) {
   EXPECT_NEAR(a.log10(), b.log10(), 1e-12);
 }
 
-TEST(LayerDp, NormsCountsAndGradientsEqualTheUnrolledNetwork) {
-  int index = 0;
-  for (const LayerGraph& g : zoo()) {
-    SCOPED_TRACE(fmt::format("graph {}", index++));
-    const Network net = unroll(g);
-    const std::vector<double> theta = normal(g.num_params, 7);
-    for (const double s : {0.0, 0.5, 1.0, 2.0, 3.0}) {
-      const PathNorm a = path_norm(g, theta, s);
-      const PathNorm b = path_norm(net, theta, s);
-      expect_scaled(a.norm, b.norm, 1e-12, fmt::format("norm s={}", s));
-      expect_scaled(a.sum, b.sum, 1e-12, "sum");
-      ASSERT_EQ(a.per_output.size(), b.per_output.size());
-      for (std::size_t i = 0; i < a.per_output.size(); ++i) {
-        expect_scaled(a.per_output[i], b.per_output[i], 1e-12, "per output");
-      }
-    }
-    expect_count(count_paths_total(g), count_paths_total(net));
-    const PathCounts pc = count_paths(g);
-    const PathCounts pn = count_paths(net);
-    expect_count(pc.paths, pn.paths);
-    ASSERT_EQ(pc.per_output.size(), pn.per_output.size());
-    for (std::size_t i = 0; i < pc.per_output.size(); ++i) {
-      expect_count(pc.per_output[i], pn.per_output[i]);
-    }
-    EXPECT_EQ(pc.max_path_length, pn.max_path_length);
-    expect_count(pc.nnz, pn.nnz);
-    ASSERT_EQ(pc.length_histogram.size(), pn.length_histogram.size());
-    for (std::size_t len = 0; len < pc.length_histogram.size(); ++len) {
-      expect_count(pc.length_histogram[len], pn.length_histogram[len]);
-    }
-    for (const double s : {1.0, 2.0, 1.5}) {
-      const std::vector<double> ga = path_norm_gradient(g, theta, s);
-      const std::vector<double> gb = path_norm_gradient(net, theta, s);
-      ASSERT_EQ(ga.size(), gb.size());
-      for (std::size_t k = 0; k < ga.size(); ++k) {
-        expect_close(ga[k], gb[k], 1e-11, fmt::format("gradient entry {}", k));
-      }
+/// The L^s path-norms, the path counts (per output, nnz, the length histogram) and the
+/// path-norm gradients of g layer by layer equal those of its unrolled DAG.
+void expect_layer_dp_equals_dag(const LayerGraph& g) {
+  const Network net = unroll(g);
+  const std::vector<double> theta = normal(g.num_params, 7);
+  for (const double s : {0.0, 0.5, 1.0, 2.0, 3.0}) {
+    const PathNorm a = path_norm(g, theta, s);
+    const PathNorm b = path_norm(net, theta, s);
+    expect_scaled(a.norm, b.norm, 1e-12, fmt::format("norm s={}", s));
+    expect_scaled(a.sum, b.sum, 1e-12, "sum");
+    ASSERT_EQ(a.per_output.size(), b.per_output.size());
+    for (std::size_t i = 0; i < a.per_output.size(); ++i) {
+      expect_scaled(a.per_output[i], b.per_output[i], 1e-12, "per output");
     }
   }
+  expect_count(count_paths_total(g), count_paths_total(net));
+  const PathCounts pc = count_paths(g);
+  const PathCounts pn = count_paths(net);
+  expect_count(pc.paths, pn.paths);
+  ASSERT_EQ(pc.per_output.size(), pn.per_output.size());
+  for (std::size_t i = 0; i < pc.per_output.size(); ++i) {
+    expect_count(pc.per_output[i], pn.per_output[i]);
+  }
+  EXPECT_EQ(pc.max_path_length, pn.max_path_length);
+  expect_count(pc.nnz, pn.nnz);
+  ASSERT_EQ(pc.length_histogram.size(), pn.length_histogram.size());
+  for (std::size_t len = 0; len < pc.length_histogram.size(); ++len) {
+    expect_count(pc.length_histogram[len], pn.length_histogram[len]);
+  }
+  for (const double s : {1.0, 2.0, 1.5}) {
+    const std::vector<double> ga = path_norm_gradient(g, theta, s);
+    const std::vector<double> gb = path_norm_gradient(net, theta, s);
+    ASSERT_EQ(ga.size(), gb.size());
+    for (std::size_t k = 0; k < ga.size(); ++k) {
+      expect_close(ga[k], gb[k], 1e-11, fmt::format("gradient entry {}", k));
+    }
+  }
+}
+
+TEST(LayerDp, NormsCountsAndGradientsEqualTheUnrolledNetwork) {
+  int index = 0;
+  for (const LayerGraph& g : testing::layer_zoo()) {
+    SCOPED_TRACE(fmt::format("graph {}", index++));
+    expect_layer_dp_equals_dag(g);
+  }
+}
+
+TEST(LayerDp, NormsCountsAndGradientsEqualTheUnrolledNetworkOnRandomGraphs) {
+  // Random layer graphs of every layer kind and option (random_layer_graph.hpp); stops at the
+  // first failing graph.
+  const std::uint64_t ran = testing::until_first_failure(200, [](std::uint64_t seed) {
+    SCOPED_TRACE(fmt::format("random_layer_graph({})", seed));
+    expect_layer_dp_equals_dag(testing::random_layer_graph(seed));
+  });
+  EXPECT_EQ(ran, 200U);
 }
 
 TEST(LayerDp, CountsAreExactOnlyBelow2To53) {
@@ -236,7 +142,7 @@ TEST(LayerDp, CountsAreExactOnlyBelow2To53) {
 
 TEST(LayerDp, KernelDiagonalTraceMatvecAndEigenvaluesEqualTheUnrolledNetwork) {
   int index = 0;
-  for (const LayerGraph& g : zoo()) {
+  for (const LayerGraph& g : testing::layer_zoo()) {
     SCOPED_TRACE(fmt::format("graph {}", index++));
     const Network net = unroll(g);
     const std::vector<double> theta = normal(g.num_params, 11);
@@ -261,7 +167,7 @@ TEST(LayerDp, KernelDiagonalTraceMatvecAndEigenvaluesEqualTheUnrolledNetwork) {
     const Eigen::VectorXd ka = kernel_matvec(g, theta, v);
     const Eigen::VectorXd kb = kernel_matvec(net, theta, v);
     EXPECT_LE((ka - kb).norm(), 1e-11 * kb.norm());
-    if (index == static_cast<int>(zoo().size())) {
+    if (index == static_cast<int>(testing::layer_zoo().size())) {
       continue;  // the resnet (last): Lanczos on the DAG would dominate the test's time
     }
     EigenOptions lanczos;
@@ -303,7 +209,7 @@ TEST(LayerDp, BitIdenticalForAnyThreadCount) {
   const std::vector<double> v = normal(g.num_params, 4);
   expect_same_for_any_thread_count(g, theta, v, 1.0);
   // Linear layers by tiles: each tile's sums added in a fixed order.
-  const LayerGraph w = zoo_wide_linear(70000);
+  const LayerGraph w = testing::zoo_wide_linear(70000);
   expect_same_for_any_thread_count(w, normal(w.num_params, 5), normal(w.num_params, 6), 2.0);
 }
 
@@ -347,7 +253,7 @@ TEST(LayerDp, RefusesWorkOverTheMemoryLimit) {
 }
 
 TEST(LayerDp, RefusesWhatItCannotAnswer) {
-  const LayerGraph g = zoo_mlp();
+  const LayerGraph g = testing::zoo_mlp();
   std::vector<double> theta = normal(g.num_params, 1);
   EXPECT_TRUE(contains(
       error_of<std::invalid_argument>([&] { (void)path_norm(g, std::vector<double>(3), 1.0); }),

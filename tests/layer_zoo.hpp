@@ -1,0 +1,121 @@
+#pragma once
+// Small layer graphs covering every layer kind and option, shared by the differential tests of
+// the layer DP (layer_dp_test.cpp) and of the layer graph's rescaling symmetries
+// (layer_symmetry_test.cpp) against the unrolled network.
+
+#include <vector>
+
+#include "pathlift/layers.hpp"
+#include "support.hpp"
+#include "tests/layers_builder.hpp"
+
+namespace pathlift::testing {
+
+/// Every layer kind and option: grouped, dilated, strided and padded convolutions, Conv1d,
+/// max pooling with padding, average pooling without count_include_pad, adaptive pooling with
+/// uneven windows, batch norm, leaky ReLU, add, sub, concat, flatten, two output layers.
+inline LayerGraph zoo_cnn() {
+  GraphBuilder b({4, 9, 8});
+  Index x = b.conv("c1", 0, 6, {3, 3}, {1, 1}, {1, 1});
+  x = b.act("r1", b.batch_norm("bn1", x));
+  const Index g = b.conv("grouped", x, 6, {3, 2}, {2, 1}, {1, 0}, {1, 2}, 3, false);
+  const Index p = b.pool(LayerKind::max_pool, "mp", x, {3, 3}, {2, 1}, {1, 0});
+  const Index cat = b.op(LayerKind::concat, "cat", {g, p});
+  Index y = b.act("lrelu", cat, Activation::leaky_relu(0.1));
+  y = b.pool(LayerKind::avg_pool, "ap", y, {2, 2}, {1, 1}, {1, 1}, {}, false);
+  const Index a = b.adaptive("adapt", y, {3, 2});
+  const Index c2 = b.conv("c2", a, 12, {1, 1});
+  const Index d = b.op(LayerKind::sub, "sub", {c2, b.act("r2", c2)});
+  const Index f = b.op(LayerKind::flatten, "flat", {d});
+  const Index out1 = b.linear("fc1", f, 3);
+  const Index h = b.act("r3", out1);
+  const Index out2 = b.linear("fc2", h, 2, false);
+  return b.graph({out2, out1});
+}
+
+inline LayerGraph zoo_conv1d() {
+  GraphBuilder b({3, 17});
+  Index x = b.conv("c1", 0, 5, {4}, {1}, {2}, {2});
+  x = b.act("r1", x);
+  x = b.pool(LayerKind::avg_pool, "ap", x, {3}, {2}, {1});
+  x = b.adaptive("adapt", x, {4});
+  x = b.op(LayerKind::flatten, "flat", {x});
+  return b.graph({b.linear("fc", x, 2)});
+}
+
+inline LayerGraph zoo_mlp() {
+  GraphBuilder b({5});
+  Index x = b.act("r1", b.linear("l1", 0, 7));
+  x = b.act("r2", b.linear("l2", x, 6));
+  return b.graph({b.linear("l3", x, 3)});
+}
+
+/// A module applied twice on parallel branches (shared parameters, never twice on one path).
+inline LayerGraph zoo_shared_parallel() {
+  GraphBuilder b({2, 5, 5});
+  const Index c = b.conv("c", 0, 3, {3, 3}, {1, 1}, {1, 1});
+  LayerGraph g = b.graph({c});
+  Layer twin = g.layers[static_cast<std::size_t>(c)];
+  twin.name = "c_again";
+  g.layers.push_back(twin);  // layer c + 1 reads the input with c's parameters
+  Layer add;
+  add.kind = LayerKind::add;
+  add.name = "add";
+  add.inputs = {c, c + 1};
+  g.layers.push_back(add);
+  g.outputs = {c + 2};
+  return g;
+}
+
+/// ReLU after ReLU nodes (the unroller keeps the one node: no edge of its own), also after a
+/// concat of relu entries and pending sums (some entries merged, some not); a leaky ReLU after
+/// a ReLU and a ReLU after it (nodes of their own).
+inline LayerGraph zoo_relu_chains() {
+  GraphBuilder b({6});
+  const Index r2 = b.act("r2", b.act("r1", b.linear("l1", 0, 4)));
+  const Index cat = b.op(LayerKind::concat, "cat", {r2, b.linear("l2", 0, 3)});
+  const Index r3 = b.act("r3", cat);
+  const Index r4 = b.act("r4", b.act("lk", r3, Activation::leaky_relu(0.2)));
+  return b.graph({b.linear("out", r4, 2)});
+}
+
+/// Linear layers wider and taller than the engine's tiles (its transformed weights are used by
+/// tiles, never materialised): `inputs` inputs (17,000: several column tiles and several pieces
+/// of a row for the edge products; 70,000: enough entries for threads), 600 outputs (several
+/// row tiles of the transposed product).
+inline LayerGraph zoo_wide_linear(Index inputs = 17000) {
+  GraphBuilder b({inputs});
+  const Index wide = b.act("r1", b.linear("wide", 0, 40));
+  const Index tall = b.act("r2", b.linear("tall", wide, 600));
+  return b.graph({b.linear("out", tall, 3)});
+}
+
+/// An encoder-decoder with the rearranging layers: reflect padding and nearest upsampling
+/// (gathers that repeat entries), a ceil_mode max pool and a ceil_mode average pool whose last
+/// window is clipped, transposed convolutions (strided, grouped, dilated, output_padding, with
+/// and without bias), a channel shuffle and a chunk (gathers of channels), a fixed scale.
+inline LayerGraph zoo_encoder_decoder() {
+  GraphBuilder b({2, 7, 6});
+  Index x = b.gather("pad_h", 0, 1, {1, 0, 1, 2, 3, 4, 5, 6, 5});  // reflect 1 on H
+  x = b.gather("pad_w", x, 2, {0, 0, 1, 2, 3, 4, 5, 5});           // replicate 1 on W
+  const Index e = b.act("e", b.conv("enc", x, 4, {3, 3}));         // 4 x 7 x 6
+  const Index d = b.pool(LayerKind::max_pool, "down", e, {2, 2}, {}, {}, {}, true, true);
+  Index u = b.conv_transpose("up", d, 4, {3, 3}, {2, 2}, {1, 1}, {1, 1});  // 4 x 8 x 6
+  u = b.gather("crop", b.act("u", u), 1, {0, 1, 2, 3, 4, 5, 6});           // 4 x 7 x 6
+  const Index shuffled =
+      b.gather("shuffle", b.op(LayerKind::concat, "cat", {u, e}), 0, {0, 4, 1, 5, 2, 6, 3, 7});
+  const Index half = b.gather("chunk", shuffled, 0, {4, 5, 6, 7});
+  Index y = b.scale("twice", b.act("r", half), 2.5);
+  y = b.gather("up_w", y, 2, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5});  // nearest x2 on W
+  y = b.pool(LayerKind::avg_pool, "ap", y, {3, 3}, {2, 2}, {1, 1}, {}, true, true);
+  y = b.conv_transpose("t2", b.act("r2", y), 2, {2, 3}, {1, 2}, {0, 1}, {}, {2, 1}, 2, false);
+  return b.graph({b.linear("fc", b.op(LayerKind::flatten, "flat", {b.act("r3", y)}), 3)});
+}
+
+/// Every zoo graph above, and a small resnet18.
+inline std::vector<LayerGraph> layer_zoo() {
+  return {zoo_cnn(),         zoo_conv1d(),          zoo_mlp(),          zoo_shared_parallel(),
+          zoo_relu_chains(), zoo_encoder_decoder(), resnet18(20, 5, 4), zoo_wide_linear()};
+}
+
+}  // namespace pathlift::testing
