@@ -76,7 +76,8 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
   auto* onnx = group->add_option(
       "--onnx", opts.onnx,
       "An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, Add, ...), read as a layer "
-      "graph: norm, kernel --diag|--trace|--top-eig and info compute on it without unrolling, "
+      "graph: norm, kernel --diag|--trace|--top-eig, rank and info compute on it without "
+      "unrolling, "
       "the other commands unroll it into a DAG; its weights are theta's default");
   group->add_option("--input-shape", opts.input_shape,
                     "With --onnx: the input shape per sample, without the batch dimension "
@@ -115,10 +116,11 @@ decltype(auto) with_unroll_hint(F&& f) {
   try {
     return f();
   } catch (const TooLarge& e) {
-    throw TooLarge(fmt::format("{} (norm, kernel --diag|--trace|--top-eig and info compute on "
-                               "the layer graph without unrolling)",
-                               e.what()),
-                   e.reason());
+    throw TooLarge(
+        fmt::format("{} (norm, kernel --diag|--trace|--top-eig, rank and info compute on "
+                    "the layer graph without unrolling)",
+                    e.what()),
+        e.reason());
   }
 }
 
