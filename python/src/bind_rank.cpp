@@ -648,7 +648,9 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
          const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
          double tolerance, double min_gap, const py::object& numerical, int threads,
          const py::object& progress, std::size_t max_memory) {
-        const RankOptions ro = rank_options(method, prime, threads, max_memory, progress);
+        // A LayerNetwork's own limit bounds its unrolling (and the enumeration) by default.
+        const RankOptions ro =
+            rank_options(method, prime, threads, arg.unroll_limit(max_memory), progress);
         NumericalRankOptions no =
             numerical_options(jacobian_method, tolerance, min_gap, ro.engine.max_memory);
         no.when = numerical_when(numerical);

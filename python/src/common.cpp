@@ -653,7 +653,7 @@ bool is_torch_module(const py::handle& x) {
 
 const Network& NetworkArg::dag(std::size_t max_memory) const {
   EngineOptions options;
-  options.max_memory = max_memory != 0 ? max_memory : m_unroll_limit;
+  options.max_memory = unroll_limit(max_memory);
   const py::gil_scoped_release release;
   // The model (shared with the LayerNetwork) keeps the DAG it makes.
   return *m_model->unrolled(options);

@@ -206,6 +206,10 @@ class NetworkArg {
   /// made once and kept by the LayerNetwork. TooLarge (MemoryError) names the node and edge
   /// counts. Functions that need edges call it; the path-free ones never do.
   [[nodiscard]] const Network& dag(std::size_t max_memory = 0) const;
+  /// The memory limit dag() unrolls within: max_memory, or the LayerNetwork's own limit.
+  [[nodiscard]] std::size_t unroll_limit(std::size_t max_memory = 0) const {
+    return max_memory != 0 ? max_memory : m_unroll_limit;
+  }
 
   /// theta when a function's theta is None: the object's `weights` attribute (a Network's or a
   /// LayerNetwork's stored theta; the module's current parameters for a network of a PyTorch

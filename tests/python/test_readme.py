@@ -42,8 +42,10 @@ def test_readme_cli_examples(cli_path, tmp_path):
     # in order: `convert -o fig1.json` comes before `check --network fig1.json`
     for line in cli_lines():
         line = SUBSTITUTE.get(line, line)
+        # paths in the repository (tests/data/...) are read from its root
+        cwd = ROOT if "tests/data/" in line else tmp_path
         proc = subprocess.run([str(cli_path), *shlex.split(line)], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300)
+                              cwd=cwd, timeout=300)
         assert proc.returncode == 0, f"pathlift {line}: {proc.stderr}"
         if line == "info --ff 5,64,64,64,2 --json":
             assert '"P": 3154050' in proc.stdout.replace(" ", "").replace('"P":', '"P": ')
