@@ -30,6 +30,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/norms.hpp"
 #include "pathlift/options.hpp"
+#include "pathlift/path_metric.hpp"
 #include "pathlift/types.hpp"
 
 namespace pathlift {
@@ -91,5 +92,16 @@ KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<cons
 /// theta_k times path_norm_gradient(graph, theta, 1). Same rules.
 std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
                                    const EngineOptions& options = {});
+
+/// The path-metric of unroll(graph) (path_metric.hpp), layer by layer without unrolling: two
+/// path-norm passes when one vector dominates the other, else a forward pass at |theta2|, a
+/// backward pass at |theta| and the edge products weighted by |theta_k - theta2_k|. Throws
+/// std::invalid_argument for a theta or theta2 of the wrong size or with a non-finite entry.
+PathMetric path_metric(const LayerGraph& graph, std::span<const double> theta,
+                       std::span<const double> theta2, const EngineOptions& options = {});
+
+/// The Lipschitz constant of unroll(graph) (path_metric.hpp's lipschitz_bound).
+LipschitzBound lipschitz_bound(const LayerGraph& graph, std::span<const double> theta,
+                               std::span<const double> theta2, const EngineOptions& options = {});
 
 }  // namespace pathlift

@@ -1,7 +1,8 @@
 #pragma once
 /// \file path_free.hpp
 /// The path-free functions of a Model (model.hpp): path counts, path-norms and their gradient,
-/// path magnitudes, the kernel's diagonal, trace, products K v and top eigenvalues. Here, and
+/// the path-metric and its Lipschitz bound, path magnitudes, the kernel's diagonal, trace,
+/// products K v and top eigenvalues. Here, and
 /// only here, a model's kind picks the computation: a layer graph runs the layer DP
 /// (layer_dp.hpp) without unrolling, a DAG its own DP (counting.hpp, norms.hpp, kernel.hpp).
 /// Results are those of the DAG either way (to rounding), and the rules, errors and complexity
@@ -22,6 +23,7 @@
 #include "pathlift/model.hpp"
 #include "pathlift/norms.hpp"
 #include "pathlift/options.hpp"
+#include "pathlift/path_metric.hpp"
 #include "pathlift/scaled_real.hpp"
 
 namespace pathlift {
@@ -48,6 +50,15 @@ std::vector<double> path_norm_gradient(const Model& model, std::span<const doubl
 /// path_magnitude.
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options = {});
+
+/// path_metric (path_metric.hpp): ||Phi(theta) - Phi(theta2)||_1, or an upper bound.
+PathMetric path_metric(const Model& model, std::span<const double> theta,
+                       std::span<const double> theta2, const EngineOptions& options = {});
+
+/// lipschitz_bound (path_metric.hpp): C with ||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1)
+/// C for every input x.
+LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta,
+                               std::span<const double> theta2, const EngineOptions& options = {});
 
 /// kernel_diagonal, refused beyond float64: RangeError when an entry overflows or is subnormal
 /// (require_representable), or when an entry 0 may be an underflow (on a DAG, the smallest

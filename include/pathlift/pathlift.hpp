@@ -26,6 +26,7 @@
 #include "pathlift/numerical_rank.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/path_memory.hpp"
+#include "pathlift/path_metric.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/proof.hpp"
 #include "pathlift/rank.hpp"

@@ -26,6 +26,7 @@
   X(forward)                       \
   X(linearize)                     \
   X(norms)                         \
+  X(metric)                        \
   X(rescaling)                     \
   X(kernel)
 

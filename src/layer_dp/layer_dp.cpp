@@ -13,9 +13,11 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
+#include "pathlift/path_metric.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/lanczos.hpp"
 #include "src/dp/detail/norm_gradient.hpp"
+#include "src/dp/detail/path_metric_rules.hpp"
 #include "src/layer_dp/detail/diagonal_range.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layers/detail/layers_unroll.hpp"
@@ -411,6 +413,63 @@ KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<cons
 std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
                                    const EngineOptions& options) {
   return detail::magnitude_from_gradient(theta, path_norm_gradient(graph, theta, 1.0, options));
+}
+
+namespace {
+
+/// sum over edges e of |a_e - b_e| F_b(src e) G_a(dst e) (path_metric.hpp): a forward pass at
+/// |b|, a backward pass at |a|, the edge products of each parameter layer weighted by
+/// |a_k - b_k| (fixed edges are equal in both: no term).
+ScaledReal telescoping_bound(const LayerGraph& graph, std::span<const double> a,
+                             std::span<const double> b, const EngineOptions& options) {
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(1, 1, "the path-metric");
+  std::vector<double> diff(a.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    diff[k] = std::fabs(a[k] - b[k]);
+  }
+  const std::vector<TensorPtr> f = forward_pass(plan, WeightSpec{Mode::power, 1.0, b, {}}, true,
+                                                1.0, nullptr, nullptr, {0, 0.5});
+  ParamSums sums(graph.num_params);
+  detail::backward_pass(plan, WeightSpec{Mode::power, 1.0, a, {}}, true, false, nullptr, nullptr,
+                        [&](std::size_t l, const Tensor& y) {
+                          detail::edge_products(plan, l, *f[plan.input(l)], y, 1.0, diff.data(),
+                                                sums.m.data(), sums.k.data());
+                        },
+                        {0.5, 1});
+  double tm = 0;
+  std::int64_t tk = detail::dp_no_exponent;
+  for (std::size_t k = 0; k < diff.size(); ++k) {
+    if (sums.m[k] != 0) {
+      detail::dp_merge(tm, tk, sums.m[k], sums.k[k]);
+    }
+  }
+  return tm == 0 ? ScaledReal{} : ScaledReal{tm, tk};
+}
+
+}  // namespace
+
+PathMetric path_metric(const LayerGraph& graph, std::span<const double> theta,
+                       std::span<const double> theta2, const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  check_layer_vector(graph, theta2, "theta2");
+  return detail::path_metric_by(
+      theta, theta2,
+      [&](std::span<const double> t) { return path_norm(graph, t, 1.0, options).norm; },
+      [&](std::span<const double> a, std::span<const double> b) {
+        return telescoping_bound(graph, a, b, options);
+      });
+}
+
+LipschitzBound lipschitz_bound(const LayerGraph& graph, std::span<const double> theta,
+                               std::span<const double> theta2, const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  check_layer_vector(graph, theta2, "theta2");
+  return detail::lipschitz_bound_by(theta, theta2,
+                                    [&](std::span<const double> a, std::span<const double> b) {
+                                      return path_metric(graph, a, b, options);
+                                    });
 }
 
 }  // namespace pathlift

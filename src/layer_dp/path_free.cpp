@@ -76,6 +76,20 @@ std::vector<double> path_magnitude(const Model& model, std::span<const double> t
       [&](const Network& net) { return path_magnitude(net, theta); });
 }
 
+PathMetric path_metric(const Model& model, std::span<const double> theta,
+                       std::span<const double> theta2, const EngineOptions& options) {
+  return on_model(
+      model, [&](const LayerGraph& g) { return path_metric(g, theta, theta2, options); },
+      [&](const Network& net) { return path_metric(net, theta, theta2, options); });
+}
+
+LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta,
+                               std::span<const double> theta2, const EngineOptions& options) {
+  return on_model(
+      model, [&](const LayerGraph& g) { return lipschitz_bound(g, theta, theta2, options); },
+      [&](const Network& net) { return lipschitz_bound(net, theta, theta2, options); });
+}
+
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options) {
   Buffer<double> diag = on_model(

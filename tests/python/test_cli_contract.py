@@ -30,6 +30,7 @@ GOOD = {
     "forward": ["--data", "{data}", "-o", "{out}.csv"],
     "linearize": ["--data", "{data}", "-o", "{out}.mtx"],
     "norm": [],
+    "metric": ["--theta2", "{theta2}"],
     "kernel": ["--diag", "-o", "{out}.npy"],
     "bench": ["--grid", "5,2,2", "--reps", "1", "-o", "{out}.csv"],
     "convert": ["-o", "{out}.json"],
@@ -43,6 +44,7 @@ JSON = {
     "prove": ([], False),
     "linearize": (["--data", "{data}"], True),
     "norm": ([], True),
+    "metric": (["--theta2", "{theta2}"], True),
     "kernel": (["--trace"], True),
 }
 HEADER = ["format", "version", "pathlift_version", "network", "theta"]
@@ -58,9 +60,11 @@ def listed_commands(run_cli):
 def expand(tmp_path):
     data = tmp_path / "X.csv"
     data.write_text("1.0,0.5\n-0.25,2.0\n0.75,-1.5\n")  # fig1: 2 data inputs
+    theta2 = tmp_path / "theta2.csv"
+    theta2.write_text("0.5\n-1\n0\n2\n1\n0.25\n3\n")  # fig1: d = 7
 
     def run(args, name="out"):
-        return [a.format(out=tmp_path / name, data=data) for a in args]
+        return [a.format(out=tmp_path / name, data=data, theta2=theta2) for a in args]
 
     return run
 
@@ -126,7 +130,7 @@ def test_json_header(run_cli, expand, tmp_path, command):
         assert j["pathlift_version"] == project_version()
         assert j["network"] == "fig1"
         assert j["theta"] == source
-    if command != "linearize":  # its data fits fig1
+    if command not in ("linearize", "metric"):  # their data and theta2 fit fig1
         r = run_cli(command, *expand(extra), "--ff", "3,4,2", "--json", check=True)
         assert json.loads(r.stdout)["network"] == "ff:3,4,2"
 
@@ -134,7 +138,8 @@ def test_json_header(run_cli, expand, tmp_path, command):
 def test_json_keys_agree_across_commands(run_cli, expand):
     """d and P of one network, from the commands that report them."""
     j = {c: json.loads(run_cli(c, *expand(JSON[c][0]), "--ff", "3,4,2", "--json",
-                               check=True).stdout) for c in JSON if c != "linearize"}
+                               check=True).stdout) for c in JSON
+         if c not in ("linearize", "metric")}
     d = 3 * 4 + 4 + 4 * 2 + 2  # weights and biases of 3 -> 4 -> 2
     assert j["info"]["d"] == j["rank"]["d"] == j["prove"]["d"] == j["norm"]["d"] == d
     assert j["kernel"]["d"] == d

@@ -63,7 +63,7 @@ PUBLIC = {
     "model": ["network", "builtins", "io", "model"],
     "layers": ["layers", "layer_graph_builder"],
     "layer_dp": ["layer_dp", "path_free"],
-    "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory"],
+    "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory", "path_metric"],
     "walk": ["paths", "lifting", "linearize", "forward", "checks"],
     "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling"],
 }

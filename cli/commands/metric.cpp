@@ -1,0 +1,127 @@
+// pathlift metric: the l1 path-metric ||Phi(theta) - Phi(theta2)||_1 and the Lipschitz constant
+// C of ||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C (path_metric.hpp), by dynamic
+// programming; a layer graph is not unrolled.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common.hpp"
+#include "../registry.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/path_free.hpp"
+#include "pathlift/path_metric.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct MetricOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  std::string theta2_file;
+  bool json = false;
+};
+
+/// The value when it fits in a double, else null (its log10 is given beside it).
+nlohmann::ordered_json metric_json(const ScaledReal& x) {
+  return x.fits_double() ? nlohmann::ordered_json(x.value()) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json metric_log10(const ScaledReal& x) {
+  const double l = x.log10();
+  return std::isfinite(l) ? nlohmann::ordered_json(l) : nlohmann::ordered_json(nullptr);
+}
+
+std::string metric_text(const ScaledReal& x) {
+  if (x.is_zero()) {
+    return "0";
+  }
+  if (x.fits_double()) {
+    return fmt::format("{:.10e}  (log10 {:.6f})", x.value(), x.log10());
+  }
+  return fmt::format("10^{:.10f}  (beyond double's range)", x.log10());
+}
+
+void run_metric(const MetricOptions& opts) {
+  const LoadedModel model = load_model(opts.network, opts.compute);
+  const LoadedTheta theta = load_theta(model, opts.compute);
+  ComputeOptions second = opts.compute;
+  second.theta_file = opts.theta2_file;
+  second.seed.reset();
+  const LoadedTheta theta2 = [&] {
+    try {
+      return load_theta(model, second);
+    } catch (const std::invalid_argument& e) {
+      // load_theta's message names --theta and theta: here they are --theta2 and theta2.
+      std::string what = e.what();
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{"--theta ", "--theta2 "},
+                                     {"theta has", "theta2 has"}}) {
+        if (const auto at = what.find(from); at != std::string::npos) {
+          what.replace(at, from.size(), to);
+        }
+      }
+      throw std::invalid_argument(
+          what.find("--theta2") == std::string::npos ? fmt::format("--theta2: {}", what) : what);
+    }
+  }();
+  const EngineOptions engine = engine_options(opts.compute, "path-metric");
+  const PathMetric metric = path_metric(model.model, theta.theta, theta2.theta, engine);
+  const LipschitzBound bound = lipschitz_bound(model.model, theta.theta, theta2.theta, engine);
+  if (opts.json) {
+    auto j = json_header("metric", 1, model.description, theta.source);
+    j["theta2"] = "--theta2 " + opts.theta2_file;
+    j["d"] = model.model.num_params();
+    j["metric"] = metric_json(metric.value);
+    j["log10_metric"] = metric_log10(metric.value);
+    j["exact"] = metric.exact;
+    j["lipschitz_constant"] = metric_json(bound.constant);
+    j["log10_lipschitz_constant"] = metric_log10(bound.constant);
+    j["lipschitz_exact"] = bound.exact;
+    j["sign_changes"] = bound.sign_changes;
+    print_json(j);
+    return;
+  }
+  fmt::print("network     {} (theta: {}; theta2: --theta2 {})\n", model.description, theta.source,
+             opts.theta2_file);
+  fmt::print("metric      {}  ({})\n", metric_text(metric.value),
+             metric.exact ? "exact: one of theta, theta2 dominates the other, ||Phi(theta)||_1 - "
+                            "||Phi(theta2)||_1"
+                          : "an upper bound: the telescoping sum over the edges");
+  fmt::print("lipschitz   {}  (||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C{})\n",
+             metric_text(bound.constant),
+             bound.sign_changes == 0
+                 ? std::string()
+                 : fmt::format("; {} coordinates change sign: through theta with them set to 0",
+                               bound.sign_changes));
+}
+
+void add_metric_command(CLI::App& app) {
+  auto opts = std::make_shared<MetricOptions>();
+  auto* cmd = app.add_subcommand(
+      "metric",
+      "The l1 path-metric ||Phi(theta) - Phi(theta2)||_1 (exact when one of the two dominates "
+      "the other, as pruning does; else an upper bound) and the Lipschitz constant C of "
+      "||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C for every input x "
+      "(docs/path_metric.md), by dynamic programming; a layer graph is not unrolled");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
+  cmd->add_option("--theta2", opts->theta2_file,
+                  "The second parameter vector (a pruned or quantized theta): a file as --theta")
+      ->required();
+  cmd->add_flag("--json", opts->json,
+                "Print one JSON object (keys in docs/cli.md#metric: the header, then d, metric, "
+                "log10_metric, exact, lipschitz_constant, log10_lipschitz_constant, "
+                "lipschitz_exact, sign_changes)");
+  cmd->callback([opts] { run_metric(*opts); });
+}
+
+const CommandRegistration metric_registration{62, add_metric_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli

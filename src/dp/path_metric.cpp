@@ -1,0 +1,84 @@
+#include "pathlift/path_metric.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "pathlift/norms.hpp"
+#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/detail/path_metric_rules.hpp"
+#include "src/model/detail/dag.hpp"
+#include "src/model/detail/parameters.hpp"
+
+namespace pathlift {
+
+namespace {
+
+/// sum over edges e of |a_e - b_e| F_b(src e) G_a(dst e): a forward pass at |b| from the inputs
+/// (value 1), a backward pass at |a| from the outputs, the edge terms merged as they come.
+ScaledReal telescoping_bound(const Network& net, std::span<const double> theta_a,
+                             std::span<const double> theta_b) {
+  const detail::EdgeTheta<double> a(net.parameter_map().get(), theta_a);
+  const detail::EdgeTheta<double> b(net.parameter_map().get(), theta_b);
+  const detail::DagView g(net);
+  const auto n = static_cast<std::size_t>(net.num_nodes());
+  Buffer<double> fm(n);
+  Buffer<std::int64_t> fk(n);
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    fm[static_cast<std::size_t>(g.topo[pos])] = 1;
+    fk[static_cast<std::size_t>(g.topo[pos])] = 0;
+  }
+  const detail::DpPow1 w;
+  detail::dp_forward(g, b.data(), w, g.num_inputs, fm.data(), fk.data());
+  Buffer<double> gm(n);
+  Buffer<std::int64_t> gk(n);
+  std::fill(gm.begin(), gm.end(), 0.0);
+  std::fill(gk.begin(), gk.end(), 0);
+  double tm = 0;
+  std::int64_t tk = detail::dp_no_exponent;
+  detail::dp_backward(g, a.data(), w, gm.data(), gk.data(),
+                      [&](NodeId /*v*/, double bm, std::int64_t bk, Index i0, Index i1) {
+                        if (bm == 0) {
+                          return;
+                        }
+                        for (Index i = i0; i < i1; ++i) {
+                          const EdgeId e = g.in_list[i];
+                          const double diff = std::fabs(a.data()[e] - b.data()[e]);
+                          const auto u = static_cast<std::size_t>(g.src[e]);
+                          if (diff == 0 || fm[u] == 0) {
+                            continue;
+                          }
+                          int de = 0;
+                          const double dm = std::frexp(diff, &de);  // diff may be huge
+                          double m = 0;
+                          std::int64_t k = 0;
+                          detail::dp_normalize(dm * fm[u] * bm, fk[u] + bk + de, m, k);
+                          detail::dp_merge(tm, tk, m, k);
+                        }
+                      });
+  return tm == 0 ? ScaledReal{} : ScaledReal{tm, tk};
+}
+
+}  // namespace
+
+PathMetric path_metric(const Network& net, std::span<const double> theta,
+                       std::span<const double> theta2, const EngineOptions& /*options*/) {
+  check_theta(net, theta);
+  check_theta(net, theta2);
+  return detail::path_metric_by(
+      theta, theta2, [&](std::span<const double> t) { return path_norm(net, t, 1.0).norm; },
+      [&](std::span<const double> a, std::span<const double> b) {
+        return telescoping_bound(net, a, b);
+      });
+}
+
+LipschitzBound lipschitz_bound(const Network& net, std::span<const double> theta,
+                               std::span<const double> theta2, const EngineOptions& options) {
+  check_theta(net, theta);
+  check_theta(net, theta2);
+  return detail::lipschitz_bound_by(theta, theta2,
+                                    [&](std::span<const double> a, std::span<const double> b) {
+                                      return path_metric(net, a, b, options);
+                                    });
+}
+
+}  // namespace pathlift

@@ -1,0 +1,156 @@
+"""The l1 path-metric and its Lipschitz bound (docs/path_metric.md) against brute force: the
+enumerated path-lifting (sum_p |Phi_p(theta) - Phi_p(theta2)|) and the networks' own outputs
+on random inputs (||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C)."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+@pytest.fixture(scope="module")
+def pl(pathlift_module):
+    return pathlift_module
+
+
+def small_cnn(seed):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(4, 3)).double().eval()
+
+
+def networks(pl):
+    """(name, network, theta): MLPs (DAGs) and small CNNs (layer networks), P enumerable."""
+    out = []
+    for seed, widths in enumerate([[4], [5, 4], [3, 3, 3]]):
+        net = pl.feed_forward(3, widths, 2)
+        out.append((f"mlp{widths}", net, pl.normal_weights(net.d, seed), 3))
+    for seed in range(2):
+        model = small_cnn(seed)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.running_mean.uniform_(-0.5, 0.5)
+                    m.running_var.uniform_(0.5, 2.0)
+        net = pl.from_torch(model, input_shape=(1, 6, 6))
+        out.append((f"cnn{seed}", net, np.asarray(net.weights).copy(), 36))
+    return out
+
+
+def pairs(theta, rng):
+    """(kind, theta2): pruned (magnitude), shrunk, pruned and shrunk, quantized, perturbed,
+    with signs flipped."""
+    small = np.abs(theta) < np.quantile(np.abs(theta), 0.4)
+    pruned = np.where(small, 0.0, theta)
+    shrunk = theta * rng.uniform(0.3, 1.0, theta.size)
+    quantized = np.round(theta * 4) / 4
+    perturbed = theta + 0.05 * rng.standard_normal(theta.size)
+    flipped = theta.copy()
+    flipped[rng.choice(theta.size, 3, replace=False)] *= -1
+    return [("pruned", pruned), ("shrunk", shrunk), ("both", np.where(small, 0.0, shrunk)),
+            ("quantized", quantized), ("perturbed", perturbed), ("flipped", flipped)]
+
+
+def test_metric_against_the_enumerated_lifting_and_the_outputs(pl):
+    rng = np.random.default_rng(0)
+    seen = set()
+    for name, net, theta, n_in in networks(pl):
+        dag = net.unrolled() if hasattr(net, "unrolled") else net
+        phi = np.asarray(pl.path_lifting(dag, theta))
+        X = rng.uniform(-2, 2, (200, n_in))
+        f = pl.forward(dag, theta, X).outputs
+        for kind, theta2 in pairs(theta, rng):
+            truth = np.abs(phi - np.asarray(pl.path_lifting(dag, theta2))).sum()
+            m = pl.path_metric(net, theta, theta2)
+            dominated = kind in ("pruned", "shrunk", "both")
+            assert m.exact == dominated, (name, kind)
+            if m.exact:
+                assert m.value == pytest.approx(truth, rel=1e-12), (name, kind)
+            else:
+                assert m.value >= truth * (1 - 1e-12), (name, kind)
+            # the same, whichever comes first
+            assert pl.path_metric(net, theta2, theta).value == pytest.approx(m.value, rel=1e-12)
+            c = pl.lipschitz_bound(net, theta, theta2)
+            if dominated:
+                assert c.sign_changes == 0 and c.exact and c.constant == m.value
+            if kind == "flipped":
+                assert c.sign_changes == 3 and not c.exact
+            change = np.abs(f - pl.forward(dag, theta2, X).outputs).sum(axis=1)
+            bound = np.maximum(np.abs(X).max(axis=1), 1.0) * c.constant
+            assert (change <= bound * (1 + 1e-12) + 1e-300).all(), (name, kind)
+            assert c.bound(2.0) == pytest.approx(2.0 * c.constant)
+            seen.add((kind, c.sign_changes > 0))
+    assert ("flipped", True) in seen and ("pruned", False) in seen
+
+
+def test_layer_network_equals_its_unrolled_dag(pl):
+    rng = np.random.default_rng(1)
+    model = small_cnn(3)
+    net = pl.from_torch(model, input_shape=(1, 6, 6))
+    theta = np.asarray(net.weights).copy()
+    for kind, theta2 in pairs(theta, rng):
+        a = pl.path_metric(net, theta, theta2)
+        b = pl.path_metric(net.unrolled(), theta, theta2)
+        assert a.exact == b.exact and a.value == pytest.approx(b.value, rel=1e-12), kind
+        ca, cb = pl.lipschitz_bound(net, theta, theta2), pl.lipschitz_bound(net.unrolled(), theta,
+                                                                          theta2)
+        assert ca.constant == pytest.approx(cb.constant, rel=1e-12)
+        assert ca.sign_changes == cb.sign_changes
+
+
+def test_torch_lipschitz_bound_certifies_pruning(pl):
+    model = small_cnn(4)
+    pruned = small_cnn(4)
+    with torch.no_grad():
+        for p in pruned.parameters():
+            p[p.abs() < p.abs().flatten().quantile(0.5)] = 0.0
+    c = pl.torch.lipschitz_bound(model, pruned, input_shape=(1, 6, 6))
+    assert c.exact and c.sign_changes == 0
+    x = torch.rand(300, 1, 6, 6, dtype=torch.float64) * 2 - 1
+    with torch.no_grad():
+        change = (model(x) - pruned(x)).abs().sum(dim=1).max().item()
+    assert 0 < change <= c.constant
+    with pytest.raises(ValueError, match="same architecture"):
+        pl.torch.lipschitz_bound(model, nn.Sequential(nn.Flatten(), nn.Linear(36, 3)).double(),
+                                 input_shape=(1, 6, 6))
+
+
+def test_cli_metric(pl, run_cli, tmp_path):
+    net = pl.feed_forward(3, [4, 4], 2)
+    theta = pl.normal_weights(net.d, 7)
+    theta2 = np.where(np.abs(theta) < 0.5, 0.0, theta)
+    np.save(tmp_path / "a.npy", theta)
+    np.save(tmp_path / "b.npy", theta2)
+    j = json.loads(run_cli("metric", "--ff", "3,4,4,2", "--theta", tmp_path / "a.npy", "--theta2",
+                           tmp_path / "b.npy", "--json", check=True).stdout)
+    assert j["format"] == "pathlift-metric" and j["exact"] and j["d"] == net.d
+    assert j["metric"] == pytest.approx(pl.path_metric(net, theta, theta2).value, rel=1e-15)
+    assert j["lipschitz_constant"] == pytest.approx(j["metric"]) and j["sign_changes"] == 0
+    text = run_cli("metric", "--ff", "3,4,4,2", "--theta", tmp_path / "a.npy", "--theta2",
+                   tmp_path / "b.npy", check=True).stdout
+    assert "exact" in text and "lipschitz" in text
+    bad = run_cli("metric", "--ff", "3,4,4,2", "--theta2", tmp_path / "nope.npy")
+    assert bad.returncode == 2 and "--theta2" in bad.stderr
+    missing = run_cli("metric", "--ff", "3,4,4,2")
+    assert missing.returncode != 0 and "--theta2" in missing.stderr
+
+
+def test_the_pruning_example_runs(build_dir):
+    import importlib.util
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    if importlib.util.find_spec("sklearn") is None:
+        pytest.skip("scikit-learn is not installed (Debian: python3-sklearn)")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(build_dir / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = subprocess.run([sys.executable, str(root / "examples" / "pruning_certificate.py"),
+                           "--epochs", "3"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr  # the example asserts the bound on every image
+    assert proc.stdout.count("(exact)") == 4 and "rounded to" in proc.stdout
