@@ -188,7 +188,8 @@ void add_norm_command(CLI::App& app) {
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
   cmd->add_option("--s", opts->s,
-                  "Exponents s >= 0, comma separated (default 1,2); s = 0 counts the paths")
+                  "Exponents s >= 0, comma separated (default 1,2); s = 0 counts the paths, "
+                  "s = inf gives max_p |Phi_p| (a max-plus DP; a layer graph is unrolled for it)")
       ->delimiter(',');
   cmd->add_flag("--per-node", opts->per_node,
                 "Also the norm of the paths ending at each output and starting at each input (on "

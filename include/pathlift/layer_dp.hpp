@@ -49,7 +49,8 @@ Count count_paths_total(const LayerGraph& graph, const EngineOptions& options = 
 /// The L^s path-norm of unroll(graph) at theta (norms.hpp): total and per_output (in the
 /// order of the unrolled outputs y0, y1, ...); per_input is left empty. One forward pass with
 /// the weights |theta|^s (fixed weights |w|^s: average pooling's 1/k, sub's -1), an input of
-/// ones. s >= 0; s = 0 gives P (as a ScaledReal). Throws std::invalid_argument for theta of
+/// ones. 0 <= s < inf; s = 0 gives P (as a ScaledReal); s = inf (max-plus) needs the DAG:
+/// path_free.hpp's path_norm(Model) unrolls for it. Throws std::invalid_argument for theta of
 /// the wrong size or with a non-finite entry (naming the parameter), or a bad s.
 /// Complexity: one forward pass, O(GEMM flops of the network).
 PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, double s,

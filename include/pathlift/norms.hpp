@@ -39,11 +39,15 @@ enum class PathNormDetail : std::uint8_t {
 /// docs/conventions.md#path-free: ||Phi||_s^s = sum_{o in O} F(o) = sum_{i in I} G(i) with forward
 /// sums F(v) = sum over partial paths input -> v of prod |theta_e|^s, inputs (bias included) having
 /// value 1). s = 0 gives the path count P (every path counts 1, zero weights included).
-/// Valid for any s >= 0 and finite theta; s = 1 and s = 2 avoid pow(). Overflow-safe: each node
+/// Valid for any s >= 0 and finite theta; s = 1 and s = 2 avoid pow(). s = +inf gives
+/// ||Phi||_inf = max_p |Phi_p| by the max-plus DP (M(v) = max over in-edges of |theta_e| M(src),
+/// 1 at the inputs; each value a product of |weights|, exact to the rounding of each product);
+/// `sum` and `norm` are then both that maximum, per_output / per_input the maxima over the
+/// paths ending / starting there. Overflow-safe: each node
 /// keeps its own binary exponent, so sums far beyond 1e308 (or below 1e-308) are exact to
 /// rounding (relative error ~1e-15 times the depth).
 /// Throws std::invalid_argument for theta of the wrong size (naming both sizes), a non-finite
-/// theta_k (naming the edge), or s < 0 / not finite.
+/// theta_k (naming the edge), or s < 0 / NaN.
 /// Complexity: O(m + d) time, O(m) extra memory; one pass over the edges (two with
 /// PathNormDetail::inputs_and_outputs). Single-threaded.
 ///

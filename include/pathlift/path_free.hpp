@@ -37,7 +37,8 @@ Count count_paths_total(const Model& model, const EngineOptions& options = {});
 /// path_norm. PathNormDetail::inputs_and_outputs on a layer graph needs the norm per input
 /// node, a sum over the unrolled DAG's nodes: the graph is then unrolled (Model::unrolled,
 /// TooLarge with the sizes when it would not fit); the total and per_output come from the
-/// layer DP either way.
+/// layer DP either way. s = inf (max_p |Phi_p|, a max-plus DP) runs on the DAG: a layer graph
+/// is unrolled for it, within options.max_memory.
 PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
                    PathNormDetail detail = PathNormDetail::outputs,
                    const EngineOptions& options = {});

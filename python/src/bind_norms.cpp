@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -144,8 +145,8 @@ every case, and `scaled` is the norm as a ScaledReal (mantissa and binary expone
 
   m.def(
       "path_norm",
-      [](const NetworkArg& net, const py::object& theta, double s, bool per_input, int threads,
-         const py::object& progress, std::size_t max_memory) {
+      [](const NetworkArg& net, const py::object& theta, const py::object& s_arg, bool per_input,
+         int threads, const py::object& progress, std::size_t max_memory) -> py::object {
         if (!theta.is_none() && !py::isinstance<py::array>(theta) &&
             (py::isinstance<py::float_>(theta) || py::isinstance<py::int_>(theta))) {
           throw std::invalid_argument(
@@ -153,15 +154,44 @@ every case, and `scaled` is the norm as a ScaledReal (mantissa and binary expone
                           "exponent, write path_norm(net, s={})",
                           py::str(theta).cast<std::string>(), py::str(theta).cast<std::string>()));
         }
+        // One exponent (a PathNorm), or several (a list, one pass each).
+        const bool several = !py::isinstance<py::float_>(s_arg) &&
+                             !py::isinstance<py::int_>(s_arg) &&
+                             py::isinstance<py::iterable>(s_arg);
+        std::vector<double> exponents;
+        try {
+          exponents = several ? s_arg.cast<std::vector<double>>()
+                              : std::vector<double>{s_arg.cast<double>()};
+        } catch (const py::cast_error&) {
+          throw std::invalid_argument(
+              fmt::format("s must be a number or a list of numbers (s >= 0, inf for max_p "
+                          "|Phi_p|), got {}",
+                          py::repr(s_arg).cast<std::string>()));
+        }
+        if (several && exponents.empty()) {
+          throw std::invalid_argument("s: an empty list of exponents");
+        }
         const EngineOptions o = engine_options(threads, max_memory, progress, "path_norm");
         const PathNormDetail parts =
             per_input ? PathNormDetail::inputs_and_outputs : PathNormDetail::outputs;
-        if (per_input) {
-          (void)net.dag(max_memory);  // the DAG's per-node sums: unrolled here, GIL released
+        const bool infinite =
+            std::any_of(exponents.begin(), exponents.end(), [](double x) { return std::isinf(x); });
+        if (per_input || infinite) {
+          // The DAG's per-node sums and the max-plus DP: unrolled here (the LayerNetwork's
+          // limit), GIL released.
+          (void)net.dag(max_memory);
         }
-        return with_theta(net, theta, [&](std::span<const double> t) {
-          return path_norm(net.model(), t, s, parts, o);
+        std::vector<PathNorm> norms = with_theta(net, theta, [&](std::span<const double> t) {
+          std::vector<PathNorm> out;
+          for (const double x : exponents) {
+            out.push_back(path_norm(net.model(), t, x, parts, o));
+          }
+          return out;
         });
+        if (!several) {
+          return py::cast(std::move(norms.front()));
+        }
+        return py::cast(std::move(norms));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("s") = 1.0, py::kw_only(),
       py::arg("per_input") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
@@ -170,12 +200,14 @@ every case, and `scaled` is the norm as a ScaledReal (mantissa and binary expone
 (docs/conventions.md#path-free: sum_{o in O} F(o), forward sums of |theta_e|^s with inputs and
 bias counting 1), without enumerating a path: networks with 10^100 paths are fine; a
 LayerNetwork layer by layer, never unrolled (one forward pass with the weights |theta|^s).
-s = 0 gives the path count P. Overflow-safe (one binary exponent per node): a norm beyond 1e308
-has norm = inf and the right .log10 (and .scaled). Returns a PathNorm (norm, log10, sum,
-per_output, per_input). For a PyTorch model, pathlift.from_torch(model) first, or
+s = 0 gives the path count P; s = inf (math.inf) gives max_p |Phi_p| by a max-plus DP (on the
+unrolled DAG of a LayerNetwork, within its memory limit). Overflow-safe (one binary exponent per
+node): a norm beyond 1e308 has norm = inf and the right .log10 (and .scaled). Returns a
+PathNorm (norm, log10, sum, per_output, per_input); with a list of exponents (s=[1, 2,
+math.inf]) a list of PathNorm, one per exponent. For a PyTorch model, pathlift.from_torch(model) first, or
 pathlift.torch.path_norm(model) for a differentiable tensor.
 
-theta: d finite numbers; None uses the network's weights. s: >= 0 and finite.
+theta: d finite numbers; None uses the network's weights. s: >= 0 (inf allowed), or a list.
 per_input: also the norm per input node (one more backward pass; a LayerNetwork is unrolled
 for it, within max_memory). threads: 0 = all cores.
 ValueError for a wrong theta (size named) or a bad s. The GIL is released.

@@ -64,6 +64,66 @@ void norm_passes(const detail::DagView& g, const double* theta, const W& w, Path
   }
 }
 
+/// A positive number as (mantissa in [0.5, 1), exponent), or 0 (mantissa 0): the max-plus
+/// values of the L^inf path-norm, exact products of doubles whatever their range.
+struct MaxValue {
+  double m = 0;
+  std::int64_t k = 0;
+  [[nodiscard]] bool less(const MaxValue& o) const {
+    return m == 0 ? o.m != 0 : (o.m != 0 && (k < o.k || (k == o.k && m < o.m)));
+  }
+  [[nodiscard]] MaxValue times(double w) const {
+    if (m == 0 || w == 0) {
+      return {};
+    }
+    int e = 0;
+    const double x = std::frexp(m * std::fabs(w), &e);
+    return {x, k + e};
+  }
+};
+
+/// max_p |Phi_p| by the max-plus DP: forward M(v) = max over in-edges of |w_e| M(src), 1 at the
+/// inputs; with per inputs, the backward maxima too. Every value is a product of |weights|:
+/// exact to the rounding of each multiplication.
+void max_passes(const detail::DagView& g, const double* theta, PathNormDetail parts,
+                PathNorm& out) {
+  const Network& net = *g.net;
+  std::vector<MaxValue> f(static_cast<std::size_t>(g.n));
+  for (Index pos = 0; pos < g.n; ++pos) {
+    const NodeId v = g.topo[pos];
+    MaxValue best = pos < g.num_inputs ? MaxValue{0.5, 1} : MaxValue{};
+    for (Index t = g.in_off[v]; t < g.in_off[v + 1]; ++t) {
+      const EdgeId e = g.in_list[t];
+      const MaxValue x = f[static_cast<std::size_t>(g.src[e])].times(theta[e]);
+      best = best.less(x) ? x : best;
+    }
+    f[static_cast<std::size_t>(v)] = best;
+  }
+  MaxValue top;
+  for (const NodeId o : net.outputs()) {
+    const MaxValue x = f[static_cast<std::size_t>(o)];
+    out.per_output.push_back(x.m == 0 ? ScaledReal{} : ScaledReal{x.m, x.k});
+    top = top.less(x) ? x : top;
+  }
+  out.sum = top.m == 0 ? ScaledReal{} : ScaledReal{top.m, top.k};
+  if (parts == PathNormDetail::inputs_and_outputs) {
+    std::vector<MaxValue> b(static_cast<std::size_t>(g.n));
+    for (Index pos = g.n - 1; pos >= 0; --pos) {
+      const NodeId v = g.topo[pos];
+      MaxValue best = net.is_output(v) ? MaxValue{0.5, 1} : MaxValue{};
+      for (const EdgeId e : net.out_edges(v)) {
+        const MaxValue x = b[static_cast<std::size_t>(net.target(e))].times(theta[e]);
+        best = best.less(x) ? x : best;
+      }
+      b[static_cast<std::size_t>(v)] = best;
+    }
+    for (const NodeId i : net.inputs()) {
+      const MaxValue x = b[static_cast<std::size_t>(i)];
+      out.per_input.push_back(x.m == 0 ? ScaledReal{} : ScaledReal{x.m, x.k});
+    }
+  }
+}
+
 }  // namespace
 
 PathNorm path_norm(const Network& net, std::span<const double> theta_in, double s,
@@ -73,11 +133,19 @@ PathNorm path_norm(const Network& net, std::span<const double> theta_in, double 
     check_theta(net, theta_in);  // named by parameter before the edge weights are formed
   }
   const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
-  if (!(s >= 0) || !std::isfinite(s)) {
-    throw std::invalid_argument(
-        fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
+  if (!(s >= 0)) {
+    throw std::invalid_argument(fmt::format(
+        "path-norm exponent s = {}: s must be >= 0 (0 counts paths, inf gives max_p |Phi_p|)", s));
   }
   const detail::DagView g(net);
+  if (std::isinf(s)) {
+    check_theta(net, theta_in);
+    PathNorm out;
+    out.s = s;
+    max_passes(g, theta.data(), parts, out);
+    out.norm = out.sum;
+    return out;
+  }
   const auto n = static_cast<std::size_t>(net.num_nodes());
   Buffer<double> m(n);
   Buffer<std::int64_t> k(n);

@@ -49,6 +49,11 @@ PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
   return on_model(
       model,
       [&](const LayerGraph& g) {
+        if (std::isinf(s)) {
+          // The max-plus DP runs on the DAG: unrolled within options.max_memory (TooLarge with
+          // its node and edge counts otherwise).
+          return path_norm(*model.unrolled(options), theta, s, detail);
+        }
         PathNorm norm = path_norm(g, theta, s, options);
         if (detail == PathNormDetail::inputs_and_outputs) {
           // Per input node: a sum over the unrolled DAG's nodes, which the layer DP never makes.
