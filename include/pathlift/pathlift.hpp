@@ -3,6 +3,7 @@
 /// Umbrella header: the whole public API of pathlift. Each feature header can be included
 /// alone.
 
+#include "pathlift/balance.hpp"
 #include "pathlift/builtins.hpp"
 #include "pathlift/certificate.hpp"
 #include "pathlift/checks.hpp"

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
@@ -31,6 +32,24 @@ struct SymmetryDimension {
   Index constraint_rank = 0;  ///< their exact rank over Q
   Index unused_params = 0;    ///< parameters no edge carries (free directions)
 };
+
+/// Where each parameter sits in the rescaling symmetries: the classes of node log-scales at the
+/// two ends of its edges (rescaling_symmetry_dimension's classes after the forced equalities).
+/// A rescaling by log-scales alpha (one per free class, 0 on pinned ones) changes theta_k into
+/// theta_k exp(alpha[target[k]] - alpha[source[k]]) and leaves Phi, and the function, unchanged
+/// when `constraints` is 0 (every free class rescales on its own).
+struct ParameterClasses {
+  Index classes = 0;          ///< free classes, numbered 0 .. classes - 1
+  std::vector<Index> target;  ///< per parameter: the class its edges enter; -1 pinned, -2 unused
+  std::vector<Index> source;  ///< per parameter: the class its edges leave; -1 pinned, -2 unused
+  Index constraints = 0;      ///< constraints left among the classes (0: independent classes)
+};
+
+/// The parameter classes of a DAG, a layer graph (never unrolled) or a model. Same errors and
+/// complexity as rescaling_symmetry_dimension, plus O(d) memory.
+ParameterClasses parameter_classes(const Network& net, const EngineOptions& options = {});
+ParameterClasses parameter_classes(const LayerGraph& graph, const EngineOptions& options = {});
+ParameterClasses parameter_classes(const Model& model, const EngineOptions& options = {});
 
 /// rank(dPhi(theta)) exactly at any theta, zeros included, without enumerating a path
 /// (docs/rank.md#zero-weights).

@@ -13,9 +13,11 @@ import torch
 import torch.fx
 from torch import nn
 
-from ._pathlift import fold_batch_norm
+from ._pathlift import BalanceReport, fold_batch_norm
+from ._pathlift import enorm as _enorm
+from ._pathlift import path_cond as _path_cond
 from ._pathlift import rescale as _rescale
-from ._torch_network import from_torch, load_theta
+from ._torch_network import from_torch, load_theta, network_of
 from ._torch_params import numpy_of
 from ._torch_trace import InputShape, Traced, module_of, own_forward
 
@@ -113,3 +115,33 @@ def fold_batchnorm(model: nn.Module) -> nn.Module:
         parent, _, child = bn_name.rpartition(".")
         setattr(out.get_submodule(parent) if parent else out, child, nn.Identity())
     return out
+
+
+def _balance(model: Any, how: Any, input_shape: InputShape, max_sweeps: int,
+             tolerance: float, what: str) -> BalanceReport:
+    net = network_of(model, input_shape, what=what)
+    report = how(net, net.theta_layout.theta(), max_sweeps=max_sweeps, tolerance=tolerance)
+    load_theta(net.module, report.theta)
+    return report
+
+
+def path_cond(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1000,
+              tolerance: float = 1e-13) -> BalanceReport:
+    """PathCond (Lebeurrier, Vayer, Gribonval, 2026) on any imported architecture: rescales the
+    model's hidden units (per channel class for CNNs; a BatchNorm's a, b move with its channel)
+    **in place**, the function unchanged, to minimise ``n log(sum_k G_kk) - sum_k log G_kk``
+    over the rescaling symmetries (G the path kernel's diagonal; :func:`pathlift.path_cond`).
+    Call it before training. ``model``: a module or its from_torch network. Returns a
+    :class:`pathlift.BalanceReport` (sweeps, criterion before / after, stationarity).
+    docs/balance.md."""
+    return _balance(model, _path_cond, input_shape, max_sweeps, tolerance,
+                    "pathlift.torch.path_cond")
+
+
+def enorm(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1000,
+          tolerance: float = 1e-13) -> BalanceReport:
+    """ENorm (Stock et al., 2019) on any imported architecture: rescales the model in place, the
+    function unchanged, to minimise ``sum_k theta_k^2`` over the rescaling symmetries (every
+    class's incoming and outgoing squared norms equal; :func:`pathlift.enorm`). Returns a
+    :class:`pathlift.BalanceReport`."""
+    return _balance(model, _enorm, input_shape, max_sweeps, tolerance, "pathlift.torch.enorm")

@@ -68,7 +68,8 @@ to the parameters), ``PathNormFunction`` and ``to_torch_sparse(J)`` (a scipy CSR
 torch sparse CSR tensor); each takes the module too (traced at each call). Copies computing the
 same function: ``rescale(model, lambdas)`` (along a rescaling orbit) and
 ``fold_batchnorm(model)`` (each BatchNorm folded into the Conv or Linear before it).
-Certificates: ``lipschitz_bound(model, model2)`` bounds how far a pruned or quantized copy
+Balancing before training: ``path_cond(model)`` and ``enorm(model)`` rescale it in place
+(docs/balance.md). Certificates: ``lipschitz_bound(model, model2)`` bounds how far a pruned or quantized copy
 moves on any input (the path-metric, docs/path_metric.md).
 
 The modules, each importing only those before it: ``_torch_params`` (theta <-> parameters),
@@ -85,10 +86,11 @@ from ._torch_trace import InputShape
 from ._torch_network import (Support, TorchNetwork, from_torch, layer_graph_from_torch,
                              load_theta, supports, theta_from_torch)
 from ._torch_metric import lipschitz_bound
-from ._torch_rescale import fold_batchnorm, rescale
+from ._torch_rescale import enorm, fold_batchnorm, path_cond, rescale
 from ._torch_sequential import to_torch
 
 __all__ = ["from_torch", "theta_from_torch", "layer_graph_from_torch", "supports", "Support",
            "to_torch", "UnsupportedModelError", "path_norm", "PathNormFunction",
            "kernel_diagonal", "PathSGD", "theta_tensor", "to_torch_sparse", "rescale",
-           "load_theta", "fold_batchnorm", "TorchNetwork", "InputShape", "lipschitz_bound"]
+           "load_theta", "fold_batchnorm", "TorchNetwork", "InputShape", "lipschitz_bound",
+           "path_cond", "enorm"]

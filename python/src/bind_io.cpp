@@ -7,14 +7,6 @@
 
 namespace pathlift::python {
 
-namespace {
-
-std::string fspath(const py::object& path) {
-  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
-}
-
-}  // namespace
-
 void bind_io(py::module_& m) {
   m.def(
       "parse_network", [](const std::string& text) { return parse_network(text); }, py::arg("text"),

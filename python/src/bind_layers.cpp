@@ -31,10 +31,6 @@ namespace {
 
 using IndexList = std::vector<Index>;
 
-std::string fspath(const py::object& path) {
-  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
-}
-
 std::string index_list(const IndexList& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }

@@ -651,6 +651,10 @@ bool is_torch_module(const py::handle& x) {
   return false;
 }
 
+std::string fspath(const py::object& path) {
+  return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+}
+
 const Network& NetworkArg::dag(std::size_t max_memory) const {
   EngineOptions options;
   options.max_memory = unroll_limit(max_memory);

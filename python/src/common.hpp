@@ -44,6 +44,9 @@ Scalar scalar_of(const py::object& dtype);
 EngineOptions engine_options(int threads, std::size_t max_memory,
                              const py::object& progress = py::bool_(false), const char* label = "");
 
+/// os.fspath(path) as a string: a str or a pathlib.Path.
+std::string fspath(const py::object& path);
+
 /// Marks an array read-only (for views of buffers shared between results).
 void set_read_only(const py::array& a);
 

@@ -27,6 +27,7 @@
   X(linearize)                     \
   X(norms)                         \
   X(metric)                        \
+  X(balance)                       \
   X(rescaling)                     \
   X(kernel)
 

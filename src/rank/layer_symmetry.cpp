@@ -45,6 +45,15 @@ class LayerSymmetry : private detail::SymmetryLayerView {
     m_cls.pin(m_pin);
   }
 
+  /// The classes of each parameter's edges (run() with `first` set records them).
+  ParameterClasses parameter_classes(const EngineOptions& options) {
+    detail::FirstEdges first(static_cast<std::size_t>(m_graph.num_params), {-1, -1});
+    m_first_edges = &first;
+    (void)run(options);
+    m_first_edges = nullptr;
+    return detail::parameter_classes_of(m_cls, first, m_rows);
+  }
+
   /// The zero parameters with an edge between live entries: those some path crosses as its
   /// only zero edge (run() first).
   [[nodiscard]] Index single_zeros() const { return m_single_zero; }
@@ -294,6 +303,9 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   /// is a constraint against the first.
   void pair(Index k, Index t, Index s) {
     m_used[static_cast<std::size_t>(k)] = 1;
+    if (m_first_edges != nullptr && (*m_first_edges)[static_cast<std::size_t>(k)].first < 0) {
+      (*m_first_edges)[static_cast<std::size_t>(k)] = {t, s};
+    }
     if (m_shared) {
       const auto [it, fresh] = m_first.try_emplace(k, t, s);
       if (!fresh) {
@@ -448,6 +460,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   }
 
   Index m_single_zero = 0;
+  detail::FirstEdges* m_first_edges = nullptr;
   SymmetryClasses m_cls;
   Index m_pin;
   std::vector<std::optional<std::vector<Index>>> m_roots;
@@ -493,6 +506,23 @@ std::optional<ZeroPatternRank> jacobian_rank_by_zero_pattern(const LayerGraph& g
   out.single_zero_params = sym.single_zeros();
   out.rank = graph.num_params - out.h_sym_nonzero + out.single_zero_params;
   return out;
+}
+
+ParameterClasses parameter_classes(const LayerGraph& graph, const EngineOptions& options) {
+  Unroller plan(graph, options);
+  require_bytes(5.0 * static_cast<double>(plan.global_entries()) +
+                    16.0 * static_cast<double>(graph.num_params),
+                options.max_memory,
+                fmt::format("the rescaling classes of {} tensor entries and {} parameters",
+                            plan.global_entries(), graph.num_params));
+  return LayerSymmetry(graph, plan).parameter_classes(options);
+}
+
+ParameterClasses parameter_classes(const Model& model, const EngineOptions& options) {
+  if (const LayerGraph* g = model.layer_graph()) {
+    return parameter_classes(*g, options);
+  }
+  return parameter_classes(*model.dag(), options);
 }
 
 SymmetryDimension rescaling_symmetry_dimension(const Model& model, const EngineOptions& options) {

@@ -19,11 +19,12 @@ using detail::SymmetryClasses;
 /// the kept edges must be exactly those of the input-to-output paths of the kept subnetwork
 /// (the nodes without kept edges drop out).
 SymmetryDimension dag_symmetry(const Network& net, const std::vector<std::uint8_t>& keep,
-                               const EngineOptions& options) {
+                               const EngineOptions& options,
+                               ParameterClasses* classes_out = nullptr) {
   const auto kept = [&](EdgeId e) { return keep.empty() || keep[static_cast<std::size_t>(e)]; };
   const Index d = net.num_params();
   const bool per_edge = net.one_parameter_per_edge();
-  if (per_edge && keep.empty()) {
+  if (per_edge && keep.empty() && classes_out == nullptr) {
     SymmetryDimension out;
     out.h_sym = net.num_hidden();  // every alpha is allowed (Theorem 1)
     out.classes = out.h_sym;
@@ -106,6 +107,7 @@ SymmetryDimension dag_symmetry(const Network& net, const std::vector<std::uint8_
   }
   detail::SymmetryConstraints rows;
   Index unused = 0;
+  detail::FirstEdges first(classes_out != nullptr ? static_cast<std::size_t>(d) : 0, {-1, -1});
   for (Index k = 0; k < d; ++k) {
     EdgeId e1 = -1;
     for (const EdgeId e : edges(k)) {
@@ -114,12 +116,18 @@ SymmetryDimension dag_symmetry(const Network& net, const std::vector<std::uint8_
       }
       if (e1 < 0) {
         e1 = e;
+        if (classes_out != nullptr) {
+          first[static_cast<std::size_t>(k)] = {cls.find(net.target(e)), cls.find(net.source(e))};
+        }
         continue;
       }
       rows.add(cls, cls.find(net.target(e)), cls.find(net.source(e)), cls.find(net.target(e1)),
                cls.find(net.source(e1)));
     }
     unused += e1 < 0 ? 1 : 0;
+  }
+  if (classes_out != nullptr) {
+    *classes_out = detail::parameter_classes_of(cls, first, rows);
   }
   return detail::symmetry_dimension(free_classes, rows, unused, options);
 }
@@ -128,6 +136,12 @@ SymmetryDimension dag_symmetry(const Network& net, const std::vector<std::uint8_
 
 SymmetryDimension rescaling_symmetry_dimension(const Network& net, const EngineOptions& options) {
   return dag_symmetry(net, {}, options);
+}
+
+ParameterClasses parameter_classes(const Network& net, const EngineOptions& options) {
+  ParameterClasses out;
+  (void)dag_symmetry(net, {}, options, &out);
+  return out;
 }
 
 ZeroPatternRank jacobian_rank_by_zero_pattern(const Network& net, std::span<const double> theta,

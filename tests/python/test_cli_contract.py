@@ -31,6 +31,7 @@ GOOD = {
     "linearize": ["--data", "{data}", "-o", "{out}.mtx"],
     "norm": [],
     "metric": ["--theta2", "{theta2}"],
+    "rescale": ["--enorm", "-o", "{out}.npy"],
     "kernel": ["--diag", "-o", "{out}.npy"],
     "bench": ["--grid", "5,2,2", "--reps", "1", "-o", "{out}.csv"],
     "convert": ["-o", "{out}.json"],
@@ -45,6 +46,7 @@ JSON = {
     "linearize": (["--data", "{data}"], True),
     "norm": ([], True),
     "metric": (["--theta2", "{theta2}"], True),
+    "rescale": (["--path-cond", "-o", "{out}.npy"], True),
     "kernel": (["--trace"], True),
 }
 HEADER = ["format", "version", "pathlift_version", "network", "theta"]

@@ -65,7 +65,8 @@ PUBLIC = {
     "layer_dp": ["layer_dp", "path_free"],
     "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory", "path_metric"],
     "walk": ["paths", "lifting", "linearize", "forward", "checks"],
-    "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling"],
+    "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling",
+             "balance"],
 }
 INCLUDE = re.compile(r'^#include "((?:pathlift|src)/[^"]+)"', re.M)
 

@@ -121,6 +121,29 @@ Index SymmetryConstraints::rank(const EngineOptions& options) const {
   return rank;
 }
 
+ParameterClasses parameter_classes_of(const SymmetryClasses& classes, const FirstEdges& first,
+                                      const SymmetryConstraints& constraints) {
+  ParameterClasses out;
+  out.constraints = constraints.size();
+  out.target.assign(first.size(), -2);
+  out.source.assign(first.size(), -2);
+  std::unordered_map<Index, Index> id;
+  const auto number = [&](Index root) -> Index {
+    if (classes.pinned(root)) {
+      return -1;
+    }
+    return id.try_emplace(root, static_cast<Index>(id.size())).first->second;
+  };
+  for (std::size_t k = 0; k < first.size(); ++k) {
+    if (first[k].first >= 0) {
+      out.target[k] = number(first[k].first);
+      out.source[k] = number(first[k].second);
+    }
+  }
+  out.classes = static_cast<Index>(id.size());
+  return out;
+}
+
 SymmetryDimension symmetry_dimension(Index free_classes, const SymmetryConstraints& constraints,
                                      Index unused_params, const EngineOptions& options) {
   SymmetryDimension out;

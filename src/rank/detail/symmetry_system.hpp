@@ -63,6 +63,13 @@ class SymmetryConstraints {
   std::vector<std::pair<Index, int>> m_row;
 };
 
+/// Each parameter's first edge as (target root, source root); {-1, -1} for an unused one.
+using FirstEdges = std::vector<std::pair<Index, Index>>;
+
+/// The classes of the parameters' first edges, the free ones numbered in order of first use.
+ParameterClasses parameter_classes_of(const SymmetryClasses& classes, const FirstEdges& first,
+                                      const SymmetryConstraints& constraints);
+
 /// h_sym = free classes - rank + unused parameters, with the counts.
 SymmetryDimension symmetry_dimension(Index free_classes, const SymmetryConstraints& constraints,
                                      Index unused_params, const EngineOptions& options);

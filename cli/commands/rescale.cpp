@@ -1,0 +1,107 @@
+// pathlift rescale: a rescaling of the hidden units (per channel class with weight sharing)
+// that balances the network before training, the function unchanged: PathCond or ENorm
+// (balance.hpp). The rescaled theta goes to -o.
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common.hpp"
+#include "../matrix_io.hpp"
+#include "../registry.hpp"
+#include "pathlift/balance.hpp"
+
+namespace pathlift::cli {
+
+namespace {
+
+struct RescaleOptions {
+  NetworkOptions network;
+  ComputeOptions compute;
+  bool path_cond = false;
+  bool enorm = false;
+  std::string output;
+  Index max_sweeps = BalanceOptions{}.max_sweeps;
+  double tolerance = BalanceOptions{}.tolerance;
+  bool json = false;
+};
+
+void run_rescale(const RescaleOptions& opts) {
+  if (opts.path_cond == opts.enorm) {
+    throw std::invalid_argument("rescale needs one of --path-cond and --enorm");
+  }
+  if (opts.output.empty()) {
+    throw std::invalid_argument(
+        "rescale needs -o FILE for the rescaled theta (.npy, .txt, .csv; - for stdout)");
+  }
+  output_format(opts.output, Content::vector);  // before the work
+  const LoadedModel model = load_model(opts.network, opts.compute);
+  const LoadedTheta theta = load_theta(model, opts.compute);
+  BalanceOptions o;
+  o.max_sweeps = opts.max_sweeps;
+  o.tolerance = opts.tolerance;
+  o.engine = engine_options(opts.compute, opts.path_cond ? "PathCond" : "ENorm");
+  const BalanceReport r =
+      opts.path_cond ? path_cond(model.model, theta.theta, o) : enorm(model.model, theta.theta, o);
+  write_vector(opts.output, std::span<const double>(r.theta.data(), r.theta.size()));
+  const char* method = opts.path_cond ? "path_cond" : "enorm";
+  if (opts.json) {
+    auto j = json_header("rescale", 1, model.description, theta.source);
+    j["method"] = method;
+    j["output"] = opts.output;
+    j["d"] = model.model.num_params();
+    j["classes"] = r.classes;
+    j["sweeps"] = r.sweeps;
+    j["converged"] = r.converged;
+    j["criterion_before"] = r.criterion_before;
+    j["criterion_after"] = r.criterion_after;
+    j["stationarity"] = r.stationarity;
+    print_json(j);
+    return;
+  }
+  std::FILE* text = text_stream(opts.output);
+  fmt::print(text,
+             "{}: {} classes, {} sweeps{}, criterion {:.10g} -> {:.10g}, stationarity {:.2g}\n",
+             method, r.classes, r.sweeps, r.converged ? "" : " (not converged)", r.criterion_before,
+             r.criterion_after, r.stationarity);
+  fmt::print(text, "rescaled theta ({} entries, the same function) written to {}\n", r.theta.size(),
+             opts.output);
+}
+
+void add_rescale_command(CLI::App& app) {
+  auto opts = std::make_shared<RescaleOptions>();
+  auto* cmd = app.add_subcommand(
+      "rescale",
+      "Rescale the hidden units (per channel class with weight sharing) to balance the network "
+      "before training, the function unchanged: --path-cond (PathCond: the path kernel's "
+      "diagonal conditioned) or --enorm (ENorm: sum of squared weights least); the rescaled "
+      "theta to -o (docs/balance.md)");
+  add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
+  add_engine_options(*cmd, opts->compute);
+  auto* pc = cmd->add_flag("--path-cond", opts->path_cond,
+                           "PathCond: minimise n log(sum_k G_kk) - sum_k log G_kk (G = the path "
+                           "kernel's diagonal)");
+  cmd->add_flag("--enorm", opts->enorm, "ENorm: minimise sum_k theta_k^2")->excludes(pc);
+  cmd->add_option("-o,--output", opts->output,
+                  "The rescaled theta: .npy, .txt, .csv (- for stdout)");
+  cmd->add_option("--max-sweeps", opts->max_sweeps,
+                  "Sweeps of the coordinate descent at most (default 1000)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tolerance", opts->tolerance,
+                  "Stop when no log-scale moves by more than this in a sweep (default 1e-13)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", opts->json,
+                "Print one JSON object (keys in docs/cli.md#rescale: the header, then method, "
+                "output, d, classes, sweeps, converged, criterion_before, criterion_after, "
+                "stationarity)");
+  cmd->callback([opts] { run_rescale(*opts); });
+}
+
+const CommandRegistration rescale_registration{63, add_rescale_command};
+
+}  // namespace
+
+}  // namespace pathlift::cli

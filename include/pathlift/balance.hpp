@@ -1,0 +1,57 @@
+#pragma once
+/// \file balance.hpp
+/// Rescalings chosen to balance a network before training, on any architecture pathlift
+/// imports (per hidden unit on a DAG, per channel class with weight sharing), the function
+/// unchanged: PathCond (Lebeurrier, Vayer, Gribonval, 2026) and ENorm (Stock et al., 2019).
+/// Both act through the rescaling symmetries: log-scales alpha, one per free class of
+/// parameter_classes() (symmetry.hpp), change theta_k into theta_k exp(c_k) with
+/// c_k = alpha[target k] - alpha[source k]; Phi and the network's function stay the same.
+/// docs/balance.md.
+
+#include <span>
+#include <vector>
+
+#include "pathlift/model.hpp"
+#include "pathlift/options.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift {
+
+struct BalanceOptions {
+  Index max_sweeps = 1000;   ///< sweeps of the coordinate descent over the classes
+  double tolerance = 1e-13;  ///< stop when no log-scale moves by more than this in a sweep
+  EngineOptions engine;      ///< for the kernel diagonal (path_cond) and the classes
+};
+
+struct BalanceReport {
+  std::vector<double> theta;       ///< the rescaled theta (the same function)
+  std::vector<double> log_scales;  ///< alpha, one per class
+  Index classes = 0;               ///< free classes (hidden units, channel classes)
+  Index sweeps = 0;                ///< coordinate-descent sweeps made
+  bool converged = false;          ///< the last sweep moved no log-scale beyond the tolerance
+  double criterion_before = 0;     ///< the objective at theta
+  double criterion_after = 0;      ///< the objective at the rescaled theta
+  /// The largest relative violation of the stationarity condition over the classes (see
+  /// path_cond, enorm).
+  double stationarity = 0;
+};
+
+/// PathCond: the rescaling that minimises n log(sum_k G_kk) - sum_k log G_kk, G_kk the path
+/// kernel's diagonal after rescaling (kernel_diagonal; a rescaling multiplies G_kk by
+/// exp(-2 c_k)), n the parameters with G_kk > 0 (d when none is 0; those with G_kk = 0 do not
+/// move the objective and are left out). Convex in alpha; coordinate descent with each class's
+/// exact minimiser (a quadratic in exp(2 alpha_h)); G is computed once. Stationarity per class
+/// h: n (sum_{k out of h} G_kk - sum_{k into h} G_kk) / sum_k G_kk = |out(h)| - |in(h)| (biases
+/// incoming); `stationarity` is the largest |left - right| / max(1, n (out + in) / sum). Throws
+/// std::invalid_argument for a bad theta or a network whose classes are coupled by weights
+/// shared between layers (ParameterClasses::constraints > 0), TooLarge as kernel_diagonal.
+BalanceReport path_cond(const Model& model, std::span<const double> theta,
+                        const BalanceOptions& options = {});
+
+/// ENorm: the rescaling that minimises sum_k theta_k^2. At the optimum every class's incoming
+/// and outgoing squared norms are equal (`stationarity`: the largest |in - out| / (in + out)); a
+/// class with nothing in or nothing out is left alone. Same errors as path_cond.
+BalanceReport enorm(const Model& model, std::span<const double> theta,
+                    const BalanceOptions& options = {});
+
+}  // namespace pathlift

@@ -1,0 +1,106 @@
+// pathlift.path_cond, pathlift.enorm and pathlift.parameter_classes (balance.hpp, symmetry.hpp).
+
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "pathlift/balance.hpp"
+#include "pathlift/symmetry.hpp"
+
+namespace pathlift::python {
+
+namespace {
+
+BalanceOptions balance_options(Index max_sweeps, double tolerance, int threads,
+                               std::size_t max_memory) {
+  if (max_sweeps < 0 || !(tolerance >= 0)) {
+    throw std::invalid_argument(
+        fmt::format("max_sweeps ({}) and tolerance ({}) must be >= 0", max_sweeps, tolerance));
+  }
+  BalanceOptions o;
+  o.max_sweeps = max_sweeps;
+  o.tolerance = tolerance;
+  o.engine = engine_options(threads, max_memory);
+  return o;
+}
+
+}  // namespace
+
+void bind_balance(py::module_& m) {
+  py::class_<ParameterClasses>(m, "ParameterClasses", R"doc(
+Where each parameter sits in the rescaling symmetries (parameter_classes): classes (the free
+classes: hidden units, or channel classes with weight sharing), target and source (per
+parameter, the class its edges enter / leave; -1 pinned, -2 unused), constraints (0: every class
+rescales on its own). A rescaling by log-scales alpha multiplies theta_k by
+exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
+)doc")
+      .def_readonly("classes", &ParameterClasses::classes)
+      .def_property_readonly(
+          "target",
+          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.target)); })
+      .def_property_readonly(
+          "source",
+          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); })
+      .def_readonly("constraints", &ParameterClasses::constraints);
+  m.def(
+      "parameter_classes",
+      [](const NetworkArg& net, std::size_t max_memory) {
+        EngineOptions o;
+        o.max_memory = max_memory;
+        py::gil_scoped_release release;
+        return parameter_classes(net.model(), o);
+      },
+      py::arg("net"), py::kw_only(), py::arg("max_memory") = 0,
+      "The rescaling classes of the parameters (a LayerNetwork is never unrolled).");
+
+  py::class_<BalanceReport>(m, "BalanceReport", R"doc(
+A balancing rescaling (path_cond, enorm): theta (the rescaled theta, the same function),
+log_scales (one per class), classes, sweeps, converged, criterion_before, criterion_after,
+stationarity (the largest relative violation of the optimum's condition).
+)doc")
+      .def_property_readonly(
+          "theta",
+          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.theta)); })
+      .def_property_readonly(
+          "log_scales",
+          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.log_scales)); })
+      .def_readonly("classes", &BalanceReport::classes)
+      .def_readonly("sweeps", &BalanceReport::sweeps)
+      .def_readonly("converged", &BalanceReport::converged)
+      .def_readonly("criterion_before", &BalanceReport::criterion_before)
+      .def_readonly("criterion_after", &BalanceReport::criterion_after)
+      .def_readonly("stationarity", &BalanceReport::stationarity)
+      .def("__repr__", [](const BalanceReport& r) {
+        return fmt::format(
+            "<pathlift.BalanceReport: {} classes, {} sweeps{}, criterion {:.6g} -> {:.6g}, "
+            "stationarity {:.2g}>",
+            r.classes, r.sweeps, r.converged ? "" : " (not converged)", r.criterion_before,
+            r.criterion_after, r.stationarity);
+      });
+
+  for (const auto& [name, fn, doc] :
+       {std::tuple{"path_cond", &path_cond,
+                   "PathCond (Lebeurrier, Vayer, Gribonval, 2026): the rescaling of the hidden "
+                   "units (channel classes with sharing) minimising n log(sum_k G_kk) - sum_k "
+                   "log G_kk, G the path kernel's diagonal after rescaling, by coordinate "
+                   "descent with exact per-class minimisers. Returns a BalanceReport whose theta "
+                   "computes the same function. docs/balance.md."},
+        std::tuple{"enorm", &enorm,
+                   "ENorm (Stock et al., 2019): the rescaling minimising sum_k theta_k^2 (every "
+                   "class's incoming and outgoing squared norms equal). Returns a BalanceReport "
+                   "whose theta computes the same function. docs/balance.md."}}) {
+    m.def(
+        name,
+        [fn = fn](const NetworkArg& net, const py::object& theta, Index max_sweeps,
+                  double tolerance, int threads, std::size_t max_memory) {
+          const BalanceOptions o = balance_options(max_sweeps, tolerance, threads, max_memory);
+          return with_theta(net, theta,
+                            [&](std::span<const double> t) { return fn(net.model(), t, o); });
+        },
+        py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
+        py::arg("max_sweeps") = BalanceOptions{}.max_sweeps,
+        py::arg("tolerance") = BalanceOptions{}.tolerance, py::arg("threads") = 0,
+        py::arg("max_memory") = 0, doc);
+  }
+}
+
+}  // namespace pathlift::python
