@@ -27,6 +27,25 @@
 
 namespace pathlift::cli {
 
+nlohmann::ordered_json scaled_value_json(const ScaledReal& x) {
+  return x.fits_double() ? nlohmann::ordered_json(x.value()) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json scaled_log10_json(const ScaledReal& x) {
+  const double l = x.log10();
+  return std::isfinite(l) ? nlohmann::ordered_json(l) : nlohmann::ordered_json(nullptr);
+}
+
+std::string scaled_text(const ScaledReal& x) {
+  if (x.is_zero()) {
+    return "0";
+  }
+  if (x.fits_double()) {
+    return fmt::format("{:.10e}  (log10 {:.6f})", x.value(), x.log10());
+  }
+  return fmt::format("10^{:.10f}  (beyond double's range)", x.log10());
+}
+
 nlohmann::ordered_json json_header(std::string_view command, int layout_version,
                                    const std::string& network,
                                    const std::optional<std::string>& theta) {

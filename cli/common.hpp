@@ -23,6 +23,7 @@
 #include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
 #include "pathlift/paths.hpp"
+#include "pathlift/scaled_real.hpp"
 
 namespace pathlift::cli {
 
@@ -48,6 +49,15 @@ class CheckFailed : public std::runtime_error {
 /// "pathlift-<command>", "version": `layout_version` (of that command's keys, bumped when one
 /// changes meaning), "pathlift_version", "network" (the description of the model) and "theta"
 /// (where theta came from; null for a command that takes no theta).
+/// A number beyond double's range for --json: its value when it fits a double, else null (its
+/// log10 goes beside it).
+nlohmann::ordered_json scaled_value_json(const ScaledReal& x);
+/// log10 |x|, or null for 0.
+nlohmann::ordered_json scaled_log10_json(const ScaledReal& x);
+/// For text: "1.2345678900e+03  (log10 3.091515)", "10^1234.5678901234  (beyond double's
+/// range)", or "0".
+std::string scaled_text(const ScaledReal& x);
+
 nlohmann::ordered_json json_header(std::string_view command, int layout_version,
                                    const std::string& network,
                                    const std::optional<std::string>& theta);

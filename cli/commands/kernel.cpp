@@ -51,9 +51,8 @@ using Json = nlohmann::ordered_json;
 
 /// trace(K) in `j`: "trace" (null beyond double's range) and "log10_trace" (null for 0).
 void add_trace(Json& j, const ScaledReal& trace) {
-  j["trace"] = trace.fits_double() ? Json(trace.value()) : Json(nullptr);
-  const double log10 = trace.log10();
-  j["log10_trace"] = std::isfinite(log10) ? Json(log10) : Json(nullptr);
+  j["trace"] = scaled_value_json(trace);
+  j["log10_trace"] = scaled_log10_json(trace);
 }
 
 /// trace(K) as text: the value, or 10^x beyond double's range.

@@ -26,26 +26,6 @@ struct MetricOptions {
   bool json = false;
 };
 
-/// The value when it fits in a double, else null (its log10 is given beside it).
-nlohmann::ordered_json metric_json(const ScaledReal& x) {
-  return x.fits_double() ? nlohmann::ordered_json(x.value()) : nlohmann::ordered_json(nullptr);
-}
-
-nlohmann::ordered_json metric_log10(const ScaledReal& x) {
-  const double l = x.log10();
-  return std::isfinite(l) ? nlohmann::ordered_json(l) : nlohmann::ordered_json(nullptr);
-}
-
-std::string metric_text(const ScaledReal& x) {
-  if (x.is_zero()) {
-    return "0";
-  }
-  if (x.fits_double()) {
-    return fmt::format("{:.10e}  (log10 {:.6f})", x.value(), x.log10());
-  }
-  return fmt::format("10^{:.10f}  (beyond double's range)", x.log10());
-}
-
 void run_metric(const MetricOptions& opts) {
   const LoadedModel model = load_model(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(model, opts.compute);
@@ -75,11 +55,11 @@ void run_metric(const MetricOptions& opts) {
     auto j = json_header("metric", 1, model.description, theta.source);
     j["theta2"] = "--theta2 " + opts.theta2_file;
     j["d"] = model.model.num_params();
-    j["metric"] = metric_json(metric.value);
-    j["log10_metric"] = metric_log10(metric.value);
+    j["metric"] = scaled_value_json(metric.value);
+    j["log10_metric"] = scaled_log10_json(metric.value);
     j["exact"] = metric.exact;
-    j["lipschitz_constant"] = metric_json(bound.constant);
-    j["log10_lipschitz_constant"] = metric_log10(bound.constant);
+    j["lipschitz_constant"] = scaled_value_json(bound.constant);
+    j["log10_lipschitz_constant"] = scaled_log10_json(bound.constant);
     j["lipschitz_exact"] = bound.exact;
     j["sign_changes"] = bound.sign_changes;
     print_json(j);
@@ -87,12 +67,12 @@ void run_metric(const MetricOptions& opts) {
   }
   fmt::print("network     {} (theta: {}; theta2: --theta2 {})\n", model.description, theta.source,
              opts.theta2_file);
-  fmt::print("metric      {}  ({})\n", metric_text(metric.value),
+  fmt::print("metric      {}  ({})\n", scaled_text(metric.value),
              metric.exact ? "exact: one of theta, theta2 dominates the other, ||Phi(theta)||_1 - "
                             "||Phi(theta2)||_1"
                           : "an upper bound: the telescoping sum over the edges");
   fmt::print("lipschitz   {}  (||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C{})\n",
-             metric_text(bound.constant),
+             scaled_text(bound.constant),
              bound.sign_changes == 0
                  ? std::string()
                  : fmt::format("; {} coordinates change sign: through theta with them set to 0",

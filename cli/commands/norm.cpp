@@ -42,26 +42,11 @@ Json finite_or_null(double x) {
   return std::isfinite(x) ? Json(x) : Json(nullptr);
 }
 
-/// The value when it fits in a double, else null (its log10 is reported beside it).
-Json scaled_json(const ScaledReal& x) {
-  return x.fits_double() ? Json(x.value()) : Json(nullptr);
-}
-
 Json count_json(const Count& c) {
   if (c.exact()) {
     return c.value();
   }
   return finite_or_null(c.approx());
-}
-
-std::string scaled_text(const ScaledReal& x) {
-  if (x.is_zero()) {
-    return "0";
-  }
-  if (x.fits_double()) {
-    return fmt::format("{:.10e}  (log10 {:.6f})", x.value(), x.log10());
-  }
-  return fmt::format("10^{:.10f}  (beyond double's range)", x.log10());
 }
 
 /// What norm prints, from a DAG or from a layer graph.
@@ -128,7 +113,7 @@ void run_norm(const NormOptions& opts) {
     Json values = Json::object();
     Json logs = Json::object();
     for (const auto& n : norms) {
-      values[s_key(n.s)] = scaled_json(n.norm);
+      values[s_key(n.s)] = scaled_value_json(n.norm);
       logs[s_key(n.s)] = finite_or_null(n.norm.log10());
     }
     j["norms"] = values;

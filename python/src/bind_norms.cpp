@@ -4,6 +4,7 @@
 // log10 beside it; the ScaledReal itself is there too.
 
 #include <fmt/format.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
