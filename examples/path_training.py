@@ -8,7 +8,13 @@ with scikit-learn: nothing is downloaded) three times from the same initialisati
 * ``sgd+penalty``: the same with ``lam * pathlift.torch.path_norm(net, 1)`` added to the loss
   (the L1 path-norm, differentiable: its gradient is pathlift's, by dynamic programming);
 * ``path-sgd``: :class:`pathlift.torch.PathSGD` (Neyshabur et al. 2015), each step divided by
-  the path kernel's diagonal, which makes it invariant under neuron rescaling.
+  the path kernel's diagonal, which makes it invariant under neuron rescaling;
+* ``pathcond+sgd``: :func:`pathlift.torch.path_cond` (PathCond, Lebeurrier et al. 2026) rescales
+  the hidden units once before training (the function unchanged, the path kernel's diagonal
+  conditioned), then plain SGD.
+
+``--imbalance F`` first rescales each hidden unit of the shared initialisation by a random
+factor in [1/F, F] (the same function): plain SGD feels it, Path-SGD and PathCond do not.
 
 It prints a table (final training loss, test accuracy, L1 path-norm) and saves a figure with the
 L1 path-norm and the test accuracy over the epochs (the Agg backend; no display needed)::
@@ -61,6 +67,8 @@ def train(model, method, data, args):
     X, y, X_test, y_test = data
     net = pathlift.from_torch(model)  # traced once; its theta follows the parameters
     opt: torch.optim.Optimizer
+    if method == "pathcond+sgd":
+        pt.path_cond(net)  # rescales the module in place, before any step
     if method == "path-sgd":
         opt = pt.PathSGD(net, lr=args.path_lr)
     else:
@@ -121,18 +129,25 @@ def main(argv=None):
     parser.add_argument("--penalty", type=float, default=2e-4,
                         help="lam, the weight of the L1 path-norm in the penalized loss")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--imbalance", type=float, default=1.0,
+                        help="rescale each hidden unit of the initialisation by a random factor "
+                             "in [1/F, F] first (the same function)")
     parser.add_argument("--out", type=pathlib.Path,
                         default=ROOT / "docs" / "figures" / "path_training.png")
     args = parser.parse_args(argv)
 
     data = digits(args.seed)
     init = mlp(args.hidden, args.seed)
+    if args.imbalance != 1.0:
+        rng = np.random.default_rng(args.seed)
+        init = pt.rescale(init, np.exp(rng.uniform(-1, 1, 2 * args.hidden)
+                                       * np.log(args.imbalance)))
     net = pathlift.from_torch(init)
     print(f"digits: {len(data[1])} training, {len(data[3])} test samples; "
           f"MLP 64-{args.hidden}-{args.hidden}-10: d = {net.d}, "
           f"P = {pathlift.count_paths(net).paths} paths")
     histories = {}
-    for method in ("sgd", "sgd+penalty", "path-sgd"):
+    for method in ("sgd", "sgd+penalty", "path-sgd", "pathcond+sgd"):
         start = time.perf_counter()
         histories[method] = train(copy.deepcopy(init), method, data, args)
         _, loss, norm, accuracy = histories[method][-1]

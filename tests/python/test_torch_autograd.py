@@ -272,6 +272,6 @@ def test_the_training_example_runs(build_dir, tmp_path):
                            "--epochs", "2", "--out", str(out)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    for method in ("sgd ", "sgd+penalty", "path-sgd"):
+    for method in ("sgd ", "sgd+penalty", "path-sgd", "pathcond+sgd"):
         assert method in proc.stdout
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
