@@ -62,10 +62,19 @@ def mlp(hidden, seed):
                          nn.Linear(hidden, 10)).double()
 
 
+def cnn(hidden, seed):
+    """Conv 1->8, ReLU, MaxPool 2, Conv 8->hidden/2, ReLU, Flatten, Linear, on 1x8x8 images."""
+    torch.manual_seed(seed)
+    width = max(hidden // 2, 1)
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(8, width, 3), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(width * 2 * 2, 10)).double()
+
+
 def train(model, method, data, args):
     """Trains in place; returns the history: epoch, loss, L1 path-norm, test accuracy."""
     X, y, X_test, y_test = data
-    net = pathlift.from_torch(model)  # traced once; its theta follows the parameters
+    net = pathlift.from_torch(model, input_shape=args.shape)  # traced once; follows the module
     opt: torch.optim.Optimizer
     if method == "pathcond+sgd":
         pt.path_cond(net)  # rescales the module in place, before any step
@@ -129,6 +138,8 @@ def main(argv=None):
     parser.add_argument("--penalty", type=float, default=2e-4,
                         help="lam, the weight of the L1 path-norm in the penalized loss")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                        help="the 64-h-h-10 MLP, or a small CNN on the 8x8 images")
     parser.add_argument("--imbalance", type=float, default=1.0,
                         help="rescale each hidden unit of the initialisation by a random factor "
                              "in [1/F, F] first (the same function)")
@@ -136,15 +147,21 @@ def main(argv=None):
                         default=ROOT / "docs" / "figures" / "path_training.png")
     args = parser.parse_args(argv)
 
+    if args.model == "cnn" and args.imbalance != 1.0:
+        parser.error("--imbalance draws one factor per hidden neuron: it is for the MLP")
     data = digits(args.seed)
-    init = mlp(args.hidden, args.seed)
+    args.shape = (64,) if args.model == "mlp" else (1, 8, 8)
+    data = tuple(t.reshape(-1, *args.shape) if t.dtype == torch.float64 else t for t in data)
+    init = (mlp if args.model == "mlp" else cnn)(args.hidden, args.seed)
     if args.imbalance != 1.0:
         rng = np.random.default_rng(args.seed)
-        init = pt.rescale(init, np.exp(rng.uniform(-1, 1, 2 * args.hidden)
-                                       * np.log(args.imbalance)))
-    net = pathlift.from_torch(init)
+        hidden = pathlift.from_torch(init, input_shape=args.shape).unrolled().h
+        init = pt.rescale(init, np.exp(rng.uniform(-1, 1, hidden) * np.log(args.imbalance)),
+                          input_shape=args.shape)
+    net = pathlift.from_torch(init, input_shape=args.shape)
+    name = f"MLP 64-{args.hidden}-{args.hidden}-10" if args.model == "mlp" else "CNN"
     print(f"digits: {len(data[1])} training, {len(data[3])} test samples; "
-          f"MLP 64-{args.hidden}-{args.hidden}-10: d = {net.d}, "
+          f"{name}: d = {net.d}, "
           f"P = {pathlift.count_paths(net).paths} paths")
     histories = {}
     for method in ("sgd", "sgd+penalty", "path-sgd", "pathcond+sgd"):

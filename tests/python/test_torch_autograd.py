@@ -262,14 +262,15 @@ def test_to_torch_sparse_multiplies_like_the_matrix(pathlift_module):
 # --- the example --------------------------------------------------------------------------------
 
 
-def test_the_training_example_runs(build_dir, tmp_path):
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_the_training_example_runs(build_dir, tmp_path, model):
     if importlib.util.find_spec("sklearn") is None:
         pytest.skip("scikit-learn is not installed (Debian: python3-sklearn)")
     out = tmp_path / "training.png"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(build_dir / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]))
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "path_training.py"),
-                           "--epochs", "2", "--out", str(out)],
+                           "--epochs", "2", "--model", model, "--out", str(out)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for method in ("sgd ", "sgd+penalty", "path-sgd", "pathcond+sgd"):
