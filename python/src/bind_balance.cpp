@@ -33,14 +33,17 @@ parameter, the class its edges enter / leave; -1 pinned, -2 unused), constraints
 rescales on its own). A rescaling by log-scales alpha multiplies theta_k by
 exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
 )doc")
-      .def_readonly("classes", &ParameterClasses::classes)
+      .def_readonly("classes", &ParameterClasses::classes, "The free classes.")
       .def_property_readonly(
           "target",
-          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.target)); })
+          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.target)); },
+          "Per parameter: the class its edges enter (-1 pinned, -2 unused).")
       .def_property_readonly(
           "source",
-          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); })
-      .def_readonly("constraints", &ParameterClasses::constraints);
+          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); },
+          "Per parameter: the class its edges leave (-1 pinned, -2 unused).")
+      .def_readonly("constraints", &ParameterClasses::constraints,
+                    "Constraints left among the classes (0: each rescales on its own).");
   m.def(
       "parameter_classes",
       [](const NetworkArg& net, std::size_t max_memory) {
@@ -59,16 +62,21 @@ stationarity (the largest relative violation of the optimum's condition).
 )doc")
       .def_property_readonly(
           "theta",
-          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.theta)); })
+          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.theta)); },
+          "The rescaled theta (the same function).")
       .def_property_readonly(
           "log_scales",
-          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.log_scales)); })
-      .def_readonly("classes", &BalanceReport::classes)
-      .def_readonly("sweeps", &BalanceReport::sweeps)
-      .def_readonly("converged", &BalanceReport::converged)
-      .def_readonly("criterion_before", &BalanceReport::criterion_before)
-      .def_readonly("criterion_after", &BalanceReport::criterion_after)
-      .def_readonly("stationarity", &BalanceReport::stationarity)
+          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.log_scales)); },
+          "The log-scales alpha, one per class.")
+      .def_readonly("classes", &BalanceReport::classes, "The free classes rescaled.")
+      .def_readonly("sweeps", &BalanceReport::sweeps, "Coordinate-descent sweeps made.")
+      .def_readonly("converged", &BalanceReport::converged,
+                    "The last sweep moved no log-scale beyond the tolerance.")
+      .def_readonly("criterion_before", &BalanceReport::criterion_before, "The objective at theta.")
+      .def_readonly("criterion_after", &BalanceReport::criterion_after,
+                    "The objective at the rescaled theta.")
+      .def_readonly("stationarity", &BalanceReport::stationarity,
+                    "The largest relative violation of the optimum's condition over the classes.")
       .def("__repr__", [](const BalanceReport& r) {
         return fmt::format(
             "<pathlift.BalanceReport: {} classes, {} sweeps{}, criterion {:.6g} -> {:.6g}, "

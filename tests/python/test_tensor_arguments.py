@@ -85,6 +85,11 @@ CALLS = {
     "kernel_top_eigenvalues": lambda pl, n, ln, t, X: pl.kernel_top_eigenvalues(n, t, 2),
     "kernel_top_eigenvalues/layers": lambda pl, n, ln, t, X: pl.kernel_top_eigenvalues(
         ln, t, 2),
+    "path_metric": lambda pl, n, ln, t, X: pl.path_metric(n, t, t * 0.5),
+    "path_metric/layers": lambda pl, n, ln, t, X: pl.path_metric(ln, t, t * 0.5),
+    "lipschitz_bound": lambda pl, n, ln, t, X: pl.lipschitz_bound(n, t, -t),
+    "path_cond": lambda pl, n, ln, t, X: pl.path_cond(n, t).theta,
+    "enorm": lambda pl, n, ln, t, X: pl.enorm(ln, t).theta,
     "path_magnitude": lambda pl, n, ln, t, X: pl.path_magnitude(n, t),
     "path_magnitude/layers": lambda pl, n, ln, t, X: pl.path_magnitude(ln, t),
     "rescale": lambda pl, n, ln, t, X: pl.rescale(n, t, np.arange(1.0, n.h + 1)),
