@@ -48,13 +48,8 @@ SquareSums square_sums(const DagView& g, const double* theta, Visit&& visit) {
   SquareSums s;
   s.fm.resize(n);
   s.fk.resize(n);
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    const auto v = static_cast<std::size_t>(g.topo[pos]);
-    s.fm[v] = 1;
-    s.fk[v] = 0;
-  }
   s.forward_uniform =
-      detail::dp_forward(g, theta, detail::DpPow2{}, g.num_inputs, s.fm.data(), s.fk.data());
+      detail::dp_forward_from_inputs(g, theta, detail::DpPow2{}, s.fm.data(), s.fk.data());
   s.gm.assign(n, 0.0);
   s.gk.assign(n, 0);
   detail::dp_backward(

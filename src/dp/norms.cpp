@@ -37,12 +37,7 @@ template <class W>
 void norm_passes(const detail::DagView& g, const double* theta, const W& w, PathNormDetail parts,
                  Buffer<double>& m, Buffer<std::int64_t>& k, PathNorm& out) {
   const Network& net = *g.net;
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    const NodeId v = g.topo[pos];
-    m[static_cast<std::size_t>(v)] = 1;
-    k[static_cast<std::size_t>(v)] = 0;
-  }
-  detail::dp_forward(g, theta, w, g.num_inputs, m.data(), k.data());
+  detail::dp_forward_from_inputs(g, theta, w, m.data(), k.data());
   std::vector<ScaledReal> sums;
   sums.reserve(net.outputs().size());
   for (NodeId o : net.outputs()) {
@@ -217,12 +212,8 @@ std::vector<double> path_norm_gradient(const Network& net, std::span<const doubl
   const auto n = static_cast<std::size_t>(net.num_nodes());
   Buffer<double> fm(n);
   Buffer<std::int64_t> fk(n);
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    fm[static_cast<std::size_t>(g.topo[pos])] = 1;
-    fk[static_cast<std::size_t>(g.topo[pos])] = 0;
-  }
   const detail::DpPowS w{s};
-  detail::dp_forward(g, theta.data(), w, g.num_inputs, fm.data(), fk.data());
+  detail::dp_forward_from_inputs(g, theta.data(), w, fm.data(), fk.data());
   std::vector<ScaledReal> outs;
   for (NodeId o : net.outputs()) {
     outs.push_back({fm[static_cast<std::size_t>(o)], fk[static_cast<std::size_t>(o)]});

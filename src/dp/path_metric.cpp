@@ -23,12 +23,8 @@ ScaledReal telescoping_bound(const Network& net, std::span<const double> theta_a
   const auto n = static_cast<std::size_t>(net.num_nodes());
   Buffer<double> fm(n);
   Buffer<std::int64_t> fk(n);
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    fm[static_cast<std::size_t>(g.topo[pos])] = 1;
-    fk[static_cast<std::size_t>(g.topo[pos])] = 0;
-  }
   const detail::DpPow1 w;
-  detail::dp_forward(g, b.data(), w, g.num_inputs, fm.data(), fk.data());
+  detail::dp_forward_from_inputs(g, b.data(), w, fm.data(), fk.data());
   Buffer<double> gm(n);
   Buffer<std::int64_t> gk(n);
   std::fill(gm.begin(), gm.end(), 0.0);

@@ -201,6 +201,19 @@ bool dp_forward(const DagView& g, const double* theta, const W& w, Index first, 
   return uniform;
 }
 
+/// The forward sums over partial paths from the inputs: every input (bias included) counts 1,
+/// then dp_forward over the other nodes. Returns dp_forward's flag.
+template <class W>
+bool dp_forward_from_inputs(const DagView& g, const double* theta, const W& w, double* m,
+                            std::int64_t* k) {
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    const auto v = static_cast<std::size_t>(g.topo[pos]);
+    m[v] = 1;
+    k[v] = 0;
+  }
+  return dp_forward(g, theta, w, g.num_inputs, m, k);
+}
+
 /// Backward sums G(v) = [v output] + sum_{e = (v -> y)} w(theta_e) G(y) for every node, in
 /// reverse topological order. Once G(v) is final, visit(v, G_m(v), G_k(v), i0, i1) is called
 /// with v's in-edges at in_list[i0, i1) (it loops over them itself, so its loop can be tight),

@@ -235,6 +235,10 @@ class Importer {
   bool data_input(int i, int k, Index& layer);
   void add_linear(int i, Index x, const Tensor& w, const Tensor* b, bool as_stored,
                   std::array<Index, 2> out_in);
+  /// A Conv's or ConvTranspose's layer `l` (node i), with its weight w (shape wd) and bias b
+  /// as stored: the builder's layer, the tensors marked used, node i's output.
+  void add_convolution(int i, Layer l, const Tensor& w, const std::vector<Index>& wd,
+                       const Tensor* b);
   void gemm(int i);
   void matmul(int i);
   /// The Add that adds a bias to MatMul node i's output: its index, or -1.

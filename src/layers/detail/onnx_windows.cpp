@@ -242,16 +242,21 @@ void Importer::conv_or_pool(int i) {
   l.kind = LayerKind::conv;
   l.groups = int_attr(n, "group", 1);
   l.out_channels = wd[0];
+  add_convolution(i, std::move(l), *w, wd, b);
+}
+
+void Importer::add_convolution(int i, Layer l, const Tensor& w, const std::vector<Index>& wd,
+                               const Tensor* b) {
   l.weight_offset = 0;
   l.bias_offset = b != nullptr ? 0 : -1;
   LayerParameters p;
-  p.weight = ParameterTensor{w->tensor->name(), wd};
+  p.weight = ParameterTensor{w.tensor->name(), wd};
   if (b != nullptr) {
     p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
   }
   const LayerOutput y = m_builder->add(std::move(l), p);
   if (y.ok) {
-    use(y.layer, false, *w, false);
+    use(y.layer, false, w, false);
     if (b != nullptr) {
       use(y.layer, true, *b, false);
     }
@@ -395,21 +400,7 @@ void Importer::conv_transpose(int i) {
   l.padding = padding;
   l.dilation = dilation;
   l.output_padding = output_padding;
-  l.weight_offset = 0;
-  l.bias_offset = b != nullptr ? 0 : -1;
-  LayerParameters p;
-  p.weight = ParameterTensor{w->tensor->name(), wd};
-  if (b != nullptr) {
-    p.bias = ParameterTensor{b->tensor->name(), tensor_dims(*b->tensor)};
-  }
-  const LayerOutput y = m_builder->add(std::move(l), p);
-  if (y.ok) {
-    use(y.layer, false, *w, false);
-    if (b != nullptr) {
-      use(y.layer, true, *b, false);
-    }
-  }
-  set_data(i, y);
+  add_convolution(i, std::move(l), *w, wd, b);
 }
 
 }  // namespace pathlift::detail
