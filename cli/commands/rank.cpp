@@ -163,8 +163,9 @@ void add_rank_command(CLI::App& app) {
                          "rank(B) and rank(dPhi) certified exactly, the numerical rank of dPhi "
                          "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 when "
                          "exact ranks contradict it or rank(B) is not certified). With shared "
-                         "parameters the bound is d - h_sym (rescaling symmetries); a rank below "
-                         "it is reported as below_symmetry_bound, exit 0 (docs/rank.md)");
+                         "parameters (CNNs, ONNX models) rank(B) = d - h_sym (rescaling "
+                         "symmetries), certified without unrolling; zero weights are handled "
+                         "exactly (status theta_in_null_set when rank(dPhi) drops; docs/rank.md)");
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
