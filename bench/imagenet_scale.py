@@ -19,6 +19,10 @@ would have about 10^10 edges) beside the PyTorch recipes of bench/torch_recipes.
                   K v products; --eigen-models, default resnet18 only: a hundred-odd products
                   at tolerance 1e-6); pathlift only (PyTorch has no recipe short of forming K)
 
+The BLAS under numpy and torch is printed (threadpoolctl, else /proc/self/maps), and a run on
+Debian's reference BLAS is marked NOT A FAIR RACE: scripts/install-deps.sh installs
+libopenblas0-pthread, which numpy, scipy and torch then use, as a pip user's MKL or OpenBLAS.
+
 One process, float64, the same thread count on both sides (--threads: torch.set_num_threads
 and pathlift's threads argument; OMP_NUM_THREADS is set before either is imported). Every
 pair of results is checked first (norms and each diagonal entry to 1e-10 relative, K v to
@@ -87,6 +91,27 @@ import pathlift  # noqa: E402
 torch.set_num_threads(ARGS.threads)
 SHAPE = tuple(int(s) for s in ARGS.shape.split(","))
 QUANTITIES = {"l1": "L1 norm", "l2": "L2 norm", "diag": "kernel diagonal", "kv": "K v"}
+
+
+def blas_in_use():
+    """(description, fair): the BLAS numpy and torch call at run time, from threadpoolctl (what
+    is loaded in this process) or, without it, /proc/self/maps. Debian's reference BLAS
+    (libblas.so.3 of libblas3, about 6 GFLOP/s in float64) makes the PyTorch recipes several
+    times slower than a pip user's MKL or OpenBLAS: a race against it is not fair."""
+    np.ones((64, 64)) @ np.ones((64, 64))          # load the BLAS of numpy and of torch
+    torch.ones(64, 64, dtype=torch.float64) @ torch.ones(64, 64, dtype=torch.float64)
+    libraries = []
+    try:
+        from threadpoolctl import threadpool_info
+        libraries = [f"{i.get('internal_api')} {i.get('version') or ''} ({i.get('filepath')})"
+                     for i in threadpool_info() if i.get("user_api") == "blas"]
+    except ImportError:
+        with open("/proc/self/maps") as f:
+            libraries = sorted({line.split()[-1] for line in f
+                                if "blas" in line.split()[-1] or "mkl" in line.split()[-1]})
+    text = "; ".join(libraries) or "unknown"
+    optimized = any(k in text.lower() for k in ("openblas", "mkl", "blis"))
+    return text, optimized
 
 
 def best(fn, repeat):
@@ -195,6 +220,12 @@ def peak_memory_mode():
 def main():
     if ARGS.peak_memory:
         return peak_memory_mode()
+    blas, fair = blas_in_use()
+    print(f"BLAS under numpy and torch: {blas}", file=sys.stderr, flush=True)
+    if not fair:
+        print("NOT A FAIR RACE: the PyTorch recipes run on a reference BLAS; install "
+              "libopenblas0-pthread (scripts/install-deps.sh does) and run again",
+              file=sys.stderr, flush=True)
     rows, failures = [], 0
     notes = []
     for name in ARGS.models.split(","):
@@ -230,10 +261,13 @@ def main():
         rows.append((name, "kernel trace", t_tr, None, f"{float(tr):.6g}"))
         if name in ARGS.eigen_models.split(","):
             t_eig, eig = best(lambda: pathlift.kernel_top_eigenvalues(
-                net, theta, 3, tolerance=ARGS.eigen_tolerance, threads=ARGS.threads), 1)
-            rows.append((name, "top-3 eigenvalues", t_eig, None,
+                net, theta, 3, tolerance=ARGS.eigen_tolerance, vectors=True,
+                threads=ARGS.threads), 1)
+            residual = (f", residuals <= {max(eig.residuals):.1e}"
+                        if eig.residuals is not None and len(eig.residuals) else "")
+            rows.append((name, "top-3 eigenpairs", t_eig, None,
                          f"{', '.join(f'{x:.6g}' for x in eig.values)} ({eig.status}, "
-                         f"{eig.products} products)"))
+                         f"{eig.method}, {eig.products} products{residual})"))
             print(f"  {name} top-3: {t_eig:.1f} s, {eig.status}, {eig.products} products",
                   file=sys.stderr, flush=True)
         model = net = lm = theta = v = None     # one model alive at a time
@@ -242,6 +276,8 @@ def main():
     print(f"{'x'.join(map(str, SHAPE))}, float64, {ARGS.threads} threads (pathlift and torch), "
           f"best of {ARGS.repeat} (K v: {ARGS.repeat_kv}), torch {torch.__version__}, "
           f"pathlift {pathlift.__version__}")
+    print(f"BLAS: {blas} -- " + ("a fair race (an optimized BLAS, as a pip user's)" if fair else
+                                 "NOT A FAIR RACE (a reference BLAS under the recipes)"))
     print()
     print("| model | quantity | pathlift s | PyTorch s | speed-up | check / value |")
     print("|---|---|---:|---:|---:|---|")

@@ -13,10 +13,13 @@ set -euo pipefail
 # examples/path_training.py, mypy for the type check), `pip install --no-build-isolation .` into a
 # venv (pip, venv, setuptools, wheel: scripts/check-install.sh, docs/install.md), and the fuzzing
 # of scripts/fuzz.sh (clang with libFuzzer and its sanitizers in libclang-rt-dev; libomp-dev,
-# clang's OpenMP).
+# clang's OpenMP). libopenblas0-pthread replaces Debian's reference BLAS under numpy, scipy and
+# PyTorch (and LAPACKE) by an optimized one, as a pip user's MKL or OpenBLAS would: the PyTorch
+# recipes of bench/ race pathlift fairly only on it (docs/benchmarks.md#fair-blas).
 packages=(
   cmake g++ make git ccache
   libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev libgmp-dev liblapacke-dev
+  libopenblas0-pthread
   libonnx-dev libprotobuf-dev zlib1g-dev
   libgtest-dev libbenchmark-dev clang-format clang libclang-rt-dev libomp-dev
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
