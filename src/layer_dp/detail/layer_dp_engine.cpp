@@ -426,12 +426,20 @@ bool has_parameters(const Layer& layer) {
          layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm;
 }
 
+namespace {
+thread_local int t_engine_depth = 0;  // EigenSerial guards alive on this thread
+}  // namespace
+
 EigenSerial::EigenSerial() : m_saved(Eigen::nbThreads()) {
   Eigen::setNbThreads(1);
+  ++t_engine_depth;
 }
 
 EigenSerial::~EigenSerial() {
   Eigen::setNbThreads(m_saved);
+  if (--t_engine_depth == 0) {
+    release_layer_buffers();
+  }
 }
 
 LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)

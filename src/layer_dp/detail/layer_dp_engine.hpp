@@ -151,7 +151,9 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
 bool has_parameters(const Layer& layer);
 
 /// Eigen's own GEMM threads are set to 1 for the guard's lifetime (the engine splits the work
-/// itself, in blocks of fixed shapes), then restored.
+/// itself, in blocks of fixed shapes), then restored. Every entry point of the layer DP holds
+/// one: when the outermost guard of a thread ends, the engine's reusable layer buffers
+/// (layer_kernels.hpp's layer_buffer) are released, so nothing stays allocated between calls.
 class EigenSerial {
  public:
   EigenSerial();

@@ -17,6 +17,22 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
   const std::int64_t e = x.exp + y.exp;
   // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
   const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+    if (out_k == nullptr && exp > -1000 && exp < 1000) {
+      // Doubles: one scale for the block (exact), a loop the compiler vectorises.
+      const double scale = std::ldexp(1.0, static_cast<int>(exp));
+      double* __restrict o = out_m + offset;
+      if (factor == nullptr) {
+        for (Index i = 0; i < count; ++i) {
+          o[i] += values[i] * scale;
+        }
+      } else {
+        const double* __restrict f = factor + offset;
+        for (Index i = 0; i < count; ++i) {
+          o[i] += (values[i] * f[i]) * scale;
+        }
+      }
+      return;
+    }
     for (Index i = 0; i < count; ++i) {
       if (values[i] == 0) {
         continue;
@@ -84,9 +100,10 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     }
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
-      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
-      conv_weight_products(c, x.value.data(), y.value.data(), g.data(), threads);
-      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      const Index count = c.w->channels_out * c.rows;
+      double* g = layer_buffer(LayerBuffer::weight_products, static_cast<std::size_t>(count));
+      conv_weight_products(c, x.value.data(), y.value.data(), g, threads);
+      merge_block(ly.weight_offset, g, count, e);
       bias(c.w->channels_out, c.n_out);
       return;
     }
@@ -94,9 +111,10 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       // The adjoint convolution's edges: its input is this layer's output, its output this
       // layer's input.
       const ConvShape c = conv_shape(plan.window(l));
-      Buffer<double> g(static_cast<std::size_t>(c.w->channels_out * c.rows));
-      conv_weight_products(c, y.value.data(), x.value.data(), g.data(), threads);
-      merge_block(ly.weight_offset, g.data(), static_cast<Index>(g.size()), e);
+      const Index count = c.w->channels_out * c.rows;
+      double* g = layer_buffer(LayerBuffer::weight_products, static_cast<std::size_t>(count));
+      conv_weight_products(c, y.value.data(), x.value.data(), g, threads);
+      merge_block(ly.weight_offset, g, count, e);
       bias(c.w->channels_in, c.n_in);
       return;
     }

@@ -3,6 +3,7 @@
 #include "src/layer_dp/detail/layer_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -100,6 +101,24 @@ double* scratch(std::size_t n) {
   return buffer.data();
 }
 
+namespace {
+thread_local std::array<Buffer<double>, 3> t_layer_buffers;
+}  // namespace
+
+double* layer_buffer(LayerBuffer slot, std::size_t n) {
+  Buffer<double>& b = t_layer_buffers[static_cast<std::size_t>(slot)];
+  if (b.size() < n) {
+    b.resize(n);
+  }
+  return b.data();
+}
+
+void release_layer_buffers() {
+  for (Buffer<double>& b : t_layer_buffers) {
+    Buffer<double>().swap(b);
+  }
+}
+
 /// A fixed edge weight as it enters a pass.
 double fixed(double w, const WeightSpec& spec) {
   switch (spec.mode) {
@@ -174,19 +193,46 @@ void ParamTransform::fill(Index begin, Index end, double* out) const {
     std::fill(out, out + (end - begin), m_ones ? 1.0 : 0.0);
     return;
   }
-  const double* t = m_t;
-  if (m_mode == Mode::product) {
-    const double* v = m_v;
-    for (Index i = begin; i < end; ++i) {
-      out[i - begin] = m_tiny ? std::ldexp(t[i], -m_et) * std::ldexp(v[i], -m_ev)
-                              : (t[i] * m_ft) * (v[i] * m_fv);
+  const double* __restrict t = m_t + begin;
+  double* __restrict o = out;
+  const Index n = end - begin;
+  if (m_tiny) {  // 2^-e would overflow: entry by entry
+    for (Index i = 0; i < n; ++i) {
+      const double a = std::ldexp(t[i], -m_et);
+      if (m_mode == Mode::product) {
+        o[i] = a * std::ldexp(m_v[begin + i], -m_ev);
+      } else {
+        const double x = std::fabs(a);
+        o[i] = (m_s == 1 ? x : m_s == 2 ? x * x : std::pow(x, m_s)) * m_frac;
+      }
     }
     return;
   }
-  const double s = m_s;
-  for (Index i = begin; i < end; ++i) {
-    const double a = std::fabs(m_tiny ? std::ldexp(t[i], -m_et) : t[i] * m_ft);
-    out[i - begin] = (s == 1 ? a : s == 2 ? a * a : std::pow(a, s)) * m_frac;
+  // The common cases as loops the compiler vectorises.
+  const double ft = m_ft;
+  if (m_mode == Mode::product) {
+    const double* __restrict v = m_v + begin;
+    const double fv = m_fv;
+    for (Index i = 0; i < n; ++i) {
+      o[i] = (t[i] * ft) * (v[i] * fv);
+    }
+    return;
+  }
+  const double frac = m_frac;
+  if (m_s == 2) {
+    for (Index i = 0; i < n; ++i) {
+      const double a = t[i] * ft;
+      o[i] = (a * a) * frac;
+    }
+  } else if (m_s == 1) {
+    for (Index i = 0; i < n; ++i) {
+      o[i] = std::fabs(t[i] * ft) * frac;
+    }
+  } else {
+    const double s = m_s;
+    for (Index i = 0; i < n; ++i) {
+      o[i] = std::pow(std::fabs(t[i] * ft), s) * frac;
+    }
   }
 }
 
@@ -303,61 +349,89 @@ ConvShape conv_shape(const Window& w) {
 
 namespace {
 
-/// Columns [n0, n1) of group g's column matrix (rows x (n1 - n0), row-major) from x.
-void im2col(const ConvShape& c, const double* x, Index g, Index n0, Index n1, double* col) {
+/// Rows [r0, r1) of group g's column matrix (rows x n_out, row-major) from x, into col (the
+/// whole matrix's storage). Each row is one (input channel, tap): per output row, the taps that
+/// fall inside the input are copied (a contiguous run at stride 1), the padding written as 0.
+void im2col_rows(const ConvShape& c, const double* x, Index g, Index r0, Index r1, double* col) {
   const Window& w = *c.w;
-  const Index nb = n1 - n0;
-  for (Index r = 0; r < c.rows; ++r) {
+  const Index sw = w.w.stride;
+  for (Index r = r0; r < r1; ++r) {
     const Index ci = r / c.kk;
     const Index i = (r / w.w.kernel) % w.h.kernel;
     const Index j = r % w.w.kernel;
     const double* plane = x + (g * c.cg_in + ci) * c.n_in;
-    double* out = col + r * nb;
-    Index oh = n0 / w.w.out;
-    Index ow = n0 % w.w.out;
-    for (Index n = 0; n < nb; ++n) {
+    double* out = col + r * c.n_out;
+    // Output columns ow whose input column ow * sw - padding + j * dilation lies in [0, in).
+    const Index shift = j * w.w.dilation - w.w.padding;
+    Index lo = 0;
+    while (lo < w.w.out && lo * sw + shift < 0) {
+      ++lo;
+    }
+    Index hi = w.w.out;
+    while (hi > lo && (hi - 1) * sw + shift >= w.w.in) {
+      --hi;
+    }
+    for (Index oh = 0; oh < w.h.out; ++oh) {
+      double* row = out + oh * w.w.out;
       const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
-      const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
-      out[n] = (ih >= 0 && ih < w.h.in && iw >= 0 && iw < w.w.in) ? plane[ih * w.w.in + iw] : 0.0;
-      if (++ow == w.w.out) {
-        ow = 0;
-        ++oh;
+      if (ih < 0 || ih >= w.h.in || lo == hi) {
+        std::fill(row, row + w.w.out, 0.0);
+        continue;
+      }
+      std::fill(row, row + lo, 0.0);
+      std::fill(row + hi, row + w.w.out, 0.0);
+      const double* src = plane + ih * w.w.in + lo * sw + shift;
+      if (sw == 1) {
+        std::copy(src, src + (hi - lo), row + lo);
+      } else {
+        for (Index ow = lo; ow < hi; ++ow) {
+          row[ow] = src[(ow - lo) * sw];
+        }
       }
     }
   }
 }
 
+/// Group g's column matrix (c.rows x c.n_out, row-major) built in parallel (each task its own
+/// rows) into a buffer of the calling thread, reused across calls (within the memory the plan
+/// accounted for: the largest column matrix). The direct case is the input itself (row stride
+/// n_in).
+const double* column_matrix(const ConvShape& c, const double* x, Index g, int threads) {
+  if (c.direct) {
+    return x + g * c.cg_in * c.n_in;
+  }
+  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * c.n_out));
+  constexpr Index k_im2col_rows = 16;
+  for_tasks(ceil_div(c.rows, k_im2col_rows), threads, [&](Index t) {
+    im2col_rows(c, x, g, t * k_im2col_rows, std::min(c.rows, (t + 1) * k_im2col_rows), col);
+  });
+  return col;
+}
+
 }  // namespace
 
-/// y = W x per group (y: channels_out x n_out).
+/// y = W x per group (y: channels_out x n_out): the column matrix once per group, then GEMM
+/// blocks of k_rows x k_cols.
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads) {
   const Window& w = *c.w;
   const Index row_blocks = ceil_div(c.cg_out, k_rows);
   const Index col_blocks = ceil_div(c.n_out, k_cols);
-  const Index per_group = row_blocks * col_blocks;
-  for_tasks(w.groups * per_group, threads, [&](Index task) {
-    const Index g = task / per_group;
-    const Index rb = (task % per_group) / col_blocks;
-    const Index cb = task % col_blocks;
-    const Index r0 = rb * k_rows;
-    const Index r1 = std::min(c.cg_out, r0 + k_rows);
-    const Index n0 = cb * k_cols;
-    const Index n1 = std::min(c.n_out, n0 + k_cols);
-    const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
-                         Eigen::OuterStride<>(c.rows));
-    MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
-               Eigen::OuterStride<>(c.n_out));
-    if (c.direct) {
-      const ConstMatMap xin(x + g * c.cg_in * c.n_in + n0, c.rows, n1 - n0,
-                            Eigen::OuterStride<>(c.n_in));
+  const Index stride = c.direct ? c.n_in : c.n_out;
+  for (Index g = 0; g < w.groups; ++g) {
+    const double* cm = column_matrix(c, x, g, threads);
+    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+      const Index r0 = (task / col_blocks) * k_rows;
+      const Index r1 = std::min(c.cg_out, r0 + k_rows);
+      const Index n0 = (task % col_blocks) * k_cols;
+      const Index n1 = std::min(c.n_out, n0 + k_cols);
+      const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
+                           Eigen::OuterStride<>(c.rows));
+      MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
+                 Eigen::OuterStride<>(c.n_out));
+      const ConstMatMap xin(cm + n0, c.rows, n1 - n0, Eigen::OuterStride<>(stride));
       out.noalias() = wg * xin;
-      return;
-    }
-    double* col = scratch(static_cast<std::size_t>(c.rows * (n1 - n0)));
-    im2col(c, x, g, n0, n1, col);
-    const ConstMatMap cm(col, c.rows, n1 - n0, Eigen::OuterStride<>(n1 - n0));
-    out.noalias() = wg * cm;
-  });
+    });
+  }
 }
 
 /// x_grad = W^T y per group, scattered back through the windows (col2im).
@@ -384,13 +458,14 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
       });
       continue;
     }
-    Buffer<double> col(static_cast<std::size_t>(c.rows * c.n_out));
+    double* const col_data =
+        layer_buffer(LayerBuffer::transposed_columns, static_cast<std::size_t>(c.rows * c.n_out));
     for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
       const Index r0 = (task / col_blocks) * k_conv_trows;
       const Index r1 = std::min(c.rows, r0 + k_conv_trows);
       const Index n0 = (task % col_blocks) * k_cols;
       const Index n1 = std::min(c.n_out, n0 + k_cols);
-      MatMap out(col.data() + r0 * c.n_out + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_out));
+      MatMap out(col_data + r0 * c.n_out + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_out));
       const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
       out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
     });
@@ -400,7 +475,7 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
       for (Index t = 0; t < c.kk; ++t) {
         const Index i = t / w.w.kernel;
         const Index j = t % w.w.kernel;
-        const double* row = col.data() + (ci * c.kk + t) * c.n_out;
+        const double* row = col_data + (ci * c.kk + t) * c.n_out;
         Index n = 0;
         for (Index oh = 0; oh < w.h.out; ++oh) {
           const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
@@ -427,35 +502,7 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y, 
   constexpr Index k_grows = 64;
   constexpr Index k_gcols = 256;
   for (Index g = 0; g < w.groups; ++g) {
-    Buffer<double> col;
-    const double* cm = nullptr;
-    if (c.direct) {
-      cm = x + g * c.cg_in * c.n_in;
-    } else {
-      col.resize(static_cast<std::size_t>(c.rows * c.n_out));
-      // Built over all columns, each task writing its own rows.
-      for_tasks(ceil_div(c.rows, 16), threads, [&](Index t) {
-        const Index r0 = t * 16;
-        const Index r1 = std::min(c.rows, r0 + 16);
-        for (Index r = r0; r < r1; ++r) {
-          const Index ci = r / c.kk;
-          const Index i = (r / w.w.kernel) % w.h.kernel;
-          const Index j = r % w.w.kernel;
-          const double* plane = x + (g * c.cg_in + ci) * c.n_in;
-          double* out = col.data() + r * c.n_out;
-          Index n = 0;
-          for (Index oh = 0; oh < w.h.out; ++oh) {
-            const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
-            for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
-              const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
-              out[n] = (ih >= 0 && ih < w.h.in && iw >= 0 && iw < w.w.in) ? plane[ih * w.w.in + iw]
-                                                                          : 0.0;
-            }
-          }
-        }
-      });
-      cm = col.data();
-    }
+    const double* cm = column_matrix(c, x, g, threads);
     const Index stride = c.direct ? c.n_in : c.n_out;
     const Index row_blocks = ceil_div(c.cg_out, k_grows);
     const Index col_blocks = ceil_div(c.rows, k_gcols);

@@ -70,6 +70,17 @@ TensorPtr make_tensor(Index n, std::int64_t exp = 0, bool zero = true);
 /// so that im2col blocks cost no allocation and no page fault after the first).
 double* scratch(std::size_t n);
 
+/// Reusable buffers of the calling thread for a whole layer's worth of doubles (a convolution's
+/// column matrix, a transposed convolution's, a weight block's products): at least n doubles,
+/// kept from layer to layer and pass to pass so that they are page-faulted once, and released
+/// by release_layer_buffers() when the outermost EigenSerial guard ends. One per use (`slot`),
+/// distinct from scratch(). Within the memory the plan accounts for (LayerPlan::require_memory:
+/// the largest column matrix and convolution kernel).
+enum class LayerBuffer : std::uint8_t { columns, transposed_columns, weight_products };
+double* layer_buffer(LayerBuffer slot, std::size_t n);
+/// Frees the calling thread's layer buffers.
+void release_layer_buffers();
+
 /// A fixed edge weight as it enters a pass.
 double fixed(double w, const WeightSpec& spec);
 
