@@ -555,12 +555,14 @@ TEST(KernelTopEigenvalues, NamesAndJsonForm) {
        {EigenStatus::converged, EigenStatus::not_converged, EigenStatus::numerical_issue}) {
     EXPECT_EQ(parse_eigen_status(to_string(s)), s) << to_string(s);
   }
-  for (const auto m : {EigenMethod::automatic, EigenMethod::lanczos, EigenMethod::dense}) {
+  for (const auto m :
+       {EigenMethod::automatic, EigenMethod::lanczos, EigenMethod::dense, EigenMethod::lobpcg}) {
     EXPECT_EQ(parse_eigen_method(to_string(m)), m) << to_string(m);
   }
   EXPECT_EQ(parse_eigen_method("auto"), EigenMethod::automatic);
   EXPECT_EQ(testing::error_of<std::invalid_argument>([] { (void)parse_eigen_method("qr"); }),
-            "unknown eigenvalue method 'qr': expected automatic (or auto), lanczos or dense");
+            "unknown eigenvalue method 'qr': expected automatic (or auto), lanczos, dense or "
+            "lobpcg");
   EXPECT_THROW((void)parse_eigen_status("Converged"), std::invalid_argument);
 
   // The part of `pathlift kernel --top-eig N --json` that describes the result.
@@ -569,15 +571,22 @@ TEST(KernelTopEigenvalues, NamesAndJsonForm) {
   r.status = EigenStatus::not_converged;
   r.iterations = 2;
   r.products = 44;
+  r.method = EigenMethod::lanczos;
   EXPECT_EQ(to_json(r, -1), R"({"eigenvalues":[2.5,null],"status":"not_converged",)"
-                            R"("method":"lanczos","products":44,"iterations":2})");
+                            R"("method":"lanczos","products":44,"iterations":2,)"
+                            R"("residuals":null})");
+  r.method = EigenMethod::lobpcg;
+  r.residuals = Eigen::VectorXd{{1e-9, std::numeric_limits<double>::infinity()}};
+  EXPECT_TRUE(testing::contains(to_json(r, -1), R"("method":"lobpcg","products":44,"iterations":2,)"
+                                                R"("residuals":[1e-09,null]})"));
   const Network net = fig1();
   const std::vector<double> theta(static_cast<std::size_t>(net.num_edges()), 1.0);
   EigenOptions dense;
   dense.method = EigenMethod::dense;
   const KernelEigenvalues d = kernel_top_eigenvalues(net, theta, 1, dense);
   EXPECT_TRUE(testing::contains(to_json(d, -1), R"("status":"converged","method":"dense",)"
-                                                R"("products":0,"iterations":0})"));
+                                                R"("products":0,"iterations":0,)"
+                                                R"("residuals":null})"));
 }
 
 }  // namespace

@@ -50,6 +50,11 @@ ScaledReal kernel_trace(const Network& net, std::span<const double> theta);
 Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
                               std::span<const double> v);
 
+/// K V for a d x k block V (column-major; each column finite): K v column by column on one
+/// KernelOperator. Throws like kernel_matvec (naming the column of a bad entry).
+Eigen::MatrixXd kernel_matmat(const Network& net, std::span<const double> theta,
+                              const Eigen::MatrixXd& v);
+
 /// A reusable v -> K v operator (validates theta once, keeps its buffers): what
 /// kernel_top_eigenvalues iterates. Holds references to `net` and `theta`, which must outlive it.
 /// apply() is not thread-safe (it reuses the buffers).
@@ -68,6 +73,8 @@ class KernelOperator {
   /// out = K v; both have d entries (v finite, not checked here). Complexity: O(m + edges).
   /// With parameters distinct from edges, K = M^T K_edge M (M: edge -> parameter incidence).
   void apply(const double* v, double* out) const;
+  /// out[:, j] = K v[:, j] for the k columns of the column-major d x k blocks v and out.
+  void apply(const double* v, double* out, Index k) const;
 
  private:
   void apply_edges(const double* v, double* out) const;
@@ -91,7 +98,7 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
 /// How kernel_top_eigenvalues got its result.
 enum class EigenStatus : std::uint8_t {
   converged,       ///< all requested eigenvalues converged to the tolerance
-  not_converged,   ///< Lanczos stopped at max_iterations; `values` holds the converged ones
+  not_converged,   ///< stopped at max_iterations; `values` holds the converged ones
   numerical_issue  ///< the solver failed (e.g. K has non-finite entries)
 };
 
@@ -104,13 +111,15 @@ EigenStatus parse_eigen_status(std::string_view name);
 
 /// How the top eigenvalues are computed.
 enum class EigenMethod : std::uint8_t {
-  automatic,  ///< dense for small d (d <= 256 or count > d / 2), Lanczos otherwise, and dense
-              ///< again when Lanczos is inconclusive (e.g. rank K < count) and d x d fits
+  automatic,  ///< dense for small d (d <= 256 or count > d / 2), LOBPCG otherwise (Lanczos
+              ///< when d < 3 x its block), and dense again when the iteration is
+              ///< inconclusive and d x d fits
   lanczos,    ///< Spectra's restarted Lanczos on kernel products (needs count < d)
-  dense       ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
+  dense,      ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
+  lobpcg      ///< LOBPCG on block products K V (needs 3 x block <= d)
 };
 
-/// "automatic", "lanczos", "dense".
+/// "automatic", "lanczos", "dense", "lobpcg".
 std::string_view to_string(EigenMethod method);
 
 /// The method named `name`: a to_string name, or "auto" for automatic. Throws
@@ -119,31 +128,47 @@ EigenMethod parse_eigen_method(std::string_view name);
 
 struct EigenOptions {
   EigenMethod method = EigenMethod::automatic;
-  Index max_iterations = 1000;  ///< Lanczos restarts
-  double tolerance = 1e-10;     ///< Lanczos relative tolerance
-  Index subspace = 0;           ///< Lanczos subspace size ncv; 0: max(2 count + 1, count + 20)
-  EngineOptions engine;         ///< memory limit (and threads) for the dense method
+  /// The iteration cap, one name for every method: Lanczos restarts or LOBPCG iterations.
+  Index max_iterations = 1000;
+  /// Relative tolerance: Spectra's for Lanczos; for LOBPCG, ||K v - lambda v|| <= tolerance *
+  /// lambda (plus a roundoff floor of 64 eps sqrt(d) lambda_max).
+  double tolerance = 1e-10;
+  /// Lanczos: the subspace size ncv (0: max(2 count + 1, count + 20)); LOBPCG: the block size
+  /// (0: count + max(2, count / 2)).
+  Index subspace = 0;
+  bool vectors = false;  ///< also return the eigenvectors (d x count)
+  EngineOptions engine;  ///< memory limit, threads and progress
 };
 
-/// The largest eigenvalues of K, and how they were obtained.
+/// The largest eigenvalues of K (and eigenvectors when asked), and how they were obtained.
 struct KernelEigenvalues {
   Eigen::VectorXd values;  ///< converged eigenvalues, largest first
+  /// d x values.size() unit eigenvectors, column j for values[j], each with its entry of
+  /// largest magnitude positive; empty unless EigenOptions::vectors.
+  Eigen::MatrixXd vectors;
+  /// ||K v_j - lambda_j v_j|| / lambda_j from a fresh product K V: always for LOBPCG, for the
+  /// other methods when the vectors are asked for; empty otherwise.
+  Eigen::VectorXd residuals;
   EigenStatus status = EigenStatus::converged;
-  Index iterations = 0;  ///< Lanczos restarts (0 for the dense method)
-  Index products = 0;    ///< kernel products K v computed (0 for the dense method)
-  bool dense = false;    ///< true when the dense method was used
+  Index iterations = 0;  ///< Lanczos restarts or LOBPCG iterations (0 for the dense method)
+  Index products = 0;    ///< kernel products K v computed, one per vector (0 for dense)
+  EigenMethod method = EigenMethod::dense;  ///< the method that produced the values
+  bool dense = false;                       ///< true when the dense method was used
 };
 
 /// The result as one JSON object (its schema in docs/cli.md, the CLI's kernel output; Python's
 /// KernelEigenvalues.to_dict() returns it): keys eigenvalues (largest
-/// first; null for a value that is not finite), status (to_string), method ("dense" or
-/// "lanczos": the one that produced the values), products, iterations, in that order. Indented
+/// first; null for a value that is not finite), status (to_string), method ("dense",
+/// "lanczos" or "lobpcg": the one that produced the values), products, iterations, residuals
+/// (null when not computed; null entries for non-finite ones), in that order; the vectors are
+/// not part of it. Indented
 /// by `indent` spaces; -1 gives one line. Complexity: O(number of values).
 std::string to_json(const KernelEigenvalues& result, int indent = 2);
 
-/// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite):
-/// restarted Lanczos (Spectra SymEigsSolver) on the matrix-free product of kernel_matvec, so K
-/// is never formed, or the dense eigensolver on kernel() for small d. 1 <= count <= d;
+/// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite), and
+/// the eigenvectors when options.vectors: LOBPCG on block products K V or restarted Lanczos
+/// (Spectra SymEigsSolver) on the matrix-free product of kernel_matvec, so K is never formed,
+/// or the dense eigensolver on kernel() for small d. 1 <= count <= d;
 /// throws std::invalid_argument otherwise or for a bad theta, TooLarge when the dense method
 /// needs a d x d matrix over the memory limit. Status, not a throw, when the iteration does
 /// not converge or Spectra fails (not_converged / numerical_issue).

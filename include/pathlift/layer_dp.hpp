@@ -22,6 +22,7 @@
 /// \endcode
 
 #include <Eigen/Core>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -79,9 +80,40 @@ ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
 /// K v (d entries) without forming K: forward sums A, C and backward sums B, E in the
 /// (value, derivative) semiring, layer by layer (kernel.hpp's kernel_matvec). Throws
 /// std::invalid_argument for theta or v of the wrong size or with a non-finite entry.
-/// Complexity: three forward and three backward GEMM passes and three weight-gradient passes.
+/// Complexity: the passes of LayerKernelOperator's construction and one of its products.
 Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options = {});
+
+/// K as a reusable operator on a layer graph. What a product needs that does not depend on v
+/// is computed once, at construction: the forward sums A and backward sums B at theta^2 (kept:
+/// 2 x the entries of the layer outputs, in doubles) and sum over the edges of each parameter
+/// of A(src) B(dst). A product K v then costs the derivative sums only: C forward
+/// (C = T_sq C + T_prod A) and E backward (E = T_sq^T E + T_prod^T B), and the edge products
+///   (K v)_k = theta_k sum_{e of k} [C(src) B(dst) + A(src) E(dst)] + v_k sum_{e of k} A B,
+/// about six GEMMs per convolution. Holds references to `graph` and `theta`, which must outlive
+/// it. Throws like kernel_matvec, and TooLarge (with the sizes) when the kept sums would exceed
+/// options.max_memory. apply() is not thread-safe (the engine's threads run inside it).
+class LayerKernelOperator {
+ public:
+  LayerKernelOperator(const LayerGraph& graph, std::span<const double> theta,
+                      const EngineOptions& options = {});
+  LayerKernelOperator(const LayerKernelOperator&) = delete;
+  LayerKernelOperator& operator=(const LayerKernelOperator&) = delete;
+  LayerKernelOperator(LayerKernelOperator&&) noexcept;
+  LayerKernelOperator& operator=(LayerKernelOperator&&) = delete;
+  ~LayerKernelOperator();
+
+  /// d, the size of K.
+  [[nodiscard]] Index size() const;
+  /// out[:, j] = K v[:, j] for the k columns of the column-major d x k blocks v and out (v
+  /// finite, not checked here). Progress, when the options have a callback, is over the k
+  /// columns.
+  void apply(const double* v, double* out, Index k) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> m_state;
+};
 
 /// The `count` largest eigenvalues of K by restarted Lanczos on kernel_matvec (kernel.hpp);
 /// EigenMethod::dense unrolls the graph (refused with the sizes when it would not fit).

@@ -15,6 +15,7 @@
 /// \endcode
 
 #include <Eigen/Core>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -75,6 +76,36 @@ ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
 /// kernel_matvec, refused beyond float64 as path_norm_gradient is.
 Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options = {});
+
+/// K V for a d x k block (column-major), refused beyond float64 as kernel_matvec is: the block
+/// product of ModelKernelOperator. Throws std::invalid_argument for V of the wrong height or
+/// with a non-finite entry (naming the column).
+Eigen::MatrixXd kernel_matmat(const Model& model, std::span<const double> theta,
+                              const Eigen::MatrixXd& v, const EngineOptions& options = {});
+
+/// K as a reusable block operator on a Model: KernelOperator on a DAG, LayerKernelOperator on
+/// a layer graph (what does not depend on v computed once). Holds references to `model` and
+/// `theta`, which must outlive it. Throws like kernel_matvec. apply() is not thread-safe.
+class ModelKernelOperator {
+ public:
+  ModelKernelOperator(const Model& model, std::span<const double> theta,
+                      const EngineOptions& options = {});
+  ModelKernelOperator(const ModelKernelOperator&) = delete;
+  ModelKernelOperator& operator=(const ModelKernelOperator&) = delete;
+  ModelKernelOperator(ModelKernelOperator&&) noexcept;
+  ModelKernelOperator& operator=(ModelKernelOperator&&) = delete;
+  ~ModelKernelOperator();
+
+  /// d, the size of K.
+  [[nodiscard]] Index size() const;
+  /// out[:, j] = K v[:, j] for the k columns of the column-major d x k blocks (v finite, not
+  /// checked here); RangeError when an entry of the result overflows or is subnormal.
+  void apply(const double* v, double* out, Index k) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> m_state;
+};
 
 /// kernel_top_eigenvalues.
 KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,

@@ -8,7 +8,8 @@ the paper's checks (:func:`check_identities`); certified ranks and Theorem 1
 its proof executed step by step (:func:`prove_rank`); the forward pass and the linearization
 f = L Phi (:func:`forward`, :func:`linearize`); path-norms and the path kernel by dynamic
 programming (:func:`path_norm`, :func:`path_norm_gradient`, :func:`kernel_diagonal`,
-:func:`kernel_matvec`, :func:`kernel`, :func:`skeleton_gram`).
+:func:`kernel_matvec`, :func:`kernel_operator` -- K as a scipy ``LinearOperator`` --,
+:func:`kernel`, :func:`skeleton_gram`).
 Layer graphs (:class:`LayerGraph`, :func:`unroll`: CNNs and ResNets described per layer and
 unrolled in C++), :class:`LayerNetwork` (a network known by its layer graph: the path-free
 functions -- :func:`count_paths`, :func:`path_norm`, :func:`path_norm_gradient`, the
@@ -47,6 +48,8 @@ from . import _pathlift
 from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
 from ._pathlift import FormatError, UnsupportedModelError, __version__  # noqa: F401
 
+# K as a scipy LinearOperator: scipy.sparse.linalg is imported on first use (half a second).
+_SCIPY_NAMES = ("kernel_operator", "KernelOperator")
 _TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
                 "layer_graph_from_torch", "to_torch_sparse", "load_theta", "fold_batchnorm",
                 "TorchNetwork")
@@ -133,15 +136,20 @@ for _name in dir(_pathlift):
             pass
 
 __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
-                 + ["from_onnx", "load_model", *_TORCH_NAMES])
+                 + ["from_onnx", "load_model", *_SCIPY_NAMES, *_TORCH_NAMES])
 
 
 def __getattr__(name):
-    # PEP 562: the PyTorch bridge and the plots (matplotlib) are imported when first used.
+    # PEP 562: the PyTorch bridge, the plots (matplotlib) and the kernel operator (scipy) are
+    # imported when first used.
     if name == "plot":
         import importlib
 
         return importlib.import_module(".plot", __name__)
+    if name in _SCIPY_NAMES:
+        from . import _kernel_operator
+
+        return getattr(_kernel_operator, name)
     if name in _TORCH_NAMES:
         from . import torch as _torch_bridge
 
@@ -150,7 +158,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_TORCH_NAMES) | {"plot"})
+    return sorted(set(globals()) | set(_SCIPY_NAMES) | set(_TORCH_NAMES) | {"plot"})
 
 
 del _name, _obj

@@ -85,6 +85,7 @@ from ._torch_autograd import (PathNormFunction, PathSGD, kernel_diagonal, path_n
 from ._torch_trace import InputShape
 from ._torch_network import (Support, TorchNetwork, from_torch, layer_graph_from_torch,
                              load_theta, supports, theta_from_torch)
+from ._torch_kernel import TorchKernelOperator, kernel_operator
 from ._torch_metric import lipschitz_bound
 from ._torch_rescale import enorm, fold_batchnorm, path_cond, rescale
 from ._torch_sequential import to_torch
@@ -93,4 +94,4 @@ __all__ = ["from_torch", "theta_from_torch", "layer_graph_from_torch", "supports
            "to_torch", "UnsupportedModelError", "path_norm", "PathNormFunction",
            "kernel_diagonal", "PathSGD", "theta_tensor", "to_torch_sparse", "rescale",
            "load_theta", "fold_batchnorm", "TorchNetwork", "InputShape", "lipschitz_bound",
-           "path_cond", "enorm"]
+           "path_cond", "enorm", "kernel_operator", "TorchKernelOperator"]

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common.hpp"
 #include "norms.hpp"
@@ -55,6 +57,20 @@ py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(
   }
   return a;
 }
+
+/// K on a network with its own copy of theta: ModelKernelOperator kept across products.
+class KernelProducts {
+ public:
+  KernelProducts(NetworkArg net, std::vector<double> theta, const EngineOptions& options)
+      : m_net(std::move(net)), m_theta(std::move(theta)), m_op(m_net.model(), m_theta, options) {}
+  [[nodiscard]] Index size() const { return m_op.size(); }
+  void apply(const double* v, double* out, Index k) const { m_op.apply(v, out, k); }
+
+ private:
+  NetworkArg m_net;
+  std::vector<double> m_theta;
+  ModelKernelOperator m_op;
+};
 
 }  // namespace
 
@@ -106,47 +122,77 @@ threads: 0 = all cores. Complexity: O(m + d). The GIL is released.)doc");
         const Index d = net.model().num_params();
         const auto vs = vectors_argument(v, d);
         const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-        std::vector<double> result(static_cast<std::size_t>(d * k));
+        // Column-major blocks for the operator; the result back in the argument's layout.
+        std::vector<double> block(static_cast<std::size_t>(d * k));
+        std::vector<double> out(static_cast<std::size_t>(d * k));
+        for (Index i = 0; i < d; ++i) {
+          for (Index c = 0; c < k; ++c) {
+            block[static_cast<std::size_t>(c * d + i)] = vs.data()[i * k + c];
+          }
+        }
         {
           py::gil_scoped_release release;
-          // A DAG's operator validates theta once and keeps its buffers across the columns.
-          std::optional<KernelOperator> op;
-          if (const Network* dag = net.model().dag()) {
-            op.emplace(*dag, as_span<double>(t));
-          }
-          std::vector<double> col(static_cast<std::size_t>(d));
-          std::vector<double> out(static_cast<std::size_t>(d));
-          for (Index c = 0; c < k; ++c) {
-            for (Index i = 0; i < d; ++i) {
-              col[static_cast<std::size_t>(i)] = vs.data()[i * k + c];
-            }
-            if (op) {
-              op->apply(col.data(), out.data());
-              require_representable(out, "K v");
-            } else {
-              const Eigen::VectorXd y = kernel_matvec(net.model(), as_span<double>(t), col, o);
-              std::copy(y.data(), y.data() + d, out.begin());
-            }
-            for (Index i = 0; i < d; ++i) {
-              result[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(i)];
-            }
-          }
+          // One operator: what does not depend on v is computed once for all the columns.
+          const ModelKernelOperator op(net.model(), as_span<double>(t), o);
+          op.apply(block.data(), out.data(), k);
         }
         if (vs.ndim() == 1) {
-          return py::object(owning_array(std::move(result)));
+          return py::object(owning_array(std::move(out)));
         }
-        return py::object(owning_row_major(std::move(result), d, k));
+        for (Index i = 0; i < d; ++i) {
+          for (Index c = 0; c < k; ++c) {
+            block[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(c * d + i)];
+          }
+        }
+        return py::object(owning_row_major(std::move(block), d, k));
       },
       py::arg("net"), py::arg("theta"), py::arg("v"), py::kw_only(), py::arg("threads") = 0,
       py::arg("progress") = py::none(),
       R"doc(K v = dPhi^T (dPhi v) without forming dPhi: one forward and one backward pass over
 the DAG in the (value, derivative) semiring (docs/conventions.md#path-free), O(m + d) per vector
 whatever the number of paths; on a LayerNetwork, layer by layer without unrolling. v: d finite
-numbers (a float64 array of d entries is returned), or a d x k array (each column multiplied;
-a d x k array is returned). theta: d finite numbers, or None for the stored weights.
-ValueError for a wrong size or a non-finite entry; RangeError (an ArithmeticError) when an
-entry of K v overflows float64 or is subnormal. threads: 0 = all cores. The GIL is
-released.)doc");
+numbers (a float64 array of d entries is returned), or a d x k block (a d x k array is
+returned): on a LayerNetwork the sums that do not depend on v are computed once for the whole
+block, so each further column costs about two thirds of a single product.
+theta: d finite numbers, or None for the stored weights. For repeated products use
+kernel_operator (which keeps those sums). ValueError for a wrong size or a non-finite entry;
+RangeError (an ArithmeticError) when an entry of K v overflows float64 or is subnormal.
+threads: 0 = all cores. The GIL is released.)doc");
+
+  py::class_<KernelProducts>(m, "_KernelProducts",
+                             "K on a network, kept across products: the engine of "
+                             "pathlift.kernel_operator (use that).")
+      .def(py::init([](const NetworkArg& net, const py::object& theta, int threads) {
+             const auto t = theta_argument<double>(theta, net);
+             std::vector<double> values(t.data(), t.data() + t.size());
+             const EngineOptions o = engine_options(threads, 0, py::none(), "kernel_operator");
+             py::gil_scoped_release release;
+             return std::make_unique<KernelProducts>(net, std::move(values), o);
+           }),
+           py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0)
+      .def_property_readonly(
+          "d", [](const KernelProducts& p) { return p.size(); }, "The size of K (d).")
+      .def(
+          "matmat",
+          [](const KernelProducts& p, const py::object& v) {
+            using Fortran = py::array_t<double, py::array::f_style | py::array::forcecast>;
+            const auto vs = vectors_argument(v, p.size());
+            const Fortran f = Fortran::ensure(vs);
+            const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
+            Fortran out(std::vector<py::ssize_t>{p.size(), k});
+            {
+              py::gil_scoped_release release;
+              p.apply(f.data(), out.mutable_data(), k);
+            }
+            if (vs.ndim() == 1) {
+              return py::object(out.attr("reshape")(p.size()));
+            }
+            return py::object(out);
+          },
+          py::arg("v"),
+          "K v for d numbers, or K V for a d x k block (one sweep of the block product); "
+          "ValueError for a wrong size or a non-finite entry, RangeError when an entry "
+          "overflows float64. The GIL is released.");
 
   m.def(
       "kernel",
@@ -230,26 +276,53 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
           "status", [](const KernelEigenvalues& e) { return std::string(to_string(e.status)); },
           "'converged', 'not_converged' (values holds the converged ones) or "
           "'numerical_issue'.")
+      .def_property_readonly(
+          "vectors",
+          [](const py::object& self) -> py::object {
+            const auto& e = self.cast<const KernelEigenvalues&>();
+            if (e.vectors.size() == 0) {
+              return py::none();
+            }
+            return col_major_view(e.vectors, self);
+          },
+          "d x k float64 array (a read-only view of the result's memory): the unit "
+          "eigenvectors, column j for values[j] (entry of largest magnitude positive); None "
+          "unless asked for (vectors=True).")
+      .def_property_readonly(
+          "residuals",
+          [](const KernelEigenvalues& e) -> py::object {
+            if (e.residuals.size() == 0) {
+              return py::none();
+            }
+            std::vector<double> r(e.residuals.data(), e.residuals.data() + e.residuals.size());
+            return owning_array(std::move(r));
+          },
+          "float64 array: ||K v - lambda v|| / lambda of each pair, from a fresh product "
+          "(always with LOBPCG, with the other methods when vectors=True); None otherwise.")
+      .def_property_readonly(
+          "method", [](const KernelEigenvalues& e) { return std::string(to_string(e.method)); },
+          "'dense', 'lanczos' or 'lobpcg': the method that produced the values.")
       .def_readonly("iterations", &KernelEigenvalues::iterations,
-                    "Lanczos restarts (0 for the dense method).")
+                    "Lanczos restarts or LOBPCG iterations (0 for the dense method).")
       .def_readonly("products", &KernelEigenvalues::products,
                     "Kernel products K v computed (0 for the dense method).")
       .def_readonly("dense", &KernelEigenvalues::dense, "True when the dense method was used.")
       .def("__repr__", [](const KernelEigenvalues& e) {
         return fmt::format("<pathlift.KernelEigenvalues: {} values, {}, {}>", e.values.size(),
-                           to_string(e.status), e.dense ? "dense" : "Lanczos");
+                           to_string(e.status), to_string(e.method));
       });
 
   m.def(
       "kernel_top_eigenvalues",
       [](const NetworkArg& net, const py::object& theta, Index count, const std::string& method,
-         Index max_iterations, double tolerance, Index subspace, int threads,
+         Index max_iterations, double tolerance, Index subspace, bool vectors, int threads,
          const py::object& progress, std::size_t max_memory) {
         const EigenOptions o{
             .method = parse_eigen_method(method),
             .max_iterations = max_iterations,
             .tolerance = tolerance,
             .subspace = subspace,
+            .vectors = vectors,
             .engine = engine_options(threads, max_memory, progress, "kernel_top_eigenvalues")};
         return with_theta(net, theta, [&](std::span<const double> t) {
           return kernel_top_eigenvalues(net.model(), t, count, o);
@@ -258,18 +331,26 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
       py::arg("net"), py::arg("theta") = py::none(), py::arg("count") = 1, py::kw_only(),
       py::arg("method") = "auto", py::arg("max_iterations") = EigenOptions{}.max_iterations,
       py::arg("tolerance") = EigenOptions{}.tolerance, py::arg("subspace") = 0,
-      py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("max_memory") = 0,
-      R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite):
-restarted Lanczos (Spectra) on the matrix-free products of kernel_matvec, so K is never
-formed, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
-or count > d / 2, Lanczos otherwise, dense again when Lanczos is inconclusive and d x d fits),
-'lanczos' (needs count < d) or 'dense'. On a LayerNetwork, Lanczos runs on the layer graph's
-products without unrolling; 'dense' unrolls it (TooLarge, with the sizes, over max_memory).
-max_iterations: the most Lanczos iterations, each a restart of its subspace (the CLI's
---max-iterations). Returns a KernelEigenvalues (values, status, iterations,
-products, dense): a status, not an exception, when Lanczos does not converge. ValueError
-unless 1 <= count <= d, or for a bad theta; TooLarge (MemoryError) when the dense method needs
-more than max_memory. The GIL is released.)doc");
+      py::arg("vectors") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
+      R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite),
+and with vectors=True its eigenvectors (result.vectors, d x count) and their residuals
+||K v - lambda v|| / lambda (result.residuals), K never formed: LOBPCG on block products K V
+(the sums that do not depend on V computed once), restarted Lanczos (Spectra) on single
+products, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
+or count > d / 2, LOBPCG otherwise -- Lanczos when d < 3 x its block -- and dense again when
+the iteration is inconclusive and d x d fits), 'lobpcg', 'lanczos' (needs count < d) or
+'dense'. On a LayerNetwork, the matrix-free methods run on the layer graph without
+unrolling; 'dense' unrolls it (TooLarge, with the sizes, over max_memory).
+max_iterations: the iteration cap of every method (Lanczos restarts, LOBPCG iterations; the
+CLI's --max-iterations). tolerance: LOBPCG stops when every ||K v - lambda v|| <= tolerance *
+lambda (plus a roundoff floor of 64 eps sqrt(d) lambda_max); Lanczos uses it as Spectra does.
+subspace: Lanczos's ncv, or LOBPCG's block size (0: count + max(2, count // 2)). Returns a
+KernelEigenvalues (values, vectors, residuals, status, method, iterations, products): a status,
+not an exception, when the iteration does not converge. ValueError unless 1 <= count <= d, or
+for a bad theta; TooLarge (MemoryError) when the method needs more than max_memory. progress:
+a callable(phase, fraction); LOBPCG reports its residual's way down to the tolerance. The GIL is
+released.)doc");
 }
 
 }  // namespace pathlift::python

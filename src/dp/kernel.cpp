@@ -232,6 +232,13 @@ void KernelOperator::apply(const double* v, double* out) const {
   apply_edges(v, out);
 }
 
+void KernelOperator::apply(const double* v, double* out, Index k) const {
+  const Index d = size();
+  for (Index j = 0; j < k; ++j) {
+    apply(v + j * d, out + j * d);
+  }
+}
+
 void KernelOperator::apply_edges(const double* v, double* out) const {
   State& s = *m_state;
   const double* theta = m_theta.data();
@@ -277,6 +284,22 @@ Eigen::VectorXd kernel_matvec(const Network& net, std::span<const double> theta,
   check_theta(net, v, "v");
   Eigen::VectorXd out(net.num_params());
   op.apply(v.data(), out.data());
+  return out;
+}
+
+Eigen::MatrixXd kernel_matmat(const Network& net, std::span<const double> theta,
+                              const Eigen::MatrixXd& v) {
+  const KernelOperator op(net, theta);
+  if (v.rows() != net.num_params()) {
+    throw std::invalid_argument(fmt::format("V has {} rows; the network has d = {} parameters",
+                                            v.rows(), net.num_params()));
+  }
+  for (Index j = 0; j < v.cols(); ++j) {
+    check_theta(net, {v.col(j).data(), static_cast<std::size_t>(v.rows())},
+                fmt::format("column {} of V", j));
+  }
+  Eigen::MatrixXd out(v.rows(), v.cols());
+  op.apply(v.data(), out.data(), v.cols());
   return out;
 }
 

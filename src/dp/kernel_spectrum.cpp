@@ -18,6 +18,7 @@
 #include "src/core/detail/enum_names.hpp"
 #include "src/core/detail/json.hpp"
 #include "src/core/detail/progress.hpp"
+#include "src/dp/detail/block_eigen.hpp"
 #include "src/dp/detail/lanczos.hpp"
 #include "src/model/detail/parameters.hpp"
 
@@ -41,7 +42,8 @@ constexpr std::array k_eigen_method_names{
     detail::EnumName<EigenMethod>{EigenMethod::automatic, "automatic"},
     detail::EnumName<EigenMethod>{EigenMethod::automatic, "auto"},
     detail::EnumName<EigenMethod>{EigenMethod::lanczos, "lanczos"},
-    detail::EnumName<EigenMethod>{EigenMethod::dense, "dense"}};
+    detail::EnumName<EigenMethod>{EigenMethod::dense, "dense"},
+    detail::EnumName<EigenMethod>{EigenMethod::lobpcg, "lobpcg"}};
 
 }  // namespace
 
@@ -69,9 +71,18 @@ std::string to_json(const KernelEigenvalues& result, int indent) {
   detail::Json j;
   j["eigenvalues"] = std::move(values);
   j["status"] = std::string(to_string(result.status));
-  j["method"] = std::string(to_string(result.dense ? EigenMethod::dense : EigenMethod::lanczos));
+  j["method"] = std::string(to_string(result.method));
   j["products"] = result.products;
   j["iterations"] = result.iterations;
+  if (result.residuals.size() == 0) {
+    j["residuals"] = nullptr;
+  } else {
+    detail::Json residuals = detail::Json::array();
+    for (const double x : result.residuals) {
+      residuals.push_back(detail::number_or_null(x));
+    }
+    j["residuals"] = std::move(residuals);
+  }
   return j.dump(indent);
 }
 
@@ -81,19 +92,18 @@ namespace {
 class SpectraKernelOp {
  public:
   using Scalar = double;
-  SpectraKernelOp(Index d, const std::function<void(const double*, double*)>& apply)
-      : m_d(d), m_apply(&apply) {}
+  SpectraKernelOp(Index d, const detail::BlockProduct& apply) : m_d(d), m_apply(&apply) {}
   [[nodiscard]] Eigen::Index rows() const { return m_d; }
   [[nodiscard]] Eigen::Index cols() const { return m_d; }
   void perform_op(const double* x, double* y) const {
-    (*m_apply)(x, y);
+    (*m_apply)(x, y, 1);
     ++m_products;
   }
   [[nodiscard]] Index products() const { return m_products; }
 
  private:
   Index m_d;
-  const std::function<void(const double*, double*)>* m_apply;
+  const detail::BlockProduct* m_apply;
   mutable Index m_products = 0;
 };
 
@@ -102,21 +112,31 @@ class SpectraKernelOp {
 namespace {
 
 KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const double> theta,
-                                        Index count, const EngineOptions& engine) {
+                                        Index count, const EigenOptions& options) {
   const Index d = net.num_params();
-  const DenseMatrix k = kernel(net, theta, engine);
+  const DenseMatrix k = kernel(net, theta, options.engine);
   const ProgressScope progress(
-      engine.progress, "eigenvalues of K (dense)");  // the O(d^3) eigensolver reports nothing
+      options.engine.progress,
+      "eigenvalues of K (dense)");  // the O(d^3) eigensolver reports nothing
   // K is symmetric: its row-major storage read column-major is K itself.
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
-      Eigen::Map<const Eigen::MatrixXd>(k.data(), d, d), Eigen::EigenvaluesOnly);
+      Eigen::Map<const Eigen::MatrixXd>(k.data(), d, d),
+      options.vectors ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
   KernelEigenvalues r;
   r.dense = true;
+  r.method = EigenMethod::dense;
   if (es.info() != Eigen::Success) {
     r.status = EigenStatus::numerical_issue;
     return r;
   }
   r.values = es.eigenvalues().reverse().head(count);
+  if (options.vectors) {
+    r.vectors = es.eigenvectors().rowwise().reverse().leftCols(count);
+    detail::fix_signs(r.vectors);
+    const KernelOperator op(net, theta);
+    r.residuals = detail::eigen_residuals(
+        [&op](const double* x, double* y, Index c) { op.apply(x, y, c); }, r.values, r.vectors);
+  }
   return r;
 }
 
@@ -124,9 +144,8 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
 
 namespace detail {
 
-KernelEigenvalues lanczos_top_eigenvalues(Index d,
-                                          const std::function<void(const double*, double*)>& apply,
-                                          Index count, const EigenOptions& options) {
+KernelEigenvalues lanczos_top_eigenvalues(Index d, const BlockProduct& apply, Index count,
+                                          const EigenOptions& options) {
   if (count >= d) {
     throw std::invalid_argument(fmt::format(
         "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
@@ -147,6 +166,7 @@ KernelEigenvalues lanczos_top_eigenvalues(Index d,
   SpectraKernelOp sop(d, apply);
   Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
   KernelEigenvalues r;
+  r.method = EigenMethod::lanczos;
   // The restarts run until convergence: the extent is unknown (a negative fraction).
   const ProgressScope progress(options.engine.progress, "eigenvalues of K (Lanczos)");
   try {
@@ -174,23 +194,34 @@ KernelEigenvalues lanczos_top_eigenvalues(Index d,
       break;
   }
   r.values = eigs.eigenvalues();
+  if (options.vectors && r.values.size() > 0) {
+    r.vectors = eigs.eigenvectors(r.values.size());
+    fix_signs(r.vectors);
+    r.residuals = eigen_residuals(apply, r.values, r.vectors);
+    r.products += r.values.size();
+  }
   return r;
 }
 
-}  // namespace detail
-
-namespace {
-
-KernelEigenvalues lanczos_top_eigenvalues(const Network& net, std::span<const double> theta,
-                                          Index count, const EigenOptions& options) {
-  const KernelOperator op(net, theta);
-  const std::function<void(const double*, double*)> apply = [&op](const double* x, double* y) {
-    op.apply(x, y);
-  };
-  return detail::lanczos_top_eigenvalues(net.num_params(), apply, count, options);
+KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
+                                             const EigenOptions& options) {
+  if (options.method == EigenMethod::lanczos) {
+    return lanczos_top_eigenvalues(d, apply, count, options);
+  }
+  const Index block =
+      options.subspace > 0 ? options.subspace : count + std::max<Index>(2, count / 2);
+  // Automatic: Lanczos when LOBPCG's block does not fit d, or its two d x 3 block matrices
+  // would exceed the memory limit (Lanczos keeps one d x ncv basis).
+  const double lobpcg_bytes = 6.0 * static_cast<double>(d) * static_cast<double>(block) * 8;
+  if (options.method == EigenMethod::automatic &&
+      (3 * block > d ||
+       lobpcg_bytes > static_cast<double>(effective_max_memory(options.engine.max_memory)))) {
+    return lanczos_top_eigenvalues(d, apply, count, options);
+  }
+  return lobpcg_top_eigenpairs(d, apply, count, options);
 }
 
-}  // namespace
+}  // namespace detail
 
 KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
                                          Index count, const EigenOptions& options) {
@@ -200,24 +231,20 @@ KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const dou
     throw std::invalid_argument(fmt::format(
         "asked for {} eigenvalues of K, which is {} x {}: ask for 1 to {}", count, d, d, d));
   }
-  switch (options.method) {
-    case EigenMethod::dense:
-      return dense_top_eigenvalues(net, theta, count, options.engine);
-    case EigenMethod::lanczos:
-      return lanczos_top_eigenvalues(net, theta, count, options);
-    default:
-      break;
+  const bool small = d <= 256 || count > d / 2;
+  if (options.method == EigenMethod::dense || (options.method == EigenMethod::automatic && small)) {
+    return dense_top_eigenvalues(net, theta, count, options);
   }
-  if (d <= 256 || count > d / 2) {
-    return dense_top_eigenvalues(net, theta, count, options.engine);
-  }
-  KernelEigenvalues r = lanczos_top_eigenvalues(net, theta, count, options);
-  if (r.status != EigenStatus::converged &&
+  const KernelOperator op(net, theta);
+  KernelEigenvalues r = detail::matrix_free_top_eigenpairs(
+      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count, options);
+  if (options.method == EigenMethod::automatic && r.status != EigenStatus::converged &&
       dense_bytes(d, d, sizeof(double)) <= effective_max_memory(options.engine.max_memory)) {
-    // Lanczos was inconclusive (typically rank(K) < count) and K fits: the dense solver decides.
+    // The iteration was inconclusive (typically rank(K) < count) and K fits: the dense solver
+    // decides.
     const Index products = r.products;
-    r = dense_top_eigenvalues(net, theta, count, options.engine);
-    r.products = products;
+    r = dense_top_eigenvalues(net, theta, count, options);
+    r.products += products;
   }
   return r;
 }

@@ -349,46 +349,94 @@ ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
   return r;
 }
 
-namespace {
+struct LayerKernelOperator::State {
+  EngineOptions options;  // the plan points at it
+  LayerPlan plan;
+  std::span<const double> theta;
+  std::vector<TensorPtr> a;  // forward sums at theta^2, kept
+  std::vector<TensorPtr> b;  // backward sums at theta^2, kept
+  Buffer<double> ab;         // sum over the edges of each parameter of A(src) B(dst)
 
-/// K v on a validated plan: (K v)_k = theta_k [C . B]_k + v_k [A . B]_k + theta_k [A . E]_k.
-void layer_matvec(const LayerPlan& plan, std::span<const double> theta, std::span<const double> v,
-                  double* out) {
+  State(const LayerGraph& graph, std::span<const double> t, const EngineOptions& o)
+      : options(o), plan(graph, options), theta(t) {}
+
+  /// out = K v: C forward, the edge products C . B of each layer (B kept), then E backward
+  /// with A . E as each layer's E is final; progress over `span`. The terms are added in
+  /// doubles (a parameter's terms are of its own magnitude; beyond double's range they are
+  /// +-inf, which the Model's face refuses).
+  void product(const double* v, double* out, Span span) const {
+    const auto d = static_cast<std::size_t>(plan.graph().num_params);
+    const WeightSpec sq{Mode::square, 2, theta, {}};
+    const WeightSpec prod{Mode::product, 1, theta, {v, d}};
+    const double mid = span.from + (span.to - span.from) / 2;
+    std::fill(out, out + d, 0.0);
+    const std::vector<TensorPtr> c = forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid});
+    for (std::size_t l = 1; l < plan.size(); ++l) {
+      if (detail::has_parameters(plan.layer(l)) && b[l]) {
+        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr);
+      }
+    }
+    detail::backward_pass(plan, sq, false, false, &b, &prod,
+                          [&](std::size_t l, const Tensor& y) {
+                            detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(),
+                                                  out, nullptr);
+                          },
+                          {mid, span.to});
+    const double* diag = ab.data();
+    for (std::size_t k = 0; k < d; ++k) {
+      if (v[k] != 0) {
+        out[k] += v[k] * diag[k];
+      }
+    }
+  }
+};
+
+LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<const double> theta,
+                                         const EngineOptions& options) {
+  check_layer_vector(graph, theta, "theta");
+  const detail::EigenSerial serial;
+  m_state = std::make_unique<State>(graph, theta, options);
+  State& s = *m_state;
+  s.plan.require_memory(3, 2, "the kernel products K v");
   const WeightSpec sq{Mode::square, 2, theta, {}};
-  const WeightSpec prod{Mode::product, 1, theta, v};
-  const std::vector<TensorPtr> a = forward_pass(plan, sq, true, 1.0, nullptr, nullptr, {0, 0.25});
-  const std::vector<TensorPtr> c = forward_pass(plan, sq, true, 0.0, &a, &prod, {0.25, 0.5});
-  ParamSums sums(plan.graph().num_params);
-  const std::vector<TensorPtr> b = detail::backward_pass(
-      plan, sq, true, true, nullptr, nullptr,
-      [&](std::size_t l, const Tensor& y) {
-        const std::size_t in = plan.input(l);
-        detail::edge_products(plan, l, *c[in], y, 0.0, theta.data(), sums.m.data(), sums.k.data());
-        detail::edge_products(plan, l, *a[in], y, 1.0, v.data(), sums.m.data(), sums.k.data());
-      },
-      {0.5, 0.75});
-  detail::backward_pass(plan, sq, false, false, &b, &prod,
-                        [&](std::size_t l, const Tensor& y) {
-                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(),
-                                                sums.m.data(), sums.k.data());
-                        },
-                        {0.75, 1});
-  for (std::size_t k = 0; k < sums.m.size(); ++k) {
-    out[k] = sums.value(k);
+  s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0});
+  ParamSums ab(graph.num_params);
+  s.b = detail::backward_pass(s.plan, sq, true, true, nullptr, nullptr,
+                              [&](std::size_t l, const Tensor& y) {
+                                detail::edge_products(s.plan, l, *s.a[s.plan.input(l)], y, 1.0,
+                                                      nullptr, ab.m.data(), ab.k.data());
+                              },
+                              {0, 0});
+  s.ab.resize(static_cast<std::size_t>(graph.num_params));
+  for (std::size_t k = 0; k < s.ab.size(); ++k) {
+    s.ab[k] = ab.value(k);
   }
 }
 
-}  // namespace
+LayerKernelOperator::LayerKernelOperator(LayerKernelOperator&&) noexcept = default;
+LayerKernelOperator::~LayerKernelOperator() = default;
+
+Index LayerKernelOperator::size() const {
+  return m_state->plan.graph().num_params;
+}
+
+void LayerKernelOperator::apply(const double* v, double* out, Index k) const {
+  const detail::EigenSerial serial;
+  const Index d = size();
+  for (Index j = 0; j < k; ++j) {
+    const auto f = static_cast<double>(k);
+    m_state->product(v + j * d, out + j * d,
+                     {static_cast<double>(j) / f, static_cast<double>(j + 1) / f});
+  }
+}
 
 Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options) {
   check_layer_vector(graph, theta, "theta");
   check_layer_vector(graph, v, "v");
-  const detail::EigenSerial serial;
-  const LayerPlan plan(graph, options);
-  plan.require_memory(3, 1, "the kernel product K v");
+  const LayerKernelOperator op(graph, theta, options);
   Eigen::VectorXd out(graph.num_params);
-  layer_matvec(plan, theta, v, out.data());
+  op.apply(v.data(), out.data(), 1);
   return out;
 }
 
@@ -404,15 +452,12 @@ KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<cons
   if (options.method == EigenMethod::dense || (options.method == EigenMethod::automatic && small)) {
     return kernel_top_eigenvalues(unroll(graph, options.engine), theta, count, options);
   }
-  const detail::EigenSerial serial;
+  // The products report nothing: the iteration reports its own progress.
   EngineOptions quiet = options.engine;
   quiet.progress = {};
-  const LayerPlan plan(graph, quiet);
-  plan.require_memory(3, 2, "Lanczos on the kernel products");
-  const std::function<void(const double*, double*)> apply = [&](const double* x, double* y) {
-    layer_matvec(plan, theta, {x, static_cast<std::size_t>(d)}, y);
-  };
-  return detail::lanczos_top_eigenvalues(d, apply, count, options);
+  const LayerKernelOperator op(graph, theta, quiet);
+  return detail::matrix_free_top_eigenpairs(
+      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count, options);
 }
 
 std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -139,6 +141,57 @@ Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
   require_representable(std::span<const double>(kv.data(), static_cast<std::size_t>(kv.size())),
                         "K v");
   return kv;
+}
+
+struct ModelKernelOperator::State {
+  std::optional<KernelOperator> dag;
+  std::optional<LayerKernelOperator> layers;
+};
+
+ModelKernelOperator::ModelKernelOperator(const Model& model, std::span<const double> theta,
+                                         const EngineOptions& options)
+    : m_state(std::make_unique<State>()) {
+  if (const LayerGraph* graph = model.layer_graph()) {
+    m_state->layers.emplace(*graph, theta, options);
+  } else {
+    m_state->dag.emplace(*model.dag(), theta);
+  }
+}
+
+ModelKernelOperator::ModelKernelOperator(ModelKernelOperator&&) noexcept = default;
+ModelKernelOperator::~ModelKernelOperator() = default;
+
+Index ModelKernelOperator::size() const {
+  return m_state->dag ? m_state->dag->size() : m_state->layers->size();
+}
+
+void ModelKernelOperator::apply(const double* v, double* out, Index k) const {
+  if (m_state->dag) {
+    m_state->dag->apply(v, out, k);
+  } else {
+    m_state->layers->apply(v, out, k);
+  }
+  require_representable(std::span<const double>(out, static_cast<std::size_t>(size() * k)), "K v");
+}
+
+Eigen::MatrixXd kernel_matmat(const Model& model, std::span<const double> theta,
+                              const Eigen::MatrixXd& v, const EngineOptions& options) {
+  const ModelKernelOperator op(model, theta, options);
+  if (v.rows() != op.size()) {
+    throw std::invalid_argument(
+        fmt::format("V has {} rows; the model has d = {} parameters", v.rows(), op.size()));
+  }
+  for (Index j = 0; j < v.cols(); ++j) {
+    for (Index i = 0; i < v.rows(); ++i) {
+      if (!std::isfinite(v(i, j))) {
+        throw std::invalid_argument(
+            fmt::format("V[{}, {}] = {} is not finite (column {} of V)", i, j, v(i, j), j));
+      }
+    }
+  }
+  Eigen::MatrixXd out(v.rows(), v.cols());
+  op.apply(v.data(), out.data(), v.cols());
+  return out;
 }
 
 KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,

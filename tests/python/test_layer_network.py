@@ -215,11 +215,13 @@ def test_kernel_matvec_equals_the_unrolled_network(pl, case, name):
 @pytest.mark.parametrize("name", list(SMALL))
 def test_kernel_top_eigenvalues_equal_the_unrolled_network(pl, case, name):
     net, dag, _, _ = case(name)
-    got = pl.kernel_top_eigenvalues(net, None, 3, method="lanczos", threads=1)
-    same = pl.kernel_top_eigenvalues(dag, dag.weights, 3, method="lanczos")
+    # LOBPCG: a block method finds a multiple eigenvalue (aliases.onnx's top one is triple),
+    # where single-vector Lanczos depends on roundoff to see it more than once.
+    got = pl.kernel_top_eigenvalues(net, None, 3, method="lobpcg", threads=1)
+    same = pl.kernel_top_eigenvalues(dag, dag.weights, 3, method="lobpcg")
     assert got.status == same.status == "converged" and not got.dense
     np.testing.assert_allclose(got.values, same.values, rtol=1e-9)
-    if name == "lenet-like":  # random weights, a simple spectrum: Lanczos finds the top three
+    if name == "lenet-like":  # random weights, a simple spectrum: the top three
         expected = np.linalg.eigvalsh(pl.kernel(dag, dag.weights))[::-1][:3]
         np.testing.assert_allclose(got.values, expected, rtol=1e-8)
     assert not net.is_unrolled

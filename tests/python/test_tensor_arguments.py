@@ -80,6 +80,8 @@ CALLS = {
     "kernel_matvec": lambda pl, n, ln, t, X: pl.kernel_matvec(n, t, np.ones(n.d)),
     "kernel_matvec/layers": lambda pl, n, ln, t, X: pl.kernel_matvec(ln, t, np.ones(n.d)),
     "kernel": lambda pl, n, ln, t, X: pl.kernel(n, t),
+    "kernel_operator": lambda pl, n, ln, t, X: pl.kernel_operator(n, t) @ np.ones(n.d),
+    "kernel_operator/layers": lambda pl, n, ln, t, X: pl.kernel_operator(ln, t) @ np.ones(n.d),
     "kernel_trace": lambda pl, n, ln, t, X: pl.kernel_trace(n, t),
     "kernel_trace/layers": lambda pl, n, ln, t, X: pl.kernel_trace(ln, t),
     "kernel_top_eigenvalues": lambda pl, n, ln, t, X: pl.kernel_top_eigenvalues(n, t, 2),

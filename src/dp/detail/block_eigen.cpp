@@ -1,0 +1,410 @@
+// LOBPCG on the matrix-free block product of the path kernel, and eigenpair residuals
+// (block_eigen.hpp).
+
+#include "src/dp/detail/block_eigen.hpp"
+
+#include <fmt/format.h>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "pathlift/limits.hpp"
+#include "pathlift/options.hpp"
+#include "src/core/detail/progress.hpp"
+
+namespace pathlift::detail {
+
+namespace {
+
+using Cols = Eigen::Ref<Eigen::MatrixXd>;
+using ConstCols = Eigen::Ref<const Eigen::MatrixXd>;
+
+constexpr Index k_rows_per_task = 8192;  // rows of the d x k blocks per task (fixed shapes)
+
+Index row_tasks(Index d) {
+  return (d + k_rows_per_task - 1) / k_rows_per_task;
+}
+
+/// f(first row, rows) over the row blocks, in parallel.
+template <class F>
+void for_row_blocks(Index d, int threads, const F& f) {
+  const Index tasks = row_tasks(d);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (Index t = 0; t < tasks; ++t) {
+    const Index r0 = t * k_rows_per_task;
+    f(r0, std::min(d - r0, k_rows_per_task));
+  }
+}
+
+/// a^T b, per row block in parallel and summed in block order (the same for any thread count).
+Eigen::MatrixXd cross(const ConstCols& a, const ConstCols& b, int threads) {
+  const Index tasks = row_tasks(a.rows());
+  std::vector<Eigen::MatrixXd> part(static_cast<std::size_t>(tasks));
+  for_row_blocks(a.rows(), threads, [&](Index r0, Index nr) {
+    part[static_cast<std::size_t>(r0 / k_rows_per_task)].noalias() =
+        a.middleRows(r0, nr).transpose() * b.middleRows(r0, nr);
+  });
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(a.cols(), b.cols());
+  for (const Eigen::MatrixXd& p : part) {
+    sum += p;
+  }
+  return sum;
+}
+
+/// x -= a c, row block by row block.
+void subtract(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads) {
+  for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
+    x.middleRows(r0, nr).noalias() -= a.middleRows(r0, nr) * c;
+  });
+}
+
+/// x <- x c in place (c: k x k' with k' <= k; columns k'.. of x zeroed).
+void transform(Cols x, const Eigen::MatrixXd& c, int threads) {
+  for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
+    const Eigen::MatrixXd rows = x.middleRows(r0, nr);
+    x.block(r0, 0, nr, c.cols()).noalias() = rows * c;
+    x.block(r0, c.cols(), nr, x.cols() - c.cols()).setZero();
+  });
+}
+
+/// An orthonormal basis of the span of the columns of the small matrix c (n x k), by the
+/// eigendecomposition of c^T c (directions whose squared singular value is below `drop` times
+/// the largest, or below 1e-28, dropped): the coefficients t (k x k') with (c t)^T (c t) = I.
+Eigen::MatrixXd whitening(const Eigen::MatrixXd& g, double drop) {
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(g);
+  const Eigen::VectorXd& e = es.eigenvalues();
+  const double top = e.size() > 0 ? e.maxCoeff() : 0.0;
+  std::vector<Index> keep;
+  for (Index i = e.size(); i-- > 0;) {
+    if (e(i) > drop * top && e(i) > 1e-28) {
+      keep.push_back(i);
+    }
+  }
+  Eigen::MatrixXd t(g.rows(), static_cast<Index>(keep.size()));
+  for (std::size_t j = 0; j < keep.size(); ++j) {
+    t.col(static_cast<Index>(j)) = es.eigenvectors().col(keep[j]) / std::sqrt(e(keep[j]));
+  }
+  return t;
+}
+
+/// W (d x nw) made orthonormal and orthogonal to the orthonormal columns of x and p: two
+/// rounds of projection and whitening. Returns the number of columns kept (the others zero).
+Index orthonormalize(Cols w, const ConstCols& x, const ConstCols& p, int threads) {
+  Index nw = w.cols();
+  for (int round = 0; round < 2 && nw > 0; ++round) {
+    auto wa = w.leftCols(nw);
+    subtract(wa, x, cross(x, wa, threads), threads);
+    if (p.cols() > 0) {
+      subtract(wa, p, cross(p, wa, threads), threads);
+    }
+    for (Index j = 0; j < nw; ++j) {
+      const double norm = wa.col(j).norm();
+      wa.col(j) *= norm > 0 ? 1 / norm : 0.0;
+    }
+    const Eigen::MatrixXd t = whitening(cross(wa, wa, threads), 1e-12);
+    transform(wa, t, threads);
+    nw = t.cols();
+  }
+  return nw;
+}
+
+}  // namespace
+
+void fix_signs(Eigen::MatrixXd& vectors) {
+  for (Index j = 0; j < vectors.cols(); ++j) {
+    Index at = 0;
+    vectors.col(j).cwiseAbs().maxCoeff(&at);
+    if (vectors(at, j) < 0) {
+      vectors.col(j) *= -1;
+    }
+  }
+}
+
+Eigen::VectorXd eigen_residuals(const BlockProduct& apply, const Eigen::VectorXd& values,
+                                const Eigen::MatrixXd& vectors) {
+  const Index k = vectors.cols();
+  Eigen::MatrixXd kv(vectors.rows(), k);
+  apply(vectors.data(), kv.data(), k);
+  Eigen::VectorXd r(k);
+  for (Index j = 0; j < k; ++j) {
+    const double res = (kv.col(j) - values(j) * vectors.col(j)).norm();
+    const double lambda = std::fabs(values(j));
+    r(j) = lambda > 0 ? res / lambda : (res == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  }
+  return r;
+}
+
+KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
+                                        const EigenOptions& options) {
+  if (options.max_iterations < 1 || !(options.tolerance > 0)) {
+    throw std::invalid_argument(
+        fmt::format("LOBPCG needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
+                    options.max_iterations, options.tolerance));
+  }
+  Index m = options.subspace > 0 ? options.subspace : count + std::max<Index>(2, count / 2);
+  if (m < count) {
+    throw std::invalid_argument(fmt::format(
+        "LOBPCG's block of {} vectors is smaller than the {} eigenpairs asked for", m, count));
+  }
+  if (3 * m > d) {
+    throw std::invalid_argument(fmt::format(
+        "LOBPCG needs 3 x its block of {} vectors <= d = {}; use the dense method", m, d));
+  }
+  Index n = 3 * m;
+  const auto fits = [&](Index block) {
+    return 6.0 * static_cast<double>(d) * static_cast<double>(block) * sizeof(double) <=
+           static_cast<double>(effective_max_memory(options.engine.max_memory));
+  };
+  require_bytes(2.0 * static_cast<double>(d) * static_cast<double>(n) * sizeof(double),
+                options.engine.max_memory,
+                fmt::format("LOBPCG on the path kernel (d = {}, a block of {} vectors: two "
+                            "d x {} blocks)",
+                            d, m, n));
+  const int threads = resolve_threads(options.engine.threads);
+  const auto report = phase_callback(options.engine.progress, "eigenpairs of K (LOBPCG)");
+  if (report) {
+    report(0.0);
+  }
+  KernelEigenvalues r;
+  r.method = EigenMethod::lobpcg;
+  // S = [X W P] (m columns each, W and P filled from the left), KS = K S; S orthonormal.
+  Eigen::MatrixXd s = Eigen::MatrixXd::Zero(d, n);
+  Eigen::MatrixXd ks = Eigen::MatrixXd::Zero(d, n);
+  {
+    std::mt19937_64 rng(0x5eed2026);
+    std::normal_distribution<double> normal;
+    for (Index j = 0; j < m; ++j) {
+      for (Index i = 0; i < d; ++i) {
+        s(i, j) = normal(rng);
+      }
+    }
+    const Index kept = orthonormalize(s.leftCols(m), s.leftCols(0), s.leftCols(0), threads);
+    if (kept < m) {
+      r.status = EigenStatus::numerical_issue;
+      return r;
+    }
+  }
+  apply(s.data(), ks.data(), m);
+  r.products += m;
+  Eigen::VectorXd lambda;
+  Index nw = 0;
+  Index np = 0;
+  // The Rayleigh-Ritz step on the active columns of S: X <- S C_x, P <- S C_p with C_p the
+  // W and P parts of C_x made orthonormal and orthogonal to C_x (so the new X and P are
+  // orthonormal without dividing by anything small). False when it fails.
+  const auto rayleigh_ritz = [&]() -> bool {
+    std::vector<Index> active;
+    for (Index j = 0; j < m; ++j) {
+      active.push_back(j);
+    }
+    for (Index j = 0; j < nw; ++j) {
+      active.push_back(m + j);
+    }
+    for (Index j = 0; j < np; ++j) {
+      active.push_back(2 * m + j);
+    }
+    const auto na = static_cast<Index>(active.size());
+    const Eigen::MatrixXd h_all = cross(s, ks, threads);
+    Eigen::MatrixXd h(na, na);
+    for (Index i = 0; i < na; ++i) {
+      for (Index j = 0; j < na; ++j) {
+        const auto ai = active[static_cast<std::size_t>(i)];
+        const auto aj = active[static_cast<std::size_t>(j)];
+        h(i, j) = (h_all(ai, aj) + h_all(aj, ai)) / 2;
+      }
+    }
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
+    if (es.info() != Eigen::Success || !es.eigenvalues().allFinite()) {
+      return false;
+    }
+    lambda = es.eigenvalues().tail(m).reverse();
+    const Eigen::MatrixXd cx = es.eigenvectors().rightCols(m).rowwise().reverse();
+    Eigen::MatrixXd cp = cx;
+    cp.topRows(m).setZero();
+    cp -= cx * (cx.transpose() * cp);
+    cp -= cx * (cx.transpose() * cp);
+    // Unit columns first: a column near convergence (a small step) keeps its direction.
+    for (Index j = 0; j < m; ++j) {
+      const double norm = cp.col(j).norm();
+      cp.col(j) *= norm > 1e-150 ? 1 / norm : 0.0;
+    }
+    const Eigen::MatrixXd t = whitening(cp.transpose() * cp, 1e-12);
+    const Eigen::MatrixXd cpo = cp * t;
+    // Coefficients over all n columns of S (zero rows for the inactive ones).
+    Eigen::MatrixXd c = Eigen::MatrixXd::Zero(n, m + cpo.cols());
+    for (Index i = 0; i < na; ++i) {
+      const auto ai = active[static_cast<std::size_t>(i)];
+      c.row(ai).head(m) = cx.row(i);
+      c.row(ai).tail(cpo.cols()) = cpo.row(i);
+    }
+    const Index npn = cpo.cols();
+    for (Eigen::MatrixXd* b : {&s, &ks}) {
+      for_row_blocks(d, threads, [&](Index r0, Index nr) {
+        const Eigen::MatrixXd rows = b->middleRows(r0, nr);
+        const Eigen::MatrixXd out = rows * c;
+        b->block(r0, 0, nr, m) = out.leftCols(m);
+        b->block(r0, m, nr, m).setZero();
+        b->block(r0, 2 * m, nr, npn) = out.rightCols(npn);
+        b->block(r0, 2 * m + npn, nr, m - npn).setZero();
+      });
+    }
+    nw = 0;
+    np = npn;
+    return true;
+  };
+  if (!rayleigh_ritz()) {
+    r.status = EigenStatus::numerical_issue;
+    return r;
+  }
+
+  // What roundoff in a product allows: 64 eps sqrt(d) lambda_max.
+  const double roundoff =
+      64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  double first_residual = -1;
+  std::vector<double> res(static_cast<std::size_t>(m));
+  std::vector<double> history;  // the worst ratio of each iteration
+  bool converged = false;
+  for (Index it = 0;; ++it) {
+    const double floor = roundoff * std::max(lambda(0), 0.0);
+    auto bound = [&](Index j) { return options.tolerance * std::fabs(lambda(j)) + floor; };
+    double worst = 0;  // the largest residual / bound of the wanted pairs
+    for (Index j = 0; j < m; ++j) {
+      res[static_cast<std::size_t>(j)] = (ks.col(j) - lambda(j) * s.col(j)).norm();
+      if (j < count) {
+        const double b = bound(j);
+        worst = std::max(worst, b > 0 ? res[static_cast<std::size_t>(j)] / b
+                                      : (res[static_cast<std::size_t>(j)] > 0 ? 1e300 : 0.0));
+      }
+    }
+    if (worst <= 1) {
+      // Confirmed by a fresh product (the recurrence's K X drifts): K X into KS's W columns.
+      apply(s.data(), ks.data() + m * d, count);
+      r.products += count;
+      bool all = true;
+      for (Index j = 0; j < count; ++j) {
+        ks.col(j) = ks.col(m + j);
+        res[static_cast<std::size_t>(j)] = (ks.col(j) - lambda(j) * s.col(j)).norm();
+        all = all && res[static_cast<std::size_t>(j)] <= bound(j);
+      }
+      ks.middleCols(m, count).setZero();
+      if (all) {
+        converged = true;
+        break;
+      }
+    }
+    if (report && worst > 0 && worst < 1e300) {
+      if (first_residual < 0) {
+        first_residual = worst;
+      }
+      if (first_residual > 1) {
+        report(std::clamp(std::log(first_residual / worst) / std::log(first_residual), 0.0, 1.0));
+      }
+    }
+    if (it >= options.max_iterations) {
+      break;
+    }
+    r.iterations = it + 1;
+    // A cluster of close eigenvalues cut by the block converges slowly: when the wanted
+    // residuals have not halved in 20 iterations, the block grows (doubled, within d / 3 and the
+    // memory limit) by random directions orthogonal to X, and the iteration restarts from X.
+    history.push_back(worst);
+    const Index grown = std::min(2 * m, d / 3);
+    if (history.size() > 20 && worst > 0.5 * history[history.size() - 21] &&
+        options.subspace == 0 && grown > m && fits(grown)) {
+      Eigen::MatrixXd s2 = Eigen::MatrixXd::Zero(d, 3 * grown);
+      Eigen::MatrixXd ks2 = Eigen::MatrixXd::Zero(d, 3 * grown);
+      s2.leftCols(m) = s.leftCols(m);
+      ks2.leftCols(m) = ks.leftCols(m);
+      std::mt19937_64 rng(0x5eed2026 + static_cast<std::uint64_t>(grown));
+      std::normal_distribution<double> normal;
+      for (Index j = m; j < grown; ++j) {
+        for (Index i = 0; i < d; ++i) {
+          s2(i, j) = normal(rng);
+        }
+      }
+      const Index added =
+          orthonormalize(s2.middleCols(m, grown - m), s2.leftCols(m), s2.leftCols(0), threads);
+      apply(s2.data() + m * d, ks2.data() + m * d, added);
+      r.products += added;
+      s = std::move(s2);
+      ks = std::move(ks2);
+      m += added;
+      n = 3 * grown;
+      // The block is m columns wide now, in storage of 3 x grown: W and P start at m.
+      if (m < grown) {
+        r.status = EigenStatus::numerical_issue;
+        return r;
+      }
+      nw = 0;
+      np = 0;
+      res.resize(static_cast<std::size_t>(m));
+      history.clear();
+      if (!rayleigh_ritz()) {
+        r.status = EigenStatus::numerical_issue;
+        return r;
+      }
+      continue;
+    }
+    // W: the residuals of the unconverged columns, orthonormal and orthogonal to X and P.
+    nw = 0;
+    for (Index j = 0; j < m; ++j) {
+      if (res[static_cast<std::size_t>(j)] > bound(j)) {
+        s.col(m + nw) = ks.col(j) - lambda(j) * s.col(j);
+        ++nw;
+      }
+    }
+    nw = orthonormalize(s.middleCols(m, nw), s.leftCols(m), s.middleCols(2 * m, np), threads);
+    s.middleCols(m + nw, m - nw).setZero();
+    if (nw > 0) {
+      apply(s.data() + m * d, ks.data() + m * d, nw);
+      r.products += nw;
+    }
+    if (!rayleigh_ritz()) {
+      r.status = EigenStatus::numerical_issue;
+      return r;
+    }
+  }
+  // The leading eigenpairs whose fresh residual is within the tolerance (all of them when
+  // converged): their values, residuals and, when asked, vectors.
+  Index good = count;
+  if (!converged) {
+    apply(s.data(), ks.data() + m * d, count);
+    r.products += count;
+    good = 0;
+    while (good < count) {
+      const Index j = good;
+      const double rj = (ks.col(m + j) - lambda(j) * s.col(j)).norm();
+      const double b =
+          options.tolerance * std::fabs(lambda(j)) + roundoff * std::max(lambda(0), 0.0);
+      if (!(rj <= b)) {
+        break;
+      }
+      res[static_cast<std::size_t>(j)] = rj;
+      ++good;
+    }
+  }
+  r.status = converged ? EigenStatus::converged : EigenStatus::not_converged;
+  r.values = lambda.head(good);
+  r.residuals.resize(good);
+  for (Index j = 0; j < good; ++j) {
+    const double l = std::fabs(lambda(j));
+    const double rj = res[static_cast<std::size_t>(j)];
+    r.residuals(j) = l > 0 ? rj / l : (rj == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  }
+  if (options.vectors) {
+    r.vectors = s.leftCols(good);
+    fix_signs(r.vectors);
+  }
+  if (report) {
+    report(1.0);
+  }
+  return r;
+}
+
+}  // namespace pathlift::detail

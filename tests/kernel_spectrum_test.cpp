@@ -1,0 +1,277 @@
+// The kernel's block product and eigenpairs (kernel.hpp, layer_dp.hpp, path_free.hpp): K V
+// against column-by-column products, LOBPCG's eigenpairs against the explicit K's dense
+// eigendecomposition (values to 1e-10, vectors by their residuals and the eigenspaces they
+// span), close and repeated eigenvalues, layer graphs without unrolling, and the errors.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+#include <vector>
+
+#include "pathlift/builtins.hpp"
+#include "pathlift/error.hpp"
+#include "pathlift/kernel.hpp"
+#include "pathlift/layer_dp.hpp"
+#include "pathlift/layers.hpp"
+#include "pathlift/model.hpp"
+#include "pathlift/path_free.hpp"
+#include "support.hpp"
+#include "tests/layer_zoo.hpp"
+
+namespace pathlift {
+namespace {
+
+/// The explicit K's eigenvalues (descending) and eigenvectors (matching columns).
+struct DenseEigen {
+  Eigen::VectorXd values;
+  Eigen::MatrixXd vectors;
+};
+
+DenseEigen dense_eigen(const DenseMatrix& k) {
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es{Eigen::MatrixXd(k)};
+  return {es.eigenvalues().reverse(), es.eigenvectors().rowwise().reverse()};
+}
+
+/// r's values equal the explicit ones to `rel` of the largest, its residuals are within the
+/// tolerance, and each eigenvector lies in the explicit eigenspace of its value (the
+/// projection on the eigenvectors whose eigenvalues are within 1e-6 keeps its norm).
+void expect_eigenpairs(const KernelEigenvalues& r, const DenseEigen& want, Index count, double rel,
+                       double tolerance, const std::string& what) {
+  ASSERT_EQ(r.status, EigenStatus::converged) << what;
+  ASSERT_EQ(r.values.size(), count) << what;
+  const double top = want.values(0);
+  for (Index i = 0; i < count; ++i) {
+    EXPECT_LE(std::fabs(r.values(i) - want.values(i)), rel * top)
+        << what << " eigenvalue " << i << ": " << r.values(i) << " vs " << want.values(i);
+  }
+  ASSERT_EQ(r.residuals.size(), count) << what;
+  for (Index i = 0; i < count; ++i) {
+    EXPECT_LE(r.residuals(i), 2 * tolerance) << what << " residual " << i;
+  }
+  if (r.vectors.size() == 0) {
+    return;
+  }
+  ASSERT_EQ(r.vectors.cols(), count) << what;
+  for (Index i = 0; i < count; ++i) {
+    EXPECT_NEAR(r.vectors.col(i).norm(), 1.0, 1e-10) << what;
+    double projected = 0;
+    for (Index j = 0; j < want.values.size(); ++j) {
+      if (std::fabs(want.values(j) - r.values(i)) <= 1e-6 * top) {
+        const double c = want.vectors.col(j).dot(r.vectors.col(i));
+        projected += c * c;
+      }
+    }
+    EXPECT_NEAR(projected, 1.0, 1e-8) << what << " eigenvector " << i;
+  }
+}
+
+TEST(KernelBlock, BlockProductEqualsColumnByColumn) {
+  for (const char* name : {"ff:4,16,16,2", "fig1"}) {
+    const Network net = builtin_network(name);
+    const auto theta = normal_weights(net.num_params(), 3);
+    const Index d = net.num_params();
+    const auto draws = normal_weights(d * 5, 9);
+    const Eigen::MatrixXd v = Eigen::Map<const Eigen::MatrixXd>(draws.data(), d, 5);
+    const Eigen::MatrixXd kv = kernel_matmat(net, theta, v);
+    for (Index j = 0; j < 5; ++j) {
+      const std::vector<double> col(v.col(j).data(), v.col(j).data() + d);
+      EXPECT_EQ(kv.col(j), kernel_matvec(net, theta, col)) << name << " column " << j;
+    }
+  }
+}
+
+TEST(KernelBlock, LayerOperatorEqualsTheUnrolledProducts) {
+  int index = 0;
+  for (const LayerGraph& g : testing::layer_zoo()) {
+    ++index;
+    if (g.num_params > 20000) {
+      continue;
+    }
+    const Network net = unroll(g);
+    const auto theta = normal_weights(g.num_params, 40 + static_cast<std::uint64_t>(index));
+    const Index d = g.num_params;
+    const auto draws = normal_weights(d * 3, static_cast<std::uint64_t>(index));
+    const Eigen::MatrixXd v = Eigen::Map<const Eigen::MatrixXd>(draws.data(), d, 3);
+    const LayerKernelOperator op(g, theta);
+    EXPECT_EQ(op.size(), d);
+    Eigen::MatrixXd kv(d, 3);
+    op.apply(v.data(), kv.data(), 3);
+    const Eigen::MatrixXd want = kernel_matmat(net, theta, v);
+    EXPECT_LE((kv - want).norm(), 1e-11 * want.norm()) << "zoo graph " << index;
+    // The same operator again: what it keeps is not changed by a product.
+    Eigen::MatrixXd again(d, 3);
+    op.apply(v.data(), again.data(), 3);
+    EXPECT_EQ(again, kv) << "zoo graph " << index;
+    // The Model face: the block product of the layer graph, never unrolled.
+    const Model model(g);
+    EXPECT_EQ(kernel_matmat(model, theta, v), kv) << "zoo graph " << index;
+    // Bit-identical for any thread count.
+    EngineOptions three;
+    three.threads = 3;
+    const LayerKernelOperator op3(g, theta, three);
+    Eigen::MatrixXd kv3(d, 3);
+    op3.apply(v.data(), kv3.data(), 3);
+    EXPECT_EQ(kv3, kv) << "zoo graph " << index;
+  }
+}
+
+TEST(KernelSpectrum, LobpcgEqualsTheExplicitKernel) {
+  for (const char* name : {"ff:4,16,16,2", "ff:6,20,20,3", "random"}) {
+    const Network net =
+        std::string(name) == "random" ? random_dag(40, 0.3, 7) : builtin_network(name);
+    const auto theta = normal_weights(net.num_params(), 11);
+    const DenseEigen want = dense_eigen(kernel(net, theta));
+    for (const Index count : {1, 3, 6}) {
+      EigenOptions o;
+      o.method = EigenMethod::lobpcg;
+      o.vectors = true;
+      const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, count, o);
+      EXPECT_EQ(r.method, EigenMethod::lobpcg);
+      EXPECT_GT(r.products, 0);
+      EXPECT_GT(r.iterations, 0);
+      expect_eigenpairs(r, want, count, 1e-10, o.tolerance, fmt::format("{} top {}", name, count));
+    }
+  }
+}
+
+TEST(KernelSpectrum, RepeatedAndCloseEigenvaluesDoNotStallIt) {
+  // All weights 1 on a fully connected network: the permutations of each hidden layer are
+  // symmetries of K, so its top eigenvalues come in exact multiplets (here 1 and then 0.781 eleven
+  // times). Slightly perturbed, they split into a cluster 1e-4 wide that the block of 7 cuts: the
+  // block grows when the residuals stall. At tolerance 1e-8, the eigenvalues are right to 1e-9
+  // (their error is about the residual squared over the gap).
+  const Network net = builtin_network("ff:5,12,12,2");
+  for (const double eps : {0.0, 1e-4}) {
+    std::vector<double> theta = normal_weights(net.num_params(), 5);
+    for (double& t : theta) {
+      t = 1 + eps * t;
+    }
+    const DenseEigen want = dense_eigen(kernel(net, theta));
+    EigenOptions o;
+    o.method = EigenMethod::lobpcg;
+    o.vectors = true;
+    o.tolerance = 1e-8;
+    const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 5, o);
+    expect_eigenpairs(r, want, 5, 1e-9, o.tolerance, fmt::format("perturbation {}", eps));
+    EXPECT_LT(r.iterations, 100) << eps;
+  }
+}
+
+TEST(KernelSpectrum, EveryMethodGivesVectorsAndResiduals) {
+  const Network net = builtin_network("ff:4,16,16,2");
+  const auto theta = normal_weights(net.num_params(), 2);
+  const DenseEigen want = dense_eigen(kernel(net, theta));
+  Eigen::MatrixXd first;
+  for (const EigenMethod m : {EigenMethod::dense, EigenMethod::lanczos, EigenMethod::lobpcg}) {
+    EigenOptions o;
+    o.method = m;
+    o.vectors = true;
+    const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 3, o);
+    EXPECT_EQ(r.method, m);
+    expect_eigenpairs(r, want, 3, 1e-10, 1e-8, std::string(to_string(m)));
+    // Simple eigenvalues: the vectors agree across methods, their signs fixed alike.
+    if (first.size() == 0) {
+      first = r.vectors;
+    } else {
+      EXPECT_LE((r.vectors - first).norm(), 1e-6) << to_string(m);
+    }
+  }
+  // Without vectors: none, and residuals only from LOBPCG.
+  EigenOptions lanczos;
+  lanczos.method = EigenMethod::lanczos;
+  const KernelEigenvalues l = kernel_top_eigenvalues(net, theta, 3, lanczos);
+  EXPECT_EQ(l.vectors.size(), 0);
+  EXPECT_EQ(l.residuals.size(), 0);
+  EigenOptions lobpcg;
+  lobpcg.method = EigenMethod::lobpcg;
+  const KernelEigenvalues b = kernel_top_eigenvalues(net, theta, 3, lobpcg);
+  EXPECT_EQ(b.vectors.size(), 0);
+  EXPECT_EQ(b.residuals.size(), 3);
+}
+
+TEST(KernelSpectrum, LayerGraphWithoutUnrolling) {
+  const LayerGraph g = testing::zoo_cnn();
+  const auto theta = normal_weights(g.num_params, 17);
+  const Network net = unroll(g);
+  const DenseEigen want = dense_eigen(kernel(net, theta));
+  EigenOptions o;
+  o.method = EigenMethod::lobpcg;
+  o.vectors = true;
+  const KernelEigenvalues r = kernel_top_eigenvalues(g, theta, 3, o);
+  EXPECT_EQ(r.method, EigenMethod::lobpcg);
+  expect_eigenpairs(r, want, 3, 1e-10, o.tolerance, "zoo_cnn");
+  // The automatic method on a layer graph with d > 256: LOBPCG too.
+  ASSERT_GT(g.num_params, 256);
+  const KernelEigenvalues a = kernel_top_eigenvalues(Model(g), theta, 2);
+  EXPECT_EQ(a.method, EigenMethod::lobpcg);
+  EXPECT_LE(std::fabs(a.values(0) - want.values(0)), 1e-10 * want.values(0));
+}
+
+TEST(KernelSpectrum, LowRankKernel) {
+  // theta = 0: K has eigenvalues 1, 1, 0, ..., 0 (tests/kernel_test.cpp); LOBPCG finds the
+  // zeros too (their residuals are within the roundoff floor).
+  const Network net = builtin_network("ff:4,16,16,2");
+  const std::vector<double> theta(static_cast<std::size_t>(net.num_params()), 0.0);
+  EigenOptions o;
+  o.method = EigenMethod::lobpcg;
+  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 4, o);
+  ASSERT_EQ(r.status, EigenStatus::converged);
+  EXPECT_NEAR(r.values(0), 1.0, 1e-12);
+  EXPECT_NEAR(r.values(1), 1.0, 1e-12);
+  EXPECT_NEAR(r.values(2), 0.0, 1e-12);
+  EXPECT_NEAR(r.values(3), 0.0, 1e-12);
+}
+
+TEST(KernelSpectrum, NotConvergedIsAStatus) {
+  const Network net = builtin_network("ff:6,20,20,3");
+  const auto theta = normal_weights(net.num_params(), 4);
+  EigenOptions o;
+  o.method = EigenMethod::lobpcg;
+  o.max_iterations = 1;
+  o.tolerance = 1e-14;
+  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 3, o);
+  EXPECT_EQ(r.status, EigenStatus::not_converged);
+  EXPECT_LT(r.values.size(), 3);
+  EXPECT_EQ(r.residuals.size(), r.values.size());
+}
+
+TEST(KernelSpectrum, Errors) {
+  const Network net = builtin_network("ff:2,3,1");  // d = 13
+  const auto theta = normal_weights(net.num_params(), 1);
+  EigenOptions o;
+  o.method = EigenMethod::lobpcg;
+  EXPECT_TRUE(
+      testing::contains(testing::error_of<std::invalid_argument>(
+                            [&] { (void)kernel_top_eigenvalues(net, theta, 5, o); }),
+                        "LOBPCG needs 3 x its block of 7 vectors <= d = 13; use the dense method"));
+  o.subspace = 2;
+  EXPECT_TRUE(testing::contains(testing::error_of<std::invalid_argument>(
+                                    [&] { (void)kernel_top_eigenvalues(net, theta, 3, o); }),
+                                "smaller than the 3 eigenpairs"));
+  Eigen::MatrixXd v = Eigen::MatrixXd::Ones(net.num_params(), 2);
+  v(4, 1) = std::nan("");
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<std::invalid_argument>([&] { (void)kernel_matmat(net, theta, v); }),
+      "column 1 of V"));
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<std::invalid_argument>([&] { (void)kernel_matmat(Model(net), theta, v); }),
+      "V[4, 1] = nan is not finite"));
+  const Eigen::MatrixXd tall = Eigen::MatrixXd::Ones(net.num_params() + 1, 1);
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<std::invalid_argument>([&] { (void)kernel_matmat(net, theta, tall); }),
+      "V has 14 rows; the network has d = 13 parameters"));
+  // The blocks LOBPCG needs are refused over the memory limit, with the sizes.
+  EigenOptions tiny;
+  tiny.method = EigenMethod::lobpcg;
+  tiny.engine.max_memory = 1000;
+  const Network big = builtin_network("ff:4,16,16,2");
+  const auto tb = normal_weights(big.num_params(), 1);
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<TooLarge>([&] { (void)kernel_top_eigenvalues(big, tb, 2, tiny); }),
+      "two d x 12 blocks"));
+}
+
+}  // namespace
+}  // namespace pathlift
