@@ -15,6 +15,16 @@ from . import _pathlift
 _KERNEL_PRODUCTS: Any = getattr(_pathlift, "_KernelProducts")
 
 
+def _real(x: Any) -> np.ndarray:
+    """x as float64; a complex x (scipy passes one for a complex problem) is refused rather
+    than losing its imaginary part."""
+    a = np.asarray(x)
+    if a.dtype.kind == "c":
+        raise ValueError(f"K is real: multiply the real and imaginary parts of a complex vector "
+                         f"separately (got dtype {a.dtype})")
+    return a.astype(np.float64, copy=False)
+
+
 class KernelOperator(LinearOperator):
     """K (d x d, symmetric positive semi-definite, float64) on a network and theta: ``K @ v``
     (d numbers) and ``K @ V`` (a d x k block, one sweep of the block product) without forming K
@@ -29,11 +39,10 @@ class KernelOperator(LinearOperator):
         super().__init__(dtype=np.dtype(np.float64), shape=(d, d))
 
     def _matvec(self, x: Any) -> np.ndarray:
-        v = np.asarray(x, dtype=np.float64).reshape(-1)
-        return self._products.matmat(v)
+        return self._products.matmat(_real(x).reshape(-1))
 
     def _matmat(self, x: Any) -> np.ndarray:
-        return self._products.matmat(np.asarray(x, dtype=np.float64))
+        return self._products.matmat(_real(x))
 
     def _rmatvec(self, x: Any) -> np.ndarray:
         return self._matvec(x)

@@ -31,12 +31,17 @@ class TorchKernelOperator:
         self.shape: Tuple[int, int] = (d, d)
 
     def matmat(self, v: torch.Tensor) -> torch.Tensor:
-        """K v (v: d entries) or K V (V: d x k), as a tensor of v's dtype and device."""
+        """K v (v: d entries) or K V (V: d x k), as a tensor of v's floating dtype (float64
+        for an integer v) and device."""
         if not isinstance(v, torch.Tensor):
             raise TypeError(f"pathlift.torch.kernel_operator: expects a torch.Tensor, got "
                             f"{type(v).__name__}")
+        if v.is_complex():
+            raise ValueError(f"pathlift.torch.kernel_operator: K is real; multiply the real and "
+                             f"imaginary parts separately (got {v.dtype})")
         out = self._products.matmat(v.detach().to("cpu", torch.float64).numpy())
-        return torch.from_numpy(out).to(dtype=v.dtype, device=v.device)
+        dtype = v.dtype if v.is_floating_point() else torch.float64
+        return torch.from_numpy(out).to(dtype=dtype, device=v.device)
 
     matvec = matmat
 

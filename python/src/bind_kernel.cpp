@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -58,18 +60,25 @@ py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(
   return a;
 }
 
-/// K on a network with its own copy of theta: ModelKernelOperator kept across products.
+/// K on a network with its own copy of theta: ModelKernelOperator kept across products. Made
+/// with the GIL held (it holds Python references); the operator is built by build(), which
+/// may run without the GIL. Products are serialised (the operators reuse their buffers).
 class KernelProducts {
  public:
-  KernelProducts(NetworkArg net, std::vector<double> theta, const EngineOptions& options)
-      : m_net(std::move(net)), m_theta(std::move(theta)), m_op(m_net.model(), m_theta, options) {}
-  [[nodiscard]] Index size() const { return m_op.size(); }
-  void apply(const double* v, double* out, Index k) const { m_op.apply(v, out, k); }
+  KernelProducts(NetworkArg net, std::vector<double> theta)
+      : m_net(std::move(net)), m_theta(std::move(theta)) {}
+  void build(const EngineOptions& options) { m_op.emplace(m_net.model(), m_theta, options); }
+  [[nodiscard]] Index size() const { return m_net.model().num_params(); }
+  void apply(const double* v, double* out, Index k) const {
+    const std::lock_guard<std::mutex> lock(m_mutex);
+    m_op->apply(v, out, k);
+  }
 
  private:
   NetworkArg m_net;
   std::vector<double> m_theta;
-  ModelKernelOperator m_op;
+  std::optional<ModelKernelOperator> m_op;
+  mutable std::mutex m_mutex;
 };
 
 }  // namespace
@@ -166,8 +175,12 @@ threads: 0 = all cores. The GIL is released.)doc");
              const auto t = theta_argument<double>(theta, net);
              std::vector<double> values(t.data(), t.data() + t.size());
              const EngineOptions o = engine_options(threads, 0, py::none(), "kernel_operator");
-             py::gil_scoped_release release;
-             return std::make_unique<KernelProducts>(net, std::move(values), o);
+             auto products = std::make_unique<KernelProducts>(net, std::move(values));
+             {
+               py::gil_scoped_release release;
+               products->build(o);
+             }
+             return products;
            }),
            py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0)
       .def_property_readonly(

@@ -216,7 +216,9 @@ KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply,
   if (options.method == EigenMethod::automatic &&
       (3 * block > d ||
        lobpcg_bytes > static_cast<double>(effective_max_memory(options.engine.max_memory)))) {
-    return lanczos_top_eigenvalues(d, apply, count, options);
+    EigenOptions lanczos = options;
+    lanczos.subspace = 0;  // the caller's subspace was LOBPCG's block, not Lanczos's ncv
+    return lanczos_top_eigenvalues(d, apply, count, lanczos);
   }
   return lobpcg_top_eigenpairs(d, apply, count, options);
 }

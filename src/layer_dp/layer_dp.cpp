@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -356,6 +357,14 @@ struct LayerKernelOperator::State {
   std::vector<TensorPtr> a;  // forward sums at theta^2, kept
   std::vector<TensorPtr> b;  // backward sums at theta^2, kept
   Buffer<double> ab;         // sum over the edges of each parameter of A(src) B(dst)
+  /// The entries of ab beyond double's normal range (0 in ab), as mantissa * 2^exponent:
+  /// v_k ab_k may still fit.
+  struct Scaled {
+    std::size_t k;
+    double m;
+    std::int64_t e;
+  };
+  std::vector<Scaled> ab_scaled;
 
   State(const LayerGraph& graph, std::span<const double> t, const EngineOptions& o)
       : options(o), plan(graph, options), theta(t) {}
@@ -384,8 +393,13 @@ struct LayerKernelOperator::State {
                           {mid, span.to});
     const double* diag = ab.data();
     for (std::size_t k = 0; k < d; ++k) {
-      if (v[k] != 0) {
-        out[k] += v[k] * diag[k];
+      out[k] += v[k] * diag[k];
+    }
+    for (const Scaled& x : ab_scaled) {
+      if (v[x.k] != 0) {
+        int ve = 0;
+        const double vm = std::frexp(v[x.k], &ve);
+        out[x.k] += detail::dp_ldexp(vm * x.m, x.e + ve);
       }
     }
   }
@@ -409,7 +423,13 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
                               {0, 0});
   s.ab.resize(static_cast<std::size_t>(graph.num_params));
   for (std::size_t k = 0; k < s.ab.size(); ++k) {
-    s.ab[k] = ab.value(k);
+    const double x = ab.value(k);
+    if (ab.m[k] != 0 && !(std::isfinite(x) && std::fabs(x) >= std::numeric_limits<double>::min())) {
+      s.ab[k] = 0;
+      s.ab_scaled.push_back({k, ab.m[k], ab.k[k]});
+    } else {
+      s.ab[k] = x;
+    }
   }
 }
 

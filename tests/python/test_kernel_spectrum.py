@@ -13,6 +13,8 @@ import scipy.sparse.linalg as spla
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
+from test_cnn import prepare  # noqa: E402  (float64, eval mode, random weights and statistics)
+
 
 @pytest.fixture(scope="module")
 def pl(pathlift_module):
@@ -20,9 +22,14 @@ def pl(pathlift_module):
 
 
 def small_cnn():
-    torch.manual_seed(3)
-    return nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(),
-                         nn.Linear(3 * 4 * 4, 4), nn.ReLU(), nn.Linear(4, 2)).double().eval()
+    """Weights scaled by 2: K's top eigenvalues then lie above the eigenvalue 1 of each output
+    bias (a path of one edge), whose multiplicity single-vector Lanczos (eigsh) cannot see."""
+    model = prepare(nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(),
+                                  nn.Linear(3 * 4 * 4, 4), nn.ReLU(), nn.Linear(4, 2)), 3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(2)
+    return model
 
 
 def explicit_kernel(pl, net, theta):
@@ -36,11 +43,6 @@ def cases(pl):
     dag = pl.feed_forward(4, [12, 12], 3)
     yield "dag", dag, rng.standard_normal(dag.d)
     model = small_cnn()
-    with torch.no_grad():
-        for bn in model.modules():
-            if isinstance(bn, nn.BatchNorm2d):
-                bn.running_mean.uniform_(-0.5, 0.5)
-                bn.running_var.uniform_(0.5, 2.0)
     net = pl.from_torch(model, input_shape=(1, 6, 6))
     yield "cnn", net, pl.theta_from_torch(model)
 
@@ -98,6 +100,8 @@ def test_operator_products_equal_the_explicit_kernel(pl):
             pl.kernel_matvec(net, theta, np.ones((net.d + 1, 2)))
         with pytest.raises(ValueError, match="non-finite"):
             op @ np.full(net.d, np.nan)
+        with pytest.raises(ValueError, match="K is real"):
+            op @ (v + 1j * v)
 
 
 def test_torch_operator(pl):
@@ -115,6 +119,10 @@ def test_torch_operator(pl):
     V = torch.randn(net.d, 3, dtype=torch.float64)
     np.testing.assert_allclose(op.matmat(V).numpy(), K @ V.numpy(), rtol=1e-10,
                                atol=1e-12 * np.abs(K).max() * net.d)
+    ki = op @ torch.arange(net.d)  # an integer vector: K v in float64, not truncated
+    assert ki.dtype == torch.float64
+    np.testing.assert_allclose(ki.numpy(), K @ np.arange(net.d), rtol=1e-10,
+                               atol=1e-12 * np.abs(K).max() * net.d ** 2)
     blocks = op.split(op @ V[:, 0])
     assert [tuple(b.shape) for b in blocks] == [tuple(p.shape) for p in model.parameters()]
     with pytest.raises(TypeError, match="torch.Tensor"):
@@ -143,3 +151,25 @@ def test_cli_writes_the_eigenvectors(pl, run_cli, tmp_path):
     assert "LOBPCG" in text and "||K v - lambda v|| / lambda" in text and str(out) in text
     bad = run_cli("kernel", "--ff", "4,12,12,3", "--trace", "--vectors", out)
     assert bad.returncode != 0 and "--vectors writes the eigenvectors of --top-eig N" in bad.stderr
+
+
+def test_products_where_the_diagonal_overflows(pl):
+    """K[k, k] beyond float64 while (K v)_k fits: the kept diagonal is scaled, not inf."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU(),
+                      nn.Linear(4, 2)).double()
+    net = pl.from_torch(m)
+    dag = net.unrolled()
+    sizes = np.cumsum([0] + [p.numel() for p in m.parameters()])
+    theta = pl.theta_from_torch(m)
+    theta[sizes[0]:sizes[2]] *= 1e80  # the first and the last layer
+    theta[sizes[4]:sizes[6]] *= 1e80
+    with pytest.raises(pl.RangeError):
+        pl.kernel_diagonal(dag, theta)  # the middle layer's K[k, k] overflow
+    v = np.zeros(net.d)
+    v[sizes[2]] = 1e-30
+    got = pl.kernel_matvec(net, theta, v)
+    want = pl.kernel_matvec(dag, theta, v)  # the DAG's products are scaled throughout
+    assert np.all(np.isfinite(got)) and abs(got[sizes[2]]) > 1e280
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(pl.kernel_operator(net, theta) @ v, want, rtol=1e-12)

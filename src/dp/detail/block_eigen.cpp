@@ -167,6 +167,15 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
                             "d x {} blocks)",
                             d, m, n));
   const int threads = resolve_threads(options.engine.threads);
+  // The iteration splits its own work in fixed row blocks: Eigen's products run on one
+  // thread inside them (the same result for any thread count), restored on return.
+  struct EigenThreads {
+    int saved = Eigen::nbThreads();
+    EigenThreads() { Eigen::setNbThreads(1); }
+    EigenThreads(const EigenThreads&) = delete;
+    EigenThreads& operator=(const EigenThreads&) = delete;
+    ~EigenThreads() { Eigen::setNbThreads(saved); }
+  } const eigen_threads;
   const auto report = phase_callback(options.engine.progress, "eigenpairs of K (LOBPCG)");
   if (report) {
     report(0.0);
@@ -315,8 +324,9 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
     // memory limit) by random directions orthogonal to X, and the iteration restarts from X.
     history.push_back(worst);
     const Index grown = std::min(2 * m, d / 3);
+    // (the old blocks live beside the new ones while X is copied: m + grown counted)
     if (history.size() > 20 && worst > 0.5 * history[history.size() - 21] &&
-        options.subspace == 0 && grown > m && fits(grown)) {
+        options.subspace == 0 && grown > m && fits(m + grown)) {
       Eigen::MatrixXd s2 = Eigen::MatrixXd::Zero(d, 3 * grown);
       Eigen::MatrixXd ks2 = Eigen::MatrixXd::Zero(d, 3 * grown);
       s2.leftCols(m) = s.leftCols(m);
@@ -334,13 +344,10 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
       r.products += added;
       s = std::move(s2);
       ks = std::move(ks2);
+      // The block is m + added columns wide, in storage of 3 x grown columns (W and P start at
+      // the new m; columns past 3 m, if any direction was dropped, stay zero and unused).
       m += added;
       n = 3 * grown;
-      // The block is m columns wide now, in storage of 3 x grown: W and P start at m.
-      if (m < grown) {
-        r.status = EigenStatus::numerical_issue;
-        return r;
-      }
       nw = 0;
       np = 0;
       res.resize(static_cast<std::size_t>(m));

@@ -524,7 +524,9 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) 
   const double params = (kept > 0 ? 2.0 : 1.0) * static_cast<double>(m_max_kernel) +
                         static_cast<double>(m_threads) *
                             static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
-  const double bytes = 8.0 * (tensors + static_cast<double>(m_max_columns) + params) +
+  // Two column matrices (a convolution's and a transposed one's, kept from layer to layer:
+  // layer_buffer) beside the tensors.
+  const double bytes = 8.0 * (tensors + 2.0 * static_cast<double>(m_max_columns) + params) +
                        16.0 * param_sums * static_cast<double>(m_graph->num_params);
   require_bytes(bytes, m_options->max_memory,
                 fmt::format("{} on the layer graph ({} layers, {} tensor entries, d = {})", what,

@@ -2,6 +2,7 @@
 // layer, from the forward sums of its input and the backward sums of its output.
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "src/dp/detail/dp_scaled.hpp"
@@ -28,7 +29,19 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       } else {
         const double* __restrict f = factor + offset;
         for (Index i = 0; i < count; ++i) {
-          o[i] += (values[i] * f[i]) * scale;
+          const double p = values[i] * f[i];
+          // values[i] * f[i] out of the normal range (a huge or tiny factor) while the term
+          // itself may fit: the exact split of the slow path below.
+          if (std::fabs(p) < std::numeric_limits<double>::min() ||
+              std::fabs(p) > std::numeric_limits<double>::max()) {
+            if (values[i] != 0 && f[i] != 0) {
+              int fe = 0;
+              const double fm = std::frexp(f[i], &fe);
+              o[i] += dp_ldexp(values[i] * fm, exp + fe);
+            }
+            continue;
+          }
+          o[i] += p * scale;
         }
       }
       return;
