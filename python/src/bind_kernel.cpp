@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,34 @@ py::array_t<double, py::array::c_style | py::array::forcecast> vectors_argument(
     }
   }
   return a;
+}
+
+/// K V through `apply` (column-major d x k blocks, run with the GIL released) for the checked
+/// vectors `vs`: a 1-D array of d entries back for d numbers, a d x k array for a d x k block.
+py::object block_product(const std::function<void(const double*, double*, Index)>& apply,
+                         const py::array_t<double, py::array::c_style | py::array::forcecast>& vs) {
+  const auto d = static_cast<Index>(vs.shape(0));
+  const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
+  std::vector<double> block(static_cast<std::size_t>(d * k));
+  std::vector<double> out(static_cast<std::size_t>(d * k));
+  for (Index i = 0; i < d; ++i) {
+    for (Index c = 0; c < k; ++c) {
+      block[static_cast<std::size_t>(c * d + i)] = vs.data()[i * k + c];
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    apply(block.data(), out.data(), k);
+  }
+  if (vs.ndim() == 1) {
+    return py::object(owning_array(std::move(out)));
+  }
+  for (Index i = 0; i < d; ++i) {
+    for (Index c = 0; c < k; ++c) {
+      block[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(c * d + i)];
+    }
+  }
+  return py::object(owning_row_major(std::move(block), d, k));
 }
 
 /// K on a network with its own copy of theta: ModelKernelOperator kept across products. Made
@@ -128,32 +157,14 @@ threads: 0 = all cores. Complexity: O(m + d). The GIL is released.)doc");
          const py::object& progress) {
         const EngineOptions o = engine_options(threads, 0, progress, "kernel_matvec");
         const auto t = theta_argument<double>(theta, net);
-        const Index d = net.model().num_params();
-        const auto vs = vectors_argument(v, d);
-        const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-        // Column-major blocks for the operator; the result back in the argument's layout.
-        std::vector<double> block(static_cast<std::size_t>(d * k));
-        std::vector<double> out(static_cast<std::size_t>(d * k));
-        for (Index i = 0; i < d; ++i) {
-          for (Index c = 0; c < k; ++c) {
-            block[static_cast<std::size_t>(c * d + i)] = vs.data()[i * k + c];
-          }
-        }
+        const auto vs = vectors_argument(v, net.model().num_params());
+        std::optional<ModelKernelOperator> op;
         {
           py::gil_scoped_release release;
           // One operator: what does not depend on v is computed once for all the columns.
-          const ModelKernelOperator op(net.model(), as_span<double>(t), o);
-          op.apply(block.data(), out.data(), k);
+          op.emplace(net.model(), as_span<double>(t), o);
         }
-        if (vs.ndim() == 1) {
-          return py::object(owning_array(std::move(out)));
-        }
-        for (Index i = 0; i < d; ++i) {
-          for (Index c = 0; c < k; ++c) {
-            block[static_cast<std::size_t>(i * k + c)] = out[static_cast<std::size_t>(c * d + i)];
-          }
-        }
-        return py::object(owning_row_major(std::move(block), d, k));
+        return block_product([&](const double* x, double* y, Index k) { op->apply(x, y, k); }, vs);
       },
       py::arg("net"), py::arg("theta"), py::arg("v"), py::kw_only(), py::arg("threads") = 0,
       py::arg("progress") = py::none(),
@@ -188,19 +199,8 @@ threads: 0 = all cores. The GIL is released.)doc");
       .def(
           "matmat",
           [](const KernelProducts& p, const py::object& v) {
-            using Fortran = py::array_t<double, py::array::f_style | py::array::forcecast>;
-            const auto vs = vectors_argument(v, p.size());
-            const Fortran f = Fortran::ensure(vs);
-            const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-            Fortran out(std::vector<py::ssize_t>{p.size(), k});
-            {
-              py::gil_scoped_release release;
-              p.apply(f.data(), out.mutable_data(), k);
-            }
-            if (vs.ndim() == 1) {
-              return py::object(out.attr("reshape")(p.size()));
-            }
-            return py::object(out);
+            return block_product([&p](const double* x, double* y, Index k) { p.apply(x, y, k); },
+                                 vectors_argument(v, p.size()));
           },
           py::arg("v"),
           "K v for d numbers, or K V for a d x k block (one sweep of the block product); "

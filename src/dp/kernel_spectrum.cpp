@@ -208,14 +208,12 @@ KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply,
   if (options.method == EigenMethod::lanczos) {
     return lanczos_top_eigenvalues(d, apply, count, options);
   }
-  const Index block =
-      options.subspace > 0 ? options.subspace : count + std::max<Index>(2, count / 2);
+  const Index block = lobpcg_block(count, options);
   // Automatic: Lanczos when LOBPCG's block does not fit d, or its two d x 3 block matrices
   // would exceed the memory limit (Lanczos keeps one d x ncv basis).
-  const double lobpcg_bytes = 6.0 * static_cast<double>(d) * static_cast<double>(block) * 8;
   if (options.method == EigenMethod::automatic &&
-      (3 * block > d ||
-       lobpcg_bytes > static_cast<double>(effective_max_memory(options.engine.max_memory)))) {
+      (3 * block > d || lobpcg_bytes(d, block) >
+                            static_cast<double>(effective_max_memory(options.engine.max_memory)))) {
     EigenOptions lanczos = options;
     lanczos.subspace = 0;  // the caller's subspace was LOBPCG's block, not Lanczos's ncv
     return lanczos_top_eigenvalues(d, apply, count, lanczos);

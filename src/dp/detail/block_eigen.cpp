@@ -16,6 +16,7 @@
 
 #include "pathlift/limits.hpp"
 #include "pathlift/options.hpp"
+#include "src/core/detail/eigen_threads.hpp"
 #include "src/core/detail/progress.hpp"
 
 namespace pathlift::detail {
@@ -140,6 +141,14 @@ Eigen::VectorXd eigen_residuals(const BlockProduct& apply, const Eigen::VectorXd
   return r;
 }
 
+Index lobpcg_block(Index count, const EigenOptions& options) {
+  return options.subspace > 0 ? options.subspace : count + std::max<Index>(2, count / 2);
+}
+
+double lobpcg_bytes(Index d, Index block) {
+  return 2.0 * static_cast<double>(d) * 3.0 * static_cast<double>(block) * sizeof(double);
+}
+
 KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                         const EigenOptions& options) {
   if (options.max_iterations < 1 || !(options.tolerance > 0)) {
@@ -147,7 +156,7 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
         fmt::format("LOBPCG needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
                     options.max_iterations, options.tolerance));
   }
-  Index m = options.subspace > 0 ? options.subspace : count + std::max<Index>(2, count / 2);
+  Index m = lobpcg_block(count, options);
   if (m < count) {
     throw std::invalid_argument(fmt::format(
         "LOBPCG's block of {} vectors is smaller than the {} eigenpairs asked for", m, count));
@@ -158,24 +167,17 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
   }
   Index n = 3 * m;
   const auto fits = [&](Index block) {
-    return 6.0 * static_cast<double>(d) * static_cast<double>(block) * sizeof(double) <=
+    return lobpcg_bytes(d, block) <=
            static_cast<double>(effective_max_memory(options.engine.max_memory));
   };
-  require_bytes(2.0 * static_cast<double>(d) * static_cast<double>(n) * sizeof(double),
-                options.engine.max_memory,
+  require_bytes(lobpcg_bytes(d, m), options.engine.max_memory,
                 fmt::format("LOBPCG on the path kernel (d = {}, a block of {} vectors: two "
                             "d x {} blocks)",
                             d, m, n));
   const int threads = resolve_threads(options.engine.threads);
   // The iteration splits its own work in fixed row blocks: Eigen's products run on one
-  // thread inside them (the same result for any thread count), restored on return.
-  struct EigenThreads {
-    int saved = Eigen::nbThreads();
-    EigenThreads() { Eigen::setNbThreads(1); }
-    EigenThreads(const EigenThreads&) = delete;
-    EigenThreads& operator=(const EigenThreads&) = delete;
-    ~EigenThreads() { Eigen::setNbThreads(saved); }
-  } const eigen_threads;
+  // thread inside them (the same result for any thread count).
+  const EigenSingleThread eigen_threads;
   const auto report = phase_callback(options.engine.progress, "eigenpairs of K (LOBPCG)");
   if (report) {
     report(0.0);
@@ -275,13 +277,15 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
   // What roundoff in a product allows: 64 eps sqrt(d) lambda_max.
   const double roundoff =
       64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  // The convergence bound of pair j at the current Ritz values.
+  const auto bound = [&](Index j) {
+    return options.tolerance * std::fabs(lambda(j)) + roundoff * std::max(lambda(0), 0.0);
+  };
   double first_residual = -1;
   std::vector<double> res(static_cast<std::size_t>(m));
   std::vector<double> history;  // the worst ratio of each iteration
   bool converged = false;
   for (Index it = 0;; ++it) {
-    const double floor = roundoff * std::max(lambda(0), 0.0);
-    auto bound = [&](Index j) { return options.tolerance * std::fabs(lambda(j)) + floor; };
     double worst = 0;  // the largest residual / bound of the wanted pairs
     for (Index j = 0; j < m; ++j) {
       res[static_cast<std::size_t>(j)] = (ks.col(j) - lambda(j) * s.col(j)).norm();
@@ -387,9 +391,7 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
     while (good < count) {
       const Index j = good;
       const double rj = (ks.col(m + j) - lambda(j) * s.col(j)).norm();
-      const double b =
-          options.tolerance * std::fabs(lambda(j)) + roundoff * std::max(lambda(0), 0.0);
-      if (!(rj <= b)) {
+      if (!(rj <= bound(j))) {
         break;
       }
       res[static_cast<std::size_t>(j)] = rj;

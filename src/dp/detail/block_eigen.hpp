@@ -13,9 +13,15 @@ namespace pathlift::detail {
 /// out = K v for the column-major d x k blocks v and out (k columns, one sweep).
 using BlockProduct = std::function<void(const double* v, double* out, Index k)>;
 
+/// LOBPCG's block size: options.subspace, or count + max(2, count / 2).
+Index lobpcg_block(Index count, const EigenOptions& options);
+
+/// The bytes of LOBPCG's two d x 3 block matrices of doubles (S = [X W P] and K S).
+double lobpcg_bytes(Index d, Index block);
+
 /// The `count` largest eigenpairs of the symmetric positive semi-definite d x d operator K by
 /// LOBPCG (Knyazev's locally optimal block preconditioned conjugate gradient, without a
-/// preconditioner): a block of m = options.subspace (0: count + max(2, count / 2)) vectors,
+/// preconditioner): a block of m = lobpcg_block(count, options) vectors,
 /// each iteration one product K W of its unconverged residual directions and a Rayleigh-Ritz
 /// step on [X, W, P], the basis made well-conditioned by the eigendecomposition of its Gram
 /// matrix (directions below 1e-10 of the largest dropped), so close eigenvalues do not stall

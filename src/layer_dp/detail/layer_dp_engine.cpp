@@ -430,13 +430,11 @@ namespace {
 thread_local int t_engine_depth = 0;  // EigenSerial guards alive on this thread
 }  // namespace
 
-EigenSerial::EigenSerial() : m_saved(Eigen::nbThreads()) {
-  Eigen::setNbThreads(1);
+EigenSerial::EigenSerial() {
   ++t_engine_depth;
 }
 
 EigenSerial::~EigenSerial() {
-  Eigen::setNbThreads(m_saved);
   if (--t_engine_depth == 0) {
     release_layer_buffers();
   }

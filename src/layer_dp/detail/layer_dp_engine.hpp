@@ -24,6 +24,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
+#include "src/core/detail/eigen_threads.hpp"
 #include "src/layers/detail/layers_geometry.hpp"
 
 namespace pathlift::detail {
@@ -150,10 +151,11 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
 /// True for the layers that carry parameters (linear, conv, batch_norm).
 bool has_parameters(const Layer& layer);
 
-/// Eigen's own GEMM threads are set to 1 for the guard's lifetime (the engine splits the work
-/// itself, in blocks of fixed shapes), then restored. Every entry point of the layer DP holds
-/// one: when the outermost guard of a thread ends, the engine's reusable layer buffers
-/// (layer_kernels.hpp's layer_buffer) are released, so nothing stays allocated between calls.
+/// Eigen's own GEMM threads are set to 1 for the guard's lifetime (EigenSingleThread: the engine
+/// splits the work itself, in blocks of fixed shapes), then restored. Every entry point of the
+/// layer DP holds one: when the outermost guard of a thread ends, the engine's reusable layer
+/// buffers (layer_kernels.hpp's layer_buffer) are released, so nothing stays allocated between
+/// calls.
 class EigenSerial {
  public:
   EigenSerial();
@@ -162,7 +164,7 @@ class EigenSerial {
   ~EigenSerial();
 
  private:
-  int m_saved;
+  EigenSingleThread m_eigen;
 };
 
 }  // namespace pathlift::detail

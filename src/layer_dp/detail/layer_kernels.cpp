@@ -249,16 +249,12 @@ Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
 
 void linear_forward(const ParamTransform& w, Index rows, Index cols, const double* x, double* y,
                     int threads) {
-  const Index row_blocks = ceil_div(rows, k_rows);
   const Index col_blocks = ceil_div(cols, k_tile_cols);
   // part[c * rows + r]: row r's sum over column block c, added in column order below.
   std::vector<double> part(static_cast<std::size_t>(rows * col_blocks));
-  for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-    const Index r0 = (task / col_blocks) * k_rows;
-    const Index r1 = std::min(rows, r0 + k_rows);
-    const Index c = task % col_blocks;
-    const Index c0 = c * k_tile_cols;
-    const Index width = std::min(cols, c0 + k_tile_cols) - c0;
+  for_tiles(rows, cols, k_rows, k_tile_cols, threads, [&](Index r0, Index r1, Index c0, Index c1) {
+    const Index c = c0 / k_tile_cols;
+    const Index width = c1 - c0;
     double* tile = scratch(static_cast<std::size_t>((r1 - r0) * width));
     for (Index r = r0; r < r1; ++r) {
       w.fill(r * cols + c0, r * cols + c0 + width, tile + (r - r0) * width);
@@ -414,23 +410,18 @@ const double* column_matrix(const ConvShape& c, const double* x, Index g, int th
 /// blocks of k_rows x k_cols.
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads) {
   const Window& w = *c.w;
-  const Index row_blocks = ceil_div(c.cg_out, k_rows);
-  const Index col_blocks = ceil_div(c.n_out, k_cols);
   const Index stride = c.direct ? c.n_in : c.n_out;
   for (Index g = 0; g < w.groups; ++g) {
     const double* cm = column_matrix(c, x, g, threads);
-    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-      const Index r0 = (task / col_blocks) * k_rows;
-      const Index r1 = std::min(c.cg_out, r0 + k_rows);
-      const Index n0 = (task % col_blocks) * k_cols;
-      const Index n1 = std::min(c.n_out, n0 + k_cols);
-      const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
-                           Eigen::OuterStride<>(c.rows));
-      MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
-                 Eigen::OuterStride<>(c.n_out));
-      const ConstMatMap xin(cm + n0, c.rows, n1 - n0, Eigen::OuterStride<>(stride));
-      out.noalias() = wg * xin;
-    });
+    for_tiles(c.cg_out, c.n_out, k_rows, k_cols, threads,
+              [&](Index r0, Index r1, Index n0, Index n1) {
+                const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
+                                     Eigen::OuterStride<>(c.rows));
+                MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
+                           Eigen::OuterStride<>(c.n_out));
+                const ConstMatMap xin(cm + n0, c.rows, n1 - n0, Eigen::OuterStride<>(stride));
+                out.noalias() = wg * xin;
+              });
   }
 }
 
@@ -443,32 +434,21 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
     const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
                          Eigen::OuterStride<>(c.rows));
     const double* yg = y + g * c.cg_out * c.n_out;
-    const Index row_blocks = ceil_div(c.rows, k_conv_trows);
-    const Index col_blocks = ceil_div(c.n_out, k_cols);
+    // W^T y: straight into the input's gradient when the input is its own column matrix,
+    // else into the column matrix that col2im scatters back.
+    double* const col_data = c.direct ? xg + g * c.cg_in * c.n_in
+                                      : layer_buffer(LayerBuffer::transposed_columns,
+                                                     static_cast<std::size_t>(c.rows * c.n_out));
+    const Index ld = c.direct ? c.n_in : c.n_out;
+    for_tiles(c.rows, c.n_out, k_conv_trows, k_cols, threads,
+              [&](Index r0, Index r1, Index n0, Index n1) {
+                MatMap out(col_data + r0 * ld + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(ld));
+                const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
+                out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
+              });
     if (c.direct) {
-      double* xgg = xg + g * c.cg_in * c.n_in;
-      for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-        const Index r0 = (task / col_blocks) * k_conv_trows;
-        const Index r1 = std::min(c.rows, r0 + k_conv_trows);
-        const Index n0 = (task % col_blocks) * k_cols;
-        const Index n1 = std::min(c.n_out, n0 + k_cols);
-        MatMap out(xgg + r0 * c.n_in + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_in));
-        const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
-        out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
-      });
       continue;
     }
-    double* const col_data =
-        layer_buffer(LayerBuffer::transposed_columns, static_cast<std::size_t>(c.rows * c.n_out));
-    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-      const Index r0 = (task / col_blocks) * k_conv_trows;
-      const Index r1 = std::min(c.rows, r0 + k_conv_trows);
-      const Index n0 = (task % col_blocks) * k_cols;
-      const Index n1 = std::min(c.n_out, n0 + k_cols);
-      MatMap out(col_data + r0 * c.n_out + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(c.n_out));
-      const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
-      out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
-    });
     // col2im: each input channel gathers its own rows (no two tasks write one entry).
     for_tasks(c.cg_in, threads, [&](Index ci) {
       double* plane = xg + (g * c.cg_in + ci) * c.n_in;
@@ -504,20 +484,15 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y, 
   for (Index g = 0; g < w.groups; ++g) {
     const double* cm = column_matrix(c, x, g, threads);
     const Index stride = c.direct ? c.n_in : c.n_out;
-    const Index row_blocks = ceil_div(c.cg_out, k_grows);
-    const Index col_blocks = ceil_div(c.rows, k_gcols);
-    for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
-      const Index o0 = (task / col_blocks) * k_grows;
-      const Index o1 = std::min(c.cg_out, o0 + k_grows);
-      const Index r0 = (task % col_blocks) * k_gcols;
-      const Index r1 = std::min(c.rows, r0 + k_gcols);
-      const ConstMatMap yb(y + (g * c.cg_out + o0) * c.n_out, o1 - o0, c.n_out,
-                           Eigen::OuterStride<>(c.n_out));
-      const ConstMatMap xb(cm + r0 * stride, r1 - r0, c.n_out, Eigen::OuterStride<>(stride));
-      MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
-                 Eigen::OuterStride<>(c.rows));
-      out.noalias() = yb * xb.transpose();
-    });
+    for_tiles(
+        c.cg_out, c.rows, k_grows, k_gcols, threads, [&](Index o0, Index o1, Index r0, Index r1) {
+          const ConstMatMap yb(y + (g * c.cg_out + o0) * c.n_out, o1 - o0, c.n_out,
+                               Eigen::OuterStride<>(c.n_out));
+          const ConstMatMap xb(cm + r0 * stride, r1 - r0, c.n_out, Eigen::OuterStride<>(stride));
+          MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
+                     Eigen::OuterStride<>(c.rows));
+          out.noalias() = yb * xb.transpose();
+        });
   }
 }
 

@@ -57,6 +57,19 @@ void for_chunks(Index n, int threads, const F& f) {
 /// ceil(a / b) for a >= 0, b > 0.
 Index ceil_div(Index a, Index b);
 
+/// f(r0, r1, c0, c1) over the tiles of a rows x cols matrix in blocks of row_block x
+/// col_block (fixed shapes: the same tiles for any thread count), in parallel.
+template <class F>
+void for_tiles(Index rows, Index cols, Index row_block, Index col_block, int threads, const F& f) {
+  const Index col_blocks = (cols + col_block - 1) / col_block;
+  const Index row_blocks = (rows + row_block - 1) / row_block;
+  for_tasks(row_blocks * col_blocks, threads, [&](Index task) {
+    const Index r0 = (task / col_blocks) * row_block;
+    const Index c0 = (task % col_blocks) * col_block;
+    f(r0, std::min(rows, r0 + row_block), c0, std::min(cols, c0 + col_block));
+  });
+}
+
 /// 2^e as a double for e <= 0 (0 below the subnormals).
 double down(std::int64_t e);
 
