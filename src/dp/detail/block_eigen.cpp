@@ -119,6 +119,10 @@ Index orthonormalize(Cols w, const ConstCols& x, const ConstCols& p, int threads
 
 void fix_signs(Eigen::MatrixXd& vectors) {
   for (Index j = 0; j < vectors.cols(); ++j) {
+    const double norm = vectors.col(j).norm();
+    if (norm > 0) {
+      vectors.col(j) /= norm;
+    }
     Index at = 0;
     vectors.col(j).cwiseAbs().maxCoeff(&at);
     if (vectors(at, j) < 0) {

@@ -39,8 +39,9 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
 Eigen::VectorXd eigen_residuals(const BlockProduct& apply, const Eigen::VectorXd& values,
                                 const Eigen::MatrixXd& vectors);
 
-/// Each column's sign fixed so that its entry of largest magnitude is positive (the first such
-/// entry): eigenvectors that do not depend on the method or the start.
+/// Each column scaled to unit norm (an orthonormalised basis drifts from it by rounding, 1e-10
+/// after many LOBPCG steps) and its sign fixed so that its entry of largest magnitude is
+/// positive (the first such entry): eigenvectors that do not depend on the method or the start.
 void fix_signs(Eigen::MatrixXd& vectors);
 
 }  // namespace pathlift::detail
