@@ -7,7 +7,9 @@
 // Prints, in one process, with --threads threads (pathlift's and Eigen's):
 //   - an Eigen float64 GEMM of 1.8 G multiply-adds (1216^3, resnet18's forward at 224) built
 //     as this program is (-march=native by default), its time and GFLOP/s: the bound;
-//   - the L1 and L2 path-norm passes, the kernel diagonal, one K v (kernel_matvec: the kept
+//   - the L1 and L2 path-norm passes (on position classes, docs/layers.md#position-classes; the
+//     L2 pass also on full tensors, and the convolutions' multiply-adds both ways), the kernel
+//     diagonal, one K v (kernel_matvec: the kept
 //     sums included), K v and K V for 8 vectors on a kept LayerKernelOperator, and each one's
 //     ratio to the GEMM or to the L2 pass, the acceptance lines of issue 33;
 //   - with --kv-only N, only N products K v on a kept operator (for a profiler);
@@ -35,6 +37,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
 #include "pathlift/norms.hpp"
+#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layers/detail/layers_geometry.hpp"
 
@@ -156,6 +159,48 @@ void per_layer_table(const pathlift::LayerGraph& g, std::span<const double> thet
              (l2 - total) * 1e3);
 }
 
+/// The L2 pass on full tensors (the position classes off), and the multiply-adds of its
+/// convolutions and linear layers: full, and on the classes.
+struct FullPass {
+  double seconds = 0;
+  double madds_full = 0;
+  double madds_classes = 0;
+};
+
+FullPass full_pass(const pathlift::LayerGraph& g, std::span<const double> theta,
+                   const pathlift::EngineOptions& engine, int repeat) {
+  using namespace pathlift::detail;
+  const EigenSerial serial;
+  const LayerPlan plan(g, engine);
+  const WeightSpec sq{Mode::power, 2, theta, {}};
+  FullPass r;
+  r.seconds = seconds(
+      [&] {
+        (void)forward_pass(plan, sq, false, 1.0, nullptr, nullptr, {0, 1});
+      },
+      repeat);
+  const LayerClasses classes = forward_classes(plan);
+  for (std::size_t l = 1; l < plan.size(); ++l) {
+    const pathlift::Layer& ly = plan.layer(l);
+    double per_position = 0;
+    if (ly.kind == pathlift::LayerKind::conv) {
+      const Window& w = plan.window(l);
+      per_position = static_cast<double>(w.channels_out * (w.channels_in / w.groups) * w.h.kernel *
+                                         w.w.kernel);
+    } else if (ly.kind == pathlift::LayerKind::linear) {
+      per_position = static_cast<double>(plan.entries(l) * plan.entries(plan.input(l)));
+    } else {
+      continue;
+    }
+    const Index positions =
+        ly.kind == pathlift::LayerKind::conv ? plan.window(l).h.out * plan.window(l).w.out : 1;
+    r.madds_full += per_position * static_cast<double>(positions);
+    r.madds_classes +=
+        per_position * static_cast<double>(classes[l] ? classes[l]->positions() : positions);
+  }
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +247,7 @@ int main(int argc, char** argv) {
 
   const double l1 = seconds([&] { (void)pathlift::path_norm(*g, theta, 1.0, engine); }, repeat);
   const double l2 = seconds([&] { (void)pathlift::path_norm(*g, theta, 2.0, engine); }, repeat);
+  const FullPass full = full_pass(*g, theta, engine, repeat);
   const double diag = seconds([&] { (void)pathlift::kernel_diagonal(*g, theta, engine); }, repeat);
   const std::vector<double> v = pathlift::normal_weights(d, 1);
   const double kv_call =
@@ -219,6 +265,12 @@ int main(int argc, char** argv) {
              fmt::format("{:.2f} x GEMM", l1 / gemm));
   fmt::print("{:<44} {:>9.4f} {:>14}\n", "L2 path-norm pass", l2,
              fmt::format("{:.2f} x GEMM", l2 / gemm));
+  fmt::print("{:<44} {:>9.4f} {:>14}\n", "L2 pass on full tensors (no position classes)",
+             full.seconds, fmt::format("{:.2f} x GEMM", full.seconds / gemm));
+  fmt::print("{:<44} {:>9.3f} {:>14}\n", "  its G multiply-adds (conv and linear)",
+             full.madds_full / 1e9, "");
+  fmt::print("{:<44} {:>9.3f} {:>14}\n", "  the same on position classes", full.madds_classes / 1e9,
+             fmt::format("{:.2f} x full", full.madds_classes / full.madds_full));
   fmt::print("{:<44} {:>9.4f} {:>14}\n", "kernel diagonal", diag,
              fmt::format("{:.2f} x L2", diag / l2));
   fmt::print("{:<44} {:>9.4f} {:>14}\n", "K v, one call (kept sums included)", kv_call,

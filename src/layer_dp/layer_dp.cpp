@@ -20,6 +20,7 @@
 #include "src/dp/detail/norm_gradient.hpp"
 #include "src/dp/detail/path_metric_rules.hpp"
 #include "src/layer_dp/detail/diagonal_range.hpp"
+#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layers/detail/layers_unroll.hpp"
 
@@ -239,7 +240,10 @@ PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, doubl
   std::vector<ScaledReal> each;
   PathNorm out;
   out.s = s;
-  out.sum = outputs_total(plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}), &each);
+  // Every input entry counts 1: positions with equal sums are computed once (layer_classes.hpp).
+  const detail::LayerClasses classes = detail::forward_classes(plan);
+  out.sum = outputs_total(
+      plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}, &classes), &each);
   for (const ScaledReal& x : each) {
     out.per_output.push_back(s == 0 ? x : scaled_root(x, s));
   }

@@ -13,6 +13,7 @@
 
 #include "pathlift/limits.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
+#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"
 
 namespace pathlift::detail {
@@ -311,32 +312,17 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
       return combine(terms, n, threads);
     }
     case LayerKind::concat: {
-      // Entries are the inputs' entries (no edge): copied, aligned to the largest exponent.
-      std::int64_t e = std::numeric_limits<std::int64_t>::min();
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        e = std::max(e, sums[plan.input(l, k)]->exp);
-      }
-      TensorPtr y = make_tensor(n, e, false);
+      // Entries are the inputs' entries (no edge), side by side along the axis.
       Index outer = 1;
       for (Index i = 0; i < ly.axis; ++i) {
         outer *= plan.shape(l)[static_cast<std::size_t>(i)];
       }
-      Index at = 0;
-      const Index row_out = n / outer;
+      std::vector<std::pair<const Tensor*, Index>> parts;
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const Tensor& x = *sums[plan.input(l, k)];
-        const Index row = plan.entries(plan.input(l, k)) / outer;
-        const double g = down(x.exp - e);
-        for (Index o = 0; o < outer; ++o) {
-          for (Index i = 0; i < row; ++i) {
-            y->value[static_cast<std::size_t>(o * row_out + at + i)] =
-                g * x.value[static_cast<std::size_t>(o * row + i)];
-          }
-        }
-        at += row;
+        const std::size_t src = plan.input(l, k);
+        parts.emplace_back(sums[src].get(), plan.entries(src) / outer);
       }
-      normalize(*y, threads);
-      return y;
+      return concat_tensors(parts, outer, threads);
     }
     default:
       throw std::logic_error(fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name,
@@ -533,24 +519,52 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) 
 
 std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
                                     double source, const std::vector<TensorPtr>* extra,
-                                    const WeightSpec* extra_w, Span progress) {
+                                    const WeightSpec* extra_w, Span progress,
+                                    const LayerClasses* classes) {
   const std::size_t n = plan.size();
   const int threads = plan.threads();
+  if (classes != nullptr && (keep || extra != nullptr || w.mode == Mode::ones)) {
+    throw std::logic_error("forward_pass: position classes serve unkept passes of one sum only");
+  }
+  const auto on_classes = [&](std::size_t l) { return classes != nullptr && (*classes)[l]; };
   std::vector<TensorPtr> sums(n);
-  sums[0] = make_tensor(plan.entries(0), 0, false);
+  sums[0] = make_tensor(
+      on_classes(0) ? plan.shape(0)[0] * (*classes)[0]->positions() : plan.entries(0), 0, false);
   std::fill(sums[0]->value.begin(), sums[0]->value.end(), source);
   normalize(*sums[0], threads);
+  // A layer on full tensors reads its inputs' sums expanded from their classes.
+  const auto full_inputs = [&](std::size_t l) {
+    const Layer& ly = plan.layer(l);
+    std::vector<TensorPtr> in;
+    for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+      const std::size_t i = plan.input(l, k);
+      if (on_classes(i)) {
+        if (in.empty()) {
+          in = sums;
+        }
+        in[i] = regather(*sums[i], plan.shape(i)[0], *(*classes)[i], nullptr, threads);
+      }
+    }
+    return in;
+  };
   for (std::size_t l = 1; l < n; ++l) {
     const Layer& ly = plan.layer(l);
-    if (has_parameters(ly)) {
-      TensorPtr y = param_forward(plan, l, *sums[plan.input(l)], w, source);
-      if (extra != nullptr) {
-        const TensorPtr t = param_forward(plan, l, *(*extra)[plan.input(l)], *extra_w, 1.0);
-        y = combine({{y.get(), 1.0}, {t.get(), 1.0}}, plan.entries(l), threads);
-      }
-      sums[l] = std::move(y);
+    if (on_classes(l)) {
+      sums[l] = classes_forward(plan, l, sums, w, source, *classes);
     } else {
-      sums[l] = plain_forward(plan, l, sums, w);
+      const std::vector<TensorPtr> expanded =
+          classes != nullptr ? full_inputs(l) : std::vector<TensorPtr>{};
+      const std::vector<TensorPtr>& in = expanded.empty() ? sums : expanded;
+      if (has_parameters(ly)) {
+        TensorPtr y = param_forward(plan, l, *in[plan.input(l)], w, source);
+        if (extra != nullptr) {
+          const TensorPtr t = param_forward(plan, l, *(*extra)[plan.input(l)], *extra_w, 1.0);
+          y = combine({{y.get(), 1.0}, {t.get(), 1.0}}, plan.entries(l), threads);
+        }
+        sums[l] = std::move(y);
+      } else {
+        sums[l] = plain_forward(plan, l, in, w);
+      }
     }
     if (!keep) {
       for (const Index i : ly.inputs) {
@@ -561,6 +575,12 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
     }
     plan.report(progress.from +
                 (progress.to - progress.from) * static_cast<double>(l) / static_cast<double>(n));
+  }
+  for (const Index o : plan.graph().outputs) {
+    const auto l = static_cast<std::size_t>(o);
+    if (on_classes(l)) {
+      sums[l] = regather(*sums[l], plan.shape(l)[0], *(*classes)[l], nullptr, threads);
+    }
   }
   plan.report(progress.to);
   return sums;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -104,10 +105,15 @@ struct Span {
 /// derivative sums C of K v). With `extra` (the kept tensors A of a first pass) and `extra_w`,
 /// each parameter layer adds T_extra(A of its input) + its bias block (bias nodes count 1):
 /// C = T_sq(C) + T_prod(A). `keep`: every tensor is kept (for a backward pass); otherwise one
-/// is dropped after its last use and only the outputs survive.
+/// is dropped after its last use and only the outputs survive. With `classes`
+/// (forward_classes(plan), layer_classes.hpp; unkept passes without `extra` only), the layers
+/// that have classes are computed on them, and the outputs returned on their full positions.
+struct Classes;
+using LayerClasses = std::vector<std::optional<Classes>>;
 std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
                                     double source, const std::vector<TensorPtr>* extra,
-                                    const WeightSpec* extra_w, Span progress);
+                                    const WeightSpec* extra_w, Span progress,
+                                    const LayerClasses* classes = nullptr);
 
 /// Backward sums G = [output] + sum over consumers of T^T G (outputs seeded with 1 when
 /// `seed_outputs`), with `extra` (kept backward tensors B) as in forward_pass:

@@ -406,22 +406,63 @@ const double* column_matrix(const ConvShape& c, const double* x, Index g, int th
 
 }  // namespace
 
+namespace {
+
+/// Group g's outputs y (channels_out x n, row-major) = W_g cm, cm the group's column matrix
+/// (rows x n, row stride ld), in GEMM blocks of k_rows x k_cols.
+void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* cm, Index ld,
+                  Index n, double* y, int threads) {
+  for_tiles(c.cg_out, n, k_rows, k_cols, threads, [&](Index r0, Index r1, Index n0, Index n1) {
+    const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
+                         Eigen::OuterStride<>(c.rows));
+    MatMap out(y + (g * c.cg_out + r0) * n + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(n));
+    const ConstMatMap xin(cm + n0, c.rows, n1 - n0, Eigen::OuterStride<>(ld));
+    out.noalias() = wg * xin;
+  });
+}
+
+}  // namespace
+
 /// y = W x per group (y: channels_out x n_out): the column matrix once per group, then GEMM
 /// blocks of k_rows x k_cols.
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads) {
-  const Window& w = *c.w;
   const Index stride = c.direct ? c.n_in : c.n_out;
+  for (Index g = 0; g < c.w->groups; ++g) {
+    forward_gemm(c, wm, g, column_matrix(c, x, g, threads), stride, c.n_out, y, threads);
+  }
+}
+
+/// The same on position classes: the column matrix has one column per output class, computed
+/// at its representative position, whose taps read the input's classes.
+void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
+                          const Classes& out, double* y, int threads) {
+  const Window& w = *c.w;
+  const Index n = out.positions();
+  const Index n_in = in.positions();
+  const Index rw = out.w.size();
+  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * n));
   for (Index g = 0; g < w.groups; ++g) {
-    const double* cm = column_matrix(c, x, g, threads);
-    for_tiles(c.cg_out, c.n_out, k_rows, k_cols, threads,
-              [&](Index r0, Index r1, Index n0, Index n1) {
-                const ConstMatMap wg(wm + (g * c.cg_out + r0) * c.rows, r1 - r0, c.rows,
-                                     Eigen::OuterStride<>(c.rows));
-                MatMap out(y + (g * c.cg_out + r0) * c.n_out + n0, r1 - r0, n1 - n0,
-                           Eigen::OuterStride<>(c.n_out));
-                const ConstMatMap xin(cm + n0, c.rows, n1 - n0, Eigen::OuterStride<>(stride));
-                out.noalias() = wg * xin;
-              });
+    for_tasks(c.cg_in, threads, [&](Index ci) {
+      const double* plane = x + (g * c.cg_in + ci) * n_in;
+      for (Index t = 0; t < c.kk; ++t) {
+        const Index i = t / w.w.kernel;
+        const Index j = t % w.w.kernel;
+        double* row = col + (ci * c.kk + t) * n;
+        for (Index qh = 0; qh < out.h.size(); ++qh) {
+          const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
+          const bool inside_h = i >= w.h.first(oh) && i < w.h.last(oh);
+          const Index ah =
+              inside_h ? in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size() : 0;
+          for (Index qw = 0; qw < rw; ++qw) {
+            const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
+            const bool inside = inside_h && j >= w.w.first(ow) && j < w.w.last(ow);
+            row[qh * rw + qw] =
+                inside ? plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] : 0.0;
+          }
+        }
+      }
+    });
+    forward_gemm(c, wm, g, col, n, n, y, threads);
   }
 }
 
@@ -500,16 +541,38 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y, 
 // Pooling: window sums with one fixed weight per output entry.
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
+/// Forward on position classes: y on `out_cls` (each class computed at its representative), x
+/// read through `in_cls`.
 void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
-                double* out, bool transpose, int threads) {
-  const Index n_in = w.h.in * w.w.in;
-  const Index n_out = w.h.out * w.w.out;
+                double* out, bool transpose, int threads, const Classes* in_cls,
+                const Classes* out_cls) {
+  if (transpose && (in_cls != nullptr || out_cls != nullptr)) {
+    throw std::logic_error("pool_apply: position classes are forward only");
+  }
+  const auto h_rep = [&](Index q) {
+    return out_cls ? out_cls->h.rep[static_cast<std::size_t>(q)] : q;
+  };
+  const auto w_rep = [&](Index q) {
+    return out_cls ? out_cls->w.rep[static_cast<std::size_t>(q)] : q;
+  };
+  const auto h_of = [&](Index i) { return in_cls ? in_cls->h.of[static_cast<std::size_t>(i)] : i; };
+  const auto w_of = [&](Index i) { return in_cls ? in_cls->w.of[static_cast<std::size_t>(i)] : i; };
+  const Index in_w = in_cls ? in_cls->w.size() : w.w.in;
+  const Index n_in = in_cls ? in_cls->positions() : w.h.in * w.w.in;
+  const Index out_h = out_cls ? out_cls->h.size() : w.h.out;
+  const Index out_w = out_cls ? out_cls->w.size() : w.w.out;
+  const Index n_out = out_h * out_w;
   for_tasks(w.channels_in, threads, [&](Index c) {
     Index o = 0;
-    for (Index oh = 0; oh < w.h.out; ++oh) {
-      for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
+    for (Index qh = 0; qh < out_h; ++qh) {
+      const Index oh = h_rep(qh);
+      for (Index qw = 0; qw < out_w; ++qw, ++o) {
+        const Index ow = w_rep(qw);
         const Index taps = w.h.taps(oh) * w.w.taps(ow);
         if (taps == 0) {
+          if (!transpose) {
+            out[c * n_out + o] = 0;
+          }
           continue;
         }
         const double f = fixed(pool_weight(ly, w, oh, ow), spec);
@@ -526,9 +589,9 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
           const double* plane = in + c * n_in;
           double acc = 0;
           for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
-            const Index ih = w.h.input(oh, kh);
+            const Index ih = h_of(w.h.input(oh, kh)) * in_w;
             for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
-              acc += plane[ih * w.w.in + w.w.input(ow, kw)];
+              acc += plane[ih + w_of(w.w.input(ow, kw))];
             }
           }
           out[c * n_out + o] = f * acc;
@@ -565,6 +628,31 @@ TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, In
     });
   }
   y->exp = e;
+  normalize(*y, threads);
+  return y;
+}
+
+TensorPtr concat_tensors(const std::vector<std::pair<const Tensor*, Index>>& parts, Index outer,
+                         int threads) {
+  std::int64_t e = std::numeric_limits<std::int64_t>::min();
+  Index row_out = 0;
+  for (const auto& [t, row] : parts) {
+    e = std::max(e, t->exp);
+    row_out += row;
+  }
+  TensorPtr y = make_tensor(outer * row_out, e, false);
+  Index at = 0;
+  for (const auto& [t, row] : parts) {
+    const double g = down(t->exp - e);
+    for (Index o = 0; o < outer; ++o) {
+      const double* src = t->value.data() + o * row;
+      double* dst = y->value.data() + o * row_out + at;
+      for (Index i = 0; i < row; ++i) {
+        dst[i] = g * src[i];
+      }
+    }
+    at += row;
+  }
   normalize(*y, threads);
   return y;
 }

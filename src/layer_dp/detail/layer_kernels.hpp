@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 
 namespace pathlift::detail {
@@ -175,13 +176,26 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
 void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
                           int threads);
 
-/// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
+/// y = W x per group on position classes (layer_classes.hpp): x (channels_in x
+/// in.positions()), y (channels_out x out.positions()), each output class computed at its
+/// representative position.
+void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
+                          const Classes& out, double* y, int threads);
+
+/// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
+/// position classes (forward only), y is computed on out_cls's classes and x read on in_cls's.
 void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
-                double* out, bool transpose, int threads);
+                double* out, bool transpose, int threads, const Classes* in_cls = nullptr,
+                const Classes* out_cls = nullptr);
 
 /// out[c, p] = f[c] in[c, p] (a batch norm's scale, forward or transposed).
 void scale_channels(const double* f, const double* in, double* out, Index channels, Index positions,
                     int threads);
+
+/// Tensors side by side (a concat): per outer index, each part's `row` entries in turn (a
+/// part holds outer x row entries), aligned to the largest exponent, normalised.
+TensorPtr concat_tensors(const std::vector<std::pair<const Tensor*, Index>>& parts, Index outer,
+                         int threads);
 
 /// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
 TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, Index n, int threads);

@@ -1,0 +1,223 @@
+// Position classes of a forward pass from constant sources (layer_classes.hpp).
+
+#include "src/layer_dp/detail/layer_classes.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "src/layer_dp/detail/layer_kernels.hpp"
+
+namespace pathlift::detail {
+
+namespace {
+
+/// Classes of positions [0, n) by a signature: equal signatures, one class (numbered in order
+/// of first position).
+template <class Signature>
+AxisClasses classes_by(Index n, const Signature& signature) {
+  AxisClasses a;
+  std::map<std::vector<Index>, Index> seen;
+  for (Index p = 0; p < n; ++p) {
+    const auto [it, fresh] = seen.try_emplace(signature(p), a.size());
+    if (fresh) {
+      a.rep.push_back(p);
+    }
+    a.of.push_back(it->second);
+  }
+  return a;
+}
+
+/// One class of n positions.
+AxisClasses one_class(Index n) {
+  return classes_by(n, [](Index) { return std::vector<Index>{}; });
+}
+
+/// The output classes of a window axis: output o is described by its taps inside the input,
+/// the class each reads and (average pools) its divisor's padded window.
+AxisClasses window_classes(const Axis& axis, const AxisClasses& in) {
+  return classes_by(axis.out, [&](Index o) {
+    std::vector<Index> s{axis.first(o), axis.last(o), axis.adaptive ? 0 : axis.padded_taps(o)};
+    for (Index k = axis.first(o); k < axis.last(o); ++k) {
+      s.push_back(in.of[static_cast<std::size_t>(axis.input(o, k))]);
+    }
+    return s;
+  });
+}
+
+/// The coarsest classes refining each of `parts` (the classes of an add's inputs).
+AxisClasses common_classes(const std::vector<const AxisClasses*>& parts) {
+  return classes_by(static_cast<Index>(parts.front()->of.size()), [&](Index p) {
+    std::vector<Index> s;
+    for (const AxisClasses* a : parts) {
+      s.push_back(a->of[static_cast<std::size_t>(p)]);
+    }
+    return s;
+  });
+}
+
+/// Classes that save nothing: every position its own class.
+bool all_distinct(const Classes& c) {
+  return c.positions() == c.full_positions();
+}
+
+}  // namespace
+
+LayerClasses forward_classes(const LayerPlan& plan) {
+  LayerClasses out(plan.size());
+  const std::vector<Index>& in_shape = plan.shape(0);
+  if (in_shape.size() == 2 || in_shape.size() == 3) {
+    Classes c;
+    c.h = one_class(in_shape.size() == 3 ? in_shape[1] : 1);
+    c.w = one_class(in_shape.back());
+    out[0] = std::move(c);
+  }
+  for (std::size_t l = 1; l < plan.size(); ++l) {
+    const Layer& ly = plan.layer(l);
+    const std::optional<Classes>& first = out[plan.input(l)];
+    std::optional<Classes> c;
+    switch (ly.kind) {
+      case LayerKind::activation:
+      case LayerKind::batch_norm:
+      case LayerKind::scale:
+        c = first;
+        break;
+      case LayerKind::conv:
+      case LayerKind::max_pool:
+      case LayerKind::avg_pool:
+      case LayerKind::adaptive_avg_pool:
+        if (first && plan.entries(l) > 0) {
+          const Window& w = plan.window(l);
+          c = Classes{window_classes(w.h, first->h), window_classes(w.w, first->w)};
+        }
+        break;
+      case LayerKind::concat:
+        if (ly.axis != 0) {
+          break;  // along a spatial axis: on full tensors
+        }
+        [[fallthrough]];
+      case LayerKind::add:
+      case LayerKind::sub: {
+        std::vector<const AxisClasses*> hs;
+        std::vector<const AxisClasses*> ws;
+        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+          const std::optional<Classes>& in = out[plan.input(l, k)];
+          if (!in) {
+            hs.clear();
+            break;
+          }
+          hs.push_back(&in->h);
+          ws.push_back(&in->w);
+        }
+        if (!hs.empty()) {
+          c = Classes{common_classes(hs), common_classes(ws)};
+        }
+        break;
+      }
+      default:  // linear, flatten, gather, conv_transpose: on full tensors
+        break;
+    }
+    if (c && !all_distinct(*c)) {
+      out[l] = std::move(c);
+    }
+  }
+  return out;
+}
+
+TensorPtr regather(const Tensor& x, Index channels, const Classes& from, const Classes* to,
+                   int threads) {
+  const auto rows = static_cast<Index>(to ? to->h.size() : static_cast<Index>(from.h.of.size()));
+  const auto cols = static_cast<Index>(to ? to->w.size() : static_cast<Index>(from.w.of.size()));
+  const auto h_rep = [&](Index q) { return to ? to->h.rep[static_cast<std::size_t>(q)] : q; };
+  const auto w_rep = [&](Index q) { return to ? to->w.rep[static_cast<std::size_t>(q)] : q; };
+  TensorPtr y = make_tensor(channels * rows * cols, x.exp, false);
+  const Index n_from = from.positions();
+  for_tasks(channels, threads, [&](Index c) {
+    const double* src = x.value.data() + c * n_from;
+    double* dst = y->value.data() + c * rows * cols;
+    for (Index qh = 0; qh < rows; ++qh) {
+      const Index a = from.h.of[static_cast<std::size_t>(h_rep(qh))] * from.w.size();
+      for (Index qw = 0; qw < cols; ++qw) {
+        dst[qh * cols + qw] = src[a + from.w.of[static_cast<std::size_t>(w_rep(qw))]];
+      }
+    }
+  });
+  return y;
+}
+
+TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
+                          const WeightSpec& spec, double bias_value, const LayerClasses& classes) {
+  const Layer& ly = plan.layer(l);
+  const int threads = plan.threads();
+  const Classes& out = *classes[l];
+  const Index channels = plan.shape(l)[0];
+  const Index n = channels * out.positions();
+  const std::size_t src = plan.input(l);
+  switch (ly.kind) {
+    case LayerKind::activation:
+      return sums[src];
+    case LayerKind::scale:
+      return combine({{sums[src].get(), fixed(ly.factor, spec)}}, n, threads);
+    case LayerKind::batch_norm: {
+      TensorPtr y = make_tensor(n, 0, false);
+      const Block a = weights_of(ly, channels, spec, threads);
+      scale_channels(a.m.data(), sums[src]->value.data(), y->value.data(), channels,
+                     out.positions(), threads);
+      y->exp = a.exp + sums[src]->exp;
+      add_bias(*y, bias_of(ly, channels, spec, threads), channels, out.positions(), bias_value,
+               threads);
+      return y;
+    }
+    case LayerKind::conv: {
+      const ConvShape c = conv_shape(plan.window(l));
+      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      TensorPtr y = make_tensor(n, 0, wb.zero);
+      if (!wb.zero) {
+        conv_forward_classes(c, wb.m.data(), sums[src]->value.data(), *classes[src], out,
+                             y->value.data(), threads);
+      }
+      y->exp = wb.exp + sums[src]->exp;
+      add_bias(*y, bias_of(ly, channels, spec, threads), channels, out.positions(), bias_value,
+               threads);
+      return y;
+    }
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool: {
+      const Tensor& x = *sums[src];
+      TensorPtr y = make_tensor(n, x.exp, false);
+      pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads,
+                 &*classes[src], &out);
+      normalize(*y, threads);
+      return y;
+    }
+    case LayerKind::add:
+    case LayerKind::sub: {
+      std::vector<TensorPtr> held;
+      std::vector<std::pair<const Tensor*, double>> terms;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const std::size_t i = plan.input(l, k);
+        held.push_back(regather(*sums[i], channels, *classes[i], &out, threads));
+        const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
+        terms.emplace_back(held.back().get(), fixed(w, spec));
+      }
+      return combine(terms, n, threads);
+    }
+    case LayerKind::concat: {  // along the channels: the inputs on the common classes
+      std::vector<TensorPtr> held;
+      std::vector<std::pair<const Tensor*, Index>> parts;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const std::size_t i = plan.input(l, k);
+        held.push_back(regather(*sums[i], plan.shape(i)[0], *classes[i], &out, threads));
+        parts.emplace_back(held.back().get(), static_cast<Index>(held.back()->value.size()));
+      }
+      return concat_tensors(parts, 1, threads);
+    }
+    default:
+      throw std::logic_error(
+          fmt::format("position classes: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+  }
+}
+
+}  // namespace pathlift::detail
