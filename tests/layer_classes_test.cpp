@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "pathlift/layers.hpp"
@@ -141,6 +143,84 @@ TEST(PositionClasses, EveryKindKeptOnClassesIsExercised) {
     EXPECT_TRUE(classes[layer_index(plan, name)]) << name;
   }
   EXPECT_FALSE(classes[layer_index(plan, "fc")]);
+}
+
+/// The edge products [X . Y]_k of every parameter layer, X the forward sums of a kept pass at
+/// theta^2 (on classes when `use_classes`), Y the backward sums: the kernel diagonal's sums.
+std::vector<double> diagonal_sums(const LayerGraph& g, const std::vector<double>& theta,
+                                  bool use_classes) {
+  const EngineOptions options{};
+  const LayerPlan plan(g, options);
+  const WeightSpec w{Mode::square, 2, theta, {}};
+  const LayerClasses classes = forward_classes(plan);
+  const LayerClasses* c = use_classes ? &classes : nullptr;
+  const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 1}, c);
+  std::vector<double> out(static_cast<std::size_t>(g.num_params), 0.0);
+  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
+                        [&](std::size_t l, const detail::Tensor& y) {
+                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
+                                                out.data(), nullptr, c);
+                        },
+                        {0, 1});
+  return out;
+}
+
+/// The derivative sums C (forward, from A, both on classes or both full), expanded: the
+/// outputs of the kept pass that K v runs.
+std::vector<double> derivative_outputs(const LayerGraph& g, const std::vector<double>& theta,
+                                       const std::vector<double>& v, bool use_classes) {
+  const EngineOptions options{};
+  const LayerPlan plan(g, options);
+  const WeightSpec sq{Mode::square, 2, theta, {}};
+  const WeightSpec prod{Mode::product, 1, theta, v};
+  const LayerClasses classes = forward_classes(plan);
+  const LayerClasses* c = use_classes ? &classes : nullptr;
+  const std::vector<TensorPtr> a = forward_pass(plan, sq, true, 1.0, nullptr, nullptr, {0, 1}, c);
+  std::vector<TensorPtr> cs = forward_pass(plan, sq, true, 0.0, &a, &prod, {0, 1}, c);
+  if (use_classes) {
+    cs = detail::expand_outputs(plan, std::move(cs), classes);
+  }
+  std::vector<double> out;
+  for (const Index o : g.outputs) {
+    const detail::Tensor& t = *cs[static_cast<std::size_t>(o)];
+    for (Index i = 0; i < static_cast<Index>(t.value.size()); ++i) {
+      out.push_back(entry(t, i));
+    }
+  }
+  return out;
+}
+
+void expect_all_near(const std::vector<double>& a, const std::vector<double>& b,
+                     const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 0;
+  for (const double x : b) {
+    scale = std::max(scale, std::abs(x));
+  }
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    ASSERT_NEAR(a[k], b[k], 1e-12 * std::max(std::abs(b[k]), 1e-3 * scale))
+        << what << " entry " << k;
+  }
+}
+
+TEST(PositionClasses, KeptPassesAndEdgeProductsOnClassesEqualTheFullOnes) {
+  // The kernel diagonal's edge products with A on classes (a convolution's products sum B over
+  // each output class; a batch norm's too), and the derivative sums C of K v computed from A
+  // on classes, against the same on full tensors.
+  std::vector<LayerGraph> graphs{border_cnn(), testing::resnet18(40, 5, 4), testing::zoo_cnn(),
+                                 testing::zoo_conv1d()};
+  for (std::uint64_t seed = 0; seed < 60; ++seed) {
+    graphs.push_back(testing::random_layer_graph(seed));
+  }
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    const LayerGraph& g = graphs[i];
+    const std::vector<double> theta = random_theta(g.num_params, 11);
+    const std::vector<double> v = random_theta(g.num_params, 12);
+    expect_all_near(diagonal_sums(g, theta, true), diagonal_sums(g, theta, false),
+                    fmt::format("graph {}: diagonal sums", i));
+    expect_all_near(derivative_outputs(g, theta, v, true), derivative_outputs(g, theta, v, false),
+                    fmt::format("graph {}: derivative sums", i));
+  }
 }
 
 TEST(PositionClasses, ClassesHoldEqualSumsInTheFullPass) {

@@ -162,11 +162,14 @@ void diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
   const LayerPlan plan(graph, options);
   plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal");
   const WeightSpec w{Mode::square, 2, theta, {}};
-  const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5});
+  // A on position classes (layer_classes.hpp); B on the full positions.
+  const detail::LayerClasses classes = detail::forward_classes(plan);
+  const std::vector<TensorPtr> a =
+      forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
   detail::backward_pass(plan, w, true, false, nullptr, nullptr,
                         [&](std::size_t l, const Tensor& y) {
                           detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out_m,
-                                                out_k);
+                                                out_k, &classes);
                         },
                         {0.5, 1});
 }
@@ -260,13 +263,16 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
   const LayerPlan plan(graph, options);
   plan.require_memory(1, 1, "the path-norm gradient");
   const WeightSpec w{Mode::power, s, theta, {}};
-  const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5});
-  const ScaledReal factor = detail::norm_gradient_factor(outputs_total(plan, a, nullptr), s);
+  const detail::LayerClasses classes = detail::forward_classes(plan);
+  const std::vector<TensorPtr> a =
+      forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
+  const ScaledReal factor = detail::norm_gradient_factor(
+      outputs_total(plan, detail::expand_outputs(plan, a, classes), nullptr), s);
   ParamSums sums(graph.num_params);
   detail::backward_pass(plan, w, true, false, nullptr, nullptr,
                         [&](std::size_t l, const Tensor& y) {
                           detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
-                                                sums.m.data(), sums.k.data());
+                                                sums.m.data(), sums.k.data(), &classes);
                         },
                         {0.5, 1});
   const detail::DpPowS slope{s - 1};
@@ -358,9 +364,10 @@ struct LayerKernelOperator::State {
   EngineOptions options;  // the plan points at it
   LayerPlan plan;
   std::span<const double> theta;
-  std::vector<TensorPtr> a;  // forward sums at theta^2, kept
-  std::vector<TensorPtr> b;  // backward sums at theta^2, kept
-  Buffer<double> ab;         // sum over the edges of each parameter of A(src) B(dst)
+  detail::LayerClasses classes;  // of the forward sums A and C (layer_classes.hpp)
+  std::vector<TensorPtr> a;      // forward sums at theta^2, kept (on classes)
+  std::vector<TensorPtr> b;      // backward sums at theta^2, kept
+  Buffer<double> ab;             // sum over the edges of each parameter of A(src) B(dst)
   /// The entries of ab beyond double's normal range (0 in ab), as mantissa * 2^exponent:
   /// v_k ab_k may still fit.
   struct Scaled {
@@ -383,16 +390,18 @@ struct LayerKernelOperator::State {
     const WeightSpec prod{Mode::product, 1, theta, {v, d}};
     const double mid = span.from + (span.to - span.from) / 2;
     std::fill(out, out + d, 0.0);
-    const std::vector<TensorPtr> c = forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid});
+    const std::vector<TensorPtr> c =
+        forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid}, &classes);
     for (std::size_t l = 1; l < plan.size(); ++l) {
       if (detail::has_parameters(plan.layer(l)) && b[l]) {
-        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr);
+        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr,
+                              &classes);
       }
     }
     detail::backward_pass(plan, sq, false, false, &b, &prod,
                           [&](std::size_t l, const Tensor& y) {
                             detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(),
-                                                  out, nullptr);
+                                                  out, nullptr, &classes);
                           },
                           {mid, span.to});
     const double* diag = ab.data();
@@ -417,14 +426,16 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
   State& s = *m_state;
   s.plan.require_memory(3, 2, "the kernel products K v");
   const WeightSpec sq{Mode::square, 2, theta, {}};
-  s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0});
+  s.classes = detail::forward_classes(s.plan);
+  s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0}, &s.classes);
   ParamSums ab(graph.num_params);
-  s.b = detail::backward_pass(s.plan, sq, true, true, nullptr, nullptr,
-                              [&](std::size_t l, const Tensor& y) {
-                                detail::edge_products(s.plan, l, *s.a[s.plan.input(l)], y, 1.0,
-                                                      nullptr, ab.m.data(), ab.k.data());
-                              },
-                              {0, 0});
+  s.b =
+      detail::backward_pass(s.plan, sq, true, true, nullptr, nullptr,
+                            [&](std::size_t l, const Tensor& y) {
+                              detail::edge_products(s.plan, l, *s.a[s.plan.input(l)], y, 1.0,
+                                                    nullptr, ab.m.data(), ab.k.data(), &s.classes);
+                            },
+                            {0, 0});
   s.ab.resize(static_cast<std::size_t>(graph.num_params));
   for (std::size_t k = 0; k < s.ab.size(); ++k) {
     const double x = ab.value(k);

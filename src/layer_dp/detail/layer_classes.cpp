@@ -146,6 +146,91 @@ TensorPtr regather(const Tensor& x, Index channels, const Classes& from, const C
   return y;
 }
 
+std::vector<TensorPtr> expand_outputs(const LayerPlan& plan, std::vector<TensorPtr> sums,
+                                      const LayerClasses& classes) {
+  for (const Index o : plan.graph().outputs) {
+    const auto l = static_cast<std::size_t>(o);
+    if (classes[l] && sums[l]) {
+      sums[l] = regather(*sums[l], plan.shape(l)[0], *classes[l], nullptr, plan.threads());
+    }
+  }
+  return sums;
+}
+
+TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int threads) {
+  const auto rows = static_cast<Index>(c.h.of.size());
+  const auto cols = static_cast<Index>(c.w.of.size());
+  const Index n = c.positions();
+  TensorPtr out = make_tensor(channels * n, y.exp, true);
+  for_tasks(channels, threads, [&](Index ch) {
+    const double* src = y.value.data() + ch * rows * cols;
+    double* dst = out->value.data() + ch * n;
+    for (Index i = 0; i < rows; ++i) {
+      double* row = dst + c.h.of[static_cast<std::size_t>(i)] * c.w.size();
+      for (Index j = 0; j < cols; ++j) {
+        row[c.w.of[static_cast<std::size_t>(j)]] += src[i * cols + j];
+      }
+    }
+  });
+  return out;
+}
+
+namespace {
+
+/// Group g's column matrix on position classes (rows x out.positions(), row-major): one column
+/// per output class, computed at its representative position, whose taps read the input's
+/// classes; into the calling thread's column buffer.
+const double* classes_columns(const ConvShape& c, const double* x, Index g, const Classes& in,
+                              const Classes& out, int threads) {
+  const Window& w = *c.w;
+  const Index n = out.positions();
+  const Index n_in = in.positions();
+  const Index rw = out.w.size();
+  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * n));
+  for_tasks(c.cg_in, threads, [&](Index ci) {
+    const double* plane = x + (g * c.cg_in + ci) * n_in;
+    for (Index t = 0; t < c.kk; ++t) {
+      const Index i = t / w.w.kernel;
+      const Index j = t % w.w.kernel;
+      double* row = col + (ci * c.kk + t) * n;
+      for (Index qh = 0; qh < out.h.size(); ++qh) {
+        const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
+        const bool inside_h = i >= w.h.first(oh) && i < w.h.last(oh);
+        const Index ah =
+            inside_h ? in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size() : 0;
+        for (Index qw = 0; qw < rw; ++qw) {
+          const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
+          const bool inside = inside_h && j >= w.w.first(ow) && j < w.w.last(ow);
+          row[qh * rw + qw] =
+              inside ? plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] : 0.0;
+        }
+      }
+    }
+  });
+  return col;
+}
+
+}  // namespace
+
+/// The same on position classes.
+void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
+                          const Classes& out, double* y, int threads) {
+  const Index n = out.positions();
+  for (Index g = 0; g < c.w->groups; ++g) {
+    forward_gemm(c, wm, g, classes_columns(c, x, g, in, out, threads), n, n, y, threads);
+  }
+}
+
+/// The same with x on position classes and y summed over out's classes.
+void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
+                                  const Classes& out, const double* y_sums, double* gout,
+                                  int threads) {
+  const Index n = out.positions();
+  for (Index g = 0; g < c.w->groups; ++g) {
+    weight_gemm(c, g, classes_columns(c, x, g, in, out, threads), n, n, y_sums, gout, threads);
+  }
+}
+
 TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
                           const WeightSpec& spec, double bias_value, const LayerClasses& classes) {
   const Layer& ly = plan.layer(l);

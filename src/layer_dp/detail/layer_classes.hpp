@@ -49,6 +49,13 @@ LayerClasses forward_classes(const LayerPlan& plan);
 TensorPtr regather(const Tensor& x, Index channels, const Classes& from, const Classes* to,
                    int threads);
 
+/// The sums of a pass with the output layers' tensors moved to their full positions.
+std::vector<TensorPtr> expand_outputs(const LayerPlan& plan, std::vector<TensorPtr> sums,
+                                      const LayerClasses& classes);
+
+/// y (channels x the full positions) summed over each class of `c` (channels x c.positions()).
+TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int threads);
+
 /// Layer l's sums on its classes (classes[l] set), its inputs held on theirs.
 TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
                           const WeightSpec& spec, double bias_value, const LayerClasses& classes);

@@ -523,8 +523,8 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
                                     const LayerClasses* classes) {
   const std::size_t n = plan.size();
   const int threads = plan.threads();
-  if (classes != nullptr && (keep || extra != nullptr || w.mode == Mode::ones)) {
-    throw std::logic_error("forward_pass: position classes serve unkept passes of one sum only");
+  if (classes != nullptr && w.mode == Mode::ones) {
+    throw std::logic_error("forward_pass: counting passes do not run on position classes");
   }
   const auto on_classes = [&](std::size_t l) { return classes != nullptr && (*classes)[l]; };
   std::vector<TensorPtr> sums(n);
@@ -532,17 +532,18 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
       on_classes(0) ? plan.shape(0)[0] * (*classes)[0]->positions() : plan.entries(0), 0, false);
   std::fill(sums[0]->value.begin(), sums[0]->value.end(), source);
   normalize(*sums[0], threads);
-  // A layer on full tensors reads its inputs' sums expanded from their classes.
-  const auto full_inputs = [&](std::size_t l) {
+  // A layer on full tensors reads its inputs' sums (of this pass, or `extra`) expanded from
+  // their classes; `from` itself when none is on classes.
+  const auto full_inputs = [&](std::size_t l, const std::vector<TensorPtr>& from) {
     const Layer& ly = plan.layer(l);
     std::vector<TensorPtr> in;
     for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
       const std::size_t i = plan.input(l, k);
       if (on_classes(i)) {
         if (in.empty()) {
-          in = sums;
+          in = from;
         }
-        in[i] = regather(*sums[i], plan.shape(i)[0], *(*classes)[i], nullptr, threads);
+        in[i] = regather(*from[i], plan.shape(i)[0], *(*classes)[i], nullptr, threads);
       }
     }
     return in;
@@ -551,14 +552,22 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
     const Layer& ly = plan.layer(l);
     if (on_classes(l)) {
       sums[l] = classes_forward(plan, l, sums, w, source, *classes);
+      if (extra != nullptr && has_parameters(ly)) {
+        const TensorPtr t = classes_forward(plan, l, *extra, *extra_w, 1.0, *classes);
+        sums[l] = combine({{sums[l].get(), 1.0}, {t.get(), 1.0}},
+                          static_cast<Index>(t->value.size()), threads);
+      }
     } else {
       const std::vector<TensorPtr> expanded =
-          classes != nullptr ? full_inputs(l) : std::vector<TensorPtr>{};
+          classes != nullptr ? full_inputs(l, sums) : std::vector<TensorPtr>{};
       const std::vector<TensorPtr>& in = expanded.empty() ? sums : expanded;
       if (has_parameters(ly)) {
         TensorPtr y = param_forward(plan, l, *in[plan.input(l)], w, source);
         if (extra != nullptr) {
-          const TensorPtr t = param_forward(plan, l, *(*extra)[plan.input(l)], *extra_w, 1.0);
+          const std::vector<TensorPtr> extra_expanded =
+              classes != nullptr ? full_inputs(l, *extra) : std::vector<TensorPtr>{};
+          const std::vector<TensorPtr>& xin = extra_expanded.empty() ? *extra : extra_expanded;
+          const TensorPtr t = param_forward(plan, l, *xin[plan.input(l)], *extra_w, 1.0);
           y = combine({{y.get(), 1.0}, {t.get(), 1.0}}, plan.entries(l), threads);
         }
         sums[l] = std::move(y);
@@ -576,11 +585,8 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
     plan.report(progress.from +
                 (progress.to - progress.from) * static_cast<double>(l) / static_cast<double>(n));
   }
-  for (const Index o : plan.graph().outputs) {
-    const auto l = static_cast<std::size_t>(o);
-    if (on_classes(l)) {
-      sums[l] = regather(*sums[l], plan.shape(l)[0], *(*classes)[l], nullptr, threads);
-    }
+  if (classes != nullptr && !keep) {
+    sums = expand_outputs(plan, std::move(sums), *classes);
   }
   plan.report(progress.to);
   return sums;

@@ -106,8 +106,10 @@ struct Span {
 /// each parameter layer adds T_extra(A of its input) + its bias block (bias nodes count 1):
 /// C = T_sq(C) + T_prod(A). `keep`: every tensor is kept (for a backward pass); otherwise one
 /// is dropped after its last use and only the outputs survive. With `classes`
-/// (forward_classes(plan), layer_classes.hpp; unkept passes without `extra` only), the layers
-/// that have classes are computed on them, and the outputs returned on their full positions.
+/// (forward_classes(plan), layer_classes.hpp; not for counting), the layers that have classes
+/// are computed and kept on them (`extra` too must have been computed with them); an unkept
+/// pass returns its outputs on their full positions (expand_outputs), a kept one every tensor
+/// on its classes.
 struct Classes;
 using LayerClasses = std::vector<std::optional<Classes>>;
 std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
@@ -130,9 +132,12 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
 /// of l's input, Y the backward sums of l's output, and `bias_value` the forward sum of a bias
 /// node; each term multiplied by factor[k] when `factor` is given (indexed by parameter).
 /// Accumulated with dp_merge (out_m starts at 0 and out_k at dp_no_exponent); without out_k,
-/// added to out_m as doubles (each term converted, +-inf beyond double's range).
+/// added to out_m as doubles (each term converted, +-inf beyond double's range). With
+/// `classes` (those of the pass that made x), x is held on its input's classes where it has
+/// them; y is on the full positions.
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
-                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k);
+                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k,
+                   const LayerClasses* classes = nullptr);
 
 /// The number of input-to-output paths of unroll(graph) of each length (in edges), as
 /// (mantissa, exponent) per length: a counting pass whose tensors are split by length.

@@ -6,15 +6,32 @@
 #include <vector>
 
 #include "src/dp/detail/dp_scaled.hpp"
+#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"
 
 namespace pathlift::detail {
 
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
-                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k) {
+                   double bias_value, const double* factor, double* out_m, std::int64_t* out_k,
+                   const LayerClasses* classes) {
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
+  // x on its classes: kept for a convolution or batch norm computed on classes (their products
+  // sum y over each output class first), else expanded.
+  const Classes* in_classes = nullptr;
+  const Classes* out_classes = nullptr;
+  if (classes != nullptr && (*classes)[plan.input(l)]) {
+    if ((ly.kind == LayerKind::conv || ly.kind == LayerKind::batch_norm) && (*classes)[l]) {
+      in_classes = &*(*classes)[plan.input(l)];
+      out_classes = &*(*classes)[l];
+    } else {
+      const TensorPtr full =
+          regather(x, plan.shape(plan.input(l))[0], *(*classes)[plan.input(l)], nullptr, threads);
+      edge_products(plan, l, *full, y, bias_value, factor, out_m, out_k, nullptr);
+      return;
+    }
+  }
   const std::int64_t e = x.exp + y.exp;
   // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
   const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
@@ -115,7 +132,13 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       const ConvShape c = conv_shape(plan.window(l));
       const Index count = c.w->channels_out * c.rows;
       double* g = layer_buffer(LayerBuffer::weight_products, static_cast<std::size_t>(count));
-      conv_weight_products(c, x.value.data(), y.value.data(), g, threads);
+      if (out_classes != nullptr) {
+        const TensorPtr ys = class_sums(y, c.w->channels_out, *out_classes, threads);
+        conv_weight_products_classes(c, x.value.data(), *in_classes, *out_classes, ys->value.data(),
+                                     g, threads);
+      } else {
+        conv_weight_products(c, x.value.data(), y.value.data(), g, threads);
+      }
       merge_block(ly.weight_offset, g, count, e);
       bias(c.w->channels_out, c.n_out);
       return;
@@ -134,12 +157,17 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = plan.entries(l) / channels;
+      // On classes: x per class against y summed over the class.
+      const TensorPtr ys =
+          out_classes != nullptr ? class_sums(y, channels, *out_classes, threads) : nullptr;
+      const double* yv = ys ? ys->value.data() : y.value.data();
+      const Index n = out_classes != nullptr ? out_classes->positions() : positions;
       Buffer<double> g(static_cast<std::size_t>(channels));
       for_tasks(channels, threads, [&](Index c) {
         double acc = 0;
-        const double* xr = x.value.data() + c * positions;
-        const double* yr = y.value.data() + c * positions;
-        for (Index p = 0; p < positions; ++p) {
+        const double* xr = x.value.data() + c * n;
+        const double* yr = yv + c * n;
+        for (Index p = 0; p < n; ++p) {
           acc += xr[p] * yr[p];
         }
         g[static_cast<std::size_t>(c)] = acc;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 
@@ -46,18 +48,22 @@ void scale_all(double* x, Index n, int e, int threads) {
 
 namespace {
 
+/// The largest |x[i]|, NaN when some x[i] is NaN. On the bit patterns without the sign, whose
+/// unsigned order is the order of the magnitudes (NaN above inf): an integer max the compiler
+/// vectorises, where a floating-point max with std::max's NaN rule stays scalar.
 double max_abs(const double* x, Index n, int threads) {
   const Index tasks = ceil_div(n, k_chunk);
-  std::vector<double> part(static_cast<std::size_t>(std::max<Index>(tasks, 1)), 0.0);
+  std::vector<std::uint64_t> part(static_cast<std::size_t>(std::max<Index>(tasks, 1)), 0);
   for_tasks(tasks, threads, [&](Index t) {
-    double m = 0;
+    std::uint64_t m = 0;
     const Index end = std::min(n, (t + 1) * k_chunk);
     for (Index i = t * k_chunk; i < end; ++i) {
-      m = std::max(m, std::fabs(x[i]));
+      const std::uint64_t b = std::bit_cast<std::uint64_t>(x[i]) & 0x7fffffffffffffffULL;
+      m = b > m ? b : m;
     }
     part[static_cast<std::size_t>(t)] = m;
   });
-  return *std::max_element(part.begin(), part.end());
+  return std::bit_cast<double>(*std::max_element(part.begin(), part.end()));
 }
 
 }  // namespace
@@ -406,10 +412,6 @@ const double* column_matrix(const ConvShape& c, const double* x, Index g, int th
 
 }  // namespace
 
-namespace {
-
-/// Group g's outputs y (channels_out x n, row-major) = W_g cm, cm the group's column matrix
-/// (rows x n, row stride ld), in GEMM blocks of k_rows x k_cols.
 void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* cm, Index ld,
                   Index n, double* y, int threads) {
   for_tiles(c.cg_out, n, k_rows, k_cols, threads, [&](Index r0, Index r1, Index n0, Index n1) {
@@ -421,48 +423,12 @@ void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* c
   });
 }
 
-}  // namespace
-
 /// y = W x per group (y: channels_out x n_out): the column matrix once per group, then GEMM
 /// blocks of k_rows x k_cols.
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads) {
   const Index stride = c.direct ? c.n_in : c.n_out;
   for (Index g = 0; g < c.w->groups; ++g) {
     forward_gemm(c, wm, g, column_matrix(c, x, g, threads), stride, c.n_out, y, threads);
-  }
-}
-
-/// The same on position classes: the column matrix has one column per output class, computed
-/// at its representative position, whose taps read the input's classes.
-void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
-                          const Classes& out, double* y, int threads) {
-  const Window& w = *c.w;
-  const Index n = out.positions();
-  const Index n_in = in.positions();
-  const Index rw = out.w.size();
-  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * n));
-  for (Index g = 0; g < w.groups; ++g) {
-    for_tasks(c.cg_in, threads, [&](Index ci) {
-      const double* plane = x + (g * c.cg_in + ci) * n_in;
-      for (Index t = 0; t < c.kk; ++t) {
-        const Index i = t / w.w.kernel;
-        const Index j = t % w.w.kernel;
-        double* row = col + (ci * c.kk + t) * n;
-        for (Index qh = 0; qh < out.h.size(); ++qh) {
-          const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
-          const bool inside_h = i >= w.h.first(oh) && i < w.h.last(oh);
-          const Index ah =
-              inside_h ? in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size() : 0;
-          for (Index qw = 0; qw < rw; ++qw) {
-            const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
-            const bool inside = inside_h && j >= w.w.first(ow) && j < w.w.last(ow);
-            row[qh * rw + qw] =
-                inside ? plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] : 0.0;
-          }
-        }
-      }
-    });
-    forward_gemm(c, wm, g, col, n, n, y, threads);
   }
 }
 
@@ -516,24 +482,26 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
   }
 }
 
+void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
+                 double* gout, int threads) {
+  constexpr Index k_grows = 64;
+  constexpr Index k_gcols = 256;
+  for_tiles(
+      c.cg_out, c.rows, k_grows, k_gcols, threads, [&](Index o0, Index o1, Index r0, Index r1) {
+        const ConstMatMap yb(y + (g * c.cg_out + o0) * n, o1 - o0, n, Eigen::OuterStride<>(n));
+        const ConstMatMap xb(cm + r0 * ld, r1 - r0, n, Eigen::OuterStride<>(ld));
+        MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
+                   Eigen::OuterStride<>(c.rows));
+        out.noalias() = yb * xb.transpose();
+      });
+}
+
 /// G (channels_out x rows per group, the weight layout) = y col(x)^T.
 void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
                           int threads) {
-  const Window& w = *c.w;
-  constexpr Index k_grows = 64;
-  constexpr Index k_gcols = 256;
-  for (Index g = 0; g < w.groups; ++g) {
-    const double* cm = column_matrix(c, x, g, threads);
-    const Index stride = c.direct ? c.n_in : c.n_out;
-    for_tiles(
-        c.cg_out, c.rows, k_grows, k_gcols, threads, [&](Index o0, Index o1, Index r0, Index r1) {
-          const ConstMatMap yb(y + (g * c.cg_out + o0) * c.n_out, o1 - o0, c.n_out,
-                               Eigen::OuterStride<>(c.n_out));
-          const ConstMatMap xb(cm + r0 * stride, r1 - r0, c.n_out, Eigen::OuterStride<>(stride));
-          MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
-                     Eigen::OuterStride<>(c.rows));
-          out.noalias() = yb * xb.transpose();
-        });
+  const Index ld = c.direct ? c.n_in : c.n_out;
+  for (Index g = 0; g < c.w->groups; ++g) {
+    weight_gemm(c, g, column_matrix(c, x, g, threads), ld, c.n_out, y, gout, threads);
   }
 }
 

@@ -166,6 +166,16 @@ struct ConvShape {
 
 ConvShape conv_shape(const Window& w);
 
+/// Group g's outputs y (channels_out x n, row-major) = W_g cm, cm the group's column matrix
+/// (rows x n, row stride ld), in GEMM blocks of k_rows x k_cols.
+void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* cm, Index ld,
+                  Index n, double* y, int threads);
+
+/// Group g's weight products G (channels_out x rows, the weight layout) = y cm^T, cm the
+/// group's column matrix (rows x n, row stride ld), y (channels_out x n), in fixed blocks.
+void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
+                 double* gout, int threads);
+
 /// y = W x per group (y: channels_out x n_out).
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
 
@@ -181,6 +191,13 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y, 
 /// representative position.
 void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
                           const Classes& out, double* y, int threads);
+
+/// The weight products on position classes: x (channels_in x in.positions()) and y_sums, the
+/// backward sums of the output summed over each of out's classes (channels_out x
+/// out.positions()): the positions of a class read, tap by tap, equal entries of x.
+void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
+                                  const Classes& out, const double* y_sums, double* gout,
+                                  int threads);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
 /// position classes (forward only), y is computed on out_cls's classes and x read on in_cls's.
