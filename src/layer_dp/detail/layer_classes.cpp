@@ -244,29 +244,9 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
       return sums[src];
     case LayerKind::scale:
       return combine({{sums[src].get(), fixed(ly.factor, spec)}}, n, threads);
-    case LayerKind::batch_norm: {
-      TensorPtr y = make_tensor(n, 0, false);
-      const Block a = weights_of(ly, channels, spec, threads);
-      scale_channels(a.m.data(), sums[src]->value.data(), y->value.data(), channels,
-                     out.positions(), threads);
-      y->exp = a.exp + sums[src]->exp;
-      add_bias(*y, bias_of(ly, channels, spec, threads), channels, out.positions(), bias_value,
-               threads);
-      return y;
-    }
-    case LayerKind::conv: {
-      const ConvShape c = conv_shape(plan.window(l));
-      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      TensorPtr y = make_tensor(n, 0, wb.zero);
-      if (!wb.zero) {
-        conv_forward_classes(c, wb.m.data(), sums[src]->value.data(), *classes[src], out,
-                             y->value.data(), threads);
-      }
-      y->exp = wb.exp + sums[src]->exp;
-      add_bias(*y, bias_of(ly, channels, spec, threads), channels, out.positions(), bias_value,
-               threads);
-      return y;
-    }
+    case LayerKind::batch_norm:
+    case LayerKind::conv:
+      return param_forward(plan, l, *sums[src], spec, bias_value, &classes);
     case LayerKind::max_pool:
     case LayerKind::avg_pool:
     case LayerKind::adaptive_avg_pool: {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
+#include "src/layer_dp/detail/layer_kernels.hpp"
 
 namespace pathlift::detail {
 
@@ -55,6 +56,19 @@ std::vector<TensorPtr> expand_outputs(const LayerPlan& plan, std::vector<TensorP
 
 /// y (channels x the full positions) summed over each class of `c` (channels x c.positions()).
 TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int threads);
+
+/// y = W x per group on position classes : x (channels_in x
+/// in.positions()), y (channels_out x out.positions()), each output class computed at its
+/// representative position.
+void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
+                          const Classes& out, double* y, int threads);
+
+/// The weight products on position classes: x (channels_in x in.positions()) and y_sums, the
+/// backward sums of the output summed over each of out's classes (channels_out x
+/// out.positions()): the positions of a class read, tap by tap, equal entries of x.
+void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
+                                  const Classes& out, const double* y_sums, double* gout,
+                                  int threads);
 
 /// Layer l's sums on its classes (classes[l] set), its inputs held on theirs.
 TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,

@@ -157,11 +157,15 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
 }  // namespace
 
 TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
-                        const WeightSpec& spec, double bias_value) {
+                        const WeightSpec& spec, double bias_value, const LayerClasses* classes) {
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
-  const Index n_out = plan.entries(l);
-  if (spec.mode == Mode::ones) {
+  // On position classes (a convolution or batch norm whose output has them): one entry per
+  // channel and class, the input on its own classes.
+  const Classes* out_cls = classes != nullptr && (*classes)[l] ? &*(*classes)[l] : nullptr;
+  const Index n_out =
+      out_cls != nullptr ? plan.shape(l)[0] * out_cls->positions() : plan.entries(l);
+  if (spec.mode == Mode::ones) {  // never on classes (forward_pass refuses them)
     return ones_forward(plan, l, x, bias_value);
   }
   TensorPtr y = make_tensor(n_out, 0, false);
@@ -183,12 +187,15 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
       if (wb.zero) {
         std::fill(y->value.begin(), y->value.end(), 0.0);
+      } else if (out_cls != nullptr) {
+        conv_forward_classes(c, wb.m.data(), x.value.data(), *(*classes)[plan.input(l)], *out_cls,
+                             y->value.data(), threads);
       } else {
         conv_forward(c, wb.m.data(), x.value.data(), y->value.data(), threads);
       }
       y->exp = wb.exp + x.exp;
-      add_bias(*y, bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out, c.n_out,
-               bias_value, threads);
+      add_bias(*y, bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out,
+               n_out / c.w->channels_out, bias_value, threads);
       return y;
     }
     case LayerKind::conv_transpose: {
@@ -550,30 +557,23 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
   };
   for (std::size_t l = 1; l < n; ++l) {
     const Layer& ly = plan.layer(l);
-    if (on_classes(l)) {
-      sums[l] = classes_forward(plan, l, sums, w, source, *classes);
-      if (extra != nullptr && has_parameters(ly)) {
-        const TensorPtr t = classes_forward(plan, l, *extra, *extra_w, 1.0, *classes);
-        sums[l] = combine({{sums[l].get(), 1.0}, {t.get(), 1.0}},
-                          static_cast<Index>(t->value.size()), threads);
+    // Layer l applied to `from` (this pass's sums, or `extra`), on its classes or whole.
+    const auto apply = [&](const std::vector<TensorPtr>& from, const WeightSpec& spec,
+                           double bias_value) {
+      if (on_classes(l)) {
+        return classes_forward(plan, l, from, spec, bias_value, *classes);
       }
-    } else {
       const std::vector<TensorPtr> expanded =
-          classes != nullptr ? full_inputs(l, sums) : std::vector<TensorPtr>{};
-      const std::vector<TensorPtr>& in = expanded.empty() ? sums : expanded;
-      if (has_parameters(ly)) {
-        TensorPtr y = param_forward(plan, l, *in[plan.input(l)], w, source);
-        if (extra != nullptr) {
-          const std::vector<TensorPtr> extra_expanded =
-              classes != nullptr ? full_inputs(l, *extra) : std::vector<TensorPtr>{};
-          const std::vector<TensorPtr>& xin = extra_expanded.empty() ? *extra : extra_expanded;
-          const TensorPtr t = param_forward(plan, l, *xin[plan.input(l)], *extra_w, 1.0);
-          y = combine({{y.get(), 1.0}, {t.get(), 1.0}}, plan.entries(l), threads);
-        }
-        sums[l] = std::move(y);
-      } else {
-        sums[l] = plain_forward(plan, l, in, w);
-      }
+          classes != nullptr ? full_inputs(l, from) : std::vector<TensorPtr>{};
+      const std::vector<TensorPtr>& in = expanded.empty() ? from : expanded;
+      return has_parameters(ly) ? param_forward(plan, l, *in[plan.input(l)], spec, bias_value)
+                                : plain_forward(plan, l, in, spec);
+    };
+    sums[l] = apply(sums, w, source);
+    if (extra != nullptr && has_parameters(ly)) {
+      const TensorPtr t = apply(*extra, *extra_w, 1.0);
+      sums[l] = combine({{sums[l].get(), 1.0}, {t.get(), 1.0}}, static_cast<Index>(t->value.size()),
+                        threads);
     }
     if (!keep) {
       for (const Index i : ly.inputs) {

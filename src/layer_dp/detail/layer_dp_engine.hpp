@@ -37,6 +37,10 @@ struct Tensor {
 };
 using TensorPtr = std::shared_ptr<Tensor>;
 
+/// Position classes of every layer (layer_classes.hpp).
+struct Classes;
+using LayerClasses = std::vector<std::optional<Classes>>;
+
 /// How an edge weight w enters a pass.
 enum class Mode : std::uint8_t {
   power,    ///< |w|^s (s = 0: every edge 1)
@@ -110,8 +114,6 @@ struct Span {
 /// are computed and kept on them (`extra` too must have been computed with them); an unkept
 /// pass returns its outputs on their full positions (expand_outputs), a kept one every tensor
 /// on its classes.
-struct Classes;
-using LayerClasses = std::vector<std::optional<Classes>>;
 std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, bool keep,
                                     double source, const std::vector<TensorPtr>* extra,
                                     const WeightSpec* extra_w, Span progress,
@@ -152,9 +154,11 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
 double length_histogram_bytes(const LayerPlan& plan);
 
 /// The forward map of parameter layer l (linear, conv, batch_norm) applied to x, bias nodes
-/// counting bias_value; normalised.
+/// counting bias_value; normalised. With `classes`, a layer that has classes is computed on
+/// them (x on its input's).
 TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
-                        const WeightSpec& spec, double bias_value);
+                        const WeightSpec& spec, double bias_value,
+                        const LayerClasses* classes = nullptr);
 /// The forward map of a layer without parameters, its inputs read from sums[input].
 TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
                         const WeightSpec& spec);

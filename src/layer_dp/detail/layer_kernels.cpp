@@ -2,6 +2,8 @@
 
 #include "src/layer_dp/detail/layer_kernels.hpp"
 
+#include "src/layer_dp/detail/layer_classes.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 
 namespace pathlift::detail {
@@ -185,19 +184,6 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
 /// G (channels_out x rows per group, the weight layout) = y col(x)^T.
 void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
                           int threads);
-
-/// y = W x per group on position classes (layer_classes.hpp): x (channels_in x
-/// in.positions()), y (channels_out x out.positions()), each output class computed at its
-/// representative position.
-void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
-                          const Classes& out, double* y, int threads);
-
-/// The weight products on position classes: x (channels_in x in.positions()) and y_sums, the
-/// backward sums of the output summed over each of out's classes (channels_out x
-/// out.positions()): the positions of a class read, tap by tap, equal entries of x.
-void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
-                                  const Classes& out, const double* y_sums, double* gout,
-                                  int threads);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
 /// position classes (forward only), y is computed on out_cls's classes and x read on in_cls's.
