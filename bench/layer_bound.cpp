@@ -2,7 +2,7 @@
 // ImageNet CNN come to the arithmetic they need.
 //
 //   layer_bound MODEL.onnx [--input-shape 3,224,224] [--threads 2] [--repeat 3] [--per-layer]
-//               [--kv-only N]
+//               [--kv-only N] [--diag-only N]
 //
 // Prints, in one process, with --threads threads (pathlift's and Eigen's):
 //   - an Eigen float64 GEMM of 1.8 G multiply-adds (1216^3, resnet18's forward at 224) built
@@ -13,6 +13,7 @@
 //     sums included), K v and K V for 8 vectors on a kept LayerKernelOperator, and each one's
 //     ratio to the GEMM or to the L2 pass, the acceptance lines of issue 33;
 //   - with --kv-only N, only N products K v on a kept operator (for a profiler);
+//   - with --diag-only N, only N kernel diagonals (for a profiler);
 //   - with --per-layer, a table: each convolution or linear layer's forward map in the L2 pass
 //     on full tensors (im2col, the transformed weights, the GEMM, the bias and renormalisation)
 //     beside an Eigen GEMM of its own shape, and what the layers without parameters cost.
@@ -71,7 +72,8 @@ struct Args {
   int threads = 2;
   int repeat = 3;
   bool per_layer = false;
-  int kv_only = 0;  // --kv-only N: N products on a kept operator and nothing else (to profile)
+  int kv_only = 0;    // --kv-only N: N products on a kept operator and nothing else (to profile)
+  int diag_only = 0;  // --diag-only N: N kernel diagonals and nothing else (to profile)
 };
 
 Args parse(int argc, char** argv) {
@@ -86,6 +88,8 @@ Args parse(int argc, char** argv) {
       a.repeat = std::max(1, std::atoi(argv[++i]));
     } else if (s == "--kv-only" && i + 1 < argc) {
       a.kv_only = std::max(1, std::atoi(argv[++i]));
+    } else if (s == "--diag-only" && i + 1 < argc) {
+      a.diag_only = std::max(1, std::atoi(argv[++i]));
     } else if (s == "--per-layer") {
       a.per_layer = true;
     } else if (a.model.empty() && !s.starts_with("-")) {
@@ -93,7 +97,7 @@ Args parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "usage: layer_bound MODEL.onnx [--input-shape 3,224,224] [--threads N] "
-                 "[--repeat R] [--per-layer]\n");
+                 "[--repeat R] [--per-layer] [--kv-only N] [--diag-only N]\n");
       std::exit(2);
     }
   }
@@ -227,6 +231,12 @@ int main(int argc, char** argv) {
     Eigen::VectorXd out(d);
     fmt::print("K v on a kept operator: {:.4f} s (best of {})\n",
                seconds([&] { op.apply(v.data(), out.data(), 1); }, args.kv_only), args.kv_only);
+    return 0;
+  }
+  if (args.diag_only > 0) {
+    fmt::print("kernel diagonal: {:.4f} s (best of {})\n",
+               seconds([&] { (void)pathlift::kernel_diagonal(*g, theta, engine); }, args.diag_only),
+               args.diag_only);
     return 0;
   }
   Eigen::setNbThreads(args.threads);

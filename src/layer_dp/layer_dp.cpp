@@ -22,6 +22,7 @@
 #include "src/layer_dp/detail/diagonal_range.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
+#include "src/layer_dp/detail/layer_kernels.hpp"
 #include "src/layers/detail/layers_unroll.hpp"
 
 namespace pathlift {
@@ -299,7 +300,8 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   // Straight into the result (no scaled accumulators: the diagonal is as large as theta),
   // checked before it is allocated (counted as accumulators: 16 bytes a parameter for 8).
   LayerPlan(graph, options).require_memory(1, 1, "the kernel diagonal");
-  Buffer<double> out(static_cast<std::size_t>(graph.num_params), 0.0);
+  Buffer<double> out(static_cast<std::size_t>(graph.num_params));
+  detail::fill_zero(out.data(), graph.num_params, resolve_threads(options.threads));
   diagonal_sums(graph, theta, options, out.data(), nullptr);
   return out;
 }
@@ -389,7 +391,7 @@ struct LayerKernelOperator::State {
     const WeightSpec sq{Mode::square, 2, theta, {}};
     const WeightSpec prod{Mode::product, 1, theta, {v, d}};
     const double mid = span.from + (span.to - span.from) / 2;
-    std::fill(out, out + d, 0.0);
+    detail::fill_zero(out, static_cast<Index>(d), plan.threads());
     const std::vector<TensorPtr> c =
         forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid}, &classes);
     for (std::size_t l = 1; l < plan.size(); ++l) {

@@ -599,6 +599,16 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
                                      Span progress) {
   const std::size_t n = plan.size();
   const int threads = plan.threads();
+  // A layer's backward sums are read only at a parameter layer and at the layers it reads
+  // from: none reaches the input, or a layer that only input-side fixed layers feed (the
+  // stem's transpose, back onto the image, would cost as much as a whole stage).
+  std::vector<char> read(n, 0);
+  for (std::size_t l = 1; l < n; ++l) {
+    read[l] = static_cast<char>(has_parameters(plan.layer(l)));
+    for (std::size_t k = 0; k < plan.layer(l).inputs.size() && read[l] == 0; ++k) {
+      read[l] = read[plan.input(l, k)];
+    }
+  }
   std::vector<TensorPtr> grads(n);
   if (seed_outputs) {
     for (const Index o : plan.graph().outputs) {
@@ -619,6 +629,9 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
       }
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
         const std::size_t src = plan.input(l, k);
+        if (read[src] == 0) {
+          continue;
+        }
         TensorPtr t;
         if (param) {
           if (grads[l]) {

@@ -122,7 +122,8 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
 /// Backward sums G = [output] + sum over consumers of T^T G (outputs seeded with 1 when
 /// `seed_outputs`), with `extra` (kept backward tensors B) as in forward_pass:
 /// E = T_sq^T E + T_prod^T B. At each parameter layer l, once G_l is final, visit(l, G_l) is
-/// called. Returns every G when `keep` (empty pointers where no output is reached).
+/// called. Returns every G when `keep`: empty pointers where no output is reached, and where
+/// no parameter layer reads G (the input, and layers that only fixed layers on the input feed).
 std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w, bool seed_outputs,
                                      bool keep, const std::vector<TensorPtr>* extra,
                                      const WeightSpec* extra_w,

@@ -87,6 +87,10 @@ void normalize(Tensor& t, int threads) {
   t.exp += e;
 }
 
+void fill_zero(double* p, Index n, int threads) {
+  for_chunks(n, threads, [&](Index i0, Index i1) { std::fill(p + i0, p + i1, 0.0); });
+}
+
 /// A tensor of n entries, zeros when `zero` (else left for the caller to write).
 TensorPtr make_tensor(Index n, std::int64_t exp, bool zero) {
   auto t = std::make_shared<Tensor>();

@@ -54,6 +54,10 @@ void for_chunks(Index n, int threads, const F& f) {
   for_tasks(tasks, threads, [&](Index t) { f(t * k_chunk, std::min(n, (t + 1) * k_chunk)); });
 }
 
+/// p[0, n) = 0 in parallel chunks (a d-long result: the first touch of its pages, the
+/// kernel's page clearing included, shared by the threads).
+void fill_zero(double* p, Index n, int threads);
+
 /// ceil(a / b) for a >= 0, b > 0.
 Index ceil_div(Index a, Index b);
 
