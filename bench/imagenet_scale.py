@@ -15,9 +15,10 @@ would have about 10^10 edges) beside the PyTorch recipes of bench/torch_recipes.
   K v             pathlift.kernel_matvec(net, theta, v), v standard normal  |  a double
                   backward: grad_a (v . grad_b G(a, b)), G the sum of the outputs of the
                   ReLU-free model with parameters a * b, at a = b = theta
-  trace, top-3    pathlift.kernel_trace, pathlift.kernel_top_eigenvalues(count=3) (Lanczos on
-                  K v products; --eigen-models, default resnet18 only: a hundred-odd products
-                  at tolerance 1e-6); pathlift only (PyTorch has no recipe short of forming K)
+  trace, top-3    pathlift.kernel_trace, pathlift.kernel_top_eigenvalues(count=3) (block
+                  Lanczos on K v products; --eigen-models, default resnet18 only: 66 products
+                  at tolerance 1e-6, 40 s on 2 cores); pathlift only (PyTorch has no recipe
+                  short of forming K)
 
 The BLAS under numpy and torch is printed (threadpoolctl, else /proc/self/maps), and a run on
 Debian's reference BLAS is marked NOT A FAIR RACE: scripts/install-deps.sh installs
@@ -61,9 +62,9 @@ def parse_args():
     ap.add_argument("--shape", default="3,224,224", help="one sample's shape")
     ap.add_argument("--eigen-models", default="resnet18",
                     help="models whose top-3 eigenvalues are computed (default resnet18; "
-                         "Lanczos takes about a hundred K v products; '' for none)")
+                         "block Lanczos takes 66 K v products on it; '' for none)")
     ap.add_argument("--eigen-tolerance", type=float, default=1e-6,
-                    help="Lanczos tolerance of kernel_top_eigenvalues (default 1e-6; "
+                    help="the tolerance of kernel_top_eigenvalues (default 1e-6; "
                          "pathlift's own default is 1e-10)")
     ap.add_argument("--peak-memory", action="store_true",
                     help="run one side only (--only, --model, --quantity), for /usr/bin/time -v")

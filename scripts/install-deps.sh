@@ -5,7 +5,7 @@ set -euo pipefail
 
 # Each package has a user: the build (cmake, make, g++; git for scripts/format.sh; ccache, which
 # lets the pip build reuse the objects of build/), the library
-# (Eigen, nlohmann-json, fmt, Spectra, FLINT for ranks mod p, LAPACKE for singular values, ONNX
+# (Eigen, nlohmann-json, fmt, FLINT for ranks mod p, LAPACKE for singular values, ONNX
 # and protobuf for read_onnx), the CLI (CLI11; zlib for the CRC-32 of .npz files), the tests and benchmarks (GoogleTest, Google
 # Benchmark, clang-format), the Python package (pybind11, numpy, scipy.sparse results) and its
 # tests (pytest, PyTorch references, torchvision's ResNet and ONNX export for the CNN tests,
@@ -18,7 +18,7 @@ set -euo pipefail
 # recipes of bench/ race pathlift fairly only on it (docs/benchmarks.md#fair-blas).
 packages=(
   cmake g++ make git ccache
-  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libspectra-dev libflint-dev libgmp-dev liblapacke-dev
+  libeigen3-dev nlohmann-json3-dev libfmt-dev libcli11-dev libflint-dev libgmp-dev liblapacke-dev
   libopenblas0-pthread
   libonnx-dev libprotobuf-dev zlib1g-dev
   libgtest-dev libbenchmark-dev clang-format clang libclang-rt-dev libomp-dev

@@ -1,7 +1,8 @@
 // The kernel's block product and eigenpairs (kernel.hpp, layer_dp.hpp, path_free.hpp): K V
-// against column-by-column products, LOBPCG's eigenpairs against the explicit K's dense
-// eigendecomposition (values to 1e-10, vectors by their residuals and the eigenspaces they
-// span), close and repeated eigenvalues, layer graphs without unrolling, and the errors.
+// against column-by-column products, block Lanczos's and LOBPCG's eigenpairs against the
+// explicit K's dense eigendecomposition (values to 1e-10, vectors by their residuals and the
+// eigenspaces they span), close and repeated eigenvalues (twin units), layer graphs without
+// unrolling, and the errors.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -117,22 +118,70 @@ TEST(KernelBlock, LayerOperatorEqualsTheUnrolledProducts) {
   }
 }
 
-TEST(KernelSpectrum, LobpcgEqualsTheExplicitKernel) {
+TEST(KernelSpectrum, LobpcgAndLanczosEqualTheExplicitKernel) {
   for (const char* name : {"ff:4,16,16,2", "ff:6,20,20,3", "random"}) {
     const Network net =
         std::string(name) == "random" ? random_dag(40, 0.3, 7) : builtin_network(name);
     const auto theta = normal_weights(net.num_params(), 11);
     const DenseEigen want = dense_eigen(kernel(net, theta));
-    for (const Index count : {1, 3, 6}) {
-      EigenOptions o;
-      o.method = EigenMethod::lobpcg;
-      o.vectors = true;
-      const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, count, o);
-      EXPECT_EQ(r.method, EigenMethod::lobpcg);
-      EXPECT_GT(r.products, 0);
-      EXPECT_GT(r.iterations, 0);
-      expect_eigenpairs(r, want, count, 1e-10, o.tolerance, fmt::format("{} top {}", name, count));
+    for (const EigenMethod m : {EigenMethod::lobpcg, EigenMethod::lanczos}) {
+      for (const Index count : {1, 3, 6}) {
+        EigenOptions o;
+        o.method = m;
+        o.vectors = true;
+        const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, count, o);
+        EXPECT_EQ(r.method, m);
+        EXPECT_GT(r.products, 0);
+        if (m == EigenMethod::lobpcg) {
+          EXPECT_GT(r.iterations, 0);
+        }
+        expect_eigenpairs(r, want, count, 1e-10, o.tolerance,
+                          fmt::format("{} {} top {}", name, to_string(m), count));
+      }
     }
+  }
+}
+
+TEST(KernelSpectrum, LanczosFindsTheMultipletsOfTwinUnits) {
+  // Equal weights make the hidden units of a layer twins: K's top eigenvalues repeat (1, then
+  // 0.781 eleven times). A block of one vector would find each once; the twins give block
+  // Lanczos a block of `count`, and all five come out. Perturbed by 1e-4 there are no twins (a
+  // block of 1) and the cluster, 0.007 wide, is resolved all the same.
+  const Network net = builtin_network("ff:5,12,12,2");
+  for (const double eps : {0.0, 1e-4}) {
+    std::vector<double> theta = normal_weights(net.num_params(), 5);
+    for (double& t : theta) {
+      t = 1 + eps * t;
+    }
+    const DenseEigen want = dense_eigen(kernel(net, theta));
+    ASSERT_LT(std::fabs(want.values(1) - want.values(4)), 1e-2) << "a multiplet or a cluster";
+    EigenOptions o;
+    o.method = EigenMethod::lanczos;
+    o.vectors = true;
+    o.tolerance = 1e-8;
+    const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 5, o);
+    EXPECT_EQ(r.method, EigenMethod::lanczos);
+    expect_eigenpairs(r, want, 5, 1e-9, o.tolerance, fmt::format("perturbation {}", eps));
+  }
+}
+
+TEST(KernelSpectrum, LayerGraphTwinChannels) {
+  // Equal weights in every layer of a CNN (conv, conv_transpose and linear layers included):
+  // twin channels, multiplets, found on the layer graph as on the unrolled network.
+  int index = 0;
+  for (const LayerGraph& g : testing::layer_zoo()) {
+    ++index;
+    if (g.num_params > 3000 || g.num_params < 50) {
+      continue;
+    }
+    const std::vector<double> theta(static_cast<std::size_t>(g.num_params), 0.5);
+    const DenseEigen want = dense_eigen(kernel(unroll(g), theta));
+    EigenOptions o;
+    o.method = EigenMethod::lanczos;
+    o.vectors = true;
+    o.tolerance = 1e-9;
+    const KernelEigenvalues r = kernel_top_eigenvalues(g, theta, 4, o);
+    expect_eigenpairs(r, want, 4, 1e-9, o.tolerance, fmt::format("zoo graph {}", index));
   }
 }
 
@@ -169,6 +218,7 @@ TEST(KernelSpectrum, EveryMethodGivesVectorsAndResiduals) {
     o.method = m;
     o.vectors = true;
     const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 3, o);
+    EXPECT_EQ(r.dense, m == EigenMethod::dense);
     EXPECT_EQ(r.method, m);
     expect_eigenpairs(r, want, 3, 1e-10, 1e-8, std::string(to_string(m)));
     // Simple eigenvalues: the vectors agree across methods, their signs fixed alike.
@@ -178,12 +228,12 @@ TEST(KernelSpectrum, EveryMethodGivesVectorsAndResiduals) {
       EXPECT_LE((r.vectors - first).norm(), 1e-6) << to_string(m);
     }
   }
-  // Without vectors: none, and residuals only from LOBPCG.
+  // Without vectors: none, and residuals from both iterations (their fresh products).
   EigenOptions lanczos;
   lanczos.method = EigenMethod::lanczos;
   const KernelEigenvalues l = kernel_top_eigenvalues(net, theta, 3, lanczos);
   EXPECT_EQ(l.vectors.size(), 0);
-  EXPECT_EQ(l.residuals.size(), 0);
+  EXPECT_EQ(l.residuals.size(), 3);
   EigenOptions lobpcg;
   lobpcg.method = EigenMethod::lobpcg;
   const KernelEigenvalues b = kernel_top_eigenvalues(net, theta, 3, lobpcg);
@@ -202,39 +252,46 @@ TEST(KernelSpectrum, LayerGraphWithoutUnrolling) {
   const KernelEigenvalues r = kernel_top_eigenvalues(g, theta, 3, o);
   EXPECT_EQ(r.method, EigenMethod::lobpcg);
   expect_eigenpairs(r, want, 3, 1e-10, o.tolerance, "zoo_cnn");
-  // The automatic method on a layer graph with d > 256: LOBPCG too.
+  // The automatic method on a layer graph with d > 256: block Lanczos, the same eigenvalues.
   ASSERT_GT(g.num_params, 256);
   const KernelEigenvalues a = kernel_top_eigenvalues(Model(g), theta, 2);
-  EXPECT_EQ(a.method, EigenMethod::lobpcg);
+  EXPECT_EQ(a.method, EigenMethod::lanczos);
   EXPECT_LE(std::fabs(a.values(0) - want.values(0)), 1e-10 * want.values(0));
+  EXPECT_LE(std::fabs(a.values(1) - want.values(1)), 1e-10 * want.values(0));
 }
 
 TEST(KernelSpectrum, LowRankKernel) {
-  // theta = 0: K has eigenvalues 1, 1, 0, ..., 0 (tests/kernel_test.cpp); LOBPCG finds the
-  // zeros too (their residuals are within the roundoff floor).
+  // theta = 0: K has eigenvalues 1, 1, 0, ..., 0 (tests/kernel_test.cpp); both iterations find
+  // the zeros too (their residuals are within the roundoff floor; Lanczos's Krylov space
+  // becomes invariant, its Ritz pairs exact).
   const Network net = builtin_network("ff:4,16,16,2");
   const std::vector<double> theta(static_cast<std::size_t>(net.num_params()), 0.0);
-  EigenOptions o;
-  o.method = EigenMethod::lobpcg;
-  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 4, o);
-  ASSERT_EQ(r.status, EigenStatus::converged);
-  EXPECT_NEAR(r.values(0), 1.0, 1e-12);
-  EXPECT_NEAR(r.values(1), 1.0, 1e-12);
-  EXPECT_NEAR(r.values(2), 0.0, 1e-12);
-  EXPECT_NEAR(r.values(3), 0.0, 1e-12);
+  for (const EigenMethod m : {EigenMethod::lobpcg, EigenMethod::lanczos}) {
+    EigenOptions o;
+    o.method = m;
+    const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 4, o);
+    ASSERT_EQ(r.status, EigenStatus::converged) << to_string(m);
+    EXPECT_NEAR(r.values(0), 1.0, 1e-12) << to_string(m);
+    EXPECT_NEAR(r.values(1), 1.0, 1e-12) << to_string(m);
+    EXPECT_NEAR(r.values(2), 0.0, 1e-12) << to_string(m);
+    EXPECT_NEAR(r.values(3), 0.0, 1e-12) << to_string(m);
+  }
 }
 
 TEST(KernelSpectrum, NotConvergedIsAStatus) {
   const Network net = builtin_network("ff:6,20,20,3");
   const auto theta = normal_weights(net.num_params(), 4);
-  EigenOptions o;
-  o.method = EigenMethod::lobpcg;
-  o.max_iterations = 1;
-  o.tolerance = 1e-14;
-  const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 3, o);
-  EXPECT_EQ(r.status, EigenStatus::not_converged);
-  EXPECT_LT(r.values.size(), 3);
-  EXPECT_EQ(r.residuals.size(), r.values.size());
+  for (const EigenMethod m : {EigenMethod::lobpcg, EigenMethod::lanczos}) {
+    EigenOptions o;
+    o.method = m;
+    o.max_iterations = 1;
+    o.subspace = m == EigenMethod::lanczos ? 9 : 0;
+    o.tolerance = 1e-14;
+    const KernelEigenvalues r = kernel_top_eigenvalues(net, theta, 3, o);
+    EXPECT_EQ(r.status, EigenStatus::not_converged) << to_string(m);
+    EXPECT_LT(r.values.size(), 3) << to_string(m);
+    EXPECT_EQ(r.residuals.size(), r.values.size()) << to_string(m);
+  }
 }
 
 TEST(KernelSpectrum, Errors) {
@@ -271,6 +328,20 @@ TEST(KernelSpectrum, Errors) {
   EXPECT_TRUE(testing::contains(
       testing::error_of<TooLarge>([&] { (void)kernel_top_eigenvalues(big, tb, 2, tiny); }),
       "two d x 12 blocks"));
+  // Lanczos's default basis narrows to what the limit leaves, down to count + 2 blocks.
+  tiny.method = EigenMethod::lanczos;
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<TooLarge>([&] { (void)kernel_top_eigenvalues(big, tb, 2, tiny); }),
+      "a basis of 4 vectors, two blocks of 1 and the 2 eigenvectors with their products) "
+      "needs 30.16 KiB"));
+  EigenOptions narrow;
+  narrow.method = EigenMethod::lanczos;
+  narrow.subspace = 4;
+  EXPECT_TRUE(testing::contains(
+      testing::error_of<std::invalid_argument>(
+          [&] { (void)kernel_top_eigenvalues(big, tb, 3, narrow); }),
+      "Lanczos's subspace of 4 vectors (within d = 386) must be at least the 3 eigenvalues plus "
+      "two blocks of 1"));
 }
 
 }  // namespace

@@ -277,10 +277,10 @@ void add_kernel_command(CLI::App& app) {
                  "(a layer graph is unrolled for it, within --max-memory)");
   mode->add_option(
           "--top-eig", opts->top_eig,
-          "The N largest eigenvalues (LOBPCG on matrix-free block products K V; dense "
+          "The N largest eigenvalues (block Lanczos on matrix-free products K V; dense "
           "for small d, which unrolls a layer graph); --vectors FILE for the "
-          "eigenvectors. resnet18 at 3x224x224 on 2 cores: 0.4-1 s per product, 6 to 19 minutes "
-          "for N = 3 at --tol 1e-6 (the spectrum decides how many products)")
+          "eigenvectors. resnet18 at 3x224x224 on 2 cores: 0.4-0.6 s per product, 40 s to 2.5 "
+          "minutes for N = 3 at --tol 1e-6 (the spectrum decides how many products)")
       ->check(positive_integer);
   mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
   mode->require_option(1);
@@ -292,20 +292,21 @@ void add_kernel_command(CLI::App& app) {
                   "With --top-eig: the eigenvectors (d x N, column j for eigenvalue j, float64) "
                   "to this file (.npy, .txt, .csv, .mtx); their residuals are printed");
   cmd->add_option("--method", opts->method,
-                  "Eigenvalues: auto (dense for d <= 256 or N > d/2, else LOBPCG), lobpcg, "
-                  "lanczos, dense")
+                  "Eigenvalues: auto (dense for d <= 256 or N > d/2, else block Lanczos), "
+                  "lanczos (a block of 1 vector, of N where twin units repeat eigenvalues), "
+                  "lobpcg, dense")
       ->check(CLI::IsMember({"auto", "lobpcg", "lanczos", "dense"}));
   cmd->add_option("--tol", opts->tolerance,
-                  "Relative tolerance (default 1e-10): LOBPCG stops when ||K v - lambda v|| <= "
-                  "tol x lambda for each pair; Lanczos uses it as Spectra does")
+                  "Relative tolerance (default 1e-10): Lanczos and LOBPCG stop when "
+                  "||K v - lambda v|| <= tol x lambda for each pair")
       ->check(positive_number);
   cmd->add_option("--max-iterations,--max-iter", opts->max_iterations,
                   "The iteration cap of every method: LOBPCG iterations or Lanczos restarts "
                   "(default 1000; Python's max_iterations)")
       ->check(positive_number);
   cmd->add_option("--subspace", opts->subspace,
-                  "LOBPCG's block size (default N + max(2, N/2)) or Lanczos's subspace size "
-                  "(default max(2N + 1, N + 20)); Python's subspace")
+                  "Lanczos's basis size (default max(2N + 1, N + 20), narrowed to --max-memory) "
+                  "or LOBPCG's block size (default N + max(2, N/2)); Python's subspace")
       ->check(positive_integer);
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (keys in docs/cli.md#kernel: the header, then d and what "

@@ -111,10 +111,10 @@ EigenStatus parse_eigen_status(std::string_view name);
 
 /// How the top eigenvalues are computed.
 enum class EigenMethod : std::uint8_t {
-  automatic,  ///< dense for small d (d <= 256 or count > d / 2), LOBPCG otherwise (Lanczos
-              ///< when d < 3 x its block), and dense again when the iteration is
-              ///< inconclusive and d x d fits
-  lanczos,    ///< Spectra's restarted Lanczos on kernel products (needs count < d)
+  automatic,  ///< dense for small d (d <= 256 or count > d / 2), block Lanczos otherwise,
+              ///< and dense again when the iteration is inconclusive and d x d fits
+  lanczos,    ///< thick-restart block Lanczos on kernel products (needs count < d): a block
+              ///< of 1 vector, of count when the network has twin units (repeated eigenvalues)
   dense,      ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
   lobpcg      ///< LOBPCG on block products K V (needs 3 x block <= d)
 };
@@ -130,11 +130,11 @@ struct EigenOptions {
   EigenMethod method = EigenMethod::automatic;
   /// The iteration cap, one name for every method: Lanczos restarts or LOBPCG iterations.
   Index max_iterations = 1000;
-  /// Relative tolerance: Spectra's for Lanczos; for LOBPCG, ||K v - lambda v|| <= tolerance *
-  /// lambda (plus a roundoff floor of 64 eps sqrt(d) lambda_max).
+  /// Relative tolerance of both iterations: ||K v - lambda v|| <= tolerance * lambda for each
+  /// pair (plus a roundoff floor of 64 eps sqrt(d) lambda_max), confirmed by fresh products.
   double tolerance = 1e-10;
-  /// Lanczos: the subspace size ncv (0: max(2 count + 1, count + 20)); LOBPCG: the block size
-  /// (0: count + max(2, count / 2)).
+  /// Lanczos: the basis size (0: max(2 count + 1, count + 20), narrowed to the memory limit);
+  /// LOBPCG: the block size (0: count + max(2, count / 2)).
   Index subspace = 0;
   bool vectors = false;  ///< also return the eigenvectors (d x count)
   EngineOptions engine;  ///< memory limit, threads and progress
@@ -166,13 +166,17 @@ struct KernelEigenvalues {
 std::string to_json(const KernelEigenvalues& result, int indent = 2);
 
 /// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite), and
-/// the eigenvectors when options.vectors: LOBPCG on block products K V or restarted Lanczos
-/// (Spectra SymEigsSolver) on the matrix-free product of kernel_matvec, so K is never formed,
-/// or the dense eigensolver on kernel() for small d. 1 <= count <= d;
-/// throws std::invalid_argument otherwise or for a bad theta, TooLarge when the dense method
-/// needs a d x d matrix over the memory limit. Status, not a throw, when the iteration does
-/// not converge or Spectra fails (not_converged / numerical_issue).
-/// Complexity: O((m + d) * products) for Lanczos; O(m (m + d) + d^3) dense.
+/// the eigenvectors when options.vectors: thick-restart block Lanczos or LOBPCG on the
+/// matrix-free block product of kernel_matmat, so K is never formed, or the dense eigensolver
+/// on kernel() for small d. Block Lanczos takes a block of one vector (the fewest products)
+/// unless the network has twin units, non-input nodes with the same activation and equal
+/// weights from the same sources (the first layer a permutation symmetry moves has them, and
+/// only a symmetry repeats an eigenvalue): then a block of count, which finds count copies.
+/// 1 <= count <= d; throws std::invalid_argument otherwise or for a bad theta, TooLarge when
+/// a method needs more than the memory limit. Status, not a throw, when the iteration does
+/// not converge or fails (not_converged / numerical_issue).
+/// Complexity: O((m + d) * products) for the iterations (m: the basis); O(m (m + d) + d^3)
+/// dense.
 KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const double> theta,
                                          Index count, const EigenOptions& options = {});
 

@@ -348,22 +348,26 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
       py::arg("max_memory") = 0,
       R"doc(The count largest eigenvalues of the path kernel K (symmetric positive semi-definite),
 and with vectors=True its eigenvectors (result.vectors, d x count) and their residuals
-||K v - lambda v|| / lambda (result.residuals), K never formed: LOBPCG on block products K V
-(the sums that do not depend on V computed once), restarted Lanczos (Spectra) on single
-products, or Eigen's dense solver on kernel() for small d. method: 'auto' (dense for d <= 256
-or count > d / 2, LOBPCG otherwise -- Lanczos when d < 3 x its block -- and dense again when
-the iteration is inconclusive and d x d fits), 'lobpcg', 'lanczos' (needs count < d) or
-'dense'. On a LayerNetwork, the matrix-free methods run on the layer graph without
-unrolling; 'dense' unrolls it (TooLarge, with the sizes, over max_memory).
-max_iterations: the iteration cap of every method (Lanczos restarts, LOBPCG iterations; the
-CLI's --max-iterations). tolerance: LOBPCG stops when every ||K v - lambda v|| <= tolerance *
-lambda (plus a roundoff floor of 64 eps sqrt(d) lambda_max); Lanczos uses it as Spectra does.
-subspace: Lanczos's ncv, or LOBPCG's block size (0: count + max(2, count // 2)). Returns a
+||K v - lambda v|| / lambda (result.residuals), K never formed: thick-restart block Lanczos or
+LOBPCG on block products K V (the sums that do not depend on V computed once), or Eigen's
+dense solver on kernel() for small d. method: 'auto' (dense for d <= 256 or count > d / 2,
+block Lanczos otherwise, and dense again when the iteration is inconclusive and d x d fits),
+'lanczos' (needs count < d), 'lobpcg' or 'dense'. Block Lanczos takes a block of one vector
+(the fewest products), or of count vectors when the network has twin units (equal incoming
+weights from the same sources: a permutation symmetry, the cause of repeated eigenvalues), so
+that repeated eigenvalues come out as often as they repeat. On a LayerNetwork, the
+matrix-free methods run on the layer graph without unrolling; 'dense' unrolls it (TooLarge,
+with the sizes, over max_memory). max_iterations: the iteration cap of every method (Lanczos
+restarts, LOBPCG iterations; the CLI's --max-iterations). tolerance: both stop when every
+||K v - lambda v|| <= tolerance * lambda (plus a roundoff floor of 64 eps sqrt(d)
+lambda_max), confirmed by fresh products. subspace: Lanczos's basis (0: max(2 count + 1,
+count + 20), narrowed to max_memory), or LOBPCG's block size (0: count + max(2, count // 2)).
+Returns a
 KernelEigenvalues (values, vectors, residuals, status, method, iterations, products): a status,
 not an exception, when the iteration does not converge. ValueError unless 1 <= count <= d, or
 for a bad theta; TooLarge (MemoryError) when the method needs more than max_memory. progress:
-a callable(phase, fraction); LOBPCG reports its residual's way down to the tolerance. The GIL is
-released.)doc");
+a callable(phase, fraction); both iterations report their residual's way down to the
+tolerance. The GIL is released.)doc");
 }
 
 }  // namespace pathlift::python

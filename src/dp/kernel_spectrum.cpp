@@ -1,13 +1,15 @@
 // The top eigenvalues of the path kernel K (kernel.hpp): dense (Eigen's SelfAdjointEigenSolver
-// on K) or restarted Lanczos (Spectra) on the matrix-free product K v of kernel.cpp. Apart from
-// kernel.cpp so that the two heavy template libraries compile in their own translation unit.
+// on K), or block Lanczos or LOBPCG (block_eigen.hpp) on the matrix-free product K V of
+// kernel.cpp. Apart from kernel.cpp so that Eigen's eigensolvers compile in their own
+// translation unit.
 
 #include <fmt/format.h>
 
-#include <Spectra/SymEigsSolver.h>
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <stdexcept>
@@ -88,28 +90,38 @@ std::string to_json(const KernelEigenvalues& result, int indent) {
 
 namespace {
 
-/// Spectra's view of K: y = K x through a matrix-free product.
-class SpectraKernelOp {
- public:
-  using Scalar = double;
-  SpectraKernelOp(Index d, const detail::BlockProduct& apply) : m_d(d), m_apply(&apply) {}
-  [[nodiscard]] Eigen::Index rows() const { return m_d; }
-  [[nodiscard]] Eigen::Index cols() const { return m_d; }
-  void perform_op(const double* x, double* y) const {
-    (*m_apply)(x, y, 1);
-    ++m_products;
+/// Whether two non-input nodes have the same activation and equal weights on edges from the
+/// same sources (detail::any_equal_rows): a permutation symmetry of the network needs such a
+/// pair at the first layer it moves.
+bool has_twin_units(const Network& net, std::span<const double> theta) {
+  const std::vector<double> w = net.edge_weights(theta);
+  std::vector<NodeId> units;
+  for (NodeId v = 0; v < static_cast<NodeId>(net.num_nodes()); ++v) {
+    if (!net.is_input(v)) {
+      units.push_back(v);
+    }
   }
-  [[nodiscard]] Index products() const { return m_products; }
-
- private:
-  Index m_d;
-  const detail::BlockProduct* m_apply;
-  mutable Index m_products = 0;
-};
-
-}  // namespace
-
-namespace {
+  return detail::any_equal_rows(static_cast<Index>(units.size()), [&](Index i,
+                                                                      std::vector<double>& row) {
+    const NodeId v = units[static_cast<std::size_t>(i)];
+    std::vector<std::pair<NodeId, double>> in;
+    for (const EdgeId e : net.in_edges(v)) {
+      in.emplace_back(net.source(e), w[static_cast<std::size_t>(e)]);
+    }
+    std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first
+                 ? a.first < b.first
+                 : std::bit_cast<std::uint64_t>(a.second) < std::bit_cast<std::uint64_t>(b.second);
+    });
+    const Activation& act = net.activation(v);
+    row.assign({static_cast<double>(act.kind), act.negative_slope});
+    for (const auto& [u, x] : in) {
+      row.push_back(static_cast<double>(u));
+      row.push_back(x);
+    }
+    return std::span<const double>(row);
+  });
+}
 
 KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const double> theta,
                                         Index count, const EigenOptions& options) {
@@ -144,81 +156,12 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
 
 namespace detail {
 
-KernelEigenvalues lanczos_top_eigenvalues(Index d, const BlockProduct& apply, Index count,
-                                          const EigenOptions& options) {
-  if (count >= d) {
-    throw std::invalid_argument(fmt::format(
-        "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
-        d));
-  }
-  if (options.max_iterations < 1 || !(options.tolerance > 0)) {
-    throw std::invalid_argument(
-        fmt::format("Lanczos needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
-                    options.max_iterations, options.tolerance));
-  }
-  Index ncv = options.subspace > 0 ? options.subspace : std::max(2 * count + 1, count + 20);
-  ncv = std::min(ncv, d);
-  if (ncv <= count) {
-    throw std::invalid_argument(fmt::format(
-        "Lanczos subspace {} must exceed the number of eigenvalues {} (and be <= d = {})", ncv,
-        count, d));
-  }
-  SpectraKernelOp sop(d, apply);
-  Spectra::SymEigsSolver<SpectraKernelOp> eigs(sop, count, ncv);
-  KernelEigenvalues r;
-  r.method = EigenMethod::lanczos;
-  // The restarts run until convergence: the extent is unknown (a negative fraction).
-  const ProgressScope progress(options.engine.progress, "eigenvalues of K (Lanczos)");
-  try {
-    eigs.init();
-    eigs.compute(Spectra::SortRule::LargestAlge, options.max_iterations, options.tolerance,
-                 Spectra::SortRule::LargestAlge);
-  } catch (const std::exception&) {
-    // Spectra throws when its small eigenproblem fails, e.g. when rank(K) < count and the
-    // Krylov space collapses: inconclusive, reported as a status.
-    r.status = EigenStatus::numerical_issue;
-    r.products = sop.products();
-    return r;
-  }
-  r.iterations = eigs.num_iterations();
-  r.products = sop.products();
-  switch (eigs.info()) {
-    case Spectra::CompInfo::Successful:
-      r.status = EigenStatus::converged;
-      break;
-    case Spectra::CompInfo::NotConverging:
-      r.status = EigenStatus::not_converged;
-      break;
-    default:
-      r.status = EigenStatus::numerical_issue;
-      break;
-  }
-  r.values = eigs.eigenvalues();
-  if (options.vectors && r.values.size() > 0) {
-    r.vectors = eigs.eigenvectors(r.values.size());
-    fix_signs(r.vectors);
-    r.residuals = eigen_residuals(apply, r.values, r.vectors);
-    r.products += r.values.size();
-  }
-  return r;
-}
-
 KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
-                                             const EigenOptions& options) {
-  if (options.method == EigenMethod::lanczos) {
-    return lanczos_top_eigenvalues(d, apply, count, options);
+                                             bool twins, const EigenOptions& options) {
+  if (options.method == EigenMethod::lobpcg) {
+    return lobpcg_top_eigenpairs(d, apply, count, options);
   }
-  const Index block = lobpcg_block(count, options);
-  // Automatic: Lanczos when LOBPCG's block does not fit d, or its two d x 3 block matrices
-  // would exceed the memory limit (Lanczos keeps one d x ncv basis).
-  if (options.method == EigenMethod::automatic &&
-      (3 * block > d || lobpcg_bytes(d, block) >
-                            static_cast<double>(effective_max_memory(options.engine.max_memory)))) {
-    EigenOptions lanczos = options;
-    lanczos.subspace = 0;  // the caller's subspace was LOBPCG's block, not Lanczos's ncv
-    return lanczos_top_eigenvalues(d, apply, count, lanczos);
-  }
-  return lobpcg_top_eigenpairs(d, apply, count, options);
+  return lanczos_top_eigenpairs(d, apply, count, twins ? count : 1, options);
 }
 
 }  // namespace detail
@@ -237,7 +180,8 @@ KernelEigenvalues kernel_top_eigenvalues(const Network& net, std::span<const dou
   }
   const KernelOperator op(net, theta);
   KernelEigenvalues r = detail::matrix_free_top_eigenpairs(
-      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count, options);
+      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count,
+      options.method != EigenMethod::lobpcg && has_twin_units(net, theta), options);
   if (options.method == EigenMethod::automatic && r.status != EigenStatus::converged &&
       dense_bytes(d, d, sizeof(double)) <= effective_max_memory(options.engine.max_memory)) {
     // The iteration was inconclusive (typically rank(K) < count) and K fits: the dense solver

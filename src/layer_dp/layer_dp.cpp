@@ -477,6 +477,69 @@ Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> t
   return out;
 }
 
+namespace {
+
+/// Whether two output channels of a linear, conv or conv_transpose layer (in one group) have
+/// equal weights and bias: twin units of the unrolled network (kernel_spectrum.cpp's
+/// has_twin_units), found per layer. Other units read distinct sources (a batch norm's channel
+/// its own, a position its own window).
+bool has_twin_channels(const LayerGraph& graph, std::span<const double> theta,
+                       const EngineOptions& options) {
+  const LayerPlan plan(graph, options);
+  for (std::size_t l = 1; l < plan.size(); ++l) {
+    const Layer& ly = plan.layer(l);
+    const double* w = theta.data() + ly.weight_offset;
+    const auto bias = [&](Index o) {
+      return ly.bias_offset >= 0 ? theta[static_cast<std::size_t>(ly.bias_offset + o)] : 0.0;
+    };
+    // units per group, and unit j of group g into row (its weights, then its bias)
+    Index groups = 1;
+    Index units = 0;
+    std::function<void(Index, Index, std::vector<double>&)> fill;
+    if (ly.kind == LayerKind::linear) {
+      const Index f = plan.entries(plan.input(l));
+      units = plan.entries(l);
+      fill = [&, f](Index, Index j, std::vector<double>& row) {
+        row.assign(w + j * f, w + (j + 1) * f);
+        row.push_back(bias(j));
+      };
+    } else if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
+      const detail::ConvShape c = detail::conv_shape(plan.window(l));
+      groups = c.w->groups;
+      if (ly.kind == LayerKind::conv) {
+        units = c.cg_out;
+        fill = [&, c](Index g, Index j, std::vector<double>& row) {
+          const Index o = g * c.cg_out + j;
+          row.assign(w + o * c.rows, w + (o + 1) * c.rows);
+          row.push_back(bias(o));
+        };
+      } else {
+        // The adjoint convolution's input channel j: column block j of each of its rows.
+        units = c.cg_in;
+        fill = [&, c](Index g, Index j, std::vector<double>& row) {
+          row.clear();
+          for (Index i = 0; i < c.cg_out; ++i) {
+            const double* r = w + (g * c.cg_out + i) * c.rows + j * c.kk;
+            row.insert(row.end(), r, r + c.kk);
+          }
+          row.push_back(bias(g * c.cg_in + j));
+        };
+      }
+    }
+    for (Index g = 0; g < groups && units > 1; ++g) {
+      if (detail::any_equal_rows(units, [&](Index j, std::vector<double>& row) {
+            fill(g, j, row);
+            return std::span<const double>(row);
+          })) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<const double> theta,
                                          Index count, const EigenOptions& options) {
   check_layer_vector(graph, theta, "theta");
@@ -494,7 +557,9 @@ KernelEigenvalues kernel_top_eigenvalues(const LayerGraph& graph, std::span<cons
   quiet.progress = {};
   const LayerKernelOperator op(graph, theta, quiet);
   return detail::matrix_free_top_eigenpairs(
-      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count, options);
+      d, [&op](const double* x, double* y, Index k) { op.apply(x, y, k); }, count,
+      options.method != EigenMethod::lobpcg && has_twin_channels(graph, theta, options.engine),
+      options);
 }
 
 std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,

@@ -256,8 +256,8 @@ def test_the_lanczos_limit_has_pythons_name(run_cli):
     """kernel --max-iterations (Python's max_iterations), --max-iter kept as its short form."""
     assert "--max-iterations" in run_cli("kernel", "--help").stdout
     for flag in ("--max-iterations", "--max-iter"):
-        r = run_cli("kernel", "--ff", "3,8,8,2", "--top-eig", "1", "--method", "lanczos", flag,
-                    "1", "--tol", "1e-300")
+        r = run_cli("kernel", "--ff", "6,20,20,3", "--top-eig", "3", "--method", "lanczos", flag,
+                    "1", "--subspace", "9", "--tol", "1e-14")
         assert r.returncode == 0 and "raise --max-iterations or --tol" in r.stderr, r
 
 

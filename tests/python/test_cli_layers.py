@@ -349,4 +349,7 @@ def test_an_exported_onnx_cnn_equals_its_unrolled_network(run_cli, tmp_path):
             j.pop("iterations", None)
         if "eigenvalues" in a:
             np.testing.assert_allclose(a.pop("eigenvalues"), b.pop("eigenvalues"), rtol=1e-7)
+            # Fresh residuals at roundoff: the two products round differently.
+            for j in (a, b):
+                assert max(j.pop("residuals")) <= 1e-9, j
         assert_close(a, b)

@@ -8,7 +8,9 @@
 #include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -412,6 +414,250 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
   }
   if (options.vectors) {
     r.vectors = s.leftCols(good);
+    fix_signs(r.vectors);
+  }
+  if (report) {
+    report(1.0);
+  }
+  return r;
+}
+
+bool any_equal_rows(
+    Index n, const std::function<std::span<const double>(Index, std::vector<double>&)>& row) {
+  std::vector<std::pair<std::uint64_t, Index>> hashes(static_cast<std::size_t>(n));
+  std::vector<double> scratch;
+  const auto hash = [](std::span<const double> r) {
+    std::uint64_t h = 1469598103934665603ULL ^ r.size();  // FNV-1a over the bit patterns
+    for (const double x : r) {
+      h = (h ^ std::bit_cast<std::uint64_t>(x)) * 1099511628211ULL;
+    }
+    return h;
+  };
+  for (Index i = 0; i < n; ++i) {
+    hashes[static_cast<std::size_t>(i)] = {hash(row(i, scratch)), i};
+  }
+  std::sort(hashes.begin(), hashes.end());
+  std::vector<double> other;
+  for (std::size_t i = 1; i < hashes.size(); ++i) {
+    if (hashes[i].first == hashes[i - 1].first) {
+      const std::span<const double> a = row(hashes[i - 1].second, scratch);
+      const std::span<const double> b = row(hashes[i].second, other);
+      if (std::equal(a.begin(), a.end(), b.begin(), b.end(), [](double x, double y) {
+            return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y);
+          })) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Index lanczos_basis(Index count, const EigenOptions& options) {
+  return options.subspace > 0 ? options.subspace : std::max(2 * count + 1, count + 20);
+}
+
+double lanczos_bytes(Index d, Index count, Index block, Index basis) {
+  return static_cast<double>(d) * static_cast<double>(basis + 2 * block + 2 * count) *
+         sizeof(double);
+}
+
+KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
+                                         Index block, const EigenOptions& options) {
+  if (options.max_iterations < 1 || !(options.tolerance > 0)) {
+    throw std::invalid_argument(
+        fmt::format("Lanczos needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
+                    options.max_iterations, options.tolerance));
+  }
+  if (count >= d) {
+    throw std::invalid_argument(fmt::format(
+        "Lanczos finds at most d - 1 = {} eigenvalues of K; use the dense method for all {}", d - 1,
+        d));
+  }
+  const Index b = std::clamp<Index>(block, 1, count);
+  Index nmax = std::min(lanczos_basis(count, options), d);
+  if (options.subspace == 0) {
+    // The default basis narrowed to what the memory limit leaves (within count + 2 blocks).
+    const auto fit =
+        static_cast<Index>(static_cast<double>(effective_max_memory(options.engine.max_memory)) /
+                           (static_cast<double>(d) * sizeof(double)));
+    nmax = std::max(std::min(nmax, fit - 2 * b - 2 * count), std::min(count + 2 * b, d));
+  }
+  if (nmax < count + 2 * b) {
+    throw std::invalid_argument(fmt::format(
+        "Lanczos's subspace of {} vectors (within d = {}) must be at least the {} eigenvalues "
+        "plus two blocks of {}",
+        nmax, d, count, b));
+  }
+  require_bytes(lanczos_bytes(d, count, b, nmax), options.engine.max_memory,
+                fmt::format("block Lanczos on the path kernel (d = {}, a basis of {} vectors, "
+                            "two blocks of {} and the {} eigenvectors with their products)",
+                            d, nmax, b, count));
+  const int threads = resolve_threads(options.engine.threads);
+  const EigenSingleThread eigen_threads;  // row blocks in parallel, Eigen serial inside
+  const auto report = phase_callback(options.engine.progress, "eigenpairs of K (block Lanczos)");
+  if (report) {
+    report(0.0);
+  }
+  KernelEigenvalues r;
+  r.method = EigenMethod::lanczos;
+  // The Krylov-Schur relation K V = V H + F S^T: V (d x n) orthonormal, H = V^T K V, F (d x nb)
+  // orthogonal to V, S (n x nb). It starts with n = 0 and F random; each step appends F made
+  // orthonormal (Z = F T, F = Z B) and keeps the relation with F' = K Z - V S B^T - Z Z^T K Z;
+  // a restart keeps the top k Ritz vectors (V <- V Y_k, H <- diag, S <- Y_k^T S).
+  Eigen::MatrixXd v(d, nmax);
+  Eigen::MatrixXd f(d, b);
+  Eigen::MatrixXd kz(d, b);
+  {
+    std::mt19937_64 rng(0x5eed2026);
+    std::normal_distribution<double> normal;
+    for (Index j = 0; j < b; ++j) {
+      for (Index i = 0; i < d; ++i) {
+        f(i, j) = normal(rng);
+      }
+    }
+  }
+  Index n = 0;
+  Index nb = b;
+  Eigen::MatrixXd h(0, 0);
+  Eigen::MatrixXd s(0, b);
+  Eigen::VectorXd theta;  // Ritz values, largest first
+  Eigen::MatrixXd y;      // their vectors in V's coordinates
+  const double roundoff =
+      64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  const auto bound = [&](Index j) {
+    return options.tolerance * std::fabs(theta(j)) + roundoff * std::max(theta(0), 0.0);
+  };
+  double first_worst = -1;
+  bool converged = false;
+  Eigen::MatrixXd x;  // the converged Ritz vectors
+  Eigen::VectorXd res;
+  for (;;) {
+    // Z = F T orthonormal (directions below 1e-5 of the largest dropped: near an invariant
+    // subspace the block narrows).
+    // Scale-free: the Gram matrix over its largest diagonal entry (0: K V = V H already).
+    const Eigen::MatrixXd g = cross(f.leftCols(nb), f.leftCols(nb), threads);
+    const double top = nb > 0 ? g.diagonal().maxCoeff() : 0.0;
+    const Eigen::MatrixXd t = top > 0 && std::isfinite(top)
+                                  ? Eigen::MatrixXd(whitening(g / top, 1e-10) / std::sqrt(top))
+                                  : Eigen::MatrixXd(nb, 0);
+    const Index nz = std::min(t.cols(), nmax - n);
+    if (nz > 0) {
+      const Eigen::MatrixXd tz = t.leftCols(nz);
+      for_row_blocks(d, threads, [&](Index r0, Index nr) {
+        v.block(r0, n, nr, nz).noalias() = f.block(r0, 0, nr, nb) * tz;
+      });
+      const Eigen::MatrixXd off = s * (tz.transpose() * g).transpose();  // S B^T, n x nz
+      apply(v.col(n).data(), kz.data(), nz);
+      r.products += nz;
+      Eigen::MatrixXd m = cross(v.middleCols(n, nz), kz.leftCols(nz), threads);
+      m = (m + m.transpose()).eval() / 2;
+      Eigen::MatrixXd h2 = Eigen::MatrixXd::Zero(n + nz, n + nz);
+      h2.topLeftCorner(n, n) = h;
+      h2.topRightCorner(n, nz) = off;
+      h2.bottomLeftCorner(nz, n) = off.transpose();
+      h2.bottomRightCorner(nz, nz) = m;
+      // F' = K Z - V S B^T - Z M, then one full reorthogonalisation against [V Z].
+      f.leftCols(nz) = kz.leftCols(nz);
+      if (n > 0) {
+        subtract(f.leftCols(nz), v.leftCols(n), off, threads);
+      }
+      subtract(f.leftCols(nz), v.middleCols(n, nz), m, threads);
+      subtract(f.leftCols(nz), v.leftCols(n + nz),
+               cross(v.leftCols(n + nz), f.leftCols(nz), threads), threads);
+      n += nz;
+      nb = nz;
+      h = std::move(h2);
+      s = Eigen::MatrixXd::Zero(n, nb);
+      s.bottomRows(nb).setIdentity();
+    } else {
+      nb = 0;  // K V = V H: the Ritz pairs are exact
+    }
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
+    if (es.info() != Eigen::Success || !es.eigenvalues().allFinite()) {
+      r.status = EigenStatus::numerical_issue;
+      return r;
+    }
+    theta = es.eigenvalues().reverse();
+    y = es.eigenvectors().rowwise().reverse();
+    // ||K V y - theta V y|| = ||F S^T y||, from F^T F.
+    const Eigen::MatrixXd ff =
+        nb > 0 ? cross(f.leftCols(nb), f.leftCols(nb), threads) : Eigen::MatrixXd::Zero(0, 0);
+    double worst = 0;
+    const Index have = std::min(count, n);
+    for (Index j = 0; j < have; ++j) {
+      const Eigen::VectorXd c =
+          nb > 0 ? Eigen::VectorXd(s.transpose() * y.col(j)) : Eigen::VectorXd::Zero(0);
+      const double rj = nb > 0 ? std::sqrt(std::max(0.0, c.dot(ff * c))) : 0.0;
+      const double bj = bound(j);
+      worst = std::max(worst, bj > 0 ? rj / bj : (rj > 0 ? 1e300 : 0.0));
+    }
+    if (have < count && nb == 0) {
+      r.status = EigenStatus::numerical_issue;  // an invariant subspace smaller than count
+      return r;
+    }
+    if (have == count && worst <= 1) {
+      // Confirmed by fresh products (the relation drifts by rounding).
+      x.resize(d, count);
+      const Eigen::MatrixXd yc = y.leftCols(count);
+      for_row_blocks(d, threads, [&](Index r0, Index nr) {
+        x.middleRows(r0, nr).noalias() = v.block(r0, 0, nr, n) * yc;
+      });
+      res = eigen_residuals(apply, theta.head(count), x);
+      r.products += count;
+      converged = true;
+      for (Index j = 0; j < count; ++j) {
+        converged = converged && res(j) * std::fabs(theta(j)) <= bound(j);
+      }
+      if (converged || nb == 0) {
+        break;
+      }
+    }
+    if (report && worst > 0 && worst < 1e300) {
+      if (first_worst < 0) {
+        first_worst = worst;
+      }
+      if (first_worst > 1) {
+        report(std::clamp(std::log(first_worst / worst) / std::log(first_worst), 0.0, 1.0));
+      }
+    }
+    if (n + nb > nmax) {
+      // Thick restart: the top k Ritz vectors, room for at least one more block.
+      if (r.iterations >= options.max_iterations) {
+        break;
+      }
+      ++r.iterations;
+      const Index k = std::max(count, std::min((nmax + count) / 2, nmax - nb));
+      const Eigen::MatrixXd yk = y.leftCols(k);
+      transform(v.leftCols(n), yk, threads);
+      h = theta.head(k).asDiagonal();
+      s = (yk.transpose() * s).eval();
+      n = k;
+    }
+  }
+  r.status = converged ? EigenStatus::converged : EigenStatus::not_converged;
+  if (!converged) {
+    // The leading pairs whose fresh residual is within the tolerance.
+    if (x.cols() != count) {
+      x.resize(d, count);
+      const Eigen::MatrixXd yc = y.leftCols(std::min(count, n));
+      for_row_blocks(d, threads, [&](Index r0, Index nr) {
+        x.middleRows(r0, nr).leftCols(yc.cols()).noalias() = v.block(r0, 0, nr, n) * yc;
+      });
+      res = eigen_residuals(apply, theta.head(count), x);
+      r.products += count;
+    }
+  }
+  Index good = count;
+  if (!converged) {
+    good = 0;
+    while (good < count && res(good) * std::fabs(theta(good)) <= bound(good)) {
+      ++good;
+    }
+  }
+  r.values = theta.head(good);
+  r.residuals = res.head(good);
+  if (options.vectors) {
+    r.vectors = x.leftCols(good);
     fix_signs(r.vectors);
   }
   if (report) {

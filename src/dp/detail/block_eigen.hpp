@@ -5,6 +5,8 @@
 
 #include <Eigen/Core>
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "pathlift/kernel.hpp"
 
@@ -33,6 +35,31 @@ double lobpcg_bytes(Index d, Index block);
 /// way down to the tolerance.
 KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                         const EigenOptions& options);
+
+/// Lanczos's basis (options.subspace, or max(2 count + 1, count + 20) vectors), and the bytes of
+/// its d x (basis + 2 blocks + 2 count) doubles (the eigenvectors and their products).
+Index lanczos_basis(Index count, const EigenOptions& options);
+double lanczos_bytes(Index d, Index count, Index block, Index basis);
+
+/// The `count` largest eigenpairs of the symmetric d x d operator K by thick-restart block
+/// Lanczos (Krylov-Schur: K V = V H + F S^T kept through each block step and restart, every
+/// new block reorthogonalised against the basis once, the basis in fixed row blocks across
+/// threads). A step costs one product per vector of the block and three passes over the basis;
+/// a restart keeps the top Ritz vectors. A block of b vectors (1 to count) finds up to b copies
+/// of a repeated eigenvalue: a block of 1 (the fewest products) finds each eigenvalue once.
+/// Ritz residuals come from the relation; convergence (the test of lobpcg_top_eigenpairs) is
+/// confirmed by fresh products, which give the residuals reported. max_iterations caps the
+/// restarts. Deterministic (a fixed random start). Throws std::invalid_argument for bad options,
+/// count >= d or a basis below count + 2 blocks, TooLarge beyond options.engine.max_memory.
+KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
+                                         Index block, const EigenOptions& options);
+
+/// Whether two of the rows 0..n-1 are equal entry for entry (bit patterns; -0 and 0 differ, as
+/// no symmetry maps one to the other). row(i, scratch) returns row i, which may live in scratch.
+/// Used to detect twin units (equal incoming weights from the same sources), without which
+/// the network has no permutation symmetry and K no repeated eigenvalue from one.
+bool any_equal_rows(Index n,
+                    const std::function<std::span<const double>(Index, std::vector<double>&)>& row);
 
 /// ||K v_j - lambda_j v_j|| / lambda_j for the columns of `vectors` (one block product; +inf
 /// for lambda_j = 0 with a non-zero residual, 0 when both are 0).
