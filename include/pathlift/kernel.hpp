@@ -170,8 +170,11 @@ std::string to_json(const KernelEigenvalues& result, int indent = 2);
 /// matrix-free block product of kernel_matmat, so K is never formed, or the dense eigensolver
 /// on kernel() for small d. Block Lanczos takes a block of one vector (the fewest products)
 /// unless the network has twin units, non-input nodes with the same activation and equal
-/// weights from the same sources (the first layer a permutation symmetry moves has them, and
-/// only a symmetry repeats an eigenvalue): then a block of count, which finds count copies.
+/// weights from the same sources (the first layer a permutation symmetry of the network moves
+/// has them; such symmetries are how eigenvalues repeat exactly in practice, random weights
+/// giving simple ones): then a block of count, which finds up to count copies. A repeated
+/// eigenvalue without twins (a symmetry that also moves the inputs, e.g. mirror-symmetric
+/// filters) needs method lobpcg, whose block finds its copies.
 /// 1 <= count <= d; throws std::invalid_argument otherwise or for a bad theta, TooLarge when
 /// a method needs more than the memory limit. Status, not a throw, when the iteration does
 /// not converge or fails (not_converged / numerical_issue).

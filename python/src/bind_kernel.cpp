@@ -354,8 +354,9 @@ dense solver on kernel() for small d. method: 'auto' (dense for d <= 256 or coun
 block Lanczos otherwise, and dense again when the iteration is inconclusive and d x d fits),
 'lanczos' (needs count < d), 'lobpcg' or 'dense'. Block Lanczos takes a block of one vector
 (the fewest products), or of count vectors when the network has twin units (equal incoming
-weights from the same sources: a permutation symmetry, the cause of repeated eigenvalues), so
-that repeated eigenvalues come out as often as they repeat. On a LayerNetwork, the
+weights from the same sources: a permutation symmetry, how eigenvalues repeat in practice),
+so that repeated eigenvalues come out as often as they repeat (one without twins, from a
+symmetry that moves the inputs too, needs 'lobpcg'). On a LayerNetwork, the
 matrix-free methods run on the layer graph without unrolling; 'dense' unrolls it (TooLarge,
 with the sizes, over max_memory). max_iterations: the iteration cap of every method (Lanczos
 restarts, LOBPCG iterations; the CLI's --max-iterations). tolerance: both stop when every

@@ -117,6 +117,28 @@ Index orthonormalize(Cols w, const ConstCols& x, const ConstCols& p, int threads
   return nw;
 }
 
+/// What roundoff in a product allows, relative to lambda_max: 64 eps sqrt(d).
+double roundoff_floor(Index d) {
+  return 64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+}
+
+/// A progress callback fed the worst residual / bound ratio of each step: the fraction of its
+/// way (log scale) from the first ratio down to 1.
+template <class Report>
+auto residual_progress(const Report& report) {
+  return [&report, first = -1.0](double worst) mutable {
+    if (!report || !(worst > 0) || worst >= 1e300) {
+      return;
+    }
+    if (first < 0) {
+      first = worst;
+    }
+    if (first > 1) {
+      report(std::clamp(std::log(first / worst) / std::log(first), 0.0, 1.0));
+    }
+  };
+}
+
 }  // namespace
 
 void fix_signs(Eigen::MatrixXd& vectors) {
@@ -280,14 +302,12 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
     return r;
   }
 
-  // What roundoff in a product allows: 64 eps sqrt(d) lambda_max.
-  const double roundoff =
-      64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  const double roundoff = roundoff_floor(d);  // times lambda_max
   // The convergence bound of pair j at the current Ritz values.
   const auto bound = [&](Index j) {
     return options.tolerance * std::fabs(lambda(j)) + roundoff * std::max(lambda(0), 0.0);
   };
-  double first_residual = -1;
+  auto progress = residual_progress(report);
   std::vector<double> res(static_cast<std::size_t>(m));
   std::vector<double> history;  // the worst ratio of each iteration
   bool converged = false;
@@ -317,14 +337,7 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
         break;
       }
     }
-    if (report && worst > 0 && worst < 1e300) {
-      if (first_residual < 0) {
-        first_residual = worst;
-      }
-      if (first_residual > 1) {
-        report(std::clamp(std::log(first_residual / worst) / std::log(first_residual), 0.0, 1.0));
-      }
-    }
+    progress(worst);
     if (it >= options.max_iterations) {
       break;
     }
@@ -522,12 +535,11 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd s(0, b);
   Eigen::VectorXd theta;  // Ritz values, largest first
   Eigen::MatrixXd y;      // their vectors in V's coordinates
-  const double roundoff =
-      64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  const double roundoff = roundoff_floor(d);
   const auto bound = [&](Index j) {
     return options.tolerance * std::fabs(theta(j)) + roundoff * std::max(theta(0), 0.0);
   };
-  double first_worst = -1;
+  auto progress = residual_progress(report);
   bool converged = false;
   Eigen::MatrixXd x;  // the converged Ritz vectors
   Eigen::VectorXd res;
@@ -612,14 +624,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
         break;
       }
     }
-    if (report && worst > 0 && worst < 1e300) {
-      if (first_worst < 0) {
-        first_worst = worst;
-      }
-      if (first_worst > 1) {
-        report(std::clamp(std::log(first_worst / worst) / std::log(first_worst), 0.0, 1.0));
-      }
-    }
+    progress(worst);
     if (n + nb > nmax) {
       // Thick restart: the top k Ritz vectors, room for at least one more block.
       if (r.iterations >= options.max_iterations) {

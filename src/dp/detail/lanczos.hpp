@@ -10,8 +10,9 @@ namespace pathlift::detail {
 /// The matrix-free method of options.method: LOBPCG when asked (lobpcg_top_eigenpairs), else
 /// (lanczos, automatic) thick-restart block Lanczos (lanczos_top_eigenpairs) with a block of 1
 /// vector, or of count vectors when the network has twin units (`twins`: equal incoming weights
-/// from the same sources, detail::any_equal_rows), the one way a network's permutation symmetry
-/// repeats an eigenvalue, which a block of 1 would find once. The caller handles dense.
+/// from the same sources, detail::any_equal_rows), the mark of a permutation symmetry of the
+/// network, the way eigenvalues repeat in practice, and a block of 1 finds a repeated one once.
+/// The caller handles dense.
 KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                              bool twins, const EigenOptions& options);
 
