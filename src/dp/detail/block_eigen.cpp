@@ -520,15 +520,21 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd v(d, nmax);
   Eigen::MatrixXd f(d, b);
   Eigen::MatrixXd kz(d, b);
-  {
-    std::mt19937_64 rng(0x5eed2026);
+  std::mt19937_64 rng(0x5eed2026);
+  // F random (the start; and past an invariant subspace smaller than count, where K V = V H
+  // holds with S = 0), orthogonal to the first n columns of V.
+  const auto random_f = [&](Index n_basis) {
     std::normal_distribution<double> normal;
     for (Index j = 0; j < b; ++j) {
       for (Index i = 0; i < d; ++i) {
         f(i, j) = normal(rng);
       }
     }
-  }
+    for (int round = 0; round < 2 && n_basis > 0; ++round) {
+      subtract(f, v.leftCols(n_basis), cross(v.leftCols(n_basis), f, threads), threads);
+    }
+  };
+  random_f(0);
   Index n = 0;
   Index nb = b;
   Eigen::MatrixXd h(0, 0);
@@ -541,8 +547,17 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   };
   auto progress = residual_progress(report);
   bool converged = false;
-  Eigen::MatrixXd x;  // the converged Ritz vectors
+  Eigen::MatrixXd x;  // the top count Ritz vectors, V Y, and their fresh residuals
   Eigen::VectorXd res;
+  const auto ritz_pairs = [&] {
+    x.resize(d, count);
+    const Eigen::MatrixXd yc = y.leftCols(count);
+    for_row_blocks(d, threads, [&](Index r0, Index nr) {
+      x.middleRows(r0, nr).noalias() = v.block(r0, 0, nr, n) * yc;
+    });
+    res = eigen_residuals(apply, theta.head(count), x);
+    r.products += count;
+  };
   for (;;) {
     // Z = F T orthonormal (directions below 1e-5 of the largest dropped: near an invariant
     // subspace the block narrows).
@@ -581,6 +596,12 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       h = std::move(h2);
       s = Eigen::MatrixXd::Zero(n, nb);
       s.bottomRows(nb).setIdentity();
+    } else if (n < count) {
+      // K V = V H with fewer than count columns (K of low rank): new random directions.
+      random_f(n);
+      nb = b;
+      s = Eigen::MatrixXd::Zero(n, nb);
+      continue;
     } else {
       nb = 0;  // K V = V H: the Ritz pairs are exact
     }
@@ -603,19 +624,9 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       const double bj = bound(j);
       worst = std::max(worst, bj > 0 ? rj / bj : (rj > 0 ? 1e300 : 0.0));
     }
-    if (have < count && nb == 0) {
-      r.status = EigenStatus::numerical_issue;  // an invariant subspace smaller than count
-      return r;
-    }
     if (have == count && worst <= 1) {
       // Confirmed by fresh products (the relation drifts by rounding).
-      x.resize(d, count);
-      const Eigen::MatrixXd yc = y.leftCols(count);
-      for_row_blocks(d, threads, [&](Index r0, Index nr) {
-        x.middleRows(r0, nr).noalias() = v.block(r0, 0, nr, n) * yc;
-      });
-      res = eigen_residuals(apply, theta.head(count), x);
-      r.products += count;
+      ritz_pairs();
       converged = true;
       for (Index j = 0; j < count; ++j) {
         converged = converged && res(j) * std::fabs(theta(j)) <= bound(j);
@@ -641,16 +652,9 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   }
   r.status = converged ? EigenStatus::converged : EigenStatus::not_converged;
   if (!converged) {
-    // The leading pairs whose fresh residual is within the tolerance.
-    if (x.cols() != count) {
-      x.resize(d, count);
-      const Eigen::MatrixXd yc = y.leftCols(std::min(count, n));
-      for_row_blocks(d, threads, [&](Index r0, Index nr) {
-        x.middleRows(r0, nr).leftCols(yc.cols()).noalias() = v.block(r0, 0, nr, n) * yc;
-      });
-      res = eigen_residuals(apply, theta.head(count), x);
-      r.products += count;
-    }
+    // The leading pairs whose fresh residual (of the last Ritz vectors: n >= count once a
+    // restart is due) is within the tolerance.
+    ritz_pairs();
   }
   Index good = count;
   if (!converged) {
