@@ -231,7 +231,7 @@ void run_kernel(const KernelOptions& opts) {
   } else {
     const char* how = r.method == EigenMethod::dense    ? "dense eigensolver"
                       : r.method == EigenMethod::lobpcg ? "LOBPCG on matrix-free block products K V"
-                                                        : "Lanczos on matrix-free K v";
+                                                        : "block Lanczos on matrix-free K v";
     fmt::print(text, "top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig,
                d, d, how, to_string(r.status),
                r.dense ? "" : fmt::format(", {} products K v", r.products));
