@@ -10,8 +10,6 @@
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <stdexcept>
 
 #include "pathlift/error.hpp"
