@@ -223,11 +223,11 @@ void conv_forward_classes(const ConvShape& c, const double* wm, const double* x,
 
 /// The same with x on position classes and y summed over out's classes.
 void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
-                                  const Classes& out, const double* y_sums, double* gout,
+                                  const Classes& out, const double* y_sums, const ProductSink& sink,
                                   int threads) {
   const Index n = out.positions();
   for (Index g = 0; g < c.w->groups; ++g) {
-    weight_gemm(c, g, classes_columns(c, x, g, in, out, threads), n, n, y_sums, gout, threads);
+    weight_gemm(c, g, classes_columns(c, x, g, in, out, threads), n, n, y_sums, sink, threads);
   }
 }
 

@@ -67,7 +67,7 @@ void conv_forward_classes(const ConvShape& c, const double* wm, const double* x,
 /// backward sums of the output summed over each of out's classes (channels_out x
 /// out.positions()): the positions of a class read, tap by tap, equal entries of x.
 void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
-                                  const Classes& out, const double* y_sums, double* gout,
+                                  const Classes& out, const double* y_sums, const ProductSink& sink,
                                   int threads);
 
 /// Layer l's sums on its classes (classes[l] set), its inputs held on theirs.

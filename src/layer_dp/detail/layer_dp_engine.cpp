@@ -509,10 +509,9 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) 
                              ? static_cast<double>(kept) * static_cast<double>(m_total_entries) +
                                    2.0 * static_cast<double>(m_max_entries)
                              : static_cast<double>(m_forward_peak);
-  // The transformed parameters: a convolution's kernel gathered (and its edge products, as
-  // large, with a backward pass); a linear layer's weights by tiles, one per thread. theta
-  // itself is the caller's.
-  const double params = (kept > 0 ? 2.0 : 1.0) * static_cast<double>(m_max_kernel) +
+  // The transformed parameters: a convolution's kernel gathered; a linear layer's weights, and
+  // a convolution's edge products, by tiles, one per thread. theta itself is the caller's.
+  const double params = static_cast<double>(m_max_kernel) +
                         static_cast<double>(m_threads) *
                             static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
   // Two column matrices (a convolution's and a transposed one's, kept from layer to layer:

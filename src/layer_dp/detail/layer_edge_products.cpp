@@ -87,6 +87,14 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       }
     }
   };
+  // A block of a convolution's products, row by row into the sums (in the GEMM's task).
+  const ProductSink merge_rows = [&](Index o0, Index o1, Index r0, Index r1, const double* block,
+                                     Index ld) {
+    const Index rows = conv_shape(plan.window(l)).rows;
+    for (Index o = o0; o < o1; ++o) {
+      merge_range(ly.weight_offset + o * rows + r0, block + (o - o0) * ld, r1 - r0, e);
+    }
+  };
   const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
     for_chunks(count, threads,
                [&](Index i0, Index i1) { merge_range(offset + i0, values + i0, i1 - i0, exp); });
@@ -130,16 +138,13 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     }
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
-      const Index count = c.w->channels_out * c.rows;
-      double* g = layer_buffer(LayerBuffer::weight_products, static_cast<std::size_t>(count));
       if (out_classes != nullptr) {
         const TensorPtr ys = class_sums(y, c.w->channels_out, *out_classes, threads);
         conv_weight_products_classes(c, x.value.data(), *in_classes, *out_classes, ys->value.data(),
-                                     g, threads);
+                                     merge_rows, threads);
       } else {
-        conv_weight_products(c, x.value.data(), y.value.data(), g, threads);
+        conv_weight_products(c, x.value.data(), y.value.data(), merge_rows, threads);
       }
-      merge_block(ly.weight_offset, g, count, e);
       bias(c.w->channels_out, c.n_out);
       return;
     }
@@ -147,10 +152,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       // The adjoint convolution's edges: its input is this layer's output, its output this
       // layer's input.
       const ConvShape c = conv_shape(plan.window(l));
-      const Index count = c.w->channels_out * c.rows;
-      double* g = layer_buffer(LayerBuffer::weight_products, static_cast<std::size_t>(count));
-      conv_weight_products(c, y.value.data(), x.value.data(), g, threads);
-      merge_block(ly.weight_offset, g, count, e);
+      conv_weight_products(c, y.value.data(), x.value.data(), merge_rows, threads);
       bias(c.w->channels_in, c.n_in);
       return;
     }

@@ -114,7 +114,7 @@ double* scratch(std::size_t n) {
 }
 
 namespace {
-thread_local std::array<Buffer<double>, 3> t_layer_buffers;
+thread_local std::array<Buffer<double>, 2> t_layer_buffers;  // one per LayerBuffer
 }  // namespace
 
 double* layer_buffer(LayerBuffer slot, std::size_t n) {
@@ -489,25 +489,26 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
 }
 
 void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
-                 double* gout, int threads) {
+                 const ProductSink& sink, int threads) {
   constexpr Index k_grows = 64;
   constexpr Index k_gcols = 256;
   for_tiles(
       c.cg_out, c.rows, k_grows, k_gcols, threads, [&](Index o0, Index o1, Index r0, Index r1) {
         const ConstMatMap yb(y + (g * c.cg_out + o0) * n, o1 - o0, n, Eigen::OuterStride<>(n));
         const ConstMatMap xb(cm + r0 * ld, r1 - r0, n, Eigen::OuterStride<>(ld));
-        MatMap out(gout + (g * c.cg_out + o0) * c.rows + r0, o1 - o0, r1 - r0,
-                   Eigen::OuterStride<>(c.rows));
+        double* block = scratch(static_cast<std::size_t>((o1 - o0) * (r1 - r0)));
+        MatMap out(block, o1 - o0, r1 - r0, Eigen::OuterStride<>(r1 - r0));
         out.noalias() = yb * xb.transpose();
+        sink(g * c.cg_out + o0, g * c.cg_out + o1, r0, r1, block, r1 - r0);
       });
 }
 
 /// G (channels_out x rows per group, the weight layout) = y col(x)^T.
-void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
-                          int threads) {
+void conv_weight_products(const ConvShape& c, const double* x, const double* y,
+                          const ProductSink& sink, int threads) {
   const Index ld = c.direct ? c.n_in : c.n_out;
   for (Index g = 0; g < c.w->groups; ++g) {
-    weight_gemm(c, g, column_matrix(c, x, g, threads), ld, c.n_out, y, gout, threads);
+    weight_gemm(c, g, column_matrix(c, x, g, threads), ld, c.n_out, y, sink, threads);
   }
 }
 

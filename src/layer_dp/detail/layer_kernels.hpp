@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -93,7 +94,7 @@ double* scratch(std::size_t n);
 /// by release_layer_buffers() when the outermost EigenSerial guard ends. One per use (`slot`),
 /// distinct from scratch(). Within the memory the plan accounts for (LayerPlan::require_memory:
 /// the largest column matrix and convolution kernel).
-enum class LayerBuffer : std::uint8_t { columns, transposed_columns, weight_products };
+enum class LayerBuffer : std::uint8_t { columns, transposed_columns };
 double* layer_buffer(LayerBuffer slot, std::size_t n);
 /// Frees the calling thread's layer buffers.
 void release_layer_buffers();
@@ -174,10 +175,17 @@ ConvShape conv_shape(const Window& w);
 void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* cm, Index ld,
                   Index n, double* y, int threads);
 
+/// One block of weight products: channels out o0..o1 (numbered across the groups) by rows
+/// r0..r1 of the weight layout, row stride ld, in the calling thread's scratch (blocks are
+/// disjoint, and the same for any thread count).
+using ProductSink =
+    std::function<void(Index o0, Index o1, Index r0, Index r1, const double* block, Index ld)>;
+
 /// Group g's weight products G (channels_out x rows, the weight layout) = y cm^T, cm the
-/// group's column matrix (rows x n, row stride ld), y (channels_out x n), in fixed blocks.
+/// group's column matrix (rows x n, row stride ld), y (channels_out x n), in fixed blocks
+/// handed to `sink` as each is made (no channels_out x rows buffer: it stays in cache).
 void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
-                 double* gout, int threads);
+                 const ProductSink& sink, int threads);
 
 /// y = W x per group (y: channels_out x n_out).
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
@@ -185,9 +193,9 @@ void conv_forward(const ConvShape& c, const double* wm, const double* x, double*
 /// x_grad = W^T y per group, scattered back through the windows (col2im).
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads);
 
-/// G (channels_out x rows per group, the weight layout) = y col(x)^T.
-void conv_weight_products(const ConvShape& c, const double* x, const double* y, double* gout,
-                          int threads);
+/// G (channels_out x rows per group, the weight layout) = y col(x)^T, by blocks to `sink`.
+void conv_weight_products(const ConvShape& c, const double* x, const double* y,
+                          const ProductSink& sink, int threads);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
 /// position classes (forward only), y is computed on out_cls's classes and x read on in_cls's.
