@@ -455,6 +455,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
       if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
         const ConvShape c = conv_shape(m_windows[l]);
         m_max_columns = std::max(m_max_columns, c.rows * c.n_out);
+        m_max_col2im = std::max(m_max_col2im, col2im_block_rows(c) * c.n_out);
         m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
       }
     }
@@ -514,9 +515,12 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) 
   const double params = static_cast<double>(m_max_kernel) +
                         static_cast<double>(m_threads) *
                             static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
-  // Two column matrices (a convolution's and a transposed one's, kept from layer to layer:
-  // layer_buffer) beside the tensors.
-  const double bytes = 8.0 * (tensors + 2.0 * static_cast<double>(m_max_columns) + params) +
+  // A convolution's column matrix (kept from layer to layer: layer_buffer) and each thread's
+  // col2im block (a backward pass's transposes, a conv_transpose layer's forward), beside the
+  // tensors.
+  const double columns = static_cast<double>(m_max_columns) +
+                         static_cast<double>(m_threads) * static_cast<double>(m_max_col2im);
+  const double bytes = 8.0 * (tensors + columns + params) +
                        16.0 * param_sums * static_cast<double>(m_graph->num_params);
   require_bytes(bytes, m_options->max_memory,
                 fmt::format("{} on the layer graph ({} layers, {} tensor entries, d = {})", what,

@@ -94,6 +94,7 @@ class LayerPlan {
   Index m_total_entries = 0;  // entries of the layers that are not views
   Index m_max_entries = 0;
   Index m_max_columns = 0;   // the largest rows x positions of a convolution's column matrix
+  Index m_max_col2im = 0;    // the largest col2im block of a transposed convolution
   Index m_max_kernel = 0;    // the largest convolution kernel (its parameter count)
   Index m_forward_peak = 0;  // the most entries an unkept forward pass holds at once
   const EngineOptions* m_options;

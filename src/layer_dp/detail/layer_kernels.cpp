@@ -114,7 +114,7 @@ double* scratch(std::size_t n) {
 }
 
 namespace {
-thread_local std::array<Buffer<double>, 2> t_layer_buffers;  // one per LayerBuffer
+thread_local std::array<Buffer<double>, 1> t_layer_buffers;  // one per LayerBuffer
 }  // namespace
 
 double* layer_buffer(LayerBuffer slot, std::size_t n) {
@@ -438,48 +438,61 @@ void conv_forward(const ConvShape& c, const double* wm, const double* x, double*
   }
 }
 
-/// x_grad = W^T y per group, scattered back through the windows (col2im).
+Index col2im_block_rows(const ConvShape& c) {
+  constexpr Index k_col2im_rows = 64;
+  return std::min(c.cg_in, std::max<Index>(1, k_col2im_rows / c.kk)) * c.kk;
+}
+
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg,
                     int threads) {
   const Window& w = *c.w;
   constexpr Index k_conv_trows = 512;
+  // col2im tasks: a few input channels each, whose rows of W^T y (every tap, every output
+  // position) are made in the task's scratch and scattered into those channels only (no two
+  // tasks write one entry, and no column matrix goes through memory).
+  const Index chunk = col2im_block_rows(c) / c.kk;
   for (Index g = 0; g < w.groups; ++g) {
     const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
                          Eigen::OuterStride<>(c.rows));
     const double* yg = y + g * c.cg_out * c.n_out;
-    // W^T y: straight into the input's gradient when the input is its own column matrix,
-    // else into the column matrix that col2im scatters back.
-    double* const col_data = c.direct ? xg + g * c.cg_in * c.n_in
-                                      : layer_buffer(LayerBuffer::transposed_columns,
-                                                     static_cast<std::size_t>(c.rows * c.n_out));
-    const Index ld = c.direct ? c.n_in : c.n_out;
-    for_tiles(c.rows, c.n_out, k_conv_trows, k_cols, threads,
-              [&](Index r0, Index r1, Index n0, Index n1) {
-                MatMap out(col_data + r0 * ld + n0, r1 - r0, n1 - n0, Eigen::OuterStride<>(ld));
-                const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
-                out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
-              });
+    const ConstMatMap yall(yg, c.cg_out, c.n_out, Eigen::OuterStride<>(c.n_out));
     if (c.direct) {
+      // The input is its own column matrix: W^T y straight into the input's gradient.
+      double* const col_data = xg + g * c.cg_in * c.n_in;
+      for_tiles(c.rows, c.n_out, k_conv_trows, k_cols, threads,
+                [&](Index r0, Index r1, Index n0, Index n1) {
+                  MatMap out(col_data + r0 * c.n_in + n0, r1 - r0, n1 - n0,
+                             Eigen::OuterStride<>(c.n_in));
+                  const ConstMatMap yb(yg + n0, c.cg_out, n1 - n0, Eigen::OuterStride<>(c.n_out));
+                  out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yb;
+                });
       continue;
     }
-    // col2im: each input channel gathers its own rows (no two tasks write one entry).
-    for_tasks(c.cg_in, threads, [&](Index ci) {
-      double* plane = xg + (g * c.cg_in + ci) * c.n_in;
-      for (Index t = 0; t < c.kk; ++t) {
-        const Index i = t / w.w.kernel;
-        const Index j = t % w.w.kernel;
-        const double* row = col_data + (ci * c.kk + t) * c.n_out;
-        Index n = 0;
-        for (Index oh = 0; oh < w.h.out; ++oh) {
-          const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
-          if (ih < 0 || ih >= w.h.in) {
-            n += w.w.out;
-            continue;
-          }
-          for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
-            const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
-            if (iw >= 0 && iw < w.w.in) {
-              plane[ih * w.w.in + iw] += row[n];
+    for_tasks(ceil_div(c.cg_in, chunk), threads, [&](Index task) {
+      const Index ci0 = task * chunk;
+      const Index ci1 = std::min(c.cg_in, ci0 + chunk);
+      const Index r0 = ci0 * c.kk;
+      double* col = scratch(static_cast<std::size_t>((ci1 - ci0) * c.kk * c.n_out));
+      MatMap out(col, (ci1 - ci0) * c.kk, c.n_out, Eigen::OuterStride<>(c.n_out));
+      out.noalias() = wg.middleCols(r0, (ci1 - ci0) * c.kk).transpose() * yall;
+      for (Index ci = ci0; ci < ci1; ++ci) {
+        double* plane = xg + (g * c.cg_in + ci) * c.n_in;
+        for (Index t = 0; t < c.kk; ++t) {
+          const Index i = t / w.w.kernel;
+          const Index j = t % w.w.kernel;
+          const double* row = col + ((ci - ci0) * c.kk + t) * c.n_out;
+          Index n = 0;
+          for (Index oh = 0; oh < w.h.out; ++oh) {
+            const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
+            if (ih < 0 || ih >= w.h.in) {
+              n += w.w.out;
+              continue;
+            }
+            for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
+              const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
+              if (iw >= 0 && iw < w.w.in) {
+                plane[ih * w.w.in + iw] += row[n];
+              }
             }
           }
         }

@@ -94,7 +94,7 @@ double* scratch(std::size_t n);
 /// by release_layer_buffers() when the outermost EigenSerial guard ends. One per use (`slot`),
 /// distinct from scratch(). Within the memory the plan accounts for (LayerPlan::require_memory:
 /// the largest column matrix and convolution kernel).
-enum class LayerBuffer : std::uint8_t { columns, transposed_columns };
+enum class LayerBuffer : std::uint8_t { columns };
 double* layer_buffer(LayerBuffer slot, std::size_t n);
 /// Frees the calling thread's layer buffers.
 void release_layer_buffers();
@@ -190,7 +190,12 @@ void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index 
 /// y = W x per group (y: channels_out x n_out).
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
 
-/// x_grad = W^T y per group, scattered back through the windows (col2im).
+/// The rows of W^T y one col2im task makes in its scratch (whole input channels: all their
+/// taps, about 64 rows), for n_out columns.
+Index col2im_block_rows(const ConvShape& c);
+
+/// x_grad = W^T y per group, scattered back through the windows (col2im), by tasks of a few
+/// input channels each.
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads);
 
 /// G (channels_out x rows per group, the weight layout) = y col(x)^T, by blocks to `sink`.
