@@ -233,7 +233,9 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   const Index n_in = plan.entries(plan.input(l));
-  TensorPtr x = make_tensor(n_in);
+  // Zeros where a kind may leave entries unwritten (a zero block, col2im adding); a batch
+  // norm scales every entry.
+  TensorPtr x = make_tensor(n_in, 0, ly.kind != LayerKind::batch_norm);
   switch (ly.kind) {
     case LayerKind::linear: {
       const Index out = plan.entries(l);
