@@ -146,8 +146,8 @@ struct KernelEigenvalues {
   /// d x values.size() unit eigenvectors, column j for values[j], each with its entry of
   /// largest magnitude positive; empty unless EigenOptions::vectors.
   Eigen::MatrixXd vectors;
-  /// ||K v_j - lambda_j v_j|| / lambda_j from a fresh product K V: always for LOBPCG, for the
-  /// other methods when the vectors are asked for; empty otherwise.
+  /// ||K v_j - lambda_j v_j|| / lambda_j from a fresh product K V: always for Lanczos and
+  /// LOBPCG, for the dense method when the vectors are asked for; empty otherwise.
   Eigen::VectorXd residuals;
   EigenStatus status = EigenStatus::converged;
   Index iterations = 0;  ///< Lanczos restarts or LOBPCG iterations (0 for the dense method)

@@ -311,7 +311,8 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
             return owning_array(std::move(r));
           },
           "float64 array: ||K v - lambda v|| / lambda of each pair, from a fresh product "
-          "(always with LOBPCG, with the other methods when vectors=True); None otherwise.")
+          "(always with Lanczos and LOBPCG, with the dense method when vectors=True); None "
+          "otherwise.")
       .def_property_readonly(
           "method", [](const KernelEigenvalues& e) { return std::string(to_string(e.method)); },
           "'dense', 'lanczos' or 'lobpcg': the method that produced the values.")

@@ -80,8 +80,9 @@ class LayerPlan {
   /// `kept` passes whose every tensor is kept, with backward passes (0: one forward pass whose
   /// tensors are dropped after their last use: the most it holds at once, from the plan),
   /// `param_sums` per-parameter accumulators of 16 bytes, plus the largest column matrix of a
-  /// convolution and the transformed parameters in use (the largest convolution kernel; a tile
-  /// of a linear layer per thread). theta, which the caller holds, is not counted.
+  /// convolution, a col2im block per thread, and the transformed parameters in use (the
+  /// largest convolution kernel; a tile of a linear layer or of edge products per thread).
+  /// theta, which the caller holds, is not counted.
   void require_memory(int kept, int param_sums, std::string_view what) const;
 
  private:
