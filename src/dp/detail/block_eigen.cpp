@@ -117,9 +117,12 @@ Index orthonormalize(Cols w, const ConstCols& x, const ConstCols& p, int threads
   return nw;
 }
 
-/// What roundoff in a product allows, relative to lambda_max: 64 eps sqrt(d).
-double roundoff_floor(Index d) {
-  return 64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+/// The convergence bound of a pair of Ritz value lambda_j, lambda_0 the largest: tolerance *
+/// |lambda_j| plus what roundoff in a product allows, 64 eps sqrt(d) lambda_0.
+double pair_bound(const EigenOptions& options, Index d, double lambda_j, double lambda_0) {
+  const double roundoff =
+      64 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(d));
+  return options.tolerance * std::fabs(lambda_j) + roundoff * std::max(lambda_0, 0.0);
 }
 
 /// A progress callback fed the worst residual / bound ratio of each step: the fraction of its
@@ -302,11 +305,8 @@ KernelEigenvalues lobpcg_top_eigenpairs(Index d, const BlockProduct& apply, Inde
     return r;
   }
 
-  const double roundoff = roundoff_floor(d);  // times lambda_max
   // The convergence bound of pair j at the current Ritz values.
-  const auto bound = [&](Index j) {
-    return options.tolerance * std::fabs(lambda(j)) + roundoff * std::max(lambda(0), 0.0);
-  };
+  const auto bound = [&](Index j) { return pair_bound(options, d, lambda(j), lambda(0)); };
   auto progress = residual_progress(report);
   std::vector<double> res(static_cast<std::size_t>(m));
   std::vector<double> history;  // the worst ratio of each iteration
@@ -522,7 +522,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd kz(d, b);
   std::mt19937_64 rng(0x5eed2026);
   // F random (the start; and past an invariant subspace smaller than count, where K V = V H
-  // holds with S = 0), orthogonal to the first n columns of V.
+  // holds with S = 0), orthonormal and orthogonal to the first n columns of V.
   const auto random_f = [&](Index n_basis) {
     std::normal_distribution<double> normal;
     for (Index j = 0; j < b; ++j) {
@@ -530,9 +530,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
         f(i, j) = normal(rng);
       }
     }
-    for (int round = 0; round < 2 && n_basis > 0; ++round) {
-      subtract(f, v.leftCols(n_basis), cross(v.leftCols(n_basis), f, threads), threads);
-    }
+    (void)orthonormalize(f, v.leftCols(n_basis), v.leftCols(0), threads);
   };
   random_f(0);
   Index n = 0;
@@ -541,10 +539,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd s(0, b);
   Eigen::VectorXd theta;  // Ritz values, largest first
   Eigen::MatrixXd y;      // their vectors in V's coordinates
-  const double roundoff = roundoff_floor(d);
-  const auto bound = [&](Index j) {
-    return options.tolerance * std::fabs(theta(j)) + roundoff * std::max(theta(0), 0.0);
-  };
+  const auto bound = [&](Index j) { return pair_bound(options, d, theta(j), theta(0)); };
   auto progress = residual_progress(report);
   bool converged = false;
   Eigen::MatrixXd x;  // the top count Ritz vectors, V Y, and their fresh residuals

@@ -88,9 +88,11 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     }
   };
   // A block of a convolution's products, row by row into the sums (in the GEMM's task).
+  const Index rows = ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose
+                         ? conv_shape(plan.window(l)).rows
+                         : 0;
   const ProductSink merge_rows = [&](Index o0, Index o1, Index r0, Index r1, const double* block,
                                      Index ld) {
-    const Index rows = conv_shape(plan.window(l)).rows;
     for (Index o = o0; o < o1; ++o) {
       merge_range(ly.weight_offset + o * rows + r0, block + (o - o0) * ld, r1 - r0, e);
     }
