@@ -156,12 +156,12 @@ std::vector<double> diagonal_sums(const LayerGraph& g, const std::vector<double>
   const LayerClasses* c = use_classes ? &classes : nullptr;
   const std::vector<TensorPtr> a = forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 1}, c);
   std::vector<double> out(static_cast<std::size_t>(g.num_params), 0.0);
-  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
-                        [&](std::size_t l, const detail::Tensor& y) {
-                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
-                                                out.data(), nullptr, c);
-                        },
-                        {0, 1});
+  detail::backward_pass(
+      plan, w, true, false, nullptr, nullptr,
+      [&](std::size_t l, const detail::Tensor& y) {
+        detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out.data(), nullptr, c);
+      },
+      {0, 1}, c);
   return out;
 }
 

@@ -163,16 +163,16 @@ void diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
   const LayerPlan plan(graph, options);
   plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal");
   const WeightSpec w{Mode::square, 2, theta, {}};
-  // A on position classes (layer_classes.hpp); B on the full positions.
+  // A on position classes (layer_classes.hpp), B as its sums over them.
   const detail::LayerClasses classes = detail::forward_classes(plan);
   const std::vector<TensorPtr> a =
       forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
-  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
-                        [&](std::size_t l, const Tensor& y) {
-                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out_m,
-                                                out_k, &classes);
-                        },
-                        {0.5, 1});
+  detail::backward_pass(
+      plan, w, true, false, nullptr, nullptr,
+      [&](std::size_t l, const Tensor& y) {
+        detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, out_m, out_k, &classes);
+      },
+      {0.5, 1}, &classes);
 }
 
 }  // namespace
@@ -270,12 +270,13 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
   const ScaledReal factor = detail::norm_gradient_factor(
       outputs_total(plan, detail::expand_outputs(plan, a, classes), nullptr), s);
   ParamSums sums(graph.num_params);
-  detail::backward_pass(plan, w, true, false, nullptr, nullptr,
-                        [&](std::size_t l, const Tensor& y) {
-                          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr,
-                                                sums.m.data(), sums.k.data(), &classes);
-                        },
-                        {0.5, 1});
+  detail::backward_pass(
+      plan, w, true, false, nullptr, nullptr,
+      [&](std::size_t l, const Tensor& y) {
+        detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, nullptr, sums.m.data(),
+                              sums.k.data(), &classes);
+      },
+      {0.5, 1}, &classes);
   const detail::DpPowS slope{s - 1};
   std::vector<double> out(theta.size(), 0.0);
   for (std::size_t k = 0; k < out.size(); ++k) {
@@ -368,7 +369,7 @@ struct LayerKernelOperator::State {
   std::span<const double> theta;
   detail::LayerClasses classes;  // of the forward sums A and C (layer_classes.hpp)
   std::vector<TensorPtr> a;      // forward sums at theta^2, kept (on classes)
-  std::vector<TensorPtr> b;      // backward sums at theta^2, kept
+  std::vector<TensorPtr> b;      // backward sums at theta^2, kept (summed over the classes)
   Buffer<double> ab;             // sum over the edges of each parameter of A(src) B(dst)
   /// The entries of ab beyond double's normal range (0 in ab), as mantissa * 2^exponent:
   /// v_k ab_k may still fit.
@@ -400,12 +401,13 @@ struct LayerKernelOperator::State {
                               &classes);
       }
     }
-    detail::backward_pass(plan, sq, false, false, &b, &prod,
-                          [&](std::size_t l, const Tensor& y) {
-                            detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(),
-                                                  out, nullptr, &classes);
-                          },
-                          {mid, span.to});
+    detail::backward_pass(
+        plan, sq, false, false, &b, &prod,
+        [&](std::size_t l, const Tensor& y) {
+          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(), out, nullptr,
+                                &classes);
+        },
+        {mid, span.to}, &classes);
     const double* diag = ab.data();
     for (std::size_t k = 0; k < d; ++k) {
       out[k] += v[k] * diag[k];
@@ -431,13 +433,13 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
   s.classes = detail::forward_classes(s.plan);
   s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0}, &s.classes);
   ParamSums ab(graph.num_params);
-  s.b =
-      detail::backward_pass(s.plan, sq, true, true, nullptr, nullptr,
-                            [&](std::size_t l, const Tensor& y) {
-                              detail::edge_products(s.plan, l, *s.a[s.plan.input(l)], y, 1.0,
-                                                    nullptr, ab.m.data(), ab.k.data(), &s.classes);
-                            },
-                            {0, 0});
+  s.b = detail::backward_pass(
+      s.plan, sq, true, true, nullptr, nullptr,
+      [&](std::size_t l, const Tensor& y) {
+        detail::edge_products(s.plan, l, *s.a[s.plan.input(l)], y, 1.0, nullptr, ab.m.data(),
+                              ab.k.data(), &s.classes);
+      },
+      {0, 0}, &s.classes);
   s.ab.resize(static_cast<std::size_t>(graph.num_params));
   for (std::size_t k = 0; k < s.ab.size(); ++k) {
     const double x = ab.value(k);
@@ -581,15 +583,18 @@ ScaledReal telescoping_bound(const LayerGraph& graph, std::span<const double> a,
   for (std::size_t k = 0; k < a.size(); ++k) {
     diff[k] = std::fabs(a[k] - b[k]);
   }
+  // Every input entry counts 1: both passes on position classes (layer_classes.hpp).
+  const detail::LayerClasses classes = detail::forward_classes(plan);
   const std::vector<TensorPtr> f = forward_pass(plan, WeightSpec{Mode::power, 1.0, b, {}}, true,
-                                                1.0, nullptr, nullptr, {0, 0.5});
+                                                1.0, nullptr, nullptr, {0, 0.5}, &classes);
   ParamSums sums(graph.num_params);
-  detail::backward_pass(plan, WeightSpec{Mode::power, 1.0, a, {}}, true, false, nullptr, nullptr,
-                        [&](std::size_t l, const Tensor& y) {
-                          detail::edge_products(plan, l, *f[plan.input(l)], y, 1.0, diff.data(),
-                                                sums.m.data(), sums.k.data());
-                        },
-                        {0.5, 1});
+  detail::backward_pass(
+      plan, WeightSpec{Mode::power, 1.0, a, {}}, true, false, nullptr, nullptr,
+      [&](std::size_t l, const Tensor& y) {
+        detail::edge_products(plan, l, *f[plan.input(l)], y, 1.0, diff.data(), sums.m.data(),
+                              sums.k.data(), &classes);
+      },
+      {0.5, 1}, &classes);
   double tm = 0;
   std::int64_t tk = detail::dp_no_exponent;
   for (std::size_t k = 0; k < diff.size(); ++k) {

@@ -157,6 +157,31 @@ std::vector<TensorPtr> expand_outputs(const LayerPlan& plan, std::vector<TensorP
   return sums;
 }
 
+TensorPtr coarsen(const TensorPtr& y, Index channels, const Classes& fine, const Classes& coarse,
+                  int threads) {
+  const Index n_fine = fine.positions();
+  const Index n = coarse.positions();
+  if (n == n_fine) {  // a refinement with as many classes (per axis, numbered alike): the same
+    return y;
+  }
+  TensorPtr out = make_tensor(channels * n, y->exp, true);
+  for_tasks(channels, threads, [&](Index ch) {
+    const double* src = y->value.data() + ch * n_fine;
+    double* dst = out->value.data() + ch * n;
+    for (Index qh = 0; qh < fine.h.size(); ++qh) {
+      double* row =
+          dst + coarse.h.of[static_cast<std::size_t>(fine.h.rep[static_cast<std::size_t>(qh)])] *
+                    coarse.w.size();
+      for (Index qw = 0; qw < fine.w.size(); ++qw) {
+        row[coarse.w.of[static_cast<std::size_t>(fine.w.rep[static_cast<std::size_t>(qw)])]] +=
+            src[qh * fine.w.size() + qw];
+      }
+    }
+  });
+  normalize(*out, threads);
+  return out;
+}
+
 TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int threads) {
   const auto rows = static_cast<Index>(c.h.of.size());
   const auto cols = static_cast<Index>(c.w.of.size());
@@ -218,6 +243,53 @@ void conv_forward_classes(const ConvShape& c, const double* wm, const double* x,
   const Index n = out.positions();
   for (Index g = 0; g < c.w->groups; ++g) {
     forward_gemm(c, wm, g, classes_columns(c, x, g, in, out, threads), n, n, y, threads);
+  }
+}
+
+void conv_transpose_classes(const ConvShape& c, const double* wm, const double* y_sums,
+                            const Classes& in, const Classes& out, double* x_sums, int threads) {
+  const Window& w = *c.w;
+  const Index n = out.positions();
+  const Index n_in = in.positions();
+  const Index rw = out.w.size();
+  // Tasks of a few input channels, as conv_transpose: their rows of W^T y_sums made in the
+  // task's scratch, each entry added to the input class its tap reads (the transpose of
+  // classes_columns).
+  const Index chunk = col2im_block_rows(c) / c.kk;
+  for (Index g = 0; g < w.groups; ++g) {
+    const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
+                         Eigen::OuterStride<>(c.rows));
+    const ConstMatMap yall(y_sums + g * c.cg_out * n, c.cg_out, n, Eigen::OuterStride<>(n));
+    for_tasks(ceil_div(c.cg_in, chunk), threads, [&](Index task) {
+      const Index ci0 = task * chunk;
+      const Index ci1 = std::min(c.cg_in, ci0 + chunk);
+      double* col = scratch(static_cast<std::size_t>((ci1 - ci0) * c.kk * n));
+      MatMap cols(col, (ci1 - ci0) * c.kk, n, Eigen::OuterStride<>(n));
+      cols.noalias() = wg.middleCols(ci0 * c.kk, (ci1 - ci0) * c.kk).transpose() * yall;
+      for (Index ci = ci0; ci < ci1; ++ci) {
+        double* plane = x_sums + (g * c.cg_in + ci) * n_in;
+        std::fill(plane, plane + n_in, 0.0);
+        for (Index t = 0; t < c.kk; ++t) {
+          const Index i = t / w.w.kernel;
+          const Index j = t % w.w.kernel;
+          const double* row = col + ((ci - ci0) * c.kk + t) * n;
+          for (Index qh = 0; qh < out.h.size(); ++qh) {
+            const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
+            if (i < w.h.first(oh) || i >= w.h.last(oh)) {
+              continue;
+            }
+            const Index ah = in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size();
+            for (Index qw = 0; qw < rw; ++qw) {
+              const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
+              if (j >= w.w.first(ow) && j < w.w.last(ow)) {
+                plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] +=
+                    row[qh * rw + qw];
+              }
+            }
+          }
+        }
+      }
+    });
   }
 }
 

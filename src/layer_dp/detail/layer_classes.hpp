@@ -8,7 +8,9 @@
 // interior is one class. Per spatial axis, a tensor is kept as one entry per class, and a
 // window layer is computed at one representative position per output class. On resnet18 at
 // 224 x 224 the stem and layer1 shrink from 3,136 positions to about a hundred; the layers at
-// 7 x 7, where every position differs, run on the full tensors as before.
+// 7 x 7, where every position differs, run on the full tensors as before. A backward pass
+// whose sums only edge products against such forward sums read keeps, per layer, its sums over
+// the same classes: they propagate through the transposed maps by themselves.
 
 #include <optional>
 #include <vector>
@@ -56,6 +58,19 @@ std::vector<TensorPtr> expand_outputs(const LayerPlan& plan, std::vector<TensorP
 
 /// y (channels x the full positions) summed over each class of `c` (channels x c.positions()).
 TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int threads);
+
+/// y (channels x fine.positions(), class sums) summed onto `coarse`, whose classes are unions
+/// of fine's (fine refines coarse: an add's classes and those of one of its inputs); y itself
+/// when they are the same classes.
+TensorPtr coarsen(const TensorPtr& y, Index channels, const Classes& fine, const Classes& coarse,
+                  int threads);
+
+/// The backward map on class sums: x_sums (channels_in x in.positions()) = the sums over each
+/// input class of W^T y, y given by its sums over each output class (channels_out x
+/// out.positions()). Exact, because every position of an output class reads, tap by tap, the
+/// same input classes (docs/layers.md#position-classes).
+void conv_transpose_classes(const ConvShape& c, const double* wm, const double* y_sums,
+                            const Classes& in, const Classes& out, double* x_sums, int threads);
 
 /// y = W x per group on position classes : x (channels_in x
 /// in.positions()), y (channels_out x out.positions()), each output class computed at its

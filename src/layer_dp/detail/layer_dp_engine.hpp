@@ -126,11 +126,15 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
 /// E = T_sq^T E + T_prod^T B. At each parameter layer l, once G_l is final, visit(l, G_l) is
 /// called. Returns every G when `keep`: empty pointers where no output is reached, and where
 /// no parameter layer reads G (the input, and layers that only fixed layers on the input feed).
+/// With `classes` (forward_classes(plan)), a layer that has classes holds its G as the sums
+/// over each of its classes (channels x classes), `extra` too, and visit sees them so: all
+/// that edge products against forward sums on the same classes need, computed by transposes
+/// on the classes (layer_classes.hpp).
 std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w, bool seed_outputs,
                                      bool keep, const std::vector<TensorPtr>* extra,
                                      const WeightSpec* extra_w,
                                      const std::function<void(std::size_t, const Tensor&)>& visit,
-                                     Span progress);
+                                     Span progress, const LayerClasses* classes = nullptr);
 
 /// Per-parameter sums over the edges of each parameter of layer l (linear, conv or
 /// batch_norm): (out_m[k], out_k[k]) += sum_{e of k} X(src e) Y(dst e), with X the forward sums
@@ -138,8 +142,8 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
 /// node; each term multiplied by factor[k] when `factor` is given (indexed by parameter).
 /// Accumulated with dp_merge (out_m starts at 0 and out_k at dp_no_exponent); without out_k,
 /// added to out_m as doubles (each term converted, +-inf beyond double's range). With
-/// `classes` (those of the pass that made x), x is held on its input's classes where it has
-/// them; y is on the full positions.
+/// `classes` (those of the passes that made x and y), x is held on its input's classes and y
+/// as the sums over l's classes, where they have them.
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
                    double bias_value, const double* factor, double* out_m, std::int64_t* out_k,
                    const LayerClasses* classes = nullptr);

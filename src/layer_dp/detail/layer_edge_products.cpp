@@ -17,8 +17,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
                    const LayerClasses* classes) {
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
-  // x on its classes: kept for a convolution or batch norm computed on classes (their products
-  // sum y over each output class first), else expanded.
+  // x on its classes: kept for a convolution or batch norm computed on classes (y then holds
+  // its sums over each output class), else expanded.
   const Classes* in_classes = nullptr;
   const Classes* out_classes = nullptr;
   if (classes != nullptr && (*classes)[plan.input(l)]) {
@@ -141,13 +141,12 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
       if (out_classes != nullptr) {
-        const TensorPtr ys = class_sums(y, c.w->channels_out, *out_classes, threads);
-        conv_weight_products_classes(c, x.value.data(), *in_classes, *out_classes, ys->value.data(),
+        conv_weight_products_classes(c, x.value.data(), *in_classes, *out_classes, y.value.data(),
                                      merge_rows, threads);
       } else {
         conv_weight_products(c, x.value.data(), y.value.data(), merge_rows, threads);
       }
-      bias(c.w->channels_out, c.n_out);
+      bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
       return;
     }
     case LayerKind::conv_transpose: {
@@ -160,12 +159,10 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     }
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
-      const Index positions = plan.entries(l) / channels;
       // On classes: x per class against y summed over the class.
-      const TensorPtr ys =
-          out_classes != nullptr ? class_sums(y, channels, *out_classes, threads) : nullptr;
-      const double* yv = ys ? ys->value.data() : y.value.data();
-      const Index n = out_classes != nullptr ? out_classes->positions() : positions;
+      const double* yv = y.value.data();
+      const Index n =
+          out_classes != nullptr ? out_classes->positions() : plan.entries(l) / channels;
       Buffer<double> g(static_cast<std::size_t>(channels));
       for_tasks(channels, threads, [&](Index c) {
         double acc = 0;
@@ -177,7 +174,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
         g[static_cast<std::size_t>(c)] = acc;
       });
       merge_block(ly.weight_offset, g.data(), channels, e);
-      bias(channels, positions);
+      bias(channels, n);
       return;
     }
     default:

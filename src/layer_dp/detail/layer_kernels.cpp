@@ -529,14 +529,11 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y,
 // Pooling: window sums with one fixed weight per output entry.
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o].
-/// Forward on position classes: y on `out_cls` (each class computed at its representative), x
-/// read through `in_cls`.
+/// On position classes: y on `out_cls` (forward: each class computed at its representative;
+/// transposed: y's sums over each class), x on `in_cls` (transposed: sums over each class).
 void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
                 double* out, bool transpose, int threads, const Classes* in_cls,
                 const Classes* out_cls) {
-  if (transpose && (in_cls != nullptr || out_cls != nullptr)) {
-    throw std::logic_error("pool_apply: position classes are forward only");
-  }
   const auto h_rep = [&](Index q) {
     return out_cls ? out_cls->h.rep[static_cast<std::size_t>(q)] : q;
   };
@@ -568,9 +565,9 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
           const double v = f * in[c * n_out + o];
           double* plane = out + c * n_in;
           for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
-            const Index ih = w.h.input(oh, kh);
+            const Index ih = h_of(w.h.input(oh, kh)) * in_w;
             for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
-              plane[ih * w.w.in + w.w.input(ow, kw)] += v;
+              plane[ih + w_of(w.w.input(ow, kw))] += v;
             }
           }
         } else {

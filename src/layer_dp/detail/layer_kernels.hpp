@@ -203,7 +203,8 @@ void conv_weight_products(const ConvShape& c, const double* x, const double* y,
                           const ProductSink& sink, int threads);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
-/// position classes (forward only), y is computed on out_cls's classes and x read on in_cls's.
+/// position classes, y is on out_cls's classes and x on in_cls's (forward: y computed at each
+/// class's representative; transposed: both held as sums over each class).
 void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const double* in,
                 double* out, bool transpose, int threads, const Classes* in_cls = nullptr,
                 const Classes* out_cls = nullptr);
