@@ -170,6 +170,11 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
 TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
                         const WeightSpec& spec);
 
+/// A gather layer l: transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
+/// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller).
+void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
+                  bool transpose);
+
 /// True for the layers that carry parameters (linear, conv, batch_norm).
 bool has_parameters(const Layer& layer);
 
