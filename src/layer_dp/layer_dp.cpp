@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -379,44 +381,64 @@ struct LayerKernelOperator::State {
     std::int64_t e;
   };
   std::vector<Scaled> ab_scaled;
+  /// The blocks of theta^2 (convolutions and batch norms), gathered by the constructor's
+  /// passes and read by every product's.
+  mutable detail::BlockCache sq_blocks;
+  mutable detail::BlockCache prod_blocks;  ///< theta v's, refilled by each product
+  mutable std::mutex product_mutex;
 
   State(const LayerGraph& graph, std::span<const double> t, const EngineOptions& o)
       : options(o), plan(graph, options), theta(t) {}
 
-  /// out = K v: C forward, the edge products C . B of each layer (B kept), then E backward
-  /// with A . E as each layer's E is final; progress over `span`. The terms are added in
-  /// doubles (a parameter's terms are of its own magnitude; beyond double's range they are
-  /// +-inf, which the Model's face refuses).
+  /// out = K v: v_k [A . B]_k first (each parameter's own term), then C forward and E
+  /// backward, each layer adding C . B + A . E (one GEMM and one merge per convolution) as its
+  /// E is final; progress over `span`. The terms are added in doubles (a parameter's terms are
+  /// of its own magnitude; beyond double's range they are +-inf, which the Model's face
+  /// refuses).
   void product(const double* v, double* out, Span span) const {
     const auto d = static_cast<std::size_t>(plan.graph().num_params);
-    const WeightSpec sq{Mode::square, 2, theta, {}};
-    const WeightSpec prod{Mode::product, 1, theta, {v, d}};
+    // theta^2's blocks from the constructor; theta v's gathered once for both passes, into the
+    // memory of the last product's (one product at a time).
+    const std::lock_guard<std::mutex> lock(product_mutex);
+    const WeightSpec sq{Mode::square, 2, theta, {}, &sq_blocks};
+    ++prod_blocks.generation;
+    const WeightSpec prod{Mode::product, 1, theta, {v, d}, &prod_blocks};
     const double mid = span.from + (span.to - span.from) / 2;
-    detail::fill_zero(out, static_cast<Index>(d), plan.threads());
-    const std::vector<TensorPtr> c =
-        forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid}, &classes);
-    for (std::size_t l = 1; l < plan.size(); ++l) {
-      if (detail::has_parameters(plan.layer(l)) && b[l]) {
-        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr,
-                              &classes);
-      }
-    }
-    detail::backward_pass(
-        plan, sq, false, false, &b, &prod,
-        [&](std::size_t l, const Tensor& y) {
-          detail::edge_products(plan, l, *a[plan.input(l)], y, 1.0, theta.data(), out, nullptr,
-                                &classes);
-        },
-        {mid, span.to}, &classes);
     const double* diag = ab.data();
-    for (std::size_t k = 0; k < d; ++k) {
-      out[k] += v[k] * diag[k];
-    }
+    detail::for_chunks(static_cast<Index>(d), plan.threads(), [&](Index k0, Index k1) {
+      for (Index k = k0; k < k1; ++k) {
+        out[k] = v[k] * diag[k];
+      }
+    });
     for (const Scaled& x : ab_scaled) {
       if (v[x.k] != 0) {
         int ve = 0;
         const double vm = std::frexp(v[x.k], &ve);
         out[x.k] += detail::dp_ldexp(vm * x.m, x.e + ve);
+      }
+    }
+    const std::vector<TensorPtr> c =
+        forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid}, &classes);
+    std::vector<char> added(plan.size(), 0);  // C . B added with A . E
+    detail::backward_pass(
+        plan, sq, false, false, &b, &prod,
+        [&](std::size_t l, const Tensor& e) {
+          const std::size_t in = plan.input(l);
+          if (b[l]) {
+            const std::array<detail::EdgeTerm, 2> terms{
+                {{c[in].get(), b[l].get(), 0.0}, {a[in].get(), &e, 1.0}}};
+            detail::edge_products(plan, l, terms, theta.data(), out, nullptr, &classes);
+            added[l] = 1;
+          } else {
+            detail::edge_products(plan, l, *a[in], e, 1.0, theta.data(), out, nullptr, &classes);
+          }
+        },
+        {mid, span.to}, &classes);
+    // The layers whose E is 0 (an output layer): C . B alone.
+    for (std::size_t l = 1; l < plan.size(); ++l) {
+      if (detail::has_parameters(plan.layer(l)) && b[l] && added[l] == 0) {
+        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr,
+                              &classes);
       }
     }
   }
@@ -428,8 +450,10 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
   const detail::EigenSerial serial;
   m_state = std::make_unique<State>(graph, theta, options);
   State& s = *m_state;
-  s.plan.require_memory(3, 2, "the kernel products K v");
-  const WeightSpec sq{Mode::square, 2, theta, {}};
+  // Kept: A, B and a product's C; per parameter: the scaled sums of A . B (16 bytes), then ab
+  // and the blocks of theta^2 and of a product's theta v (8 bytes each).
+  s.plan.require_memory(3, 3, "the kernel products K v");
+  const WeightSpec sq{Mode::square, 2, theta, {}, &s.sq_blocks};
   s.classes = detail::forward_classes(s.plan);
   s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0}, &s.classes);
   ParamSums ab(graph.num_params);

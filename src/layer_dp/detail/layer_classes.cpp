@@ -206,12 +206,13 @@ namespace {
 /// per output class, computed at its representative position, whose taps read the input's
 /// classes; into the calling thread's column buffer.
 const double* classes_columns(const ConvShape& c, const double* x, Index g, const Classes& in,
-                              const Classes& out, int threads) {
+                              const Classes& out, int threads,
+                              LayerBuffer slot = LayerBuffer::columns) {
   const Window& w = *c.w;
   const Index n = out.positions();
   const Index n_in = in.positions();
   const Index rw = out.w.size();
-  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * n));
+  double* col = layer_buffer(slot, static_cast<std::size_t>(c.rows * n));
   for_tasks(c.cg_in, threads, [&](Index ci) {
     const double* plane = x + (g * c.cg_in + ci) * n_in;
     for (Index t = 0; t < c.kk; ++t) {
@@ -294,12 +295,21 @@ void conv_transpose_classes(const ConvShape& c, const double* wm, const double* 
 }
 
 /// The same with x on position classes and y summed over out's classes.
-void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
-                                  const Classes& out, const double* y_sums, const ProductSink& sink,
+void conv_weight_products_classes(const ConvShape& c, std::span<const ProductTerm> terms,
+                                  const Classes& in, const Classes& out, const ProductSink& sink,
                                   int threads) {
+  if (terms.size() > 2) {
+    throw std::logic_error("conv_weight_products_classes: at most two terms (two column buffers)");
+  }
   const Index n = out.positions();
+  const LayerBuffer slots[2] = {LayerBuffer::columns, LayerBuffer::columns_second};
   for (Index g = 0; g < c.w->groups; ++g) {
-    weight_gemm(c, g, classes_columns(c, x, g, in, out, threads), n, n, y_sums, sink, threads);
+    std::vector<GemmTerm> gemm;
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      gemm.push_back({classes_columns(c, terms[t].x, g, in, out, threads, slots[t]), n, n,
+                      terms[t].y, terms[t].scale});
+    }
+    weight_gemm(c, g, gemm, sink, threads);
   }
 }
 

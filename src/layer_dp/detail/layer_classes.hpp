@@ -78,11 +78,12 @@ void conv_transpose_classes(const ConvShape& c, const double* wm, const double* 
 void conv_forward_classes(const ConvShape& c, const double* wm, const double* x, const Classes& in,
                           const Classes& out, double* y, int threads);
 
-/// The weight products on position classes: x (channels_in x in.positions()) and y_sums, the
-/// backward sums of the output summed over each of out's classes (channels_out x
-/// out.positions()): the positions of a class read, tap by tap, equal entries of x.
-void conv_weight_products_classes(const ConvShape& c, const double* x, const Classes& in,
-                                  const Classes& out, const double* y_sums, const ProductSink& sink,
+/// The weight products on position classes: for each term (at most two), x (channels_in x
+/// in.positions()) and y, the backward sums of the output summed over each of out's classes
+/// (channels_out x out.positions()); the positions of a class read, tap by tap, equal entries
+/// of x.
+void conv_weight_products_classes(const ConvShape& c, std::span<const ProductTerm> terms,
+                                  const Classes& in, const Classes& out, const ProductSink& sink,
                                   int threads);
 
 /// Layer l's sums on its classes (classes[l] set), its inputs held on theirs.

@@ -41,34 +41,34 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
     }
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
-      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (!wb.zero && out_cls != nullptr) {
-        conv_transpose_classes(c, wb.m.data(), y.value.data(), *(*classes)[plan.input(l)], *out_cls,
-                               x->value.data(), threads);
-      } else if (!wb.zero) {
-        conv_transpose(c, wb.m.data(), y.value.data(), x->value.data(), threads);
+      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (!wb->zero && out_cls != nullptr) {
+        conv_transpose_classes(c, wb->m.data(), y.value.data(), *(*classes)[plan.input(l)],
+                               *out_cls, x->value.data(), threads);
+      } else if (!wb->zero) {
+        conv_transpose(c, wb->m.data(), y.value.data(), x->value.data(), threads);
       }
-      x->exp = wb.exp + y.exp;
+      x->exp = wb->exp + y.exp;
       break;
     }
     case LayerKind::conv_transpose: {
       // The adjoint convolution's forward pass.
       const ConvShape c = conv_shape(plan.window(l));
-      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (wb.zero) {
+      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (wb->zero) {
         std::fill(x->value.begin(), x->value.end(), 0.0);
       } else {
-        conv_forward(c, wb.m.data(), y.value.data(), x->value.data(), threads);
+        conv_forward(c, wb->m.data(), y.value.data(), x->value.data(), threads);
       }
-      x->exp = wb.exp + y.exp;
+      x->exp = wb->exp + y.exp;
       break;
     }
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_in / channels;
-      const Block a = weights_of(ly, channels, spec, threads);
-      scale_channels(a.m.data(), y.value.data(), x->value.data(), channels, positions, threads);
-      x->exp = a.exp + y.exp;
+      const BlockPtr a = weights_of(ly, channels, spec, threads);
+      scale_channels(a->m.data(), y.value.data(), x->value.data(), channels, positions, threads);
+      x->exp = a->exp + y.exp;
       break;
     }
     default:

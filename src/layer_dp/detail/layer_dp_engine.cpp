@@ -179,45 +179,45 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
         linear_forward(w, n_out, f, x.value.data(), y->value.data(), threads);
       }
       y->exp = w.exp() + x.exp;
-      add_bias(*y, bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
+      add_bias(*y, *bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
       return y;
     }
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
-      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (wb.zero) {
+      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      if (wb->zero) {
         std::fill(y->value.begin(), y->value.end(), 0.0);
       } else if (out_cls != nullptr) {
-        conv_forward_classes(c, wb.m.data(), x.value.data(), *(*classes)[plan.input(l)], *out_cls,
+        conv_forward_classes(c, wb->m.data(), x.value.data(), *(*classes)[plan.input(l)], *out_cls,
                              y->value.data(), threads);
       } else {
-        conv_forward(c, wb.m.data(), x.value.data(), y->value.data(), threads);
+        conv_forward(c, wb->m.data(), x.value.data(), y->value.data(), threads);
       }
-      y->exp = wb.exp + x.exp;
-      add_bias(*y, bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out,
+      y->exp = wb->exp + x.exp;
+      add_bias(*y, *bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out,
                n_out / c.w->channels_out, bias_value, threads);
       return y;
     }
     case LayerKind::conv_transpose: {
       // The adjoint convolution's transposed pass, with the same weight block.
       const ConvShape c = conv_shape(plan.window(l));
-      const Block wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
       std::fill(y->value.begin(), y->value.end(), 0.0);
-      if (!wb.zero) {
-        conv_transpose(c, wb.m.data(), x.value.data(), y->value.data(), threads);
+      if (!wb->zero) {
+        conv_transpose(c, wb->m.data(), x.value.data(), y->value.data(), threads);
       }
-      y->exp = wb.exp + x.exp;
-      add_bias(*y, bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,
+      y->exp = wb->exp + x.exp;
+      add_bias(*y, *bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,
                bias_value, threads);
       return y;
     }
     case LayerKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_out / channels;
-      const Block a = weights_of(ly, channels, spec, threads);
-      scale_channels(a.m.data(), x.value.data(), y->value.data(), channels, positions, threads);
-      y->exp = a.exp + x.exp;
-      add_bias(*y, bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
+      const BlockPtr a = weights_of(ly, channels, spec, threads);
+      scale_channels(a->m.data(), x.value.data(), y->value.data(), channels, positions, threads);
+      y->exp = a->exp + x.exp;
+      add_bias(*y, *bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
       return y;
     }
     default:

@@ -49,11 +49,19 @@ enum class Mode : std::uint8_t {
   ones      ///< 1 (path counting)
 };
 
+/// A spec's transformed weight and bias blocks, kept for the passes that share it
+/// (layer_kernels.hpp's weights_of).
+struct BlockCache;
+
 struct WeightSpec {
   Mode mode = Mode::power;
   double s = 1;                       ///< Mode::power
   std::span<const double> theta;      ///< all modes but ones
   std::span<const double> direction;  ///< Mode::product: v
+  /// Where set, the blocks of convolutions and batch norms are gathered once into it and read
+  /// from it by every later pass with this spec (K v: theta^2 for all products, theta v for
+  /// a product's two passes). Not for linear layers, whose weights are used by tiles.
+  BlockCache* cache = nullptr;
 };
 
 /// The layer graph prepared for passes: shapes, windows, the last consumer of each layer.
@@ -146,6 +154,19 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
 /// as the sums over l's classes, where they have them.
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
                    double bias_value, const double* factor, double* out_m, std::int64_t* out_k,
+                   const LayerClasses* classes = nullptr);
+
+/// One term X . Y of a sum of edge products, bias nodes counting bias_value.
+struct EdgeTerm {
+  const Tensor* x;
+  const Tensor* y;
+  double bias_value;
+};
+
+/// The sum of the terms' edge products, as edge_products each: a convolution's terms (at most
+/// two) share its GEMM blocks and one merge per parameter (K v's C . B + A . E).
+void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTerm> terms,
+                   const double* factor, double* out_m, std::int64_t* out_k,
                    const LayerClasses* classes = nullptr);
 
 /// The number of input-to-output paths of unroll(graph) of each length (in edges), as

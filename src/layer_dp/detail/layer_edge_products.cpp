@@ -1,8 +1,10 @@
 // edge_products() of layer_dp_engine.hpp: per-parameter sums over the edges of a parameter
 // layer, from the forward sums of its input and the backward sums of its output.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "src/dp/detail/dp_scaled.hpp"
@@ -15,6 +17,13 @@ namespace pathlift::detail {
 void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const Tensor& y,
                    double bias_value, const double* factor, double* out_m, std::int64_t* out_k,
                    const LayerClasses* classes) {
+  const EdgeTerm term{&x, &y, bias_value};
+  edge_products(plan, l, std::span<const EdgeTerm>(&term, 1), factor, out_m, out_k, classes);
+}
+
+void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTerm> terms,
+                   const double* factor, double* out_m, std::int64_t* out_k,
+                   const LayerClasses* classes) {
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   // x on its classes: kept for a convolution or batch norm computed on classes (y then holds
@@ -26,13 +35,36 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       in_classes = &*(*classes)[plan.input(l)];
       out_classes = &*(*classes)[l];
     } else {
-      const TensorPtr full =
-          regather(x, plan.shape(plan.input(l))[0], *(*classes)[plan.input(l)], nullptr, threads);
-      edge_products(plan, l, *full, y, bias_value, factor, out_m, out_k, nullptr);
+      std::vector<TensorPtr> full;
+      std::vector<EdgeTerm> expanded;
+      for (const EdgeTerm& t : terms) {
+        full.push_back(regather(*t.x, plan.shape(plan.input(l))[0], *(*classes)[plan.input(l)],
+                                nullptr, threads));
+        expanded.push_back({full.back().get(), t.y, t.bias_value});
+      }
+      edge_products(plan, l, expanded, factor, out_m, out_k, nullptr);
       return;
     }
   }
-  const std::int64_t e = x.exp + y.exp;
+  // A convolution's terms share its GEMM blocks and one merge, aligned to the largest
+  // exponent (unless they lie too far apart for one double's range); other kinds merge each
+  // term in turn.
+  std::int64_t e = std::numeric_limits<std::int64_t>::min();
+  for (const EdgeTerm& t : terms) {
+    e = std::max(e, t.x->exp + t.y->exp);
+  }
+  bool one_merge = ly.kind == LayerKind::conv && terms.size() <= 2;
+  for (const EdgeTerm& t : terms) {
+    one_merge = one_merge && e - (t.x->exp + t.y->exp) <= 900;
+  }
+  if (terms.size() > 1 && !one_merge) {
+    for (const EdgeTerm& t : terms) {
+      edge_products(plan, l, std::span<const EdgeTerm>(&t, 1), factor, out_m, out_k, classes);
+    }
+    return;
+  }
+  const Tensor& x = *terms.front().x;
+  const Tensor& y = *terms.front().y;
   // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
   const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
     if (out_k == nullptr && exp > -1000 && exp < 1000) {
@@ -101,21 +133,23 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     for_chunks(count, threads,
                [&](Index i0, Index i1) { merge_range(offset + i0, values + i0, i1 - i0, exp); });
   };
-  // The bias: bias_value * sum over the positions of each channel's y.
+  // The bias: bias_value * sum over the positions of each channel's y, term by term.
   const auto bias = [&](Index channels, Index positions) {
-    if (ly.bias_offset < 0 || bias_value == 0) {
-      return;
-    }
-    std::vector<double> sums(static_cast<std::size_t>(channels));
-    for_tasks(channels, threads, [&](Index c) {
-      double acc = 0;
-      const double* row = y.value.data() + c * positions;
-      for (Index p = 0; p < positions; ++p) {
-        acc += row[p];
+    for (const EdgeTerm& t : terms) {
+      if (ly.bias_offset < 0 || t.bias_value == 0) {
+        continue;
       }
-      sums[static_cast<std::size_t>(c)] = acc * bias_value;
-    });
-    merge_block(ly.bias_offset, sums.data(), channels, y.exp);
+      std::vector<double> sums(static_cast<std::size_t>(channels));
+      for_tasks(channels, threads, [&](Index c) {
+        double acc = 0;
+        const double* row = t.y->value.data() + c * positions;
+        for (Index p = 0; p < positions; ++p) {
+          acc += row[p];
+        }
+        sums[static_cast<std::size_t>(c)] = acc * t.bias_value;
+      });
+      merge_block(ly.bias_offset, sums.data(), channels, t.y->exp);
+    }
   };
   switch (ly.kind) {
     case LayerKind::linear: {
@@ -140,11 +174,15 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
     }
     case LayerKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
+      std::vector<ProductTerm> products;
+      for (const EdgeTerm& t : terms) {
+        products.push_back({t.x->value.data(), t.y->value.data(),
+                            std::ldexp(1.0, static_cast<int>(t.x->exp + t.y->exp - e))});
+      }
       if (out_classes != nullptr) {
-        conv_weight_products_classes(c, x.value.data(), *in_classes, *out_classes, y.value.data(),
-                                     merge_rows, threads);
+        conv_weight_products_classes(c, products, *in_classes, *out_classes, merge_rows, threads);
       } else {
-        conv_weight_products(c, x.value.data(), y.value.data(), merge_rows, threads);
+        conv_weight_products(c, products, merge_rows, threads);
       }
       bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
       return;
@@ -153,7 +191,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
       // The adjoint convolution's edges: its input is this layer's output, its output this
       // layer's input.
       const ConvShape c = conv_shape(plan.window(l));
-      conv_weight_products(c, y.value.data(), x.value.data(), merge_rows, threads);
+      const ProductTerm product{y.value.data(), x.value.data()};
+      conv_weight_products(c, std::span<const ProductTerm>(&product, 1), merge_rows, threads);
       bias(c.w->channels_in, c.n_in);
       return;
     }

@@ -114,7 +114,7 @@ double* scratch(std::size_t n) {
 }
 
 namespace {
-thread_local std::array<Buffer<double>, 1> t_layer_buffers;  // one per LayerBuffer
+thread_local std::array<Buffer<double>, 2> t_layer_buffers;  // one per LayerBuffer
 }  // namespace
 
 double* layer_buffer(LayerBuffer slot, std::size_t n) {
@@ -248,14 +248,23 @@ void ParamTransform::fill(Index begin, Index end, double* out) const {
   }
 }
 
-Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+namespace {
+
+/// gather() into b (its memory reused when it has the size).
+void gather_into(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
   const ParamTransform p(spec, offset, count, threads);
-  Block b;
   b.m.resize(static_cast<std::size_t>(count));
   b.zero = p.zero();
   b.exp = p.exp();
   double* out = b.m.data();
   for_chunks(count, threads, [&](Index i0, Index i1) { p.fill(i0, i1, out + i0); });
+}
+
+}  // namespace
+
+Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+  Block b;
+  gather_into(spec, offset, count, threads, b);
   return b;
 }
 
@@ -303,16 +312,38 @@ void linear_transpose(const ParamTransform& w, Index rows, Index cols, const dou
   });
 }
 
-Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
-  return gather(spec, ly.weight_offset, count, threads);
+namespace {
+
+/// gather(), or the cached block of the same offset and size.
+BlockPtr cached_gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+  if (spec.cache == nullptr) {
+    return std::make_shared<const Block>(gather(spec, offset, count, threads));
+  }
+  BlockCache& cache = *spec.cache;
+  const auto it = cache.blocks.find(offset);
+  if (it != cache.blocks.end() && static_cast<Index>(it->second.block->m.size()) == count) {
+    if (it->second.generation != cache.generation) {
+      gather_into(spec, offset, count, threads, *it->second.block);
+      it->second.generation = cache.generation;
+    }
+    return it->second.block;  // else a lookup only: passes that share a filled cache may run
+  }                           // at once
+  auto b = std::make_shared<Block>(gather(spec, offset, count, threads));
+  cache.blocks[offset] = {b, cache.generation};
+  return b;
 }
 
-/// The bias block (empty when the layer has no bias).
-Block bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
+}  // namespace
+
+BlockPtr weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
+  return cached_gather(spec, ly.weight_offset, count, threads);
+}
+
+BlockPtr bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
   if (ly.bias_offset < 0) {
-    return {};
+    return std::make_shared<const Block>();
   }
-  return gather(spec, ly.bias_offset, count, threads);
+  return cached_gather(spec, ly.bias_offset, count, threads);
 }
 
 /// y (channels x positions, exponent y.exp) += bias[c] * bias_value, then normalised.
@@ -404,11 +435,12 @@ void im2col_rows(const ConvShape& c, const double* x, Index g, Index r0, Index r
 /// rows) into a buffer of the calling thread, reused across calls (within the memory the plan
 /// accounted for: the largest column matrix). The direct case is the input itself (row stride
 /// n_in).
-const double* column_matrix(const ConvShape& c, const double* x, Index g, int threads) {
+const double* column_matrix(const ConvShape& c, const double* x, Index g, int threads,
+                            LayerBuffer slot = LayerBuffer::columns) {
   if (c.direct) {
     return x + g * c.cg_in * c.n_in;
   }
-  double* col = layer_buffer(LayerBuffer::columns, static_cast<std::size_t>(c.rows * c.n_out));
+  double* col = layer_buffer(slot, static_cast<std::size_t>(c.rows * c.n_out));
   constexpr Index k_im2col_rows = 16;
   for_tasks(ceil_div(c.rows, k_im2col_rows), threads, [&](Index t) {
     im2col_rows(c, x, g, t * k_im2col_rows, std::min(c.rows, (t + 1) * k_im2col_rows), col);
@@ -501,27 +533,46 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
   }
 }
 
-void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
+void weight_gemm(const ConvShape& c, Index g, std::span<const GemmTerm> terms,
                  const ProductSink& sink, int threads) {
   constexpr Index k_grows = 64;
   constexpr Index k_gcols = 256;
-  for_tiles(
-      c.cg_out, c.rows, k_grows, k_gcols, threads, [&](Index o0, Index o1, Index r0, Index r1) {
-        const ConstMatMap yb(y + (g * c.cg_out + o0) * n, o1 - o0, n, Eigen::OuterStride<>(n));
-        const ConstMatMap xb(cm + r0 * ld, r1 - r0, n, Eigen::OuterStride<>(ld));
-        double* block = scratch(static_cast<std::size_t>((o1 - o0) * (r1 - r0)));
-        MatMap out(block, o1 - o0, r1 - r0, Eigen::OuterStride<>(r1 - r0));
-        out.noalias() = yb * xb.transpose();
-        sink(g * c.cg_out + o0, g * c.cg_out + o1, r0, r1, block, r1 - r0);
-      });
+  for_tiles(c.cg_out, c.rows, k_grows, k_gcols, threads,
+            [&](Index o0, Index o1, Index r0, Index r1) {
+              double* block = scratch(static_cast<std::size_t>((o1 - o0) * (r1 - r0)));
+              MatMap out(block, o1 - o0, r1 - r0, Eigen::OuterStride<>(r1 - r0));
+              for (std::size_t t = 0; t < terms.size(); ++t) {
+                const GemmTerm& a = terms[t];
+                const ConstMatMap yb(a.y + (g * c.cg_out + o0) * a.n, o1 - o0, a.n,
+                                     Eigen::OuterStride<>(a.n));
+                const ConstMatMap xb(a.cm + r0 * a.ld, r1 - r0, a.n, Eigen::OuterStride<>(a.ld));
+                if (t == 0 && a.scale == 1) {
+                  out.noalias() = yb * xb.transpose();
+                } else if (t == 0) {
+                  out.noalias() = a.scale * (yb * xb.transpose());
+                } else {
+                  out.noalias() += a.scale * (yb * xb.transpose());
+                }
+              }
+              sink(g * c.cg_out + o0, g * c.cg_out + o1, r0, r1, block, r1 - r0);
+            });
 }
 
-/// G (channels_out x rows per group, the weight layout) = y col(x)^T.
-void conv_weight_products(const ConvShape& c, const double* x, const double* y,
+/// G (channels_out x rows per group, the weight layout) = the sum of scale y col(x)^T.
+void conv_weight_products(const ConvShape& c, std::span<const ProductTerm> terms,
                           const ProductSink& sink, int threads) {
+  if (terms.size() > 2) {
+    throw std::logic_error("conv_weight_products: at most two terms (two column buffers)");
+  }
   const Index ld = c.direct ? c.n_in : c.n_out;
+  const LayerBuffer slots[2] = {LayerBuffer::columns, LayerBuffer::columns_second};
   for (Index g = 0; g < c.w->groups; ++g) {
-    weight_gemm(c, g, column_matrix(c, x, g, threads), ld, c.n_out, y, sink, threads);
+    std::vector<GemmTerm> gemm;
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+      gemm.push_back({column_matrix(c, terms[t].x, g, threads, slots[t]), ld, c.n_out, terms[t].y,
+                      terms[t].scale});
+    }
+    weight_gemm(c, g, gemm, sink, threads);
   }
 }
 

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -94,7 +97,7 @@ double* scratch(std::size_t n);
 /// by release_layer_buffers() when the outermost EigenSerial guard ends. One per use (`slot`),
 /// distinct from scratch(). Within the memory the plan accounts for (LayerPlan::require_memory:
 /// the largest column matrix and convolution kernel).
-enum class LayerBuffer : std::uint8_t { columns };
+enum class LayerBuffer : std::uint8_t { columns, columns_second };
 double* layer_buffer(LayerBuffer slot, std::size_t n);
 /// Frees the calling thread's layer buffers.
 void release_layer_buffers();
@@ -137,6 +140,21 @@ class ParamTransform {
   std::int64_t m_exp = 0;
 };
 
+using BlockPtr = std::shared_ptr<const Block>;
+
+/// A spec's blocks by parameter offset (WeightSpec::cache), filled as the passes ask for them
+/// (by the thread that runs the layers, one at a time). An entry of an older generation is
+/// refilled in place when asked for: a cache reused for a new direction (K v's theta v, one
+/// generation per product) keeps its memory, page-faulted once.
+struct BlockCache {
+  struct Entry {
+    std::shared_ptr<Block> block;
+    std::uint64_t generation = 0;
+  };
+  std::unordered_map<Index, Entry> blocks;
+  std::uint64_t generation = 0;
+};
+
 /// The transformed parameters theta[offset, offset + count) of the pass, materialised (small
 /// blocks: a convolution's kernel, a bias, a batch norm's scale).
 Block gather(const WeightSpec& spec, Index offset, Index count, int threads);
@@ -148,10 +166,11 @@ void linear_forward(const ParamTransform& w, Index rows, Index cols, const doubl
 /// x += W^T y by tiles of k_trows x k_tcols.
 void linear_transpose(const ParamTransform& w, Index rows, Index cols, const double* y, double* x,
                       int threads);
-/// The weight block of a parameter layer (count entries from its weight_offset).
-Block weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
-/// The bias block (empty when the layer has no bias).
-Block bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
+/// The weight block of a parameter layer (count entries from its weight_offset), from the
+/// spec's cache where it has one.
+BlockPtr weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
+/// The bias block (empty when the layer has no bias), likewise.
+BlockPtr bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads);
 
 /// y (channels x positions, exponent y.exp) += bias[c] * bias_value, then normalised.
 void add_bias(Tensor& y, const Block& bias, Index channels, Index positions, double bias_value,
@@ -181,11 +200,29 @@ void forward_gemm(const ConvShape& c, const double* wm, Index g, const double* c
 using ProductSink =
     std::function<void(Index o0, Index o1, Index r0, Index r1, const double* block, Index ld)>;
 
-/// Group g's weight products G (channels_out x rows, the weight layout) = y cm^T, cm the
-/// group's column matrix (rows x n, row stride ld), y (channels_out x n), in fixed blocks
-/// handed to `sink` as each is made (no channels_out x rows buffer: it stays in cache).
-void weight_gemm(const ConvShape& c, Index g, const double* cm, Index ld, Index n, const double* y,
+/// One term of a sum of weight products: `scale` y cm^T, cm a group's column matrix (rows x n,
+/// row stride ld) and y the group's output sums (channels_out x n).
+struct GemmTerm {
+  const double* cm;
+  Index ld;
+  Index n;
+  const double* y;
+  double scale = 1;
+};
+
+/// Group g's weight products G (channels_out x rows, the weight layout) = the sum of the terms
+/// (at most two, added in their order), in fixed blocks handed to `sink` as each is made (no
+/// channels_out x rows buffer: it stays in cache).
+void weight_gemm(const ConvShape& c, Index g, std::span<const GemmTerm> terms,
                  const ProductSink& sink, int threads);
+
+/// One term of a convolution's weight products: `scale` y col(x)^T (x the input's sums, y the
+/// output's, on classes or full as the function says).
+struct ProductTerm {
+  const double* x;
+  const double* y;
+  double scale = 1;
+};
 
 /// y = W x per group (y: channels_out x n_out).
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
@@ -198,8 +235,9 @@ Index col2im_block_rows(const ConvShape& c);
 /// input channels each.
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads);
 
-/// G (channels_out x rows per group, the weight layout) = y col(x)^T, by blocks to `sink`.
-void conv_weight_products(const ConvShape& c, const double* x, const double* y,
+/// G (channels_out x rows per group, the weight layout) = the sum over the terms (at most two)
+/// of scale y col(x)^T, by blocks to `sink`.
+void conv_weight_products(const ConvShape& c, std::span<const ProductTerm> terms,
                           const ProductSink& sink, int threads);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
