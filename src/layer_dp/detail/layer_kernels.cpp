@@ -250,8 +250,51 @@ void ParamTransform::fill(Index begin, Index end, double* out) const {
 
 namespace {
 
+/// theta_k v_k straight into b in one pass (exponent 0), when every product is a normal double
+/// within 2^+-500 or an exact 0: the mantissas ParamTransform would make times a power of 2,
+/// without its two passes for the block exponents. False (b to be refilled) otherwise.
+bool direct_products(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
+  const double* t = spec.theta.data() + offset;
+  const double* v = spec.direction.data() + offset;
+  b.m.resize(static_cast<std::size_t>(count));
+  double* out = b.m.data();
+  const Index chunks = ceil_div(count, k_chunk);
+  std::vector<double> top(static_cast<std::size_t>(chunks), 0.0);
+  std::vector<char> lost(static_cast<std::size_t>(chunks), 0);
+  for_chunks(count, threads, [&](Index i0, Index i1) {
+    double m = 0;
+    bool under = false;
+    for (Index i = i0; i < i1; ++i) {
+      const double p = t[i] * v[i];
+      out[i] = p;
+      m = std::max(m, std::fabs(p));
+      // Rounded below the normal range, or not finite: the general path decides.
+      under = under || !(std::fabs(p) <= std::numeric_limits<double>::max()) ||
+              (std::fabs(p) < std::numeric_limits<double>::min() && t[i] != 0 && v[i] != 0);
+    }
+    top[static_cast<std::size_t>(i0 / k_chunk)] = m;
+    lost[static_cast<std::size_t>(i0 / k_chunk)] = static_cast<char>(under);
+  });
+  double m = 0;
+  for (Index c = 0; c < chunks; ++c) {
+    m = std::max(m, top[static_cast<std::size_t>(c)]);
+    if (lost[static_cast<std::size_t>(c)] != 0) {
+      return false;
+    }
+  }
+  if (m != 0 && !(m <= 0x1p500 && m >= 0x1p-500)) {
+    return false;
+  }
+  b.zero = m == 0;
+  b.exp = 0;
+  return true;
+}
+
 /// gather() into b (its memory reused when it has the size).
 void gather_into(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
+  if (spec.mode == Mode::product && direct_products(spec, offset, count, threads, b)) {
+    return;
+  }
   const ParamTransform p(spec, offset, count, threads);
   b.m.resize(static_cast<std::size_t>(count));
   b.zero = p.zero();
@@ -471,8 +514,11 @@ void conv_forward(const ConvShape& c, const double* wm, const double* x, double*
 }
 
 Index col2im_block_rows(const ConvShape& c) {
-  constexpr Index k_col2im_rows = 64;
-  return std::min(c.cg_in, std::max<Index>(1, k_col2im_rows / c.kk)) * c.kk;
+  // Each task's GEMM packs all of y (cg_out x n_out): its rows are what that packing buys. About
+  // 64 rows for large outputs, up to 256 where n_out is small (the late layers), within 32 Ki
+  // entries of scratch.
+  const Index target = std::clamp<Index>(Index{1 << 15} / std::max<Index>(1, c.n_out), 64, 256);
+  return std::min(c.cg_in, std::max<Index>(1, target / c.kk)) * c.kk;
 }
 
 void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg,

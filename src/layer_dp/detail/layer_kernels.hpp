@@ -228,7 +228,7 @@ struct ProductTerm {
 void conv_forward(const ConvShape& c, const double* wm, const double* x, double* y, int threads);
 
 /// The rows of W^T y one col2im task makes in its scratch (whole input channels: all their
-/// taps, about 64 rows), for n_out columns.
+/// taps, 64 to 256 rows, more where n_out is small), for n_out columns.
 Index col2im_block_rows(const ConvShape& c);
 
 /// x_grad = W^T y per group, scattered back through the windows (col2im), by tasks of a few
