@@ -295,5 +295,32 @@ TEST(LayerDp, RefusesWhatItCannotAnswer) {
   }
 }
 
+TEST(LayerDp, KernelProductsWithAConvolutionAppliedTwice) {
+  // K v merges a convolution's weight sums once, starting them from v_k [A . B]_k, only where
+  // no other layer shares its weights: a convolution applied twice adds both layers' terms
+  // (and a convolution as the output layer, whose E is 0, still gets C . B).
+  GraphBuilder b({2, 6, 5});
+  const Index c1 = b.conv("c", 0, 2, {3, 3}, {1, 1}, {1, 1});
+  const Index r1 = b.act("r", c1);
+  LayerGraph g = b.graph({r1});
+  Layer again = g.layers[static_cast<std::size_t>(c1)];
+  again.name = "c_again";
+  again.inputs = {r1};
+  g.layers.push_back(again);
+  g.outputs = {static_cast<Index>(g.layers.size() - 1)};
+  // The same with two convolutions of their own, the second the output.
+  GraphBuilder b2({2, 6, 5});
+  const LayerGraph own =
+      b2.graph({b2.conv("d", b2.act("r", b2.conv("c", 0, 2, {3, 3}, {1, 1}, {1, 1})), 3, {2, 2})});
+  for (const LayerGraph* graph : std::vector<const LayerGraph*>{&g, &own}) {
+    const std::vector<double> t = normal(graph->num_params, 4);
+    const std::vector<double> v = normal(graph->num_params, 5);
+    const Network net = unroll(*graph);
+    const Eigen::VectorXd ka = kernel_matvec(*graph, t, v);
+    const Eigen::VectorXd kb = kernel_matvec(net, t, v);
+    EXPECT_LE((ka - kb).norm(), 1e-11 * kb.norm());
+  }
+}
+
 }  // namespace
 }  // namespace pathlift

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -386,14 +387,17 @@ struct LayerKernelOperator::State {
   mutable detail::BlockCache sq_blocks;
   mutable detail::BlockCache prod_blocks;  ///< theta v's, refilled by each product
   mutable std::mutex product_mutex;
+  std::vector<char> merged_once;  ///< per layer: a convolution whose merge starts its sums
+  std::vector<std::pair<Index, Index>> own_terms_first;  ///< the other parameters' ranges
 
   State(const LayerGraph& graph, std::span<const double> t, const EngineOptions& o)
       : options(o), plan(graph, options), theta(t) {}
 
-  /// out = K v: v_k [A . B]_k first (each parameter's own term), then C forward and E
-  /// backward, each layer adding C . B + A . E (one GEMM and one merge per convolution) as its
-  /// E is final; progress over `span`. The terms are added in doubles (a parameter's terms are
-  /// of its own magnitude; beyond double's range they are +-inf, which the Model's face
+  /// out = K v: C forward and E backward, each layer adding C . B + A . E (one GEMM and one
+  /// merge per convolution) as its E is final, to each parameter's own term v_k [A . B]_k:
+  /// written first, or, for a convolution whose weights no other layer shares, by that merge
+  /// (`merged_once`); progress over `span`. The terms are added in doubles (a parameter's terms
+  /// are of its own magnitude; beyond double's range they are +-inf, which the Model's face
   /// refuses).
   void product(const double* v, double* out, Span span) const {
     const auto d = static_cast<std::size_t>(plan.graph().num_params);
@@ -405,21 +409,18 @@ struct LayerKernelOperator::State {
     const WeightSpec prod{Mode::product, 1, theta, {v, d}, &prod_blocks};
     const double mid = span.from + (span.to - span.from) / 2;
     const double* diag = ab.data();
-    detail::for_chunks(static_cast<Index>(d), plan.threads(), [&](Index k0, Index k1) {
-      for (Index k = k0; k < k1; ++k) {
-        out[k] = v[k] * diag[k];
-      }
-    });
-    for (const Scaled& x : ab_scaled) {
-      if (v[x.k] != 0) {
-        int ve = 0;
-        const double vm = std::frexp(v[x.k], &ve);
-        out[x.k] += detail::dp_ldexp(vm * x.m, x.e + ve);
-      }
+    for (const auto& [k0, k1] : own_terms_first) {
+      detail::for_chunks(k1 - k0, plan.threads(), [&](Index i0, Index i1) {
+        for (Index k = k0 + i0; k < k0 + i1; ++k) {
+          out[k] = v[k] * diag[k];
+        }
+      });
     }
     const std::vector<TensorPtr> c =
         forward_pass(plan, sq, true, 0.0, &a, &prod, {span.from, mid}, &classes);
-    std::vector<char> added(plan.size(), 0);  // C . B added with A . E
+    const detail::MergeStart start{v, diag};
+    const auto start_of = [&](std::size_t l) { return merged_once[l] != 0 ? &start : nullptr; };
+    std::vector<char> added(plan.size(), 0);  // C . B added
     detail::backward_pass(
         plan, sq, false, false, &b, &prod,
         [&](std::size_t l, const Tensor& e) {
@@ -427,7 +428,8 @@ struct LayerKernelOperator::State {
           if (b[l]) {
             const std::array<detail::EdgeTerm, 2> terms{
                 {{c[in].get(), b[l].get(), 0.0}, {a[in].get(), &e, 1.0}}};
-            detail::edge_products(plan, l, terms, theta.data(), out, nullptr, &classes);
+            detail::edge_products(plan, l, terms, theta.data(), out, nullptr, &classes,
+                                  start_of(l));
             added[l] = 1;
           } else {
             detail::edge_products(plan, l, *a[in], e, 1.0, theta.data(), out, nullptr, &classes);
@@ -437,9 +439,51 @@ struct LayerKernelOperator::State {
     // The layers whose E is 0 (an output layer): C . B alone.
     for (std::size_t l = 1; l < plan.size(); ++l) {
       if (detail::has_parameters(plan.layer(l)) && b[l] && added[l] == 0) {
-        detail::edge_products(plan, l, *c[plan.input(l)], *b[l], 0.0, theta.data(), out, nullptr,
-                              &classes);
+        const detail::EdgeTerm term{c[plan.input(l)].get(), b[l].get(), 0.0};
+        detail::edge_products(plan, l, std::span<const detail::EdgeTerm>(&term, 1), theta.data(),
+                              out, nullptr, &classes, start_of(l));
       }
+    }
+    for (const Scaled& x : ab_scaled) {
+      if (v[x.k] != 0) {
+        int ve = 0;
+        const double vm = std::frexp(v[x.k], &ve);
+        out[x.k] += detail::dp_ldexp(vm * x.m, x.e + ve);
+      }
+    }
+  }
+
+  /// Marks the convolutions whose weight sums their one merge starts (a kept B, weights no
+  /// other layer shares) and lists the parameter ranges left to write first.
+  void plan_merges() {
+    const Index d = plan.graph().num_params;
+    std::map<Index, int> uses;  // layers per weight offset
+    for (std::size_t l = 1; l < plan.size(); ++l) {
+      if (detail::has_parameters(plan.layer(l)) && plan.layer(l).weight_offset >= 0) {
+        ++uses[plan.layer(l).weight_offset];
+      }
+    }
+    merged_once.assign(plan.size(), 0);
+    std::vector<std::pair<Index, Index>> once;
+    for (std::size_t l = 1; l < plan.size(); ++l) {
+      const Layer& ly = plan.layer(l);
+      if (ly.kind == LayerKind::conv && b[l] && ly.weight_offset >= 0 &&
+          uses[ly.weight_offset] == 1) {
+        const detail::ConvShape cs = detail::conv_shape(plan.window(l));
+        merged_once[l] = 1;
+        once.emplace_back(ly.weight_offset, ly.weight_offset + cs.w->channels_out * cs.rows);
+      }
+    }
+    std::sort(once.begin(), once.end());
+    Index at = 0;
+    for (const auto& [k0, k1] : once) {
+      if (k0 > at) {
+        own_terms_first.emplace_back(at, k0);
+      }
+      at = std::max(at, k1);
+    }
+    if (at < d) {
+      own_terms_first.emplace_back(at, d);
     }
   }
 };
@@ -474,6 +518,7 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
       s.ab[k] = x;
     }
   }
+  s.plan_merges();
 }
 
 LayerKernelOperator::LayerKernelOperator(LayerKernelOperator&&) noexcept = default;

@@ -163,11 +163,20 @@ struct EdgeTerm {
   double bias_value;
 };
 
+/// Where a convolution's weight sums start: out_m[k] = v[k] ab[k] is written as each block is
+/// merged, instead of being read (K v's own term v_k [A . B]_k, for a layer whose weights no
+/// other layer shares: each of its sums is merged once).
+struct MergeStart {
+  const double* v;
+  const double* ab;
+};
+
 /// The sum of the terms' edge products, as edge_products each: a convolution's terms (at most
-/// two) share its GEMM blocks and one merge per parameter (K v's C . B + A . E).
+/// two) share its GEMM blocks and one merge per parameter (K v's C . B + A . E). With `start`
+/// (a convolution, doubles only), its weight sums start there.
 void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTerm> terms,
                    const double* factor, double* out_m, std::int64_t* out_k,
-                   const LayerClasses* classes = nullptr);
+                   const LayerClasses* classes = nullptr, const MergeStart* start = nullptr);
 
 /// The number of input-to-output paths of unroll(graph) of each length (in edges), as
 /// (mantissa, exponent) per length: a counting pass whose tensors are split by length.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "src/dp/detail/dp_scaled.hpp"
@@ -23,7 +24,10 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
 
 void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTerm> terms,
                    const double* factor, double* out_m, std::int64_t* out_k,
-                   const LayerClasses* classes) {
+                   const LayerClasses* classes, const MergeStart* start) {
+  if (start != nullptr && (out_k != nullptr || plan.layer(l).kind != LayerKind::conv)) {
+    throw std::logic_error("edge_products: a merge start is for a convolution's double sums");
+  }
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   // x on its classes: kept for a convolution or batch norm computed on classes (y then holds
@@ -42,7 +46,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
                                 nullptr, threads));
         expanded.push_back({full.back().get(), t.y, t.bias_value});
       }
-      edge_products(plan, l, expanded, factor, out_m, out_k, nullptr);
+      edge_products(plan, l, expanded, factor, out_m, out_k, nullptr, start);
       return;
     }
   }
@@ -59,7 +63,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   }
   if (terms.size() > 1 && !one_merge) {
     for (const EdgeTerm& t : terms) {
-      edge_products(plan, l, std::span<const EdgeTerm>(&t, 1), factor, out_m, out_k, classes);
+      edge_products(plan, l, std::span<const EdgeTerm>(&t, 1), factor, out_m, out_k, classes,
+                    &t == &terms.front() ? start : nullptr);
     }
     return;
   }
@@ -126,7 +131,16 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   const ProductSink merge_rows = [&](Index o0, Index o1, Index r0, Index r1, const double* block,
                                      Index ld) {
     for (Index o = o0; o < o1; ++o) {
-      merge_range(ly.weight_offset + o * rows + r0, block + (o - o0) * ld, r1 - r0, e);
+      const Index offset = ly.weight_offset + o * rows + r0;
+      if (start != nullptr) {  // the sums start from v_k ab_k, here where they are in cache
+        double* __restrict dst = out_m + offset;
+        const double* __restrict v = start->v + offset;
+        const double* __restrict ab = start->ab + offset;
+        for (Index i = 0; i < r1 - r0; ++i) {
+          dst[i] = v[i] * ab[i];
+        }
+      }
+      merge_range(offset, block + (o - o0) * ld, r1 - r0, e);
     }
   };
   const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
