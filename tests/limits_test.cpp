@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -43,6 +46,30 @@ TEST(Limits, ThreadCountsAreBounded) {
     EXPECT_NE(std::string(e.what()).find(fmt::format("at most {}", max_threads())),
               std::string::npos)
         << e.what();
+  }
+}
+
+/// threads = 0 means every core, or OMP_NUM_THREADS: not OpenMP's default as another library
+/// in the process left it (importing PyTorch calls omp_set_num_threads(physical cores), which
+/// made every default call single-threaded on a 2-thread machine).
+TEST(Limits, ZeroThreadsIsEveryCoreWhateverOpenMpsDefault) {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string before = saved != nullptr ? saved : "";
+  ::unsetenv("OMP_NUM_THREADS");
+  const int default_before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  EXPECT_EQ(resolve_threads(0), omp_get_num_procs());
+  ::setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(resolve_threads(0), 3);
+  ::setenv("OMP_NUM_THREADS", "5,2", 1);
+  EXPECT_EQ(resolve_threads(0), 5);
+  ::setenv("OMP_NUM_THREADS", "none", 1);
+  EXPECT_EQ(resolve_threads(0), omp_get_num_procs());
+  omp_set_num_threads(default_before);
+  if (saved != nullptr) {
+    ::setenv("OMP_NUM_THREADS", before.c_str(), 1);
+  } else {
+    ::unsetenv("OMP_NUM_THREADS");
   }
 }
 

@@ -29,9 +29,11 @@ struct EngineOptions {
 /// The most threads a computation may ask for: 8 x the cores, and at least 64.
 int max_threads();
 
-/// The number of threads `threads` asks for: itself when positive, else every core OpenMP
-/// offers (omp_get_max_threads()). Throws std::invalid_argument, with the bound, above
-/// max_threads().
+/// The number of threads `threads` asks for: itself when positive, else OMP_NUM_THREADS's
+/// first number when the environment sets one, else every core the process may run on
+/// (omp_get_num_procs()), whatever another library in the process set as OpenMP's default
+/// (PyTorch sets its count of physical cores). Throws std::invalid_argument, with the bound,
+/// above max_threads().
 int resolve_threads(int threads);
 
 }  // namespace pathlift

@@ -67,8 +67,20 @@ py::object block_product(const std::function<void(const double*, double*, Index)
                          const py::array_t<double, py::array::c_style | py::array::forcecast>& vs) {
   const auto d = static_cast<Index>(vs.shape(0));
   const Index k = vs.ndim() == 1 ? 1 : static_cast<Index>(vs.shape(1));
-  std::vector<double> block(static_cast<std::size_t>(d * k));
-  std::vector<double> out(static_cast<std::size_t>(d * k));
+  // Left uninitialised: the product writes every entry (a d-long vector costs its page faults
+  // once, not a clearing pass more).
+  Buffer<double> out(static_cast<std::size_t>(d * k));
+  if (k == 1) {  // a vector (or a d x 1 block) is its own column: no copy
+    {
+      py::gil_scoped_release release;
+      apply(vs.data(), out.data(), 1);
+    }
+    if (vs.ndim() == 1) {
+      return py::object(owning_array(std::move(out)));
+    }
+    return py::object(owning_row_major(std::move(out), d, 1));
+  }
+  Buffer<double> block(static_cast<std::size_t>(d * k));
   for (Index i = 0; i < d; ++i) {
     for (Index c = 0; c < k; ++c) {
       block[static_cast<std::size_t>(c * d + i)] = vs.data()[i * k + c];
@@ -77,9 +89,6 @@ py::object block_product(const std::function<void(const double*, double*, Index)
   {
     py::gil_scoped_release release;
     apply(block.data(), out.data(), k);
-  }
-  if (vs.ndim() == 1) {
-    return py::object(owning_array(std::move(out)));
   }
   for (Index i = 0; i < d; ++i) {
     for (Index c = 0; c < k; ++c) {

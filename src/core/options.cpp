@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace pathlift {
@@ -19,7 +20,20 @@ int resolve_threads(int threads) {
         "threads = {} is more than this machine allows: at most {} (8 x its {} cores, or 64)",
         threads, max_threads(), omp_get_num_procs()));
   }
-  return threads > 0 ? threads : omp_get_max_threads();
+  if (threads > 0) {
+    return threads;
+  }
+  // OMP_NUM_THREADS when the user sets it (its first number), else every core the process may
+  // run on. Not omp_get_max_threads(): another library in the process may have changed it
+  // (importing PyTorch sets it to its count of physical cores, 1 on a 2-thread machine).
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && n > 0) {
+      return static_cast<int>(std::min<long>(n, max_threads()));
+    }
+  }
+  return omp_get_num_procs();
 }
 
 }  // namespace pathlift
