@@ -67,6 +67,24 @@ void subtract(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads)
   });
 }
 
+/// x -= a c, then a^T x, in one pass over the row blocks (each block of x is final once its
+/// own rows are subtracted; the products summed in block order, as cross()).
+Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads) {
+  const Index tasks = row_tasks(x.rows());
+  std::vector<Eigen::MatrixXd> part(static_cast<std::size_t>(tasks));
+  for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
+    auto xb = x.middleRows(r0, nr);
+    const auto ab = a.middleRows(r0, nr);
+    xb.noalias() -= ab * c;
+    part[static_cast<std::size_t>(r0 / k_rows_per_task)].noalias() = ab.transpose() * xb;
+  });
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(a.cols(), x.cols());
+  for (const Eigen::MatrixXd& p : part) {
+    sum += p;
+  }
+  return sum;
+}
+
 /// x <- x c in place (c: k x k' with k' <= k; columns k'.. of x zeroed).
 void transform(Cols x, const Eigen::MatrixXd& c, int threads) {
   for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
@@ -578,14 +596,15 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       h2.topRightCorner(n, nz) = off;
       h2.bottomLeftCorner(nz, n) = off.transpose();
       h2.bottomRightCorner(nz, nz) = m;
-      // F' = K Z - V S B^T - Z M, then one full reorthogonalisation against [V Z].
+      // F' = K Z - [V Z] [S B^T; M], then one full reorthogonalisation against [V Z]: two
+      // passes over the basis (the first subtracts and projects row block by row block).
       f.leftCols(nz) = kz.leftCols(nz);
-      if (n > 0) {
-        subtract(f.leftCols(nz), v.leftCols(n), off, threads);
-      }
-      subtract(f.leftCols(nz), v.middleCols(n, nz), m, threads);
-      subtract(f.leftCols(nz), v.leftCols(n + nz),
-               cross(v.leftCols(n + nz), f.leftCols(nz), threads), threads);
+      Eigen::MatrixXd coef(n + nz, nz);
+      coef.topRows(n) = off;
+      coef.bottomRows(nz) = m;
+      const Eigen::MatrixXd again =
+          subtract_cross(f.leftCols(nz), v.leftCols(n + nz), coef, threads);
+      subtract(f.leftCols(nz), v.leftCols(n + nz), again, threads);
       n += nz;
       nb = nz;
       h = std::move(h2);

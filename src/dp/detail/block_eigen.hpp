@@ -44,7 +44,7 @@ double lanczos_bytes(Index d, Index count, Index block, Index basis);
 /// The `count` largest eigenpairs of the symmetric d x d operator K by thick-restart block
 /// Lanczos (Krylov-Schur: K V = V H + F S^T kept through each block step and restart, every
 /// new block reorthogonalised against the basis once, the basis in fixed row blocks across
-/// threads). A step costs one product per vector of the block and three passes over the basis;
+/// threads). A step costs one product per vector of the block and two passes over the basis;
 /// a restart keeps the top Ritz vectors. A block of b vectors (1 to count) finds up to b copies
 /// of a repeated eigenvalue: a block of 1 (the fewest products) finds each eigenvalue once.
 /// Ritz residuals come from the relation; convergence (the test of lobpcg_top_eigenpairs) is
