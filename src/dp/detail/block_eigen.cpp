@@ -45,19 +45,27 @@ void for_row_blocks(Index d, int threads, const F& f) {
   }
 }
 
-/// a^T b, per row block in parallel and summed in block order (the same for any thread count).
-Eigen::MatrixXd cross(const ConstCols& a, const ConstCols& b, int threads) {
-  const Index tasks = row_tasks(a.rows());
-  std::vector<Eigen::MatrixXd> part(static_cast<std::size_t>(tasks));
-  for_row_blocks(a.rows(), threads, [&](Index r0, Index nr) {
-    part[static_cast<std::size_t>(r0 / k_rows_per_task)].noalias() =
-        a.middleRows(r0, nr).transpose() * b.middleRows(r0, nr);
+/// The sum over the row blocks of [0, d) of part(r0, nr) (r x c each), made in parallel and
+/// added in block order: the same for any thread count.
+template <class F>
+Eigen::MatrixXd block_sum(Index d, Index r, Index c, int threads, const F& part) {
+  std::vector<Eigen::MatrixXd> parts(static_cast<std::size_t>(row_tasks(d)));
+  for_row_blocks(d, threads, [&](Index r0, Index nr) {
+    part(r0, nr, parts[static_cast<std::size_t>(r0 / k_rows_per_task)]);
   });
-  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(a.cols(), b.cols());
-  for (const Eigen::MatrixXd& p : part) {
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(r, c);
+  for (const Eigen::MatrixXd& p : parts) {
     sum += p;
   }
   return sum;
+}
+
+/// a^T b, per row block in parallel and summed in block order.
+Eigen::MatrixXd cross(const ConstCols& a, const ConstCols& b, int threads) {
+  return block_sum(a.rows(), a.cols(), b.cols(), threads,
+                   [&](Index r0, Index nr, Eigen::MatrixXd& p) {
+                     p.noalias() = a.middleRows(r0, nr).transpose() * b.middleRows(r0, nr);
+                   });
 }
 
 /// x -= a c, row block by row block.
@@ -70,19 +78,13 @@ void subtract(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads)
 /// x -= a c, then a^T x, in one pass over the row blocks (each block of x is final once its
 /// own rows are subtracted; the products summed in block order, as cross()).
 Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads) {
-  const Index tasks = row_tasks(x.rows());
-  std::vector<Eigen::MatrixXd> part(static_cast<std::size_t>(tasks));
-  for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
-    auto xb = x.middleRows(r0, nr);
-    const auto ab = a.middleRows(r0, nr);
-    xb.noalias() -= ab * c;
-    part[static_cast<std::size_t>(r0 / k_rows_per_task)].noalias() = ab.transpose() * xb;
-  });
-  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(a.cols(), x.cols());
-  for (const Eigen::MatrixXd& p : part) {
-    sum += p;
-  }
-  return sum;
+  return block_sum(x.rows(), a.cols(), x.cols(), threads,
+                   [&](Index r0, Index nr, Eigen::MatrixXd& p) {
+                     auto xb = x.middleRows(r0, nr);
+                     const auto ab = a.middleRows(r0, nr);
+                     xb.noalias() -= ab * c;
+                     p.noalias() = ab.transpose() * xb;
+                   });
 }
 
 /// x <- x c in place (c: k x k' with k' <= k; columns k'.. of x zeroed).

@@ -202,35 +202,42 @@ TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int thre
 
 namespace {
 
+/// f(q, k) for each output class q (numbered row-major over out's classes) at tap t of the
+/// window: k the input class the tap reads at q's representative (row-major over in's
+/// classes), -1 where the tap falls in the padding. Every position of q reads that class: the
+/// map behind the column matrix on classes and its transpose.
+template <class F>
+void for_class_taps(const Window& w, const Classes& in, const Classes& out, Index t, const F& f) {
+  const Index i = t / w.w.kernel;
+  const Index j = t % w.w.kernel;
+  const Index rw = out.w.size();
+  for (Index qh = 0; qh < out.h.size(); ++qh) {
+    const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
+    const bool inside_h = i >= w.h.first(oh) && i < w.h.last(oh);
+    const Index ah =
+        inside_h ? in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size() : 0;
+    for (Index qw = 0; qw < rw; ++qw) {
+      const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
+      const bool inside = inside_h && j >= w.w.first(ow) && j < w.w.last(ow);
+      f(qh * rw + qw, inside ? ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))] : -1);
+    }
+  }
+}
+
 /// Group g's column matrix on position classes (rows x out.positions(), row-major): one column
 /// per output class, computed at its representative position, whose taps read the input's
 /// classes; into the calling thread's column buffer.
 const double* classes_columns(const ConvShape& c, const double* x, Index g, const Classes& in,
                               const Classes& out, int threads,
                               LayerBuffer slot = LayerBuffer::columns) {
-  const Window& w = *c.w;
   const Index n = out.positions();
   const Index n_in = in.positions();
-  const Index rw = out.w.size();
   double* col = layer_buffer(slot, static_cast<std::size_t>(c.rows * n));
   for_tasks(c.cg_in, threads, [&](Index ci) {
     const double* plane = x + (g * c.cg_in + ci) * n_in;
     for (Index t = 0; t < c.kk; ++t) {
-      const Index i = t / w.w.kernel;
-      const Index j = t % w.w.kernel;
       double* row = col + (ci * c.kk + t) * n;
-      for (Index qh = 0; qh < out.h.size(); ++qh) {
-        const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
-        const bool inside_h = i >= w.h.first(oh) && i < w.h.last(oh);
-        const Index ah =
-            inside_h ? in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size() : 0;
-        for (Index qw = 0; qw < rw; ++qw) {
-          const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
-          const bool inside = inside_h && j >= w.w.first(ow) && j < w.w.last(ow);
-          row[qh * rw + qw] =
-              inside ? plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] : 0.0;
-        }
-      }
+      for_class_taps(*c.w, in, out, t, [&](Index q, Index k) { row[q] = k >= 0 ? plane[k] : 0.0; });
     }
   });
   return col;
@@ -252,7 +259,6 @@ void conv_transpose_classes(const ConvShape& c, const double* wm, const double* 
   const Window& w = *c.w;
   const Index n = out.positions();
   const Index n_in = in.positions();
-  const Index rw = out.w.size();
   // Tasks of a few input channels, as conv_transpose: their rows of W^T y_sums made in the
   // task's scratch, each entry added to the input class its tap reads (the transpose of
   // classes_columns).
@@ -269,25 +275,13 @@ void conv_transpose_classes(const ConvShape& c, const double* wm, const double* 
       cols.noalias() = wg.middleCols(ci0 * c.kk, (ci1 - ci0) * c.kk).transpose() * yall;
       for (Index ci = ci0; ci < ci1; ++ci) {
         double* plane = x_sums + (g * c.cg_in + ci) * n_in;
-        std::fill(plane, plane + n_in, 0.0);
         for (Index t = 0; t < c.kk; ++t) {
-          const Index i = t / w.w.kernel;
-          const Index j = t % w.w.kernel;
           const double* row = col + ((ci - ci0) * c.kk + t) * n;
-          for (Index qh = 0; qh < out.h.size(); ++qh) {
-            const Index oh = out.h.rep[static_cast<std::size_t>(qh)];
-            if (i < w.h.first(oh) || i >= w.h.last(oh)) {
-              continue;
+          for_class_taps(w, in, out, t, [&](Index q, Index k) {
+            if (k >= 0) {
+              plane[k] += row[q];
             }
-            const Index ah = in.h.of[static_cast<std::size_t>(w.h.input(oh, i))] * in.w.size();
-            for (Index qw = 0; qw < rw; ++qw) {
-              const Index ow = out.w.rep[static_cast<std::size_t>(qw)];
-              if (j >= w.w.first(ow) && j < w.w.last(ow)) {
-                plane[ah + in.w.of[static_cast<std::size_t>(w.w.input(ow, j))]] +=
-                    row[qh * rw + qw];
-              }
-            }
-          }
+          });
         }
       }
     });

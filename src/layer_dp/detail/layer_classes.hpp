@@ -65,10 +65,10 @@ TensorPtr class_sums(const Tensor& y, Index channels, const Classes& c, int thre
 TensorPtr coarsen(const TensorPtr& y, Index channels, const Classes& fine, const Classes& coarse,
                   int threads);
 
-/// The backward map on class sums: x_sums (channels_in x in.positions()) = the sums over each
-/// input class of W^T y, y given by its sums over each output class (channels_out x
-/// out.positions()). Exact, because every position of an output class reads, tap by tap, the
-/// same input classes (docs/layers.md#position-classes).
+/// The backward map on class sums: x_sums (channels_in x in.positions(), zeroed by the
+/// caller) += the sums over each input class of W^T y, y given by its sums over each output class
+/// (channels_out x out.positions()). Exact, because every position of an output class reads, tap by
+/// tap, the same input classes (docs/layers.md#position-classes).
 void conv_transpose_classes(const ConvShape& c, const double* wm, const double* y_sums,
                             const Classes& in, const Classes& out, double* x_sums, int threads);
 

@@ -250,12 +250,19 @@ void ParamTransform::fill(Index begin, Index end, double* out) const {
 
 namespace {
 
-/// theta_k v_k straight into b in one pass (exponent 0), when every product is a normal double
-/// within 2^+-500 or an exact 0: the mantissas ParamTransform would make times a power of 2,
-/// without its two passes for the block exponents. False (b to be refilled) otherwise.
-bool direct_products(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
+/// The transformed parameters straight into b in one pass (exponent 0), for the modes where
+/// the value is ParamTransform's mantissa times a power of 2: theta v, theta^2 and |theta|
+/// (Mode::square, Mode::product, Mode::power with s = 1 or 2), when every value is a normal
+/// double within 2^+-500 or an exact 0. ParamTransform's two passes over the block (its range,
+/// then the values) are then one. False otherwise (b to be refilled by the general path).
+bool direct_block(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
+  const bool product = spec.mode == Mode::product;
+  const bool square = spec.mode == Mode::square || (spec.mode == Mode::power && spec.s == 2);
+  if (!product && !square && !(spec.mode == Mode::power && spec.s == 1)) {
+    return false;
+  }
   const double* t = spec.theta.data() + offset;
-  const double* v = spec.direction.data() + offset;
+  const double* v = product ? spec.direction.data() + offset : nullptr;
   b.m.resize(static_cast<std::size_t>(count));
   double* out = b.m.data();
   const Index chunks = ceil_div(count, k_chunk);
@@ -265,12 +272,13 @@ bool direct_products(const WeightSpec& spec, Index offset, Index count, int thre
     double m = 0;
     bool under = false;
     for (Index i = i0; i < i1; ++i) {
-      const double p = t[i] * v[i];
+      const double p = product ? t[i] * v[i] : square ? t[i] * t[i] : std::fabs(t[i]);
       out[i] = p;
       m = std::max(m, std::fabs(p));
       // Rounded below the normal range, or not finite: the general path decides.
       under = under || !(std::fabs(p) <= std::numeric_limits<double>::max()) ||
-              (std::fabs(p) < std::numeric_limits<double>::min() && t[i] != 0 && v[i] != 0);
+              (std::fabs(p) < std::numeric_limits<double>::min() && t[i] != 0 &&
+               (v == nullptr || v[i] != 0));
     }
     top[static_cast<std::size_t>(i0 / k_chunk)] = m;
     lost[static_cast<std::size_t>(i0 / k_chunk)] = static_cast<char>(under);
@@ -292,7 +300,7 @@ bool direct_products(const WeightSpec& spec, Index offset, Index count, int thre
 
 /// gather() into b (its memory reused when it has the size).
 void gather_into(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
-  if (spec.mode == Mode::product && direct_products(spec, offset, count, threads, b)) {
+  if (direct_block(spec, offset, count, threads, b)) {
     return;
   }
   const ParamTransform p(spec, offset, count, threads);
@@ -384,7 +392,8 @@ BlockPtr weights_of(const Layer& ly, Index count, const WeightSpec& spec, int th
 
 BlockPtr bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
   if (ly.bias_offset < 0) {
-    return std::make_shared<const Block>();
+    static const BlockPtr none = std::make_shared<const Block>();
+    return none;
   }
   return cached_gather(spec, ly.bias_offset, count, threads);
 }
