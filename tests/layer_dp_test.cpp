@@ -320,6 +320,17 @@ TEST(LayerDp, KernelProductsWithAConvolutionAppliedTwice) {
     const Eigen::VectorXd kb = kernel_matvec(net, t, v);
     EXPECT_LE((ka - kb).norm(), 1e-11 * kb.norm());
   }
+  // A weight of 3e-308 in the first convolution: its product with the GEMM entries below 0.7
+  // of its row leaves double's normal range, so that row's merge takes the exact split,
+  // which must still start the sums from v_k [A . B]_k.
+  std::vector<double> t = normal(own.num_params, 6);
+  t[static_cast<std::size_t>(own.layers[1].weight_offset + 4)] = 3e-308;
+  const std::vector<double> v = normal(own.num_params, 7);
+  const Eigen::VectorXd ka = kernel_matvec(own, t, v);
+  const Eigen::VectorXd kb = kernel_matvec(unroll(own), t, v);
+  for (Index k = 0; k < own.num_params; ++k) {
+    expect_close(ka(k), kb(k), 1e-11, fmt::format("K v entry {} beside a weight of 3e-308", k));
+  }
 }
 
 }  // namespace

@@ -70,35 +70,55 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   }
   const Tensor& x = *terms.front().x;
   const Tensor& y = *terms.front().y;
-  // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread).
-  const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp) {
+  // values[0, count) into the sums of parameters offset, offset + 1, ... (one thread); with
+  // `start`, the sums are first set to v_k ab_k (a convolution's one merge, MergeStart).
+  const auto merge_range = [&](Index offset, const double* values, Index count, std::int64_t exp,
+                               const MergeStart* from = nullptr) {
     if (out_k == nullptr && exp > -1000 && exp < 1000) {
-      // Doubles: one scale for the block (exact), a loop the compiler vectorises.
+      // Doubles: one scale for the block (exact), loops the compiler vectorises.
       const double scale = std::ldexp(1.0, static_cast<int>(exp));
-      double* __restrict o = out_m + offset;
-      if (factor == nullptr) {
+      const double* __restrict f = factor != nullptr ? factor + offset : nullptr;
+      // values[i] * f[i] out of the normal range (a huge or tiny factor) while the term itself
+      // may fit: the exact split of the slow loop below, for the whole range (rare).
+      int outside = 0;
+      if (f != nullptr) {
+        constexpr double lo = std::numeric_limits<double>::min();
+        constexpr double hi = std::numeric_limits<double>::max();
         for (Index i = 0; i < count; ++i) {
-          o[i] += values[i] * scale;
-        }
-      } else {
-        const double* __restrict f = factor + offset;
-        for (Index i = 0; i < count; ++i) {
-          const double p = values[i] * f[i];
-          // values[i] * f[i] out of the normal range (a huge or tiny factor) while the term
-          // itself may fit: the exact split of the slow path below.
-          if (std::fabs(p) < std::numeric_limits<double>::min() ||
-              std::fabs(p) > std::numeric_limits<double>::max()) {
-            if (values[i] != 0 && f[i] != 0) {
-              int fe = 0;
-              const double fm = std::frexp(f[i], &fe);
-              o[i] += dp_ldexp(values[i] * fm, exp + fe);
-            }
-            continue;
-          }
-          o[i] += p * scale;
+          const double p = std::fabs(values[i] * f[i]);
+          outside |= static_cast<int>(p > hi) |
+                     (static_cast<int>(p < lo) & static_cast<int>(values[i] != 0) &
+                      static_cast<int>(f[i] != 0));
         }
       }
-      return;
+      if (outside == 0) {
+        double* __restrict o = out_m + offset;
+        const double* __restrict sv = from != nullptr ? from->v + offset : nullptr;
+        const double* __restrict sab = from != nullptr ? from->ab + offset : nullptr;
+        if (f == nullptr && sv == nullptr) {
+          for (Index i = 0; i < count; ++i) {
+            o[i] += values[i] * scale;
+          }
+        } else if (f == nullptr) {
+          for (Index i = 0; i < count; ++i) {
+            o[i] = sv[i] * sab[i] + values[i] * scale;
+          }
+        } else if (sv == nullptr) {
+          for (Index i = 0; i < count; ++i) {
+            o[i] += values[i] * f[i] * scale;
+          }
+        } else {
+          for (Index i = 0; i < count; ++i) {
+            o[i] = sv[i] * sab[i] + values[i] * f[i] * scale;
+          }
+        }
+        return;
+      }
+    }
+    if (from != nullptr) {
+      for (Index i = 0; i < count; ++i) {
+        out_m[offset + i] = from->v[offset + i] * from->ab[offset + i];
+      }
     }
     for (Index i = 0; i < count; ++i) {
       if (values[i] == 0) {
@@ -131,16 +151,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   const ProductSink merge_rows = [&](Index o0, Index o1, Index r0, Index r1, const double* block,
                                      Index ld) {
     for (Index o = o0; o < o1; ++o) {
-      const Index offset = ly.weight_offset + o * rows + r0;
-      if (start != nullptr) {  // the sums start from v_k ab_k, here where they are in cache
-        double* __restrict dst = out_m + offset;
-        const double* __restrict v = start->v + offset;
-        const double* __restrict ab = start->ab + offset;
-        for (Index i = 0; i < r1 - r0; ++i) {
-          dst[i] = v[i] * ab[i];
-        }
-      }
-      merge_range(offset, block + (o - o0) * ld, r1 - r0, e);
+      // the sums start from v_k ab_k, here where they are in cache
+      merge_range(ly.weight_offset + o * rows + r0, block + (o - o0) * ld, r1 - r0, e, start);
     }
   };
   const auto merge_block = [&](Index offset, const double* values, Index count, std::int64_t exp) {
