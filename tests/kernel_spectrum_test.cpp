@@ -305,6 +305,36 @@ TEST(KernelSpectrum, LanczosOnDiagonalOperators) {
   EXPECT_NEAR(t.values(3), 1, 1e-12);
 }
 
+TEST(KernelSpectrum, LanczosKeepsItsBasisOrthogonalWhereItMatters) {
+  // One eigenvalue 1e6 times the others: its Ritz vector converges in a few steps, and from then
+  // on the three-term recurrence loses orthogonality to it at every step (plain Lanczos then
+  // finds it again, a ghost, among the top four). The second Gram-Schmidt pass runs on the
+  // columns that F leans on (reorthogonalize), so the four values are 1e6 and the next three.
+  const Index d = 3000;
+  Eigen::VectorXd diag = Eigen::VectorXd::LinSpaced(d, 0, 1);
+  diag(5) = 1e6;
+  diag(17) = 1.5;
+  diag(29) = 1.25;
+  EigenOptions o;
+  o.tolerance = 1e-10;
+  o.subspace = 40;
+  const KernelEigenvalues r = detail::lanczos_top_eigenpairs(
+      d,
+      [&](const double* x, double* y, Index k) {
+        for (Index j = 0; j < k; ++j) {
+          for (Index i = 0; i < d; ++i) {
+            y[j * d + i] = diag(i) * x[j * d + i];
+          }
+        }
+      },
+      4, 1, o);
+  ASSERT_EQ(r.status, EigenStatus::converged);
+  const double want[] = {1e6, 1.5, 1.25, 1.0};
+  for (Index j = 0; j < 4; ++j) {
+    EXPECT_NEAR(r.values(j), want[j], 1e-9 * want[j]) << j;
+  }
+}
+
 TEST(KernelSpectrum, NotConvergedIsAStatus) {
   const Network net = builtin_network("ff:6,20,20,3");
   const auto theta = normal_weights(net.num_params(), 4);
