@@ -1,7 +1,7 @@
 #pragma once
-// Eigenpairs of the path kernel on a matrix-free block product (kernel.hpp): LOBPCG, and the
-// residuals of any eigenpairs, shared by the DAG (kernel_spectrum.cpp) and the layer graph
-// (layer_dp.cpp).
+// Eigenpairs of the path kernel on a matrix-free block product (kernel.hpp): LOBPCG
+// (block_eigen.cpp), block Lanczos (block_lanczos.cpp) and the residuals of any eigenpairs, shared
+// by the DAG (kernel_spectrum.cpp) and the layer graph (layer_dp.cpp).
 
 #include <Eigen/Core>
 #include <functional>
@@ -44,13 +44,15 @@ double lanczos_bytes(Index d, Index count, Index block, Index basis);
 /// The `count` largest eigenpairs of the symmetric d x d operator K by thick-restart block
 /// Lanczos (Krylov-Schur: K V = V H + F S^T kept through each block step and restart, every
 /// new block reorthogonalised against the basis once, the basis in fixed row blocks across
-/// threads). A step costs one product per vector of the block and two passes over the basis;
-/// a restart keeps the top Ritz vectors. A block of b vectors (1 to count) finds up to b copies
-/// of a repeated eigenvalue: a block of 1 (the fewest products) finds each eigenvalue once.
-/// Ritz residuals come from the relation; convergence (the test of lobpcg_top_eigenpairs) is
-/// confirmed by fresh products, which give the residuals reported. max_iterations caps the
-/// restarts. Deterministic (a fixed random start). Throws std::invalid_argument for bad options,
-/// count >= d or a basis below count + 2 blocks, TooLarge beyond options.engine.max_memory.
+/// threads). A step costs one product per vector of the block and a pass over the basis (a
+/// second on the basis columns the new block still leans on, block_basis.hpp's
+/// reorthogonalize: usually none); a restart keeps the top Ritz vectors. A block of b vectors (1 to
+/// count) finds up to b copies of a repeated eigenvalue: a block of 1 (the fewest products) finds
+/// each eigenvalue once. Ritz residuals come from the relation; convergence (the test of
+/// lobpcg_top_eigenpairs) is confirmed by fresh products, which give the residuals reported.
+/// max_iterations caps the restarts. Deterministic (a fixed random start). Throws
+/// std::invalid_argument for bad options, count >= d or a basis below count + 2 blocks, TooLarge
+/// beyond options.engine.max_memory.
 KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                          Index block, const EigenOptions& options);
 
