@@ -269,5 +269,81 @@ TEST(PositionClasses, TheBordersAreKeptAndTheInteriorIsOneClass) {
   EXPECT_FALSE(classes[layer("fc")]);
 }
 
+/// In a full backward pass (kept, random weights), every position of each backward group of a
+/// layer holds its group representative's sums, channel by channel; returns how many layers
+/// have groups.
+int expect_backward_groups_hold_equal_sums(const LayerGraph& g, Mode mode, double s) {
+  const EngineOptions options{};
+  const LayerPlan plan(g, options);
+  const std::vector<double> theta = random_theta(g.num_params, 9);
+  const WeightSpec w{mode, s, theta, {}};
+  const std::vector<TensorPtr> sums = detail::backward_pass(
+      plan, w, true, true, nullptr, nullptr, [](std::size_t, const detail::Tensor&) {}, {0, 1});
+  int grouped = 0;
+  for (std::size_t l = 1; l < plan.size(); ++l) {
+    const detail::PositionGroups* pg = plan.backward_groups(l);
+    if (pg == nullptr || !sums[l]) {
+      continue;
+    }
+    ++grouped;
+    const auto n = static_cast<Index>(pg->cls.size());
+    EXPECT_EQ(plan.shape(l)[0] * n, plan.entries(l)) << plan.layer(l).name;
+    for (Index ch = 0; ch < plan.shape(l)[0]; ++ch) {
+      for (Index p = 0; p < n; ++p) {
+        const Index rep = pg->rep[static_cast<std::size_t>(pg->cls[static_cast<std::size_t>(p)])];
+        const double a = entry(*sums[l], ch * n + p);
+        const double b = entry(*sums[l], ch * n + rep);
+        EXPECT_NEAR(a, b, 1e-12 * std::abs(b))
+            << plan.layer(l).name << " channel " << ch << " position " << p;
+      }
+    }
+  }
+  return grouped;
+}
+
+TEST(BackwardClasses, BackwardSumsAreEqualOnTheirGroups) {
+  // Behind global average pools the backward sums repeat over positions, for any weights: the
+  // transposed convolutions and weight products of those layers run on one position per group
+  // (conv_transpose, conv_weight_products). Checked here on the full pass itself.
+  EXPECT_EQ(expect_backward_groups_hold_equal_sums(testing::zoo_global_pools(), Mode::square, 2),
+            8);  // g2, g3, gbn, gskip, gadd, gr, g4, gr4
+  EXPECT_GT(expect_backward_groups_hold_equal_sums(testing::resnet18(40, 5, 4), Mode::power, 1), 0);
+  for (const LayerGraph& g : {border_cnn(), testing::zoo_cnn(), testing::zoo_conv1d()}) {
+    expect_backward_groups_hold_equal_sums(g, Mode::square, 2);
+  }
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    SCOPED_TRACE(fmt::format("random_layer_graph({})", seed));
+    expect_backward_groups_hold_equal_sums(testing::random_layer_graph(seed), Mode::power, 1);
+  }
+}
+
+TEST(BackwardClasses, WhereTheyAre) {
+  // resnet18 at 224: layer4.1's last convolution feeds the global pool (1 class of 49
+  // positions), the one before 9 (its window's border rows and columns), layer4.0's output 25;
+  // the head and the earlier stages (held on forward classes or whole) have none.
+  const LayerGraph r = testing::resnet18(224, 10, 2);
+  const LayerGraph z = testing::zoo_global_pools();
+  const EngineOptions options{};
+  const LayerPlan plan(r, options);
+  const LayerPlan zp(z, options);
+  // The number of backward groups of layer `name`, -1 where it has none.
+  const auto groups = [](const LayerPlan& p, const std::string& name) {
+    const detail::PositionGroups* pg = p.backward_groups(layer_index(p, name));
+    return pg != nullptr ? static_cast<Index>(pg->rep.size()) : Index{-1};
+  };
+  EXPECT_EQ(groups(plan, "layer4.1.conv2"), 1);
+  EXPECT_EQ(groups(plan, "layer4.1.conv1"), 9);
+  EXPECT_EQ(groups(plan, "layer4.0.conv2"), 25);
+  EXPECT_EQ(groups(plan, "layer4.0.conv1"), -1);  // all 49 positions differ
+  EXPECT_EQ(groups(plan, "fc"), -1);
+  EXPECT_EQ(groups(zp, "g4"), 1);
+  EXPECT_EQ(groups(zp, "gr"), 9);
+  EXPECT_EQ(groups(zp, "g3"), 9);
+  EXPECT_EQ(groups(zp, "g2"), 9);
+  EXPECT_EQ(groups(zp, "gr1"), -1);  // also read by a pool that is not global
+  EXPECT_EQ(groups(zp, "g1"), -1);
+  EXPECT_EQ(groups(zp, "gfc1"), -1);
+}
+
 }  // namespace
 }  // namespace pathlift

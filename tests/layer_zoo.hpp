@@ -112,10 +112,34 @@ inline LayerGraph zoo_encoder_decoder() {
   return b.graph({b.linear("fc", b.op(LayerKind::flatten, "flat", {b.act("r3", y)}), 3)});
 }
 
+/// Global average pools (adaptive, and an average pool over the whole map) behind a strided
+/// convolution, a grouped dilated one, 1x1 ones (a residual add, a batch norm) and a 3x3 one:
+/// the backward sums are equal on classes of positions (layer_classes.hpp's backward_classes),
+/// one class at g4's output, nine (3 x 3) from there back to g2's; a side head through a pool
+/// that is not global leaves r1 and g1 whole.
+inline LayerGraph zoo_global_pools() {
+  GraphBuilder b({3, 9, 8});
+  const Index r1 = b.act("gr1", b.conv("g1", 0, 4, {3, 3}, {2, 2}, {1, 1}));  // 4 x 5 x 4
+  const Index c2 = b.conv("g2", r1, 4, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 2);
+  const Index bn = b.batch_norm("gbn", b.conv("g3", c2, 6, {1, 1}));
+  const Index r = b.act("gr", b.op(LayerKind::add, "gadd", {bn, b.conv("gskip", r1, 6, {1, 1})}));
+  const Index t = b.act("gr4", b.conv("g4", r, 6, {3, 3}, {1, 1}, {1, 1}));
+  const Index h1 =
+      b.linear("gfc1", b.op(LayerKind::flatten, "gf1", {b.adaptive("gap", t, {1, 1})}), 3);
+  const Index h2 = b.linear(
+      "gfc2", b.op(LayerKind::flatten, "gf2", {b.pool(LayerKind::avg_pool, "gavg", t, {5, 4})}), 2);
+  const Index side = b.linear(
+      "gfc3",
+      b.op(LayerKind::flatten, "gf3", {b.pool(LayerKind::avg_pool, "gpart", r1, {2, 2}, {2, 2})}),
+      2);
+  return b.graph({h1, h2, side});
+}
+
 /// Every zoo graph above, and a small resnet18.
 inline std::vector<LayerGraph> layer_zoo() {
   return {zoo_cnn(),         zoo_conv1d(),          zoo_mlp(),          zoo_shared_parallel(),
-          zoo_relu_chains(), zoo_encoder_decoder(), resnet18(20, 5, 4), zoo_wide_linear()};
+          zoo_relu_chains(), zoo_encoder_decoder(), zoo_global_pools(), resnet18(20, 5, 4),
+          zoo_wide_linear()};
 }
 
 }  // namespace pathlift::testing

@@ -125,6 +125,91 @@ LayerClasses forward_classes(const LayerPlan& plan) {
   return out;
 }
 
+namespace {
+
+/// The input classes of a window axis in a backward pass: input position p is described by the
+/// class of the output that reads it at each tap (-1 where none does).
+AxisClasses read_by_classes(const Axis& axis, const AxisClasses& out) {
+  std::vector<std::vector<Index>> sig(
+      static_cast<std::size_t>(axis.in),
+      std::vector<Index>(static_cast<std::size_t>(axis.kernel), -1));
+  for (Index o = 0; o < axis.out; ++o) {
+    for (Index k = axis.first(o); k < axis.last(o); ++k) {
+      sig[static_cast<std::size_t>(axis.input(o, k))][static_cast<std::size_t>(k)] =
+          out.of[static_cast<std::size_t>(o)];
+    }
+  }
+  return classes_by(axis.in, [&](Index p) { return sig[static_cast<std::size_t>(p)]; });
+}
+
+/// Whether layer c averages all of its input's positions with one weight into one output
+/// position per channel (a global average pool).
+bool averages_everything(const LayerPlan& plan, std::size_t c) {
+  const Layer& ly = plan.layer(c);
+  if (ly.kind != LayerKind::avg_pool && ly.kind != LayerKind::adaptive_avg_pool) {
+    return false;
+  }
+  const Window& w = plan.window(c);
+  for (const Axis* a : {&w.h, &w.w}) {
+    if (a->out != 1 || (!a->adaptive && (a->padding != 0 || a->kernel != a->in))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+LayerClasses backward_classes(const LayerPlan& plan) {
+  const std::size_t n = plan.size();
+  std::vector<std::vector<std::size_t>> consumers(n);
+  for (std::size_t l = 1; l < n; ++l) {
+    for (std::size_t k = 0; k < plan.layer(l).inputs.size(); ++k) {
+      consumers[plan.input(l, k)].push_back(l);
+    }
+  }
+  std::vector<char> output(n, 0);
+  for (const Index o : plan.graph().outputs) {
+    output[static_cast<std::size_t>(o)] = 1;
+  }
+  LayerClasses out(n);
+  for (std::size_t l = n; l-- > 1;) {
+    const std::vector<Index>& shape = plan.shape(l);
+    if ((shape.size() != 2 && shape.size() != 3) || output[l] != 0 || consumers[l].empty() ||
+        plan.entries(l) == 0) {
+      continue;
+    }
+    std::vector<Classes> induced;  // by each consumer
+    for (const std::size_t c : consumers[l]) {
+      const LayerKind kind = plan.layer(c).kind;
+      if (averages_everything(plan, c)) {
+        induced.push_back({one_class(shape.size() == 3 ? shape[1] : 1), one_class(shape.back())});
+      } else if (out[c] &&
+                 (kind == LayerKind::activation || kind == LayerKind::batch_norm ||
+                  kind == LayerKind::scale || kind == LayerKind::add || kind == LayerKind::sub)) {
+        induced.push_back(*out[c]);
+      } else if (out[c] && kind == LayerKind::conv) {
+        const Window& w = plan.window(c);
+        induced.push_back({read_by_classes(w.h, out[c]->h), read_by_classes(w.w, out[c]->w)});
+      } else {
+        induced.clear();
+        break;
+      }
+    }
+    if (induced.empty()) {
+      continue;
+    }
+    std::vector<const AxisClasses*> hs;
+    std::vector<const AxisClasses*> ws;
+    for (const Classes& c : induced) {
+      hs.push_back(&c.h);
+      ws.push_back(&c.w);
+    }
+    out[l] = Classes{common_classes(hs), common_classes(ws)};
+  }
+  return out;
+}
+
 TensorPtr regather(const Tensor& x, Index channels, const Classes& from, const Classes* to,
                    int threads) {
   const auto rows = static_cast<Index>(to ? to->h.size() : static_cast<Index>(from.h.of.size()));

@@ -47,6 +47,16 @@ struct Classes {
 /// O(layers x positions x kernel).
 LayerClasses forward_classes(const LayerPlan& plan);
 
+/// Per layer, classes of its output's positions on which every backward sum is equal, whatever
+/// the (position-independent) weights: where the sums reach the layer only through global
+/// average pools (all input positions one class) and back through batch norms, activations,
+/// scales, adds, subs and convolutions (an input position's class: the output classes that read
+/// it, tap by tap). std::nullopt where a consumer is of another kind, where the layer is an
+/// output (its seed may differ by position) or has no spatial axis. On resnet18 at 224: layer4's
+/// last convolution 1 class of 49 positions, the one before 9, layer4.0's output 25.
+/// O(layers x positions per axis x kernel).
+LayerClasses backward_classes(const LayerPlan& plan);
+
 /// x (channels x from.positions()) gathered onto `to` (a refinement of `from`: each of its
 /// classes lies in one class of `from`), or onto the full positions when `to` is null.
 TensorPtr regather(const Tensor& x, Index channels, const Classes& from, const Classes* to,

@@ -118,10 +118,39 @@ Index col2im_block_rows(const ConvShape& c) {
   return std::min(c.cg_in, std::max<Index>(1, target / c.kk)) * c.kk;
 }
 
-void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg,
-                    int threads) {
+namespace {
+
+/// y (channels x n_out) at each group's representative: channels x groups.rep.size().
+std::vector<double> at_representatives(const double* y, Index channels, Index n_out,
+                                       const PositionGroups& groups) {
+  const auto k = static_cast<Index>(groups.rep.size());
+  std::vector<double> out(static_cast<std::size_t>(channels * k));
+  for (Index o = 0; o < channels; ++o) {
+    for (Index q = 0; q < k; ++q) {
+      out[static_cast<std::size_t>(o * k + q)] =
+          y[o * n_out + groups.rep[static_cast<std::size_t>(q)]];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
+                    const PositionGroups* groups) {
   const Window& w = *c.w;
   constexpr Index k_conv_trows = 512;
+  // With `groups` (y equal on each): W^T y on one column per group, each output position
+  // reading its group's column as it is scattered.
+  std::vector<double> compact;
+  const Index n_cols = groups != nullptr ? static_cast<Index>(groups->rep.size()) : c.n_out;
+  if (groups != nullptr) {
+    compact = at_representatives(y, c.w->channels_out, c.n_out, *groups);
+  }
+  const double* ys = groups != nullptr ? compact.data() : y;
+  const auto column = [&](Index n) {
+    return groups != nullptr ? groups->cls[static_cast<std::size_t>(n)] : n;
+  };
   // col2im tasks: a few input channels each, whose rows of W^T y (every tap, every output
   // position) are made in the task's scratch and scattered into those channels only (no two
   // tasks write one entry, and no column matrix goes through memory).
@@ -129,8 +158,25 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
   for (Index g = 0; g < w.groups; ++g) {
     const ConstMatMap wg(wm + g * c.cg_out * c.rows, c.cg_out, c.rows,
                          Eigen::OuterStride<>(c.rows));
-    const double* yg = y + g * c.cg_out * c.n_out;
-    const ConstMatMap yall(yg, c.cg_out, c.n_out, Eigen::OuterStride<>(c.n_out));
+    const double* yg = ys + g * c.cg_out * n_cols;
+    const ConstMatMap yall(yg, c.cg_out, n_cols, Eigen::OuterStride<>(n_cols));
+    if (c.direct && groups != nullptr) {
+      // The input is its own column matrix: each position takes its group's column.
+      double* const col_data = xg + g * c.cg_in * c.n_in;
+      for_tasks(ceil_div(c.rows, k_conv_trows), threads, [&](Index task) {
+        const Index r0 = task * k_conv_trows;
+        const Index r1 = std::min(c.rows, r0 + k_conv_trows);
+        double* part = scratch(static_cast<std::size_t>((r1 - r0) * n_cols));
+        MatMap out(part, r1 - r0, n_cols, Eigen::OuterStride<>(n_cols));
+        out.noalias() = wg.middleCols(r0, r1 - r0).transpose() * yall;
+        for (Index r = r0; r < r1; ++r) {
+          for (Index n = 0; n < c.n_in; ++n) {
+            col_data[r * c.n_in + n] = part[(r - r0) * n_cols + column(n)];
+          }
+        }
+      });
+      continue;
+    }
     if (c.direct) {
       // The input is its own column matrix: W^T y straight into the input's gradient.
       double* const col_data = xg + g * c.cg_in * c.n_in;
@@ -147,15 +193,15 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
       const Index ci0 = task * chunk;
       const Index ci1 = std::min(c.cg_in, ci0 + chunk);
       const Index r0 = ci0 * c.kk;
-      double* col = scratch(static_cast<std::size_t>((ci1 - ci0) * c.kk * c.n_out));
-      MatMap out(col, (ci1 - ci0) * c.kk, c.n_out, Eigen::OuterStride<>(c.n_out));
+      double* col = scratch(static_cast<std::size_t>((ci1 - ci0) * c.kk * n_cols));
+      MatMap out(col, (ci1 - ci0) * c.kk, n_cols, Eigen::OuterStride<>(n_cols));
       out.noalias() = wg.middleCols(r0, (ci1 - ci0) * c.kk).transpose() * yall;
       for (Index ci = ci0; ci < ci1; ++ci) {
         double* plane = xg + (g * c.cg_in + ci) * c.n_in;
         for (Index t = 0; t < c.kk; ++t) {
           const Index i = t / w.w.kernel;
           const Index j = t % w.w.kernel;
-          const double* row = col + ((ci - ci0) * c.kk + t) * c.n_out;
+          const double* row = col + ((ci - ci0) * c.kk + t) * n_cols;
           Index n = 0;
           for (Index oh = 0; oh < w.h.out; ++oh) {
             const Index ih = oh * w.h.stride - w.h.padding + i * w.h.dilation;
@@ -166,7 +212,7 @@ void conv_transpose(const ConvShape& c, const double* wm, const double* y, doubl
             for (Index ow = 0; ow < w.w.out; ++ow, ++n) {
               const Index iw = ow * w.w.stride - w.w.padding + j * w.w.dilation;
               if (iw >= 0 && iw < w.w.in) {
-                plane[ih * w.w.in + iw] += row[n];
+                plane[ih * w.w.in + iw] += row[column(n)];
               }
             }
           }
@@ -206,17 +252,39 @@ void weight_gemm(const ConvShape& c, Index g, std::span<const GemmTerm> terms,
 
 /// G (channels_out x rows per group, the weight layout) = the sum of scale y col(x)^T.
 void conv_weight_products(const ConvShape& c, std::span<const ProductTerm> terms,
-                          const ProductSink& sink, int threads) {
+                          const ProductSink& sink, int threads, const PositionGroups* groups) {
   if (terms.size() > 2) {
     throw std::logic_error("conv_weight_products: at most two terms (two column buffers)");
   }
   const Index ld = c.direct ? c.n_in : c.n_out;
   const LayerBuffer slots[2] = {LayerBuffer::columns, LayerBuffer::columns_second};
+  // With `groups` (y equal on each): y at the representatives against the column matrix summed
+  // over each group's positions.
+  const Index n_cols = groups != nullptr ? static_cast<Index>(groups->rep.size()) : c.n_out;
+  std::vector<std::vector<double>> ys(terms.size());
+  std::vector<std::vector<double>> summed(terms.size());
+  for (std::size_t t = 0; t < terms.size() && groups != nullptr; ++t) {
+    ys[t] = at_representatives(terms[t].y, c.w->channels_out, c.n_out, *groups);
+    summed[t].resize(static_cast<std::size_t>(c.rows * n_cols));
+  }
   for (Index g = 0; g < c.w->groups; ++g) {
     std::vector<GemmTerm> gemm;
     for (std::size_t t = 0; t < terms.size(); ++t) {
-      gemm.push_back({column_matrix(c, terms[t].x, g, threads, slots[t]), ld, c.n_out, terms[t].y,
-                      terms[t].scale});
+      const double* col = column_matrix(c, terms[t].x, g, threads, slots[t]);
+      if (groups == nullptr) {
+        gemm.push_back({col, ld, c.n_out, terms[t].y, terms[t].scale});
+        continue;
+      }
+      double* sums = summed[t].data();
+      for_chunks(c.rows, threads, [&](Index r0, Index r1) {
+        std::fill(sums + r0 * n_cols, sums + r1 * n_cols, 0.0);
+        for (Index r = r0; r < r1; ++r) {
+          for (Index n = 0; n < c.n_out; ++n) {
+            sums[r * n_cols + groups->cls[static_cast<std::size_t>(n)]] += col[r * ld + n];
+          }
+        }
+      });
+      gemm.push_back({sums, n_cols, n_cols, ys[t].data(), terms[t].scale});
     }
     weight_gemm(c, g, gemm, sink, threads);
   }

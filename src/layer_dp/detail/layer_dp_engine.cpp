@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "pathlift/limits.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
@@ -361,6 +362,31 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
   // Threads pay off from tens of thousands of entries on; below, one thread (the results are
   // the same for any count).
   m_threads = m_total_entries < (Index{1} << 16) ? 1 : resolve_threads(options.threads);
+  const LayerClasses backward = detail::backward_classes(*this);
+  m_backward.resize(n);
+  for (std::size_t l = 0; l < n; ++l) {
+    const std::optional<Classes>& c = backward[l];
+    if (!c || 4 * c->positions() > 3 * c->full_positions()) {
+      continue;
+    }
+    PositionGroups& pg = m_backward[l].emplace();
+    const Index width = c->w.size();
+    const auto full_w = static_cast<Index>(c->w.of.size());
+    for (const Index h : c->h.of) {
+      for (const Index w : c->w.of) {
+        pg.cls.push_back(h * width + w);
+      }
+    }
+    for (const Index h : c->h.rep) {
+      for (const Index w : c->w.rep) {
+        pg.rep.push_back(h * full_w + w);
+      }
+    }
+  }
+}
+
+const PositionGroups* LayerPlan::backward_groups(std::size_t l) const {
+  return m_backward[l] ? &*m_backward[l] : nullptr;
 }
 
 void LayerPlan::report(double fraction) const {

@@ -64,6 +64,13 @@ struct WeightSpec {
   BlockCache* cache = nullptr;
 };
 
+/// A layer output's positions in classes on which a tensor is equal: cls[n] the class of
+/// position n (row-major over the spatial axes), rep[k] a position of class k.
+struct PositionGroups {
+  std::vector<Index> cls;
+  std::vector<Index> rep;
+};
+
 /// The layer graph prepared for passes: shapes, windows, the last consumer of each layer.
 class LayerPlan {
  public:
@@ -82,6 +89,11 @@ class LayerPlan {
   /// The last layer that reads layer l (size() when l is an output).
   [[nodiscard]] std::size_t last_use(std::size_t l) const { return m_last_use[l]; }
   [[nodiscard]] int threads() const { return m_threads; }
+  /// The classes of layer l's output on which every backward sum is equal (layer_classes.hpp's
+  /// backward_classes), where they save at least a quarter of its positions; nullptr elsewhere.
+  /// A convolution whose output's backward sums are held whole computes its transposed map and
+  /// weight products on them (conv_transpose, conv_weight_products).
+  [[nodiscard]] const PositionGroups* backward_groups(std::size_t l) const;
   /// Reports progress `fraction` (0..1) to the options' callback, if any.
   void report(double fraction) const;
   /// Throws TooLarge (with the sizes) when `what` would need more than the memory limit:
@@ -106,6 +118,7 @@ class LayerPlan {
   Index m_max_col2im = 0;    // the largest col2im block of a transposed convolution
   Index m_max_kernel = 0;    // the largest convolution kernel (its parameter count)
   Index m_forward_peak = 0;  // the most entries an unkept forward pass holds at once
+  std::vector<std::optional<PositionGroups>> m_backward;  // backward_classes(), where they save
   const EngineOptions* m_options;
 };
 

@@ -208,7 +208,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       if (out_classes != nullptr) {
         conv_weight_products_classes(c, products, *in_classes, *out_classes, merge_rows, threads);
       } else {
-        conv_weight_products(c, products, merge_rows, threads);
+        conv_weight_products(c, products, merge_rows, threads, plan.backward_groups(l));
       }
       bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
       return;

@@ -232,13 +232,19 @@ void conv_forward(const ConvShape& c, const double* wm, const double* x, double*
 Index col2im_block_rows(const ConvShape& c);
 
 /// x_grad = W^T y per group, scattered back through the windows (col2im), by tasks of a few
-/// input channels each.
-void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads);
+/// input channels each. With `groups` (y equal on each group of output positions: a backward
+/// pass behind a global average pool, LayerPlan::backward_groups), W^T y is made for one
+/// position per group.
+void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
+                    const PositionGroups* groups = nullptr);
 
 /// G (channels_out x rows per group, the weight layout) = the sum over the terms (at most two)
-/// of scale y col(x)^T, by blocks to `sink`.
+/// of scale y col(x)^T, by blocks to `sink`. With `groups` (each term's y equal on each group),
+/// y at one position per group against col(x) summed over the group: the GEMM's inner size is
+/// the number of groups.
 void conv_weight_products(const ConvShape& c, std::span<const ProductTerm> terms,
-                          const ProductSink& sink, int threads);
+                          const ProductSink& sink, int threads,
+                          const PositionGroups* groups = nullptr);
 
 /// transpose false: y[o] = sum over o's window of t(w_o) x; true: x[i] += t(w_o) y[o]. With
 /// position classes, y is on out_cls's classes and x on in_cls's (forward: y computed at each
