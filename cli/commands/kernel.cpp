@@ -279,8 +279,8 @@ void add_kernel_command(CLI::App& app) {
           "--top-eig", opts->top_eig,
           "The N largest eigenvalues (block Lanczos on matrix-free products K V; dense "
           "for small d, which unrolls a layer graph); --vectors FILE for the "
-          "eigenvectors. resnet18 at 3x224x224 on 2 cores: 0.2-0.25 s per product (about 0.3-0.4 s "
-          "a step with the solver's own work), 26 s to 1.4 minutes for N = 3 at --tol 1e-6 "
+          "eigenvectors. resnet18 at 3x224x224 on 2 cores: 0.17-0.2 s per product (about 0.3 s "
+          "a step with the solver's own work), 21 s to 1.2 minutes for N = 3 at --tol 1e-6 "
           "(the spectrum decides how many products)")
       ->check(positive_integer);
   mode->add_flag("--trace", opts->trace, "trace(K) = sum of the diagonal");
