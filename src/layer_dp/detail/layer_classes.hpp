@@ -10,7 +10,9 @@
 // 224 x 224 the stem and layer1 shrink from 3,136 positions to about a hundred; the layers at
 // 7 x 7, where every position differs, run on the full tensors as before. A backward pass
 // whose sums only edge products against such forward sums read keeps, per layer, its sums over
-// the same classes: they propagate through the transposed maps by themselves.
+// the same classes: they propagate through the transposed maps by themselves. Behind a global
+// average pool the backward sums themselves repeat over positions (backward_classes): the
+// layers held whole there run their transposed maps and weight products once per class.
 
 #include <optional>
 #include <vector>
