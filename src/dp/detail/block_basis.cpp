@@ -38,6 +38,12 @@ Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd
 }
 
 void reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads) {
+  if (x.cols() > 1) {
+    // A block's next basis columns come from x by whitening, which may amplify a cosine by up
+    // to 1e5 (directions down to 1e-5 of the largest are kept): the full pass.
+    subtract(x, a, c, threads);
+    return;
+  }
   const Eigen::VectorXd norms = cross(x, x, threads).diagonal().cwiseSqrt();
   std::vector<Index> lean;
   for (Index j = 0; j < c.rows(); ++j) {

@@ -56,8 +56,9 @@ void subtract(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads)
 Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads);
 
 /// The second pass of classical Gram-Schmidt on x, given c = a^T x (a orthonormal): x -= a c,
-/// restricted to the columns j of a with which some column i of x still has a cosine above
-/// 1e-12 (|c(j, i)| > 1e-12 ||x_i||); nothing when there are none. The first pass (Lanczos's
+/// for a single column x restricted to the columns j of a with which it still has a cosine
+/// above 1e-12 (|c(j, 0)| > 1e-12 ||x||; nothing when there are none); the whole pass for a
+/// block (its whitening may amplify a cosine by 1e5). The first pass (Lanczos's
 /// own coefficients subtracted) leaves cosines of 1e-16 to 2e-14 on resnet18, where this pass
 /// cost as much as a third of the iteration; they grow where x is small beside K z, and there it
 /// runs. The basis stays orthogonal to 1e-12, far inside the sqrt(eps) that Lanczos needs

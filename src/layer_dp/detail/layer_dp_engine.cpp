@@ -369,6 +369,15 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     if (!c || 4 * c->positions() > 3 * c->full_positions()) {
       continue;
     }
+    if (graph.layers[l].kind == LayerKind::conv) {
+      // What conv_transpose and conv_weight_products then hold beside the column matrix: per
+      // term the column matrix summed over the classes and y at their representatives, and
+      // (a 1x1 convolution read directly) each thread's rows of W^T y on the classes.
+      const ConvShape cs = conv_shape(m_windows[l]);
+      const Index k = c->positions();
+      m_max_grouped = std::max(m_max_grouped, 2 * cs.rows * k + 3 * cs.w->channels_out * k +
+                                                  static_cast<Index>(m_threads) * 512 * k);
+    }
     PositionGroups& pg = m_backward[l].emplace();
     const Index width = c->w.size();
     const auto full_w = static_cast<Index>(c->w.of.size());
@@ -411,7 +420,8 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) 
   // col2im block (a backward pass's transposes, a conv_transpose layer's forward), beside the
   // tensors.
   const double columns = static_cast<double>(m_max_columns) +
-                         static_cast<double>(m_threads) * static_cast<double>(m_max_col2im);
+                         static_cast<double>(m_threads) * static_cast<double>(m_max_col2im) +
+                         static_cast<double>(m_max_grouped);
   const double bytes = 8.0 * (tensors + columns + params) +
                        16.0 * param_sums * static_cast<double>(m_graph->num_params);
   require_bytes(bytes, m_options->max_memory,

@@ -100,7 +100,8 @@ class LayerPlan {
   /// `kept` passes whose every tensor is kept, with backward passes (0: one forward pass whose
   /// tensors are dropped after their last use: the most it holds at once, from the plan),
   /// `param_sums` per-parameter accumulators of 16 bytes, plus the largest column matrix of a
-  /// convolution, a col2im block per thread, and the transformed parameters in use (the
+  /// convolution, a col2im block per thread, what a convolution on its backward classes holds
+  /// beside them (backward_groups), and the transformed parameters in use (the
   /// largest convolution kernel; a tile of a linear layer or of edge products per thread).
   /// theta, which the caller holds, is not counted.
   void require_memory(int kept, int param_sums, std::string_view what) const;
@@ -118,6 +119,7 @@ class LayerPlan {
   Index m_max_col2im = 0;    // the largest col2im block of a transposed convolution
   Index m_max_kernel = 0;    // the largest convolution kernel (its parameter count)
   Index m_forward_peak = 0;  // the most entries an unkept forward pass holds at once
+  Index m_max_grouped = 0;   // the most a convolution on its backward classes holds beside
   std::vector<std::optional<PositionGroups>> m_backward;  // backward_classes(), where they save
   const EngineOptions* m_options;
 };
