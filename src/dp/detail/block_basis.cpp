@@ -37,30 +37,26 @@ Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd
                    });
 }
 
-void reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads) {
+bool reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, double norm,
+                     int threads) {
   if (x.cols() > 1) {
     // A block's next basis columns come from x by whitening, which may amplify a cosine by up
     // to 1e5 (directions down to 1e-5 of the largest are kept): the full pass.
     subtract(x, a, c, threads);
-    return;
+    return true;
   }
-  const Eigen::VectorXd norms = cross(x, x, threads).diagonal().cwiseSqrt();
   std::vector<Index> lean;
   for (Index j = 0; j < c.rows(); ++j) {
-    bool keep = false;
-    for (Index i = 0; i < c.cols(); ++i) {
-      keep = keep || !(std::fabs(c(j, i)) <= 1e-12 * norms(i));  // NaN: kept
-    }
-    if (keep) {
+    if (!(std::fabs(c(j, 0)) <= 1e-12 * norm)) {  // NaN: kept
       lean.push_back(j);
     }
   }
   if (lean.size() == static_cast<std::size_t>(a.cols())) {
     subtract(x, a, c, threads);
-    return;
+    return true;
   }
   if (lean.empty()) {
-    return;
+    return false;
   }
   for_row_blocks(x.rows(), threads, [&](Index r0, Index nr) {
     auto xb = x.middleRows(r0, nr);
@@ -68,6 +64,7 @@ void reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int t
       xb.noalias() -= a.col(j).segment(r0, nr) * c.row(j);
     }
   });
+  return true;
 }
 
 void transform(Cols x, const Eigen::MatrixXd& c, int threads) {

@@ -56,14 +56,15 @@ void subtract(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads)
 Eigen::MatrixXd subtract_cross(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads);
 
 /// The second pass of classical Gram-Schmidt on x, given c = a^T x (a orthonormal): x -= a c,
-/// for a single column x restricted to the columns j of a with which it still has a cosine
-/// above 1e-12 (|c(j, 0)| > 1e-12 ||x||; nothing when there are none); the whole pass for a
-/// block (its whitening may amplify a cosine by 1e5). The first pass (Lanczos's
-/// own coefficients subtracted) leaves cosines of 1e-16 to 2e-14 on resnet18, where this pass
-/// cost as much as a third of the iteration; they grow where x is small beside K z, and there it
-/// runs. The basis stays orthogonal to 1e-12, far inside the sqrt(eps) that Lanczos needs
-/// (semi-orthogonality: H then equals V^T K V to working precision).
-void reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, int threads);
+/// for a single column x (of norm `norm`) restricted to the columns j of a with which it still
+/// has a cosine above 1e-12 (|c(j, 0)| > 1e-12 ||x||; nothing when there are none); the whole
+/// pass for a block (its whitening may amplify a cosine by 1e5). Returns whether x changed. The
+/// first pass (Lanczos's own coefficients subtracted) leaves cosines of 1e-16 to 2e-14 on resnet18,
+/// where this pass cost as much as a third of the iteration; they grow where x is small beside K z,
+/// and there it runs. The basis stays orthogonal to 1e-12, far inside the sqrt(eps) that Lanczos
+/// needs (semi-orthogonality: H then equals V^T K V to working precision).
+bool reorthogonalize(Cols x, const ConstCols& a, const Eigen::MatrixXd& c, double norm,
+                     int threads);
 
 /// x <- x c in place (c: k x k' with k' <= k; columns k'.. of x zeroed).
 void transform(Cols x, const Eigen::MatrixXd& c, int threads);

@@ -107,11 +107,12 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
     res = eigen_residuals(apply, theta.head(count), x);
     r.products += count;
   };
+  // F^T F of F's first nb columns, kept from where F last changed (one pass over F a step).
+  Eigen::MatrixXd g = cross(f.leftCols(nb), f.leftCols(nb), threads);
   for (;;) {
     // Z = F T orthonormal (directions below 1e-5 of the largest dropped: near an invariant
     // subspace the block narrows).
     // Scale-free: the Gram matrix over its largest diagonal entry (0: K V = V H already).
-    const Eigen::MatrixXd g = cross(f.leftCols(nb), f.leftCols(nb), threads);
     const double top = nb > 0 ? g.diagonal().maxCoeff() : 0.0;
     const Eigen::MatrixXd t = top > 0 && std::isfinite(top)
                                   ? Eigen::MatrixXd(whitening(g / top, 1e-10) / std::sqrt(top))
@@ -141,7 +142,10 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       coef.bottomRows(nz) = m;
       const Eigen::MatrixXd again =
           subtract_cross(f.leftCols(nz), v.leftCols(n + nz), coef, threads);
-      reorthogonalize(f.leftCols(nz), v.leftCols(n + nz), again, threads);
+      g = cross(f.leftCols(nz), f.leftCols(nz), threads);
+      if (reorthogonalize(f.leftCols(nz), v.leftCols(n + nz), again, std::sqrt(g(0, 0)), threads)) {
+        g = cross(f.leftCols(nz), f.leftCols(nz), threads);
+      }
       n += nz;
       nb = nz;
       h = std::move(h2);
@@ -151,10 +155,12 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       // K V = V H with fewer than count columns (K of low rank): new random directions.
       random_f(n);
       nb = b;
+      g = cross(f.leftCols(nb), f.leftCols(nb), threads);
       s = Eigen::MatrixXd::Zero(n, nb);
       continue;
     } else {
       nb = 0;  // K V = V H: the Ritz pairs are exact
+      g.resize(0, 0);
     }
     const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(h);
     if (es.info() != Eigen::Success || !es.eigenvalues().allFinite()) {
@@ -164,8 +170,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
     theta = es.eigenvalues().reverse();
     y = es.eigenvectors().rowwise().reverse();
     // ||K V y - theta V y|| = ||F S^T y||, from F^T F.
-    const Eigen::MatrixXd ff =
-        nb > 0 ? cross(f.leftCols(nb), f.leftCols(nb), threads) : Eigen::MatrixXd::Zero(0, 0);
+    const Eigen::MatrixXd& ff = g;
     double worst = 0;
     const Index have = std::min(count, n);
     for (Index j = 0; j < have; ++j) {
