@@ -21,6 +21,7 @@
 #include "src/dp/detail/block_eigen.hpp"
 #include "support.hpp"
 #include "tests/layer_zoo.hpp"
+#include "tests/layers_builder.hpp"
 
 namespace pathlift {
 namespace {
@@ -244,6 +245,72 @@ TEST(KernelSpectrum, LayerGraphWithoutUnrolling) {
   EXPECT_EQ(a.method, EigenMethod::lanczos);
   EXPECT_LE(std::fabs(a.values(0) - want.values(0)), 1e-10 * want.values(0));
   EXPECT_LE(std::fabs(a.values(1) - want.values(1)), 1e-10 * want.values(0));
+}
+
+TEST(KernelSpectrum, RepeatedEigenvaluesWithoutTwins) {
+  // An average pool into a linear layer (issue 50): every path holds one parameter, so K is
+  // diagonal whatever theta, 1 for each bias and 2 x (1/2)^2 = 1/2 for each weight: the top
+  // eigenvalue repeats `out` times, the next 2 L / 2 x out times, and no two units are twins
+  // once the weights are random. A block of one vector saw 1 once ((1, 0.5, 0.5) for the top
+  // three, status converged); the multiplicity check finds every copy, on the layer graph as on
+  // the unrolled network, and on networks with a ReLU whose spectra repeat the same way.
+  for (const Index out : {3, 5}) {
+    for (const bool relu : {false, true}) {
+      testing::GraphBuilder b({1, 200});
+      Index x = b.pool(LayerKind::avg_pool, "pool", 0, {2});
+      if (relu) {
+        x = b.act("relu", b.conv("conv", x, 2, {1}));
+      }
+      x = b.linear("fc", b.op(LayerKind::flatten, "flatten", {x}), out);
+      const LayerGraph g = b.graph({x});
+      const auto theta = normal_weights(g.num_params, 7 + out);
+      const Network net = unroll(g);
+      ASSERT_GT(net.num_params(), 256);
+      const DenseEigen want = dense_eigen(kernel(net, theta));
+      for (const Index count : {Index{2}, out, out + 2}) {
+        EigenOptions o;
+        o.method = EigenMethod::lanczos;
+        o.vectors = true;
+        const std::string what = fmt::format("out {} relu {} top {}", out, relu, count);
+        expect_eigenpairs(kernel_top_eigenvalues(net, theta, count, o), want, count, 1e-10,
+                          o.tolerance, what + " (DAG)");
+        expect_eigenpairs(kernel_top_eigenvalues(g, theta, count, o), want, count, 1e-10,
+                          o.tolerance, what + " (layer graph)");
+        // The vectors of a repeated eigenvalue span its eigenspace: orthonormal columns.
+        const KernelEigenvalues r = kernel_top_eigenvalues(Model(g), theta, count);
+        ASSERT_EQ(r.values.size(), count) << what;
+        EXPECT_EQ(r.method, EigenMethod::lanczos) << what;
+        for (Index i = 0; i < count; ++i) {
+          EXPECT_NEAR(r.values(i), want.values(i), 1e-10 * want.values(0)) << what << " " << i;
+        }
+      }
+      if (!relu) {
+        EXPECT_NEAR(want.values(out - 1), 1.0, 1e-12);
+        EXPECT_NEAR(want.values(out), 0.5, 1e-12);
+      }
+    }
+  }
+}
+
+TEST(KernelSpectrum, RepeatedEigenvectorsAreOrthonormal) {
+  // The copies found by the multiplicity check are new directions: V^T V = I.
+  testing::GraphBuilder b({1, 120});
+  const Index x = b.linear(
+      "fc", b.op(LayerKind::flatten, "flatten", {b.pool(LayerKind::avg_pool, "pool", 0, {4})}), 4);
+  const LayerGraph g = b.graph({x});
+  const auto theta = normal_weights(g.num_params, 3);
+  EigenOptions o;
+  o.method = EigenMethod::lanczos;
+  o.vectors = true;
+  const KernelEigenvalues r = kernel_top_eigenvalues(g, theta, 6, o);
+  ASSERT_EQ(r.status, EigenStatus::converged);
+  ASSERT_EQ(r.vectors.cols(), 6);
+  const Eigen::MatrixXd gram = r.vectors.transpose() * r.vectors;
+  EXPECT_LE((gram - Eigen::MatrixXd::Identity(6, 6)).cwiseAbs().maxCoeff(), 1e-8);
+  for (Index i = 0; i < 4; ++i) {
+    EXPECT_NEAR(r.values(i), 1.0, 1e-12) << i;
+  }
+  EXPECT_NEAR(r.values(4), 4 * 0.25 * 0.25, 1e-12);
 }
 
 TEST(KernelSpectrum, LowRankKernel) {

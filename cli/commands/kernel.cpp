@@ -292,10 +292,12 @@ void add_kernel_command(CLI::App& app) {
   cmd->add_option("--vectors", opts->vectors,
                   "With --top-eig: the eigenvectors (d x N, column j for eigenvalue j, float64) "
                   "to this file (.npy, .txt, .csv, .mtx); their residuals are printed");
-  cmd->add_option("--method", opts->method,
-                  "Eigenvalues: auto (dense for d <= 256 or N > d/2, else block Lanczos), "
-                  "lanczos (a block of 1 vector, of N where twin units repeat eigenvalues), "
-                  "lobpcg, dense")
+  cmd->add_option(
+         "--method", opts->method,
+         "Eigenvalues: auto (dense for d <= 256 or N > d/2, else block Lanczos), "
+         "lanczos (a block of 1 vector and a check for the copies of repeated eigenvalues, "
+         "a block of N where twin units repeat them), "
+         "lobpcg, dense")
       ->check(CLI::IsMember({"auto", "lobpcg", "lanczos", "dense"}));
   cmd->add_option("--tol", opts->tolerance,
                   "Relative tolerance (default 1e-10): Lanczos and LOBPCG stop when "

@@ -114,7 +114,8 @@ enum class EigenMethod : std::uint8_t {
   automatic,  ///< dense for small d (d <= 256 or count > d / 2), block Lanczos otherwise,
               ///< and dense again when the iteration is inconclusive and d x d fits
   lanczos,    ///< thick-restart block Lanczos on kernel products (needs count < d): a block
-              ///< of 1 vector, of count when the network has twin units (repeated eigenvalues)
+              ///< of 1 vector and a check for the copies of repeated eigenvalues, of count
+              ///< when the network has twin units
   dense,      ///< the full kernel and Eigen's symmetric eigensolver (d x d must fit)
   lobpcg      ///< LOBPCG on block products K V (needs 3 x block <= d)
 };
@@ -168,13 +169,15 @@ std::string to_json(const KernelEigenvalues& result, int indent = 2);
 /// The `count` largest eigenvalues of the path kernel K (symmetric positive semi-definite), and
 /// the eigenvectors when options.vectors: thick-restart block Lanczos or LOBPCG on the
 /// matrix-free block product of kernel_matmat, so K is never formed, or the dense eigensolver
-/// on kernel() for small d. Block Lanczos takes a block of one vector (the fewest products)
-/// unless the network has twin units, non-input nodes with the same activation and equal
-/// weights from the same sources (the first layer a permutation symmetry of the network moves
-/// has them; such symmetries are how eigenvalues repeat exactly in practice, random weights
-/// giving simple ones): then a block of count, which finds up to count copies. A repeated
-/// eigenvalue without twins (a symmetry that also moves the inputs, e.g. mirror-symmetric
-/// filters) needs method lobpcg, whose block finds its copies.
+/// on kernel() for small d. Every copy of a repeated eigenvalue among the top count is found.
+/// Block Lanczos takes a block of count vectors, which finds up to count copies, when the
+/// network has twin units, non-input nodes with the same activation and equal weights from the
+/// same sources (the first layer a permutation symmetry of the network moves has them; such
+/// symmetries are how eigenvalues repeat exactly in practice); otherwise a block of one vector
+/// (the fewest products), which sees each eigenvalue once, followed by a multiplicity check:
+/// Lanczos on K deflated by the eigenvectors found, from a new random start, whose largest
+/// eigenvalue, when above the count-th value, is a missed copy that joins the result (again
+/// until none is). LOBPCG's block exceeds count and finds the copies itself.
 /// 1 <= count <= d; throws std::invalid_argument otherwise or for a bad theta, TooLarge when
 /// a method needs more than the memory limit. Status, not a throw, when the iteration does
 /// not converge or fails (not_converged / numerical_issue).

@@ -363,10 +363,12 @@ LOBPCG on block products K V (the sums that do not depend on V computed once), o
 dense solver on kernel() for small d. method: 'auto' (dense for d <= 256 or count > d / 2,
 block Lanczos otherwise, and dense again when the iteration is inconclusive and d x d fits),
 'lanczos' (needs count < d), 'lobpcg' or 'dense'. Block Lanczos takes a block of one vector
-(the fewest products), or of count vectors when the network has twin units (equal incoming
-weights from the same sources: a permutation symmetry, how eigenvalues repeat in practice),
-so that repeated eigenvalues come out as often as they repeat (one without twins, from a
-symmetry that moves the inputs too, needs 'lobpcg'). On a LayerNetwork, the
+(the fewest products) followed by a multiplicity check (Lanczos on K deflated by the
+eigenvectors found, from a new random start: an eigenvalue it finds above the count-th is a
+missed copy and joins), or of count vectors when the network has twin units (equal incoming
+weights from the same sources: a permutation symmetry, how eigenvalues repeat in practice):
+repeated eigenvalues come out as often as they repeat among the top count, with every method.
+On a LayerNetwork, the
 matrix-free methods run on the layer graph without unrolling; 'dense' unrolls it (TooLarge,
 with the sizes, over max_memory). max_iterations: the iteration cap of every method (Lanczos
 restarts, LOBPCG iterations; the CLI's --max-iterations). tolerance: both stop when every

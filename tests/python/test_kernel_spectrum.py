@@ -173,3 +173,27 @@ def test_products_where_the_diagonal_overflows(pl):
     assert np.all(np.isfinite(got)) and abs(got[sizes[2]]) > 1e280
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(pl.kernel_operator(net, theta) @ v, want, rtol=1e-12)
+
+
+def test_repeated_eigenvalues_come_out_as_often_as_they_repeat(pl, run_cli, tmp_path):
+    """Issue 50: AvgPool1d(2) -> Linear(100, 3) has a diagonal K, 1 for each bias and 1/2 for
+    each weight (every path holds one parameter), whatever the weights: the top three are
+    (1, 1, 1), and the default method (block Lanczos, d = 303 > 256) gave (1, 0.5, 0.5),
+    'converged'. The same from Python and the CLI, against the explicit K."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.AvgPool1d(2), nn.Flatten(), nn.Linear(100, 3)).double()
+    net = pl.from_torch(model, input_shape=(1, 200))
+    theta = pl.theta_from_torch(model)
+    want = np.linalg.eigvalsh(explicit_kernel(pl, net, theta))[::-1]
+    np.testing.assert_allclose(want[:5], [1, 1, 1, 0.5, 0.5], rtol=1e-12)
+    for count in (3, 5):
+        r = pl.kernel_top_eigenvalues(net, theta, count)
+        assert r.method == "lanczos" and r.status == "converged"
+        np.testing.assert_allclose(r.values, want[:count], rtol=1e-10)
+    path = tmp_path / "pool.json"
+    path.write_text(net.layer_graph.to_json())
+    np.save(tmp_path / "theta.npy", theta)
+    j = json.loads(run_cli("kernel", "--network", path, "--theta", tmp_path / "theta.npy",
+                           "--top-eig", 3, "--json", check=True).stdout)
+    assert j["method"] == "lanczos" and j["status"] == "converged"
+    np.testing.assert_allclose(j["eigenvalues"], want[:3], rtol=1e-10)

@@ -38,18 +38,31 @@ void fix_signs(Eigen::MatrixXd& vectors) {
   }
 }
 
-Eigen::VectorXd eigen_residuals(const BlockProduct& apply, const Eigen::VectorXd& values,
-                                const Eigen::MatrixXd& vectors) {
+Eigen::VectorXd residual_norms(const BlockProduct& apply, const Eigen::VectorXd& values,
+                               const Eigen::MatrixXd& vectors) {
   const Index k = vectors.cols();
   Eigen::MatrixXd kv(vectors.rows(), k);
   apply(vectors.data(), kv.data(), k);
   Eigen::VectorXd r(k);
   for (Index j = 0; j < k; ++j) {
-    const double res = (kv.col(j) - values(j) * vectors.col(j)).norm();
-    const double lambda = std::fabs(values(j));
-    r(j) = lambda > 0 ? res / lambda : (res == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    r(j) = (kv.col(j) - values(j) * vectors.col(j)).norm();
   }
   return r;
+}
+
+Eigen::VectorXd relative_residuals(const Eigen::VectorXd& norms, const Eigen::VectorXd& values) {
+  Eigen::VectorXd r(norms.size());
+  for (Index j = 0; j < norms.size(); ++j) {
+    const double lambda = std::fabs(values(j));
+    r(j) = lambda > 0 ? norms(j) / lambda
+                      : (norms(j) == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  }
+  return r;
+}
+
+Eigen::VectorXd eigen_residuals(const BlockProduct& apply, const Eigen::VectorXd& values,
+                                const Eigen::MatrixXd& vectors) {
+  return relative_residuals(residual_norms(apply, values, vectors), values);
 }
 
 Index lobpcg_block(Index count, const EigenOptions& options) {

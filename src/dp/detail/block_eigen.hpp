@@ -47,10 +47,14 @@ double lanczos_bytes(Index d, Index count, Index block, Index basis);
 /// threads). A step costs one product per vector of the block and a pass over the basis (a
 /// second on the basis columns the new block still leans on, block_basis.hpp's
 /// reorthogonalize: usually none); a restart keeps the top Ritz vectors. A block of b vectors (1 to
-/// count) finds up to b copies of a repeated eigenvalue: a block of 1 (the fewest products) finds
-/// each eigenvalue once. Ritz residuals come from the relation; convergence (the test of
-/// lobpcg_top_eigenpairs) is confirmed by fresh products, which give the residuals reported.
-/// max_iterations caps the restarts. Deterministic (a fixed random start). Throws
+/// count) finds up to b copies of a repeated eigenvalue; with b < count (a block of 1: the fewest
+/// products) a converged run is followed by a multiplicity check: single-vector runs on K
+/// deflated by the pairs found, from new random starts, until the largest eigenvalue beside them
+/// is not above the count-th (each one above joins: a missed copy); a check that does not
+/// converge gives status not_converged. Ritz residuals come from the relation; convergence (the
+/// test of lobpcg_top_eigenpairs) is confirmed by fresh products, which give the residuals
+/// reported. max_iterations caps the restarts of each run. Deterministic (fixed random starts).
+/// Throws
 /// std::invalid_argument for bad options, count >= d or a basis below count + 2 blocks, TooLarge
 /// beyond options.engine.max_memory.
 KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
@@ -62,6 +66,13 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
 /// the network has no permutation symmetry and K no repeated eigenvalue from one.
 bool any_equal_rows(Index n,
                     const std::function<std::span<const double>(Index, std::vector<double>&)>& row);
+
+/// ||K v_j - lambda_j v_j|| for the columns of `vectors` (one block product).
+Eigen::VectorXd residual_norms(const BlockProduct& apply, const Eigen::VectorXd& values,
+                               const Eigen::MatrixXd& vectors);
+
+/// norms_j / |lambda_j| (+inf for lambda_j = 0 with a non-zero norm, 0 when both are 0).
+Eigen::VectorXd relative_residuals(const Eigen::VectorXd& norms, const Eigen::VectorXd& values);
 
 /// ||K v_j - lambda_j v_j|| / lambda_j for the columns of `vectors` (one block product; +inf
 /// for lambda_j = 0 with a non-zero residual, 0 when both are 0).

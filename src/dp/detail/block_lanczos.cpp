@@ -6,9 +6,13 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <numeric>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "pathlift/limits.hpp"
 #include "pathlift/options.hpp"
@@ -28,8 +32,15 @@ double lanczos_bytes(Index d, Index count, Index block, Index basis) {
          sizeof(double);
 }
 
-KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
-                                         Index block, const EigenOptions& options) {
+namespace {
+
+constexpr std::uint64_t k_lanczos_seed = 0x5eed2026;
+
+/// One thick-restart block Lanczos run from the random start of `seed` (lanczos_top_eigenpairs
+/// without its multiplicity check); the vectors are returned when options.vectors.
+KernelEigenvalues lanczos_run(Index d, const BlockProduct& apply, Index count, Index block,
+                              const EigenOptions& options, std::uint64_t seed,
+                              std::string_view label, double lambda_top = 0) {
   if (options.max_iterations < 1 || !(options.tolerance > 0)) {
     throw std::invalid_argument(
         fmt::format("Lanczos needs max_iterations >= 1 and tolerance > 0 (got {} and {})",
@@ -61,7 +72,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
                             d, nmax, b, count));
   const int threads = resolve_threads(options.engine.threads);
   const EigenSingleThread eigen_threads;  // row blocks in parallel, Eigen serial inside
-  const auto report = phase_callback(options.engine.progress, "eigenpairs of K (block Lanczos)");
+  const auto report = phase_callback(options.engine.progress, label);
   if (report) {
     report(0.0);
   }
@@ -74,7 +85,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd v(d, nmax);
   Eigen::MatrixXd f(d, b);
   Eigen::MatrixXd kz(d, b);
-  std::mt19937_64 rng(0x5eed2026);
+  std::mt19937_64 rng(seed);
   // F random (the start; and past an invariant subspace smaller than count, where K V = V H
   // holds with S = 0), orthonormal and orthogonal to the first n columns of V.
   const auto random_f = [&](Index n_basis) {
@@ -93,18 +104,24 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Eigen::MatrixXd s(0, b);
   Eigen::VectorXd theta;  // Ritz values, largest first
   Eigen::MatrixXd y;      // their vectors in V's coordinates
-  const auto bound = [&](Index j) { return pair_bound(options, d, theta(j), theta(0)); };
+  // lambda_top: the scale of the roundoff floor where the operator is a deflated K (its own
+  // largest eigenvalue may be 0 while its products carry K's rounding).
+  const auto bound = [&](Index j) {
+    return pair_bound(options, d, theta(j), std::max(theta(0), lambda_top));
+  };
   auto progress = residual_progress(report);
   bool converged = false;
-  Eigen::MatrixXd x;  // the top count Ritz vectors, V Y, and their fresh residuals
-  Eigen::VectorXd res;
+  Eigen::MatrixXd x;        // the top count Ritz vectors, V Y, and their fresh residuals
+  Eigen::VectorXd res;      // relative, reported
+  Eigen::VectorXd res_abs;  // ||K x - theta x||, tested
   const auto ritz_pairs = [&] {
     x.resize(d, count);
     const Eigen::MatrixXd yc = y.leftCols(count);
     for_row_blocks(d, threads, [&](Index r0, Index nr) {
       x.middleRows(r0, nr).noalias() = v.block(r0, 0, nr, n) * yc;
     });
-    res = eigen_residuals(apply, theta.head(count), x);
+    res_abs = residual_norms(apply, theta.head(count), x);
+    res = relative_residuals(res_abs, theta.head(count));
     r.products += count;
   };
   // F^T F of F's first nb columns, kept from where F last changed (one pass over F a step).
@@ -185,7 +202,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
       ritz_pairs();
       converged = true;
       for (Index j = 0; j < count; ++j) {
-        converged = converged && res(j) * std::fabs(theta(j)) <= bound(j);
+        converged = converged && res_abs(j) <= bound(j);
       }
       if (converged || nb == 0) {
         break;
@@ -215,7 +232,7 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   Index good = count;
   if (!converged) {
     good = 0;
-    while (good < count && res(good) * std::fabs(theta(good)) <= bound(good)) {
+    while (good < count && res_abs(good) <= bound(good)) {
       ++good;
     }
   }
@@ -227,6 +244,107 @@ KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Ind
   }
   if (report) {
     report(1.0);
+  }
+  return r;
+}
+
+/// Completes the converged pairs of `r` (values largest first, unit vectors in r.vectors) with
+/// the copies of repeated eigenvalues that a block of fewer than count vectors cannot see (its
+/// Krylov space holds one direction of each eigenspace per start vector): Lanczos on the
+/// deflated operator (I - Q Q^T) K (I - Q Q^T), Q the pairs found so far, from a new random
+/// start, gives the largest eigenvalue mu of K beside them. Above the count-th value (beyond
+/// twice its convergence bound) it is a missed copy or eigenvalue: it joins, and the check runs
+/// again; else the top count are complete. Each check costs one single-vector run (tens of
+/// products); status not_converged when one does not converge (the copies then unknown).
+void complete_multiplicities(Index d, const BlockProduct& apply, Index count,
+                             const EigenOptions& options, KernelEigenvalues& r) {
+  const int threads = resolve_threads(options.engine.threads);
+  Eigen::MatrixXd q = r.vectors;  // every pair found, orthonormal
+  std::vector<double> lambda(r.values.data(), r.values.data() + r.values.size());
+  const BlockProduct deflated = [&](const double* x, double* y, Index k) {
+    Eigen::MatrixXd px = Eigen::Map<const Eigen::MatrixXd>(x, d, k);
+    subtract(px, q, cross(q, px, threads), threads);
+    apply(px.data(), y, k);
+    Eigen::Map<Eigen::MatrixXd> ym(y, d, k);
+    subtract(ym, q, cross(q, ym, threads), threads);
+  };
+  EigenOptions inner = options;
+  inner.vectors = true;
+  inner.subspace = 0;
+  bool changed = false;
+  for (Index round = 0; round < count && q.cols() + 3 <= d; ++round) {
+    const KernelEigenvalues extra = lanczos_run(
+        d, deflated, 1, 1, inner, k_lanczos_seed + 1 + static_cast<std::uint64_t>(round),
+        "eigenpairs of K (the copies of repeated eigenvalues)", r.values(0));
+    r.products += extra.products;
+    r.iterations += extra.iterations;
+    if (extra.status != EigenStatus::converged || extra.values.size() == 0) {
+      r.status = EigenStatus::not_converged;
+      break;
+    }
+    std::vector<Index> order(lambda.size());
+    std::iota(order.begin(), order.end(), Index{0});
+    std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
+      return lambda[static_cast<std::size_t>(a)] > lambda[static_cast<std::size_t>(b)];
+    });
+    const double last =
+        lambda[static_cast<std::size_t>(order[static_cast<std::size_t>(count - 1)])];
+    const double mu = extra.values(0);
+    if (!(mu >
+          last + 2 * pair_bound(options, d, last, lambda[static_cast<std::size_t>(order[0])]))) {
+      break;
+    }
+    Eigen::MatrixXd y = extra.vectors.leftCols(1);
+    subtract(y, q, cross(q, y, threads), threads);
+    const double norm = y.norm();
+    if (!(norm > 0.5)) {  // not a new direction: the deflation has nothing more to give
+      r.status = EigenStatus::not_converged;
+      break;
+    }
+    q.conservativeResize(Eigen::NoChange, q.cols() + 1);
+    q.col(q.cols() - 1) = y / norm;
+    lambda.push_back(mu);
+    changed = true;
+  }
+  if (!changed) {
+    return;
+  }
+  std::vector<Index> order(lambda.size());
+  std::iota(order.begin(), order.end(), Index{0});
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) {
+    return lambda[static_cast<std::size_t>(a)] > lambda[static_cast<std::size_t>(b)];
+  });
+  r.values.resize(count);
+  r.vectors.resize(d, count);
+  for (Index j = 0; j < count; ++j) {
+    const Index from = order[static_cast<std::size_t>(j)];
+    r.values(j) = lambda[static_cast<std::size_t>(from)];
+    r.vectors.col(j) = q.col(from);
+  }
+  r.residuals = eigen_residuals(apply, r.values, r.vectors);
+  r.products += count;
+}
+
+}  // namespace
+
+KernelEigenvalues lanczos_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
+                                         Index block, const EigenOptions& options) {
+  const Index b = std::clamp<Index>(block, 1, count);
+  if (b >= count) {
+    return lanczos_run(d, apply, count, b, options, k_lanczos_seed,
+                       "eigenpairs of K (block Lanczos)");
+  }
+  EigenOptions with_vectors = options;
+  with_vectors.vectors = true;
+  KernelEigenvalues r = lanczos_run(d, apply, count, b, with_vectors, k_lanczos_seed,
+                                    "eigenpairs of K (block Lanczos)");
+  if (r.status == EigenStatus::converged) {
+    complete_multiplicities(d, apply, count, options, r);
+  }
+  if (options.vectors) {
+    fix_signs(r.vectors);
+  } else {
+    r.vectors.resize(0, 0);
   }
   return r;
 }

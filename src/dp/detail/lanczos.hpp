@@ -11,7 +11,8 @@ namespace pathlift::detail {
 /// (lanczos, automatic) thick-restart block Lanczos (lanczos_top_eigenpairs) with a block of 1
 /// vector, or of count vectors when the network has twin units (`twins`: equal incoming weights
 /// from the same sources, detail::any_equal_rows), the mark of a permutation symmetry of the
-/// network, the way eigenvalues repeat in practice, and a block of 1 finds a repeated one once.
+/// network, the way eigenvalues repeat in practice (a block of count finds them in one run; a
+/// block of 1 finds their copies by its multiplicity check, a run each).
 /// The caller handles dense.
 KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                              bool twins, const EigenOptions& options);
