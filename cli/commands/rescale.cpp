@@ -36,12 +36,14 @@ void run_rescale(const RescaleOptions& opts) {
     throw std::invalid_argument(
         "rescale needs -o FILE for the rescaled theta (.npy, .txt, .csv; - for stdout)");
   }
+  require_one_stdout_result(opts.json, opts.output);
   output_format(opts.output, Content::vector);  // before the work
-  const LoadedModel model = load_model(opts.network, opts.compute);
-  const LoadedTheta theta = load_theta(model, opts.compute);
   BalanceOptions o;
   o.max_sweeps = opts.max_sweeps;
   o.tolerance = opts.tolerance;
+  check_balance_options(o);
+  const LoadedModel model = load_model(opts.network, opts.compute);
+  const LoadedTheta theta = load_theta(model, opts.compute);
   o.engine = engine_options(opts.compute, opts.path_cond ? "PathCond" : "ENorm");
   const BalanceReport r =
       opts.path_cond ? path_cond(model.model, theta.theta, o) : enorm(model.model, theta.theta, o);
@@ -88,11 +90,11 @@ void add_rescale_command(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output,
                   "The rescaled theta: .npy, .txt, .csv (- for stdout)");
   cmd->add_option("--max-sweeps", opts->max_sweeps,
-                  "Sweeps of the coordinate descent at most (default 1000)")
-      ->check(CLI::NonNegativeNumber);
+                  "Sweeps of the coordinate descent at most (default 1000; an integer >= 0)");
   cmd->add_option("--tolerance", opts->tolerance,
-                  "Stop when no log-scale moves by more than this in a sweep (default 1e-13)")
-      ->check(CLI::NonNegativeNumber);
+                  "Stop, converged, once the stationarity (the largest relative violation of "
+                  "the optimum's condition over the classes) is at most this (default 1e-10; a "
+                  "finite number >= 0)");
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (keys in docs/cli.md#rescale: the header, then method, "
                 "output, d, classes, sweeps, converged, criterion_before, criterion_after, "

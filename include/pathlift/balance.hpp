@@ -18,9 +18,12 @@
 namespace pathlift {
 
 struct BalanceOptions {
-  Index max_sweeps = 1000;   ///< sweeps of the coordinate descent over the classes
-  double tolerance = 1e-13;  ///< stop when no log-scale moves by more than this in a sweep
-  EngineOptions engine;      ///< for the kernel diagonal (path_cond) and the classes
+  Index max_sweeps = 1000;  ///< sweeps of the coordinate descent over the classes at most
+  /// Stop (converged) once the stationarity, the largest relative violation of the optimality
+  /// condition over the classes (BalanceReport::stationarity), is at most this; a finite number
+  /// >= 0.
+  double tolerance = 1e-10;
+  EngineOptions engine;  ///< for the kernel diagonal (path_cond) and the classes
 };
 
 struct BalanceReport {
@@ -28,7 +31,7 @@ struct BalanceReport {
   std::vector<double> log_scales;  ///< alpha, one per class
   Index classes = 0;               ///< free classes (hidden units, channel classes)
   Index sweeps = 0;                ///< coordinate-descent sweeps made
-  bool converged = false;          ///< the last sweep moved no log-scale beyond the tolerance
+  bool converged = false;          ///< stationarity <= the tolerance
   double criterion_before = 0;     ///< the objective at theta
   double criterion_after = 0;      ///< the objective at the rescaled theta
   /// The largest relative violation of the stationarity condition over the classes (see
@@ -36,21 +39,32 @@ struct BalanceReport {
   double stationarity = 0;
 };
 
+/// Throws std::invalid_argument naming the option when max_sweeps < 0 or the tolerance is not a
+/// finite number >= 0 (path_cond and enorm check their options with it; a caller may check them
+/// before loading anything).
+void check_balance_options(const BalanceOptions& options);
+
 /// PathCond: the rescaling that minimises n log(sum_k G_kk) - sum_k log G_kk, G_kk the path
 /// kernel's diagonal after rescaling (kernel_diagonal; a rescaling multiplies G_kk by
 /// exp(-2 c_k)), n the parameters with G_kk > 0 (d when none is 0; those with G_kk = 0 do not
-/// move the objective and are left out). Convex in alpha; coordinate descent with each class's
-/// exact minimiser (a quadratic in exp(2 alpha_h)); G is computed once. Stationarity per class
-/// h: n (sum_{k out of h} G_kk - sum_{k into h} G_kk) / sum_k G_kk = |out(h)| - |in(h)| (biases
-/// incoming); `stationarity` is the largest |left - right| / max(1, n (out + in) / sum). Throws
-/// std::invalid_argument for a bad theta or a network whose classes are coupled by weights
-/// shared between layers (ParameterClasses::constraints > 0), TooLarge as kernel_diagonal.
+/// move the objective and are left out; the objective is 0 when none is counted). Convex in
+/// alpha; coordinate descent with each class's exact minimiser (a quadratic in exp(2 alpha_h)),
+/// the G_kk held as logs (no square, ratio or discriminant leaves float64, whatever their
+/// magnitudes); G is computed once. Stationarity per class h:
+/// n (sum_{k out of h} G_kk - sum_{k into h} G_kk) / sum_k G_kk = |out(h)| - |in(h)| (biases
+/// incoming); `stationarity` is the largest |left - right| / max(1, n (out + in) / sum), and
+/// `converged` says it is within options.tolerance. Throws std::invalid_argument for bad options
+/// (check_balance_options), a bad theta or a network whose classes are coupled
+/// (ParameterClasses::constraints > 0), TooLarge or RangeError as kernel_diagonal, RangeError
+/// naming the entry when a rescaled theta_k would leave float64's normal range (nothing is
+/// returned then). Complexity: O(d) a sweep (an exp per incidence), kernel_diagonal once.
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options = {});
 
 /// ENorm: the rescaling that minimises sum_k theta_k^2. At the optimum every class's incoming
 /// and outgoing squared norms are equal (`stationarity`: the largest |in - out| / (in + out)); a
-/// class with nothing in or nothing out is left alone. Same errors as path_cond.
+/// class with nothing in or nothing out is left alone. The squares are held as logs (theta of
+/// any magnitude float64 holds). Same errors as path_cond (no kernel diagonal).
 BalanceReport enorm(const Model& model, std::span<const double> theta,
                     const BalanceOptions& options = {});
 

@@ -126,7 +126,7 @@ def _balance(model: Any, how: Any, input_shape: InputShape, max_sweeps: int,
 
 
 def path_cond(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1000,
-              tolerance: float = 1e-13) -> BalanceReport:
+              tolerance: float = 1e-10) -> BalanceReport:
     """PathCond (Lebeurrier, Vayer, Gribonval, 2026) on any imported architecture: rescales the
     model's hidden units (per channel class for CNNs; a BatchNorm's a, b move with its channel)
     **in place**, the function unchanged, to minimise ``n log(sum_k G_kk) - sum_k log G_kk``
@@ -139,7 +139,7 @@ def path_cond(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1
 
 
 def enorm(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1000,
-          tolerance: float = 1e-13) -> BalanceReport:
+          tolerance: float = 1e-10) -> BalanceReport:
     """ENorm (Stock et al., 2019) on any imported architecture: rescales the model in place, the
     function unchanged, to minimise ``sum_k theta_k^2`` over the rescaling symmetries (every
     class's incoming and outgoing squared norms equal; :func:`pathlift.enorm`). Returns a

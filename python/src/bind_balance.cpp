@@ -12,14 +12,11 @@ namespace {
 
 BalanceOptions balance_options(Index max_sweeps, double tolerance, int threads,
                                std::size_t max_memory) {
-  if (max_sweeps < 0 || !(tolerance >= 0)) {
-    throw std::invalid_argument(
-        fmt::format("max_sweeps ({}) and tolerance ({}) must be >= 0", max_sweeps, tolerance));
-  }
   BalanceOptions o;
   o.max_sweeps = max_sweeps;
   o.tolerance = tolerance;
   o.engine = engine_options(threads, max_memory);
+  check_balance_options(o);
   return o;
 }
 
@@ -71,7 +68,7 @@ stationarity (the largest relative violation of the optimum's condition).
       .def_readonly("classes", &BalanceReport::classes, "The free classes rescaled.")
       .def_readonly("sweeps", &BalanceReport::sweeps, "Coordinate-descent sweeps made.")
       .def_readonly("converged", &BalanceReport::converged,
-                    "The last sweep moved no log-scale beyond the tolerance.")
+                    "The stationarity is within the tolerance.")
       .def_readonly("criterion_before", &BalanceReport::criterion_before, "The objective at theta.")
       .def_readonly("criterion_after", &BalanceReport::criterion_after,
                     "The objective at the rescaled theta.")
@@ -90,12 +87,15 @@ stationarity (the largest relative violation of the optimum's condition).
                    "PathCond (Lebeurrier, Vayer, Gribonval, 2026): the rescaling of the hidden "
                    "units (channel classes with sharing) minimising n log(sum_k G_kk) - sum_k "
                    "log G_kk, G the path kernel's diagonal after rescaling, by coordinate "
-                   "descent with exact per-class minimisers. Returns a BalanceReport whose theta "
-                   "computes the same function. docs/balance.md."},
+                   "descent with exact per-class minimisers, until the stationarity is within "
+                   "tolerance (converged) or after max_sweeps. Returns a BalanceReport whose "
+                   "theta computes the same function; RangeError when a rescaled entry would "
+                   "leave float64. docs/balance.md."},
         std::tuple{"enorm", &enorm,
                    "ENorm (Stock et al., 2019): the rescaling minimising sum_k theta_k^2 (every "
-                   "class's incoming and outgoing squared norms equal). Returns a BalanceReport "
-                   "whose theta computes the same function. docs/balance.md."}}) {
+                   "class's incoming and outgoing squared norms equal), until the stationarity is "
+                   "within tolerance. Returns a BalanceReport whose theta computes the same "
+                   "function. docs/balance.md."}}) {
     m.def(
         name,
         [fn = fn](const NetworkArg& net, const py::object& theta, Index max_sweeps,

@@ -110,7 +110,11 @@ Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta
   // A 0 may be an underflow. On a DAG: K[k,k] >= dPhi[p, k]^2 for every path p through k, so
   // no 0 is one when the smallest such square is a normal double.
   if (const Network* net = model.dag()) {
-    const double smallest = 2 * lifting_range(*net, theta).jacobian.min_log10;
+    const LogRange jacobian = lifting_range(*net, theta).jacobian;
+    if (jacobian.empty()) {
+      return diag;  // dPhi = 0: every K[k, k] is 0 exactly
+    }
+    const double smallest = 2 * jacobian.min_log10;
     const std::string problem = range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
     if (!problem.empty()) {
       throw RangeError(fmt::format("diag(K) has entries 0 that may be underflows: {}", problem));

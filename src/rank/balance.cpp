@@ -3,9 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <span>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include "pathlift/error.hpp"
 
 #include "pathlift/path_free.hpp"
 #include "pathlift/symmetry.hpp"
@@ -69,170 +78,399 @@ ParameterClasses classes_of(const Model& model, const EngineOptions& engine, con
   return pc;
 }
 
-/// sum over the parameters of w_k, and per class the sums into and out of it.
-double sum_of(const std::vector<double>& w, const std::vector<Index>& list, Index a, Index b) {
-  double s = 0;
-  for (Index i = a; i < b; ++i) {
-    s += w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])];
+constexpr double k_minus_inf = -std::numeric_limits<double>::infinity();
+
+/// Neumaier's compensated sum: terms >= 0, relative error a few eps whatever their number.
+class PositiveSum {
+ public:
+  void add(double x) {
+    const double t = m_sum + x;
+    m_carry += m_sum >= x ? (m_sum - t) + x : (x - t) + m_sum;
+    m_sum = t;
   }
-  return s;
+  [[nodiscard]] double value() const { return m_sum + m_carry; }
+
+ private:
+  double m_sum = 0;
+  double m_carry = 0;
+};
+
+/// log(exp(a) + exp(b) + exp(c)).
+double log_add(double a, double b, double c) {
+  const double top = std::max({a, b, c});
+  if (top == k_minus_inf) {
+    return k_minus_inf;
+  }
+  return top + std::log(std::exp(a - top) + std::exp(b - top) + std::exp(c - top));
 }
 
-/// Multiplies the weights into class h by f and those out of it by 1 / f.
-void scale_class(std::vector<double>& w, const Incidence& inc, std::size_t h, double f) {
-  for (Index i = inc.in_off[h]; i < inc.in_off[h + 1]; ++i) {
-    w[static_cast<std::size_t>(inc.in_list[static_cast<std::size_t>(i)])] *= f;
+/// The positive weights w_k (0 allowed) of a balance, theta_k^2 or G_kk: plain doubles while every
+/// nonzero one lies within 2^-960 .. 2^960 (a sum of up to 2^60 of them stays finite, a move by a
+/// factor within 2^60 stays normal), logs from the first move that would leave that range (or
+/// from the start). Sums come as logs either way, so that no square, ratio or discriminant of the
+/// balance leaves float64; the logs cost an exp a term, only where the range needs them.
+class Weights {
+ public:
+  /// theta_k^2.
+  static Weights squares(std::span<const double> theta) {
+    Weights w;
+    w.m_w.resize(theta.size());
+    const bool fit = std::all_of(theta.begin(), theta.end(), [](double t) {
+      return t == 0 || (std::fabs(t) >= 0x1p-480 && std::fabs(t) <= 0x1p480);
+    });
+    for (std::size_t k = 0; k < theta.size(); ++k) {
+      w.m_w[k] = fit ? theta[k] * theta[k]
+                     : (theta[k] == 0 ? k_minus_inf : 2 * std::log(std::fabs(theta[k])));
+    }
+    w.m_logs = !fit;
+    return w;
   }
-  for (Index i = inc.out_off[h]; i < inc.out_off[h + 1]; ++i) {
-    w[static_cast<std::size_t>(inc.out_list[static_cast<std::size_t>(i)])] /= f;
+  /// The values themselves (finite, >= 0).
+  static Weights values(std::span<const double> x) {
+    Weights w;
+    w.m_w.assign(x.begin(), x.end());
+    if (!std::all_of(x.begin(), x.end(), in_range)) {
+      w.to_logs();
+    }
+    return w;
+  }
+
+  /// log(sum of w[list[i]], i in [a, b)): -inf for no term or only zeros.
+  [[nodiscard]] double log_sum(const std::vector<Index>& list, Index a, Index b) const {
+    if (!m_logs) {
+      // Four running sums (the loads of a gather overlap): terms >= 0, relative error
+      // within n eps / 4, about 1e-13 for the largest classes of an ImageNet CNN.
+      std::array<double, 4> sum{};
+      Index i = a;
+      for (; i + 4 <= b; i += 4) {
+        for (std::size_t j = 0; j < 4; ++j) {
+          sum[j] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i) + j])];
+        }
+      }
+      for (; i < b; ++i) {
+        sum[0] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])];
+      }
+      return std::log((sum[0] + sum[1]) + (sum[2] + sum[3]));
+    }
+    double top = k_minus_inf;
+    for (Index i = a; i < b; ++i) {
+      top = std::max(top, m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])]);
+    }
+    if (top == k_minus_inf) {
+      return k_minus_inf;
+    }
+    PositiveSum sum;
+    for (Index i = a; i < b; ++i) {
+      sum.add(std::exp(m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])] - top));
+    }
+    return top + std::log(sum.value());
+  }
+
+  /// log w_k (-inf for 0).
+  [[nodiscard]] double log_of(Index k) const {
+    const double x = m_w[static_cast<std::size_t>(k)];
+    return m_logs ? x : (x > 0 ? std::log(x) : k_minus_inf);
+  }
+
+  /// The weights into class h times exp(log_factor), those out of it divided by it.
+  void scale(const Incidence& inc, std::size_t h, double log_factor) {
+    if (!m_logs && std::fabs(log_factor) > 60 * std::numbers::ln2) {
+      to_logs();
+    }
+    if (m_logs) {
+      for (Index i = inc.in_off[h]; i < inc.in_off[h + 1]; ++i) {
+        m_w[static_cast<std::size_t>(inc.in_list[static_cast<std::size_t>(i)])] += log_factor;
+      }
+      for (Index i = inc.out_off[h]; i < inc.out_off[h + 1]; ++i) {
+        m_w[static_cast<std::size_t>(inc.out_list[static_cast<std::size_t>(i)])] -= log_factor;
+      }
+      return;
+    }
+    bool fit = true;
+    for (const auto& [off, list, f] :
+         {std::tuple{&inc.in_off, &inc.in_list, std::exp(log_factor)},
+          std::tuple{&inc.out_off, &inc.out_list, std::exp(-log_factor)}}) {
+      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
+        double& x = m_w[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])];
+        x *= f;  // normal: within 2^-1020 .. 2^1020
+        fit &= in_range(x);
+      }
+    }
+    if (!fit) {
+      to_logs();
+    }
+  }
+
+ private:
+  static bool in_range(double x) { return (x == 0) | ((x >= 0x1p-960) & (x <= 0x1p960)); }
+
+  void to_logs() {
+    for (double& x : m_w) {
+      x = x > 0 ? std::log(x) : k_minus_inf;
+    }
+    m_logs = true;
+  }
+
+  std::vector<double> m_w;
+  bool m_logs = false;
+};
+
+/// The classes' incidence and their weights.
+struct Descent {
+  Incidence inc;
+  Weights w;
+
+  [[nodiscard]] double log_in(std::size_t h) const {
+    return w.log_sum(inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
+  }
+  [[nodiscard]] double log_out(std::size_t h) const {
+    return w.log_sum(inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
+  }
+  /// The weights into h times exp(log_factor), those out of it divided by it.
+  void scale(std::size_t h, double log_factor) { w.scale(inc, h, log_factor); }
+  /// |out(h)| - |in(h)|.
+  [[nodiscard]] double degree(std::size_t h) const {
+    return static_cast<double>((inc.out_off[h + 1] - inc.out_off[h]) -
+                               (inc.in_off[h + 1] - inc.in_off[h]));
+  }
+};
+
+/// The sweeps of a descent until its stationarity (`stationarity()`, the largest relative
+/// violation over the classes) is within the tolerance, no log-scale moves any more, or
+/// max_sweeps are made. `step(h)` moves class h to its exact minimiser and returns the move.
+/// The stationarity, a pass over every class, is evaluated once the moves are small (a class's
+/// move and its violation are of one order), and always at the end.
+template <class Step, class Stationarity>
+void sweep(BalanceReport& r, Index classes, const BalanceOptions& options, const Step& step,
+           const Stationarity& stationarity) {
+  const auto n = static_cast<std::size_t>(classes);
+  r.stationarity = stationarity();
+  r.converged = r.stationarity <= options.tolerance;
+  while (!r.converged && r.sweeps < options.max_sweeps) {
+    double moved = 0;
+    for (std::size_t h = 0; h < n; ++h) {
+      moved = std::max(moved, std::fabs(step(h)));
+    }
+    ++r.sweeps;
+    if (moved <= 1e3 * options.tolerance || r.sweeps == options.max_sweeps) {
+      r.stationarity = stationarity();
+      r.converged = r.stationarity <= options.tolerance;
+      if (moved == 0) {
+        break;  // a fixed point to rounding: nothing more to gain
+      }
+    }
   }
 }
 
-/// theta_k exp(alpha[target] - alpha[source]).
+/// theta_k exp(alpha[target] - alpha[source]), the factor split as exp(rest) 2^q so that no
+/// intermediate leaves float64; RangeError naming the first entry that does (a rescaled weight
+/// beyond float64, or a nonzero one below its normal range, would change the function).
 std::vector<double> rescaled(std::span<const double> theta, const ParameterClasses& pc,
-                             const std::vector<double>& alpha) {
+                             const std::vector<double>& alpha, const char* what) {
   std::vector<double> out(theta.begin(), theta.end());
   for (std::size_t k = 0; k < out.size(); ++k) {
     const double at = pc.target[k] >= 0 ? alpha[static_cast<std::size_t>(pc.target[k])] : 0.0;
     const double as = pc.source[k] >= 0 ? alpha[static_cast<std::size_t>(pc.source[k])] : 0.0;
-    out[k] *= std::exp(at - as);
+    const double c = at - as;
+    if (c == 0 || out[k] == 0) {
+      continue;
+    }
+    const double q = std::nearbyint(c / std::numbers::ln2);
+    const double rest = c - q * std::numbers::ln2;
+    const double scaled =
+        std::ldexp(out[k] * std::exp(rest), static_cast<int>(std::clamp(q, -1e5, 1e5)));
+    if (!std::isfinite(scaled) || !std::isnormal(scaled)) {
+      const double log10 = (std::log(std::fabs(out[k])) + c) / std::numbers::ln10;
+      throw RangeError(fmt::format(
+          "{}: the rescaled theta[{}] = {} x exp({:.6g}) = 10^{:.2f} is beyond float64's normal "
+          "range ({:.1e} to {:.1e}); the rescaling is not written",
+          what, k, out[k], c, log10, std::numeric_limits<double>::min(),
+          std::numeric_limits<double>::max()));
+    }
+    out[k] = scaled;
   }
   return out;
 }
 
+/// PathCond's class minimiser: log y for the positive root y of
+/// (n - m) y^2 - m t y - (n + m) = 0, t = exp(log_t) >= 0 (n - m >= 1, n + m >= 1), without
+/// cancellation (the root's rationalised form where m t > 0 would cancel) or overflow (the
+/// asymptotic form where t is beyond float64's squares).
+double pathcond_log_root(double n, double m, double log_t) {
+  if (m == 0) {
+    return 0.5 * std::log((n + m) / (n - m));
+  }
+  if (log_t > 600) {  // m^2 t^2 dominates 4 (n - m)(n + m) by a factor beyond 1e500
+    return m > 0 ? std::log(m / (n - m)) + log_t : std::log((n + m) / -m) - log_t;
+  }
+  const double mt = std::fabs(m) * std::exp(log_t);
+  const double root = std::hypot(mt, 2 * std::sqrt((n - m) * (n + m)));
+  return m > 0 ? std::log((mt + root) / (2 * (n - m))) : std::log(2 * (n + m) / (mt + root));
+}
+
 }  // namespace
+
+void check_balance_options(const BalanceOptions& options) {
+  if (options.max_sweeps < 0) {
+    throw std::invalid_argument(
+        fmt::format("max_sweeps must be >= 0 (got {})", options.max_sweeps));
+  }
+  if (!(options.tolerance >= 0) || !std::isfinite(options.tolerance)) {
+    throw std::invalid_argument(
+        fmt::format("the tolerance must be a finite number >= 0 (got {})", options.tolerance));
+  }
+}
 
 BalanceReport enorm(const Model& model, std::span<const double> theta,
                     const BalanceOptions& options) {
+  check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "enorm");
   const std::vector<std::uint8_t> all(theta.size(), 1);
-  const Incidence inc = incidence(pc, all);
-  std::vector<double> w(theta.size());  // theta_k^2 after rescaling
-  for (std::size_t k = 0; k < w.size(); ++k) {
-    w[k] = theta[k] * theta[k];
-  }
+  Descent g{incidence(pc, all), Weights::squares(theta)};
+  const std::vector<Index> every = [&] {
+    std::vector<Index> v(theta.size());
+    std::iota(v.begin(), v.end(), Index{0});
+    return v;
+  }();
+  const auto criterion = [&] {
+    return std::exp(g.w.log_sum(every, 0, static_cast<Index>(every.size())));
+  };
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
-  for (const double x : w) {
-    r.criterion_before += x;
-  }
-  const auto n = static_cast<std::size_t>(pc.classes);
-  for (; r.sweeps < options.max_sweeps && !r.converged; ++r.sweeps) {
-    double moved = 0;
-    for (std::size_t h = 0; h < n; ++h) {
-      const double in = sum_of(w, inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
-      const double out = sum_of(w, inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
-      if (!(in > 0) || !(out > 0)) {
-        continue;
+  r.criterion_before = criterion();
+  const auto step = [&](std::size_t h) {
+    const double in = g.log_in(h);
+    const double out = g.log_out(h);
+    if (in == k_minus_inf || out == k_minus_inf) {
+      return 0.0;  // nothing in or nothing out: left alone
+    }
+    // in lambda^2 + out lambda^-2 is least at lambda^4 = out / in.
+    const double delta = 0.25 * (out - in);
+    r.log_scales[h] += delta;
+    g.scale(h, 2 * delta);
+    return delta;
+  };
+  const auto stationarity = [&] {
+    double worst = 0;
+    for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+      const double in = g.log_in(h);
+      const double out = g.log_out(h);
+      if (in != k_minus_inf && out != k_minus_inf) {
+        worst = std::max(worst, std::fabs(std::tanh(0.5 * (in - out))));  // |in - out| / (in + out)
       }
-      // in lambda^2 + out lambda^-2 is least at lambda^4 = out / in.
-      const double delta = 0.25 * std::log(out / in);
-      r.log_scales[h] += delta;
-      scale_class(w, inc, h, std::exp(2 * delta));
-      moved = std::max(moved, std::fabs(delta));
     }
-    r.converged = moved <= options.tolerance;
-  }
-  for (std::size_t h = 0; h < n; ++h) {
-    const double in = sum_of(w, inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
-    const double out = sum_of(w, inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
-    if (in > 0 && out > 0) {
-      r.stationarity = std::max(r.stationarity, std::fabs(in - out) / (in + out));
-    }
-  }
-  r.theta = rescaled(theta, pc, r.log_scales);
-  for (const double x : r.theta) {
-    r.criterion_after += x * x;
-  }
+    return worst;
+  };
+  sweep(r, pc.classes, options, step, stationarity);
+  r.theta = rescaled(theta, pc, r.log_scales, "enorm");
+  r.criterion_after = criterion();
   return r;
 }
 
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options) {
+  check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "path_cond");
   const Buffer<double> diag = kernel_diagonal(model, theta, options.engine);
-  std::vector<double> w(diag.begin(), diag.end());  // G_kk after rescaling
-  std::vector<std::uint8_t> counted(w.size(), 0);
-  double count = 0;
-  for (std::size_t k = 0; k < w.size(); ++k) {
-    counted[k] = w[k] > 0 ? 1 : 0;
-    count += counted[k];
-  }
-  const Incidence inc = incidence(pc, counted);
-  const auto criterion = [&](const std::vector<double>& g) {
-    double total = 0;
-    double logs = 0;
-    for (std::size_t k = 0; k < g.size(); ++k) {
-      if (counted[k] != 0) {
-        total += g[k];
-        logs += std::log(g[k]);
-      }
+  std::vector<std::uint8_t> counted(diag.size(), 0);
+  std::vector<Index> counted_list;
+  for (std::size_t k = 0; k < diag.size(); ++k) {
+    if (diag[k] > 0) {
+      counted[k] = 1;
+      counted_list.push_back(static_cast<Index>(k));
     }
-    return count * std::log(total) - logs;
-  };
-  double total = 0;
-  for (std::size_t k = 0; k < w.size(); ++k) {
-    total += counted[k] != 0 ? w[k] : 0.0;
   }
+  const auto count = static_cast<double>(counted_list.size());  // n
+  Descent g{incidence(pc, counted),
+            Weights::values(std::span<const double>(diag.data(), diag.size()))};
+  const auto log_total = [&] {
+    return g.w.log_sum(counted_list, 0, static_cast<Index>(counted_list.size()));
+  };
+  // n log(sum_k G_kk) - sum_k log G_kk over the counted parameters (0 when none is).
+  const auto criterion = [&] {
+    if (counted_list.empty()) {
+      return 0.0;
+    }
+    double logs = 0;
+    for (const Index k : counted_list) {
+      logs += g.w.log_of(k);
+    }
+    return count * log_total() - logs;
+  };
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
-  r.criterion_before = criterion(w);
-  const auto n = static_cast<std::size_t>(pc.classes);
-  const auto degree = [&](std::size_t h) {  // |out(h)| - |in(h)|
-    return static_cast<double>((inc.out_off[h + 1] - inc.out_off[h]) -
-                               (inc.in_off[h + 1] - inc.in_off[h]));
+  r.criterion_before = criterion();
+  double lt = log_total();  // log sum_k G_kk, kept through the sweep
+  // The rest A = total - B - C of class h, exactly where the subtraction would cancel (B + C
+  // holds all but 1e-3 of the total: at most two classes a sweep, as each parameter is into
+  // one class and out of another).
+  std::vector<std::uint8_t> mark(diag.size(), 0);
+  const auto log_rest = [&](std::size_t h, double lb, double lc) {
+    const double part = std::exp(lb - lt) + std::exp(lc - lt);
+    if (part < 1 - 1e-3) {
+      return lt + std::log1p(-part);
+    }
+    for (const auto& [off, list] :
+         {std::pair{&g.inc.in_off, &g.inc.in_list}, std::pair{&g.inc.out_off, &g.inc.out_list}}) {
+      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
+        mark[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])] = 1;
+      }
+    }
+    std::vector<Index> rest;
+    for (const Index k : counted_list) {
+      if (mark[static_cast<std::size_t>(k)] == 0) {
+        rest.push_back(k);
+      }
+    }
+    for (const auto& [off, list] :
+         {std::pair{&g.inc.in_off, &g.inc.in_list}, std::pair{&g.inc.out_off, &g.inc.out_list}}) {
+      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
+        mark[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])] = 0;
+      }
+    }
+    return g.w.log_sum(rest, 0, static_cast<Index>(rest.size()));
   };
-  for (; r.sweeps < options.max_sweeps && !r.converged; ++r.sweeps) {
-    double moved = 0;
-    for (std::size_t h = 0; h < n; ++h) {
-      const double b = sum_of(w, inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
-      const double c = sum_of(w, inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
-      if (!(b > 0) || !(c > 0)) {
-        continue;
-      }
-      const double a = std::max(0.0, total - b - c);
-      const double m = degree(h);
-      // With x = exp(2 delta): into h the G_kk are divided by x, out of it multiplied by x;
-      // the derivative of n log(a + b / x + c x) + m log(1 / x)... vanishes where
-      // (n - m) c x^2 - m a x - (n + m) b = 0 (its positive root).
-      const double qa = (count - m) * c;
-      const double qb = -m * a;
-      const double qc = -(count + m) * b;
-      if (!(qa > 0)) {
-        continue;
-      }
-      const double x = (-qb + std::sqrt(qb * qb - 4 * qa * qc)) / (2 * qa);
-      if (!(x > 0) || !std::isfinite(x)) {
-        continue;
-      }
-      const double delta = 0.5 * std::log(x);
-      r.log_scales[h] += delta;
-      scale_class(w, inc, h, 1.0 / x);
-      total += b / x + c * x - b - c;
-      moved = std::max(moved, std::fabs(delta));
+  const auto step = [&](std::size_t h) {
+    const double lb = g.log_in(h);
+    const double lc = g.log_out(h);
+    if (lb == k_minus_inf || lc == k_minus_inf) {
+      return 0.0;  // nothing in or nothing out: left alone
     }
-    r.converged = moved <= options.tolerance;
-    // Refresh the running total (rounding drift).
-    total = 0;
-    for (std::size_t k = 0; k < w.size(); ++k) {
-      total += counted[k] != 0 ? w[k] : 0.0;
+    const double la = log_rest(h, lb, lc);
+    // With x = exp(2 delta): into h the G_kk are divided by x, out of it multiplied by x; the
+    // derivative of n log(A + B / x + C x) + m log(1 / x) vanishes where
+    // (n - m) C x^2 - m A x - (n + m) B = 0. With x = sqrt(B / C) y and t = A / sqrt(B C):
+    // (n - m) y^2 - m t y - (n + m) = 0.
+    const double log_x =
+        0.5 * (lb - lc) + pathcond_log_root(count, g.degree(h), la - 0.5 * (lb + lc));
+    const double delta = 0.5 * log_x;
+    r.log_scales[h] += delta;
+    g.scale(h, -log_x);
+    lt = log_add(la, lb - log_x, lc + log_x);
+    return delta;
+  };
+  const auto stationarity = [&] {
+    lt = log_total();  // afresh: the running total drifts by rounding
+    double worst = 0;
+    for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+      const double lb = g.log_in(h);
+      const double lc = g.log_out(h);
+      if (lb != k_minus_inf && lc != k_minus_inf) {
+        const double b = std::exp(lb - lt);
+        const double c = std::exp(lc - lt);
+        worst = std::max(worst,
+                         std::fabs(count * (c - b) - g.degree(h)) / std::max(1.0, count * (c + b)));
+      }
     }
-  }
-  for (std::size_t h = 0; h < n; ++h) {
-    const double b = sum_of(w, inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
-    const double c = sum_of(w, inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
-    if (b > 0 && c > 0) {
-      const double left = count * (c - b) / total;
-      r.stationarity = std::max(
-          r.stationarity, std::fabs(left - degree(h)) / std::max(1.0, count * (c + b) / total));
-    }
-  }
-  r.criterion_after = criterion(w);
-  r.theta = rescaled(theta, pc, r.log_scales);
+    return worst;
+  };
+  sweep(r, pc.classes, options, step, stationarity);
+  r.theta = rescaled(theta, pc, r.log_scales, "path_cond");
+  r.criterion_after = criterion();
   return r;
 }
 

@@ -138,3 +138,167 @@ def test_cli_rescale(pl, run_cli, tmp_path):
     assert bad.returncode == 2 and "--path-cond" in bad.stderr
     both = run_cli("rescale", "--ff", "4,6,5,3", "--enorm", "--path-cond", "-o", tmp_path / "x.npy")
     assert both.returncode == 2
+
+
+# --- issue 50: the edges of float64 ----------------------------------------------------------
+
+def log_criterion_minimum(pl, net, theta):
+    """PathCond's minimum by scipy's BFGS over the log-scales, the criterion in log form
+    (log G_kk - 2 c_k, logsumexp): right whatever the diagonal's magnitude."""
+    from scipy.special import logsumexp
+    g0 = np.asarray(pl.kernel_diagonal(net, theta))
+    keep = g0 > 0
+    lg0 = np.log(g0[keep])
+    pc = pl.parameter_classes(net)
+    T = np.zeros((net.d, pc.classes))
+    target, source = np.asarray(pc.target), np.asarray(pc.source)
+    for k in range(net.d):
+        if target[k] >= 0:
+            T[k, target[k]] += 1
+        if source[k] >= 0:
+            T[k, source[k]] -= 1
+    T = T[keep]
+    n = int(keep.sum())
+
+    def criterion(alpha):
+        lg = lg0 - 2 * (T @ alpha)
+        lt = logsumexp(lg)
+        share = np.exp(lg - lt)
+        return n * lt - lg.sum(), T.T @ (-2 * n * share + 2)
+
+    best = scipy_optimize.minimize(criterion, np.zeros(pc.classes), jac=True, method="BFGS",
+                                   options={"gtol": 1e-13, "maxiter": 100000})
+    return best.fun
+
+
+def outputs(pl, net, theta, X):
+    return pl.forward(net, theta, X).outputs
+
+
+def test_path_cond_where_the_class_quadratic_cancels(pl):
+    """A 2-1-1 MLP with first-layer weights and bias 1e-10: the positive root of the class
+    quadratic cancelled (4ac << b^2), the class did not move and the report said converged at
+    stationarity 0.35. Now the root is taken in its rationalised form: the minimum (scipy), the
+    stationarity within the tolerance, the function unchanged."""
+    net = pl.feed_forward(2, [1], 1)
+    theta = np.array([1e-10, 1e-10, 1e-10, 1.0, 1.0])
+    p = pl.path_cond(net, theta)
+    assert p.converged and p.stationarity <= 1e-10
+    assert p.criterion_after == pytest.approx(log_criterion_minimum(pl, net, theta), rel=1e-9)
+    assert p.criterion_before == pytest.approx(51.88456137681226, rel=1e-12)  # the issue's figures
+    assert p.criterion_after == pytest.approx(50.515372483595, rel=1e-10)
+    for values in ([0.5, -0.3, 0.2, -0.8, 0.1], [1, -1, 0.5, 2, 0.3]):
+        t = np.array(values)
+        t[:3] *= 1e-10
+        q = pl.path_cond(net, t)
+        assert q.converged and q.stationarity <= 1e-10
+        assert q.criterion_after == pytest.approx(log_criterion_minimum(pl, net, t), rel=1e-9)
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    f = outputs(pl, net, theta, X)
+    assert np.abs(outputs(pl, net, p.theta, X) - f).max() <= 1e-12 * np.abs(f).max()
+
+
+def test_path_cond_with_a_diagonal_near_the_top_of_float64(pl):
+    """theta x 1e40 on a 4-layer MLP: G_kk up to 1e240, finite, but the discriminant overflowed,
+    every class was skipped, 1 sweep, converged. Now the same minimum as scipy's."""
+    net = pl.feed_forward(3, [4, 4, 4], 2)
+    theta = pl.normal_weights(net.d, 2) * 1e40
+    g = np.asarray(pl.kernel_diagonal(net, theta))
+    assert np.isfinite(g).all() and g.max() > 1e200
+    p = pl.path_cond(net, theta)
+    assert p.converged and p.stationarity <= 1e-10 and p.sweeps > 1
+    assert p.criterion_after == pytest.approx(log_criterion_minimum(pl, net, theta), rel=1e-9)
+    assert np.isfinite(p.theta).all()
+    X = np.random.default_rng(1).standard_normal((10, 3))
+    f = outputs(pl, net, theta, X)
+    assert np.abs(outputs(pl, net, p.theta, X) - f).max() <= 1e-10 * np.abs(f).max()
+
+
+def test_enorm_where_the_squares_leave_float64(pl):
+    """Layer 1 x 1e-180, layer 2 x 1e180 (no biases): the squares (1e-360, 1e360) and their
+    ratio left float64 and 40 of 130 entries came out inf or NaN, 'converged'. The balanced theta
+    is of order 1, and the function is the same."""
+    net = pl.feed_forward(4, [10, 10], 2, bias=False)
+    theta = pl.normal_weights(net.d, 3)
+    theta[:40] *= 1e-180
+    theta[40:140] *= 1e180
+    e = pl.enorm(net, theta)
+    assert e.converged and e.stationarity <= 1e-10
+    assert np.isfinite(e.theta).all() and np.abs(e.theta).max() < 1e3
+    assert np.abs(e.theta).min() > 1e-6
+    X = np.random.default_rng(2).standard_normal((10, 4))
+    f = outputs(pl, net, theta, X)
+    assert np.abs(outputs(pl, net, e.theta, X) - f).max() <= 1e-10 * np.abs(f).max()
+    # The same balance as from the unscaled theta (ENorm's optimum does not see a rescaling).
+    plain = pl.normal_weights(net.d, 3)
+    np.testing.assert_allclose(e.theta, pl.enorm(net, plain).theta, rtol=1e-9)
+
+
+def test_converged_only_when_stationary(pl):
+    """converged is never reported beside a stationarity above the tolerance."""
+    for name, net, theta, _ in cases(pl):
+        for how in (pl.path_cond, pl.enorm):
+            one = how(net, theta, max_sweeps=1)
+            assert not one.converged and one.stationarity > 1e-10, (name, how)
+            loose = how(net, theta, tolerance=1e-3)
+            assert loose.converged and loose.stationarity <= 1e-3
+            full = how(net, theta)
+            assert full.converged and full.stationarity <= 1e-10
+            again = how(net, full.theta)  # already balanced: no sweep
+            assert again.converged and again.sweeps == 0
+
+
+def test_zero_jacobian(pl):
+    """a -> h -> y at theta = (0, 0): dPhi = 0, so K's diagonal is 0 exactly (it raised a
+    spurious RangeError, 'reaches 10^inf'), and PathCond has nothing to balance (criterion 0,
+    not NaN)."""
+    net = pl.Network([("a", "h"), ("h", "y")])
+    assert list(pl.kernel_diagonal(net, [0.0, 0.0])) == [0.0, 0.0]
+    p = pl.path_cond(net, [0.0, 0.0])
+    assert p.criterion_before == 0 and p.criterion_after == 0 and p.converged
+    assert list(p.theta) == [0.0, 0.0]
+
+
+def test_bad_options_are_refused(pl):
+    net = pl.feed_forward(2, [2], 1)
+    for how in (pl.path_cond, pl.enorm):
+        for bad in (float("nan"), -1.0, float("inf")):
+            with pytest.raises(ValueError, match="tolerance"):
+                how(net, None if False else pl.normal_weights(net.d, 0), tolerance=bad)
+        with pytest.raises(ValueError, match="max_sweeps"):
+            how(net, pl.normal_weights(net.d, 0), max_sweeps=-1)
+
+
+def test_cli_rescale_contracts(run_cli, tmp_path):
+    """Issue 50: --json with -o - printed theta and JSON together; --tolerance nan was accepted
+    and -1 printed a 309-digit range. Each is now one short line, exit 2, before any work."""
+    r = run_cli("rescale", "--ff", "4,6,5,3", "--enorm", "-o", "-", "--json")
+    assert r.returncode == 2 and r.stdout == "" and "stdout" in r.stderr
+    for bad in ("nan", "-1", "inf", "-inf"):
+        r = run_cli("rescale", "--ff", "4,6,5,3", "--enorm", "-o", tmp_path / "t.npy",
+                    "--tolerance", bad)
+        assert r.returncode == 2 and "tolerance" in r.stderr and len(r.stderr) < 200, (bad, r)
+        assert not (tmp_path / "t.npy").exists()
+    r = run_cli("rescale", "--ff", "4,6,5,3", "--enorm", "-o", tmp_path / "t.npy",
+                "--max-sweeps", "-3")
+    assert r.returncode == 2 and "max_sweeps" in r.stderr and len(r.stderr) < 200
+    # Text with -o -: theta on stdout, the report on stderr.
+    r = run_cli("rescale", "--ff", "4,6,5,3", "--enorm", "-o", "-", check=True)
+    assert len(r.stdout.split()) == 4 * 6 + 6 + 6 * 5 + 5 + 5 * 3 + 3 and "enorm:" in r.stderr
+
+
+def test_cli_enorm_at_the_edges_of_float64(pl, run_cli, tmp_path):
+    """The CLI on the layers x 1e-180 / x 1e180 MLP writes the same finite theta as Python."""
+    net = pl.feed_forward(4, [10, 10], 2, bias=False)
+    theta = pl.normal_weights(net.d, 3)
+    theta[:40] *= 1e-180
+    theta[40:140] *= 1e180
+    np.save(tmp_path / "theta.npy", theta)
+    import json
+    j = json.loads(run_cli("rescale", "--ff", "4,10,10,2", "--no-bias",
+                           "--theta", tmp_path / "theta.npy", "--enorm", "-o",
+                           tmp_path / "out.npy", "--json", check=True).stdout)
+    assert j["converged"] and j["stationarity"] <= 1e-10
+    out = np.load(tmp_path / "out.npy")
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, pl.enorm(net, theta).theta, rtol=1e-13)
