@@ -29,7 +29,7 @@ from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS
                            FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
-                           type_problem)
+                           refused_call, type_problem)
 
 SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d, "
              "nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), nn.AdaptiveAvgPool1d/2d, "
@@ -227,6 +227,8 @@ class _Importer:
         self.params: Optional[TorchParameters] = None  # with the BatchNorms, after run()
 
     def run(self) -> None:
+        for unseen in self.traced.problems:  # hooks, parametrizations: not in the trace
+            self.b.problem(unseen)
         for node in self.traced.nodes:
             if node.op == "placeholder":
                 continue
@@ -237,9 +239,11 @@ class _Importer:
                          {k: self.val(node, v) for k, v in node.kwargs.items()})
             problem = type_problem(node, self.model)
             try:
-                if problem is not None:
+                if refused_call(self.traced, node):
+                    self.values[node] = _UNKNOWN  # its module's problem is listed
+                elif problem is not None:
                     raise _Problem(problem)
-                if _failed(call.args) or _failed(list(call.kwargs.values())):
+                elif _failed(call.args) or _failed(list(call.kwargs.values())):
                     self.values[node] = _UNKNOWN  # refused upstream: reported there
                 else:
                     self.values[node] = self.apply(call)
@@ -299,6 +303,9 @@ class _Importer:
         """One layer, its parameter tensors named and shaped for the builder's checks."""
         params = {}
         for key, p in (("weight", weight), ("bias", bias)):
+            if p is not None and not self.layout.holds(p):
+                raise _Problem(f"its {key} is not a parameter of the model (theta maps to "
+                               "model.parameters())")
             if p is not None:
                 self.used.add(id(p))
                 fields[f"{key}_offset"] = self.offset(p)
@@ -373,8 +380,9 @@ class _Importer:
             return self.adaptive(name, x, 1 if isinstance(mod, nn.AdaptiveAvgPool1d) else 2,
                                  mod.output_size)
         if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
+            out = self.add("batch_norm", name, [x], weight=mod.weight, bias=mod.bias)
             self.batch_norms[id(mod)] = mod
-            return self.add("batch_norm", name, [x], weight=mod.weight, bias=mod.bias)
+            return out
         if type(mod) is nn.ReLU:
             return self.add("activation", name, [x], activation="relu")
         if type(mod) is nn.LeakyReLU:

@@ -72,6 +72,10 @@ class TorchParameters:
     def tensors(self) -> List[nn.Parameter]:
         return [p for _, p in self._named]
 
+    def holds(self, p: Any) -> bool:
+        """Whether p is one of the module's parameter tensors (one entry block of theta)."""
+        return id(p) in self._index
+
     def offset(self, p: nn.Parameter) -> int:
         """Where parameter tensor p starts in theta."""
         return self.offsets[self._index[id(p)]]

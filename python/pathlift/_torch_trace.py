@@ -24,6 +24,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules import module as torch_module
+from torch.nn.utils import parametrize
 
 from ._pathlift import UnsupportedModelError
 
@@ -195,6 +197,7 @@ class Traced:
             raise UnsupportedModelError(
                 f"torch.fx cannot trace {type(model).__name__}: {type(e).__name__}: {e}") from e
         self.model = model
+        self.problems, self.refused = module_problems(model)
         self.redirect: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
         self.view_reads: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
         order = {n: i for i, n in enumerate(self.graph.nodes)}
@@ -248,6 +251,74 @@ def describe(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_method":
         return f"tensor method .{node.target}() (node '{node.name}')"
     return f"{node.op} '{node.target}'"
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def _where(path: str, mod: nn.Module) -> str:
+    return f"module '{path}' ({type(mod).__name__})" if path else \
+        f"the model ({type(mod).__name__})"
+
+
+def module_problems(model: nn.Module) -> Tuple[List[str], Set[int]]:
+    """What the trace does not see, each problem naming its module, and the ids of those
+    modules: forward hooks and pre-hooks (torch.fx records a module call without running its
+    hooks, which may change its inputs or outputs; global ones too), weight_norm and
+    spectral_norm (pre-hooks that compute the weight) and parametrizations
+    (torch.nn.utils.parametrize: a tensor computed at each call): theta maps to parameters, so
+    each is refused with what to do. Backward hooks do not change outputs: accepted."""
+    problems: List[str] = []
+    refused: Set[int] = set()
+    for path, mod in model.named_modules():
+        where = _where(path, mod)
+        found = []
+        for hook in getattr(mod, "_forward_pre_hooks", {}).values():
+            kind = type(hook).__name__
+            if kind == "WeightNorm" and "weight_norm" in type(hook).__module__:
+                found.append(
+                    f"{where} has weight_norm on '{hook.name}' (its weight is computed from "
+                    f"'{hook.name}_g' and '{hook.name}_v' at each call; theta maps to "
+                    "parameters): call torch.nn.utils.remove_weight_norm(module"
+                    f"{'' if hook.name == 'weight' else f', {hook.name!r}'}) first")
+            elif kind == "SpectralNorm" and "spectral_norm" in type(hook).__module__:
+                found.append(
+                    f"{where} has spectral_norm on '{hook.name}' (its weight is computed from "
+                    f"'{hook.name}_orig' at each call; theta maps to parameters): call "
+                    "torch.nn.utils.remove_spectral_norm(module"
+                    f"{'' if hook.name == 'weight' else f', {hook.name!r}'}) first")
+            else:
+                found.append(f"{where} has a forward pre-hook ({_hook_name(hook)}, "
+                             "register_forward_pre_hook): pathlift does not run hooks, which "
+                             "may change the inputs; remove it (handle.remove()) or write it "
+                             "into forward")
+        for hook in getattr(mod, "_forward_hooks", {}).values():
+            found.append(f"{where} has a forward hook ({_hook_name(hook)}, "
+                         "register_forward_hook): pathlift does not run hooks, which may change "
+                         "the outputs; remove it (handle.remove()) or write it into forward")
+        if parametrize.is_parametrized(mod):
+            for name, chain in getattr(mod, "parametrizations", {}).items():
+                kinds = ", ".join(type(p).__name__ for p in chain)
+                found.append(
+                    f"{where} has a parametrized '{name}' (torch.nn.utils.parametrize: "
+                    f"{kinds}; the tensor is computed from 'parametrizations.{name}.original' "
+                    "at each call, and theta maps to parameters): call torch.nn.utils."
+                    f"parametrize.remove_parametrizations(module, {name!r}, "
+                    "leave_parametrized=True) first")
+        if found:
+            problems += found
+            refused.add(id(mod))
+    for attribute, register, kind in (
+            ("_global_forward_pre_hooks", "register_module_forward_pre_hook", "pre-hook"),
+            ("_global_forward_hooks", "register_module_forward_hook", "hook")):
+        for hook in getattr(torch_module, attribute, {}).values():
+            problems.append(f"a global forward {kind} ({_hook_name(hook)}, torch.nn.modules."
+                            f"module.{register}) is registered: pathlift does not run hooks, "
+                            f"which may change every module's "
+                            f"{'inputs' if kind == 'pre-hook' else 'outputs'}; remove it "
+                            "(handle.remove())")
+    return problems, refused
 
 
 def own_forward(mod: nn.Module, cls: type) -> bool:
@@ -318,6 +389,11 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     if node.op != "call_module":
         return None
     mod: Any = module_of(model, node)
+    for key in ("weight", "bias"):
+        t = getattr(mod, key, None)
+        if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter):
+            return (f"its {key} is a plain tensor, not a parameter (theta maps to the model's "
+                    "parameters): make it an nn.Parameter")
     if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
         return _pool_problem(None, mod.return_indices)
     if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
@@ -336,12 +412,19 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     return None
 
 
+def refused_call(traced: Traced, node: torch.fx.Node) -> bool:
+    """Whether node calls a module refused as a whole (Traced.refused: reported once)."""
+    return node.op == "call_module" and id(module_of(traced.model, node)) in traced.refused
+
+
 def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
     """The problems that do not depend on shapes (unsupported operations, training mode) and
     the BatchNorms the forward pass calls: what theta needs, without an input shape."""
-    problems: List[str] = []
+    problems: List[str] = list(traced.problems)
     batch_norms: Dict[int, nn.Module] = {}
     for node in traced.nodes:
+        if refused_call(traced, node):
+            continue  # its module's problem is listed
         problem = type_problem(node, traced.model)
         if problem is not None:
             problems.append(f"{describe(node, traced.model)}: {problem}")

@@ -56,7 +56,10 @@ concatenated). Layer names are module paths (``layer1.0.conv1``; a second call o
 is ``<path>_2``, the builder's rule for a name taken) and fx node names for functions.
 
 Anything else -- Sigmoid, Tanh, a product, a constant added, a BatchNorm or Dropout in
-training mode (call ``model.eval()``) -- raises :class:`pathlift.UnsupportedModelError` (a
+training mode (call ``model.eval()``), a forward hook or pre-hook (torch.fx does not run them;
+backward hooks are accepted), ``weight_norm``, ``spectral_norm`` or a
+``torch.nn.utils.parametrize`` parametrization (a weight computed at each call: the message
+says what to remove) -- raises :class:`pathlift.UnsupportedModelError` (a
 ValueError) listing **every** unsupported operation at once; :func:`supports` answers the
 same question without raising. ``to_torch`` maps a feed-forward network back to an
 ``nn.Sequential``.

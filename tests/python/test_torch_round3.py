@@ -1,0 +1,185 @@
+"""No wrong number from pathlift.torch (issue 50, round 3): each case computes what the PyTorch
+module computes (checked against the module's own forward pass or autograd), or is refused by a
+Python exception naming the culprit -- the module and the hook, the in-place operation, the
+argument, the parameter, the entry -- never a bare KeyError, never a silently wrong number.
+
+Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_torch_round3.py
+"""
+import copy
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+global_hooks = torch.nn.modules.module
+
+
+@pytest.fixture(scope="module")
+def pl(pathlift_module):
+    return pathlift_module
+
+
+@pytest.fixture(scope="module")
+def pt(pathlift_module):
+    import pathlift.torch
+
+    return pathlift.torch
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Sequential(nn.Linear(6, 5), nn.ReLU()),
+                         nn.Linear(5, 3)).double().eval()
+
+
+def assert_computes_the_module(pl, model, shape, n=7):
+    """from_torch(model) computes model(X) on random inputs."""
+    net = pl.from_torch(model, input_shape=shape)
+    X = torch.randn(n, *shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = model(X.clone()).reshape(n, -1).numpy()
+    got = pl.forward(net, None, X.reshape(n, -1).numpy()).outputs
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    return net
+
+
+def assert_refused(pl, model, shape, *messages):
+    """from_torch, supports and theta_from_torch refuse the model, naming each message."""
+    with pytest.raises(pl.UnsupportedModelError) as info:
+        pl.from_torch(model, input_shape=shape)
+    for message in messages:
+        assert message in str(info.value), (message, str(info.value))
+    problems = pl.supports(model, input_shape=shape).problems
+    assert all(any(m in p for p in problems) for m in messages), problems
+    return str(info.value)
+
+
+# --- 1. forward hooks and pre-hooks: torch.fx does not run them --------------------------------
+
+
+def double_output(module, inputs, out):
+    return out * 2
+
+
+def shift_input(module, inputs):
+    return (inputs[0] + 1,)
+
+
+def _hooked(where, kind):
+    model = mlp()
+    module = {"leaf": model[0], "container": model[2], "model": model}[where]
+    if kind == "hook":
+        module.register_forward_hook(double_output)
+    else:
+        module.register_forward_pre_hook(shift_input)
+    return model
+
+
+@pytest.mark.parametrize("where,path", [("leaf", "module '0' (Linear)"),
+                                        ("container", "module '2' (Sequential)"),
+                                        ("model", "the model (Sequential)")])
+@pytest.mark.parametrize("kind,words", [("hook", "a forward hook (double_output, "
+                                                 "register_forward_hook)"),
+                                        ("pre-hook", "a forward pre-hook (shift_input, "
+                                                     "register_forward_pre_hook)")])
+def test_forward_hooks_are_refused_naming_the_module_and_the_hook(pl, where, path, kind, words):
+    model = _hooked(where, kind)
+    with torch.no_grad():  # the hook changes what the module computes
+        X = torch.randn(3, 4, dtype=torch.float64)
+        assert not torch.equal(model(X), mlp()(X))
+    text = assert_refused(pl, model, (4,), f"{path} has {words}: pathlift does not run hooks")
+    assert "not used" not in text  # the hooked module's parameters are not called unused
+    with pytest.raises(pl.UnsupportedModelError, match="forward"):
+        pl.theta_from_torch(model)
+
+
+@pytest.mark.parametrize("register,words", [
+    ("register_module_forward_hook", "a global forward hook (double_output, torch.nn.modules."
+                                     "module.register_module_forward_hook) is registered"),
+    ("register_module_forward_pre_hook", "a global forward pre-hook (shift_input, torch.nn."
+                                         "modules.module.register_module_forward_pre_hook)")])
+def test_global_forward_hooks_are_refused(pl, register, words):
+    if not hasattr(global_hooks, register):
+        pytest.skip(f"this torch has no {register}")
+    hook = shift_input if "pre" in register else double_output
+    handle = getattr(global_hooks, register)(hook)
+    try:
+        assert_refused(pl, mlp(), (4,), words)
+    finally:
+        handle.remove()
+    assert_computes_the_module(pl, mlp(), (4,))  # removed: imported again
+
+
+def test_backward_hooks_do_not_change_the_outputs_and_are_accepted(pl):
+    model = mlp()
+    model[0].register_full_backward_hook(lambda m, grad_in, grad_out: None)
+    model[3].register_backward_hook(lambda m, grad_in, grad_out: None)
+    assert_computes_the_module(pl, model, (4,))
+
+
+# --- 4. weight_norm, spectral_norm, parametrizations -------------------------------------------
+
+
+class Symmetric(nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(0, 1)
+
+
+def _weight_norm():
+    model = mlp()
+    torch.nn.utils.weight_norm(model[2][0])
+    return model
+
+
+def _spectral_norm():
+    model = mlp()
+    torch.nn.utils.spectral_norm(model[0])
+    return model.eval()
+
+
+def _parametrized():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 3)).double().eval()
+    torch.nn.utils.parametrize.register_parametrization(model[0], "weight", Symmetric())
+    return model
+
+
+@pytest.mark.parametrize("make,messages", [
+    (_weight_norm, ["module '2.0' (Linear) has weight_norm on 'weight'",
+                    "call torch.nn.utils.remove_weight_norm(module) first"]),
+    (_spectral_norm, ["module '0' (Linear) has spectral_norm on 'weight'",
+                      "call torch.nn.utils.remove_spectral_norm(module) first"]),
+    (_parametrized, ["module '0' (ParametrizedLinear) has a parametrized 'weight' "
+                     "(torch.nn.utils.parametrize: Symmetric;",
+                     "call torch.nn.utils.parametrize.remove_parametrizations(module, 'weight', "
+                     "leave_parametrized=True) first"])],
+    ids=["weight_norm", "spectral_norm", "parametrize"])
+def test_computed_weights_are_refused_saying_what_to_do(pl, pt, make, messages):
+    model = make()
+    text = assert_refused(pl, model, (4,), *messages)
+    assert "1 problem\n" in text
+    for refused in (pl.theta_from_torch, lambda m: pt.load_theta(m, np.zeros(3))):
+        with pytest.raises(pl.UnsupportedModelError, match=re.escape(messages[0])):
+            refused(model)
+
+
+def test_computed_weights_removed_as_the_message_says_import(pl):
+    model = _weight_norm()
+    torch.nn.utils.remove_weight_norm(model[2][0])
+    assert_computes_the_module(pl, model, (4,))
+    model = _parametrized()
+    torch.nn.utils.parametrize.remove_parametrizations(model[0], "weight",
+                                                       leave_parametrized=True)
+    assert_computes_the_module(pl, model, (4,))
+
+
+def test_a_plain_tensor_weight_is_refused_naming_it(pl):
+    model = mlp()
+    w = model[3].weight.detach().clone()
+    del model[3].weight
+    model[3].weight = w  # a plain tensor attribute, not a parameter
+    assert_refused(pl, model, (4,), "layer Linear at '3': its weight is a plain tensor, not a "
+                                    "parameter")
