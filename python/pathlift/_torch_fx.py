@@ -223,6 +223,7 @@ class _Importer:
         self.used: Set[int] = set()
         self.batch_norms: Dict[int, nn.Module] = {}
         self.values: Dict[torch.fx.Node, Any] = {placeholder: self.b.input()}
+        self.changed: Dict[torch.fx.Node, Any] = {}  # in-place operation -> what it changed
         self.layout = TorchParameters(self.model, [])  # offsets and names
         self.params: Optional[TorchParameters] = None  # with the BatchNorms, after run()
 
@@ -237,6 +238,8 @@ class _Importer:
                 continue
             call = _Call(node, [self.val(node, a) for a in node.args],
                          {k: self.val(node, v) for k, v in node.kwargs.items()})
+            if node in self.traced.mutations and call.args:
+                self.changed[node] = call.args[0]
             problem = type_problem(node, self.model)
             try:
                 if refused_call(self.traced, node):
@@ -271,14 +274,19 @@ class _Importer:
         if view is None:
             return self.values[self.traced.read(reader, a)]
         before, after = self.values[a], self.values[view]
-        if _failed(before) or _failed(after):
+        changed = self.changed.get(view)
+        if _failed(before) or _failed(after) or _failed(changed):
             return _UNKNOWN
-        if isinstance(before, LayerOutput) and isinstance(after, LayerOutput) and \
-                tuple(before.shape) == tuple(after.shape):
-            return after  # the same entries: the view sees the change
+        if isinstance(before, LayerOutput) and isinstance(changed, LayerOutput) and \
+                isinstance(after, LayerOutput) and before.layer == changed.layer and \
+                tuple(before.shape) == tuple(changed.shape):
+            return after  # a view of the same entries in the same order sees the change
         self.b.problem(f"{describe(view, self.model)} modifies in place a tensor whose view of "
-                       f"another shape ({describe(a, self.model)}) is read afterwards (by node "
-                       f"'{reader.name}'): not supported")
+                       f"another shape or order ({describe(a, self.model)}) is read afterwards "
+                       f"(by node '{reader.name}'): not supported (an in-place operation on a "
+                       "slice, a piece of a chunk or split, a reshape is applied only to that "
+                       "view and its aliases; write it out of place, e.g. torch.cat of the "
+                       "pieces)")
         return _UNKNOWN
 
     def mark_used(self, call: _Call) -> None:

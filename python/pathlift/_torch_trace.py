@@ -6,10 +6,13 @@ inplace=True)``, ``nn.ReLU(inplace=True)``, ``h.add_(y)``, ``h += y`` change h f
 reader in graph order, and for its aliases (nn.Identity, eval-mode Dropout, ``.contiguous()``,
 ``.detach()``, the results of in-place operations: the same tensor). torch.fx alone records
 ``h += y`` as ``h + y`` and drops an in-place operation whose result is not used; here both are
-kept where a later operation reads the tensor. An in-place operation is refused by name when
-a view of its tensor with another shape (a flatten, a view) made before it is read after it,
-and an in-place operation that is not supported (``h.mul_(2)``, ``h *= 2``) is refused, never
-dropped.
+kept where a later operation reads the tensor. Views (slices, pieces of a chunk or split, a
+flatten, a view, and PyTorch's other view operations) share entries with their tensor: an
+in-place operation on one of them, or on the tensor, is refused by name when another view that
+may share the changed entries (not another piece of the same split) is read after it, unless
+both are the same entries in the same order; an in-place operation that is not supported
+(``h.pow_(2)``) is refused, never dropped. What the trace does not see -- forward hooks,
+weight_norm, spectral_norm, parametrizations -- is refused by module (:func:`module_problems`).
 """
 
 from __future__ import annotations
@@ -74,7 +77,21 @@ SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "
                      "div", "div_", "chunk", "split", "transpose", "permute"} | CLAMP_METHODS | \
     CLAMP_MIN_METHODS
 SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
-VIEW_METHODS = {"view", "reshape", "flatten", "transpose", "permute"}
+# Operations whose result may share entries with their first argument (PyTorch's view
+# operations, and reshape/flatten, which return a view when they can): an in-place operation
+# on one is an in-place operation on the other's entries. Those that cut a tensor into pieces
+# (SPLIT_VIEWS, then operator.getitem of a piece) make disjoint views.
+SPLIT_VIEWS = {"chunk", "split", "split_with_sizes", "tensor_split", "unbind", "hsplit",
+               "vsplit", "dsplit"}
+VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose",
+                "permute", "t", "narrow", "select", "squeeze", "unsqueeze", "expand",
+                "expand_as", "movedim", "moveaxis", "swapaxes", "swapdims", "diagonal",
+                "unfold", "as_strided", "real", "imag", "__getitem__"} | SPLIT_VIEWS
+VIEW_FUNCTIONS = {operator.getitem} | {getattr(torch, name) for name in VIEW_METHODS
+                                       if hasattr(torch, name)}
+SPLIT_FUNCTIONS = {getattr(torch, name) for name in SPLIT_VIEWS if hasattr(torch, name)}
+VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag"}  # x.T: getattr(x, "T")
+VIEW_MODULES = (nn.Flatten, nn.Unflatten)
 ALIAS_METHODS = {"contiguous", "detach"}
 INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
                      operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
@@ -159,7 +176,8 @@ def mutates(node: torch.fx.Node, model: nn.Module) -> bool:
 
 
 def _alias_kind(node: torch.fx.Node, model: nn.Module) -> str:
-    """'alias' (the same tensor), 'view' (its storage, maybe another shape) or 'new'."""
+    """'alias' (the same tensor), 'view' (some of its entries, maybe another shape: a slice, a
+    piece of a chunk, a reshape) or 'new'."""
     if mutates(node, model):
         return "alias"
     if node.op == "call_method":
@@ -168,10 +186,38 @@ def _alias_kind(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_module":
         mod = module_of(model, node)
         return "alias" if type(mod) in (nn.Identity, nn.Dropout) else \
-            "view" if type(mod) is nn.Flatten else "new"
-    if node.op == "call_function" and node.target in FLATTEN_FUNCTIONS:
-        return "view"
+            "view" if isinstance(mod, VIEW_MODULES) else "new"
+    if node.op == "call_function":
+        t = node.target
+        if t is getattr:
+            return "view" if len(node.args) > 1 and node.args[1] in VIEW_ATTRIBUTES else "new"
+        return "view" if t in VIEW_FUNCTIONS or t in FLATTEN_FUNCTIONS else "new"
     return "new"
+
+
+def _piece(node: torch.fx.Node) -> Optional[Tuple[torch.fx.Node, int]]:
+    """(splitting node, k) when node is piece k of a chunk, split, unbind, ...: pieces of one
+    split with different k share no entry."""
+    if node.op != "call_function" or node.target is not operator.getitem or \
+            len(node.args) != 2 or not isinstance(node.args[1], int) or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return None
+    source = node.args[0]
+    if (source.op == "call_method" and source.target in SPLIT_VIEWS) or \
+            (source.op == "call_function" and source.target in SPLIT_FUNCTIONS):
+        return source, node.args[1]
+    return None
+
+
+Region = Tuple[Tuple[torch.fx.Node, int], ...]
+
+
+def _overlap(r1: Region, r2: Region) -> bool:
+    """Whether two views of one storage may share entries: unless one is piece k of a split and
+    the other another piece of it (indices of one sign, as the number of pieces is unknown)."""
+    pieces = dict(r1)
+    return not any(s in pieces and pieces[s] != k and (pieces[s] < 0) == (k < 0)
+                   for s, k in r2)
 
 
 def _reads_values(node: torch.fx.Node) -> bool:
@@ -183,10 +229,13 @@ class Traced:
     """A model traced by torch.fx, with what each operation reads once in-place operations are
     applied. For a reader n and an argument a, ``redirect[n][a]`` is the in-place operation
     whose result n reads instead of a (a's alias was changed after a was made);
-    ``view_reads[n][a]`` the same for an a of another alias class on the same storage (a
-    view), accepted in the walk only when the shapes agree. ``nodes`` are the operations the
-    outputs depend on, in graph order (dead code left out, in-place operations on what is read
-    later kept)."""
+    ``view_reads[n][a]`` the same for an a of another alias class that may share entries with
+    the changed tensor (a view of it, or a tensor it is a view of: a slice, a piece of a chunk,
+    a reshape), accepted in the walk only when both are the same entries. ``mutations`` are the
+    in-place operations. ``nodes`` are the operations the outputs depend on, in graph order
+    (dead code left out, in-place operations on what is read later kept). ``problems`` are
+    what the trace does not see (:func:`module_problems`: hooks, parametrizations), and
+    ``refused`` the ids of the modules they name."""
 
     def __init__(self, model: nn.Module):
         if not isinstance(model, nn.Module):
@@ -200,22 +249,32 @@ class Traced:
         self.problems, self.refused = module_problems(model)
         self.redirect: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
         self.view_reads: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
+        self.mutations: Set[torch.fx.Node] = set()
         order = {n: i for i, n in enumerate(self.graph.nodes)}
         group: Dict[torch.fx.Node, torch.fx.Node] = {}
         storage: Dict[torch.fx.Node, torch.fx.Node] = {}
-        latest: Dict[torch.fx.Node, torch.fx.Node] = {}  # storage -> last in-place operation
+        region: Dict[torch.fx.Node, Region] = {}  # which pieces of its storage a node holds
+        changes: Dict[torch.fx.Node, List[torch.fx.Node]] = {}  # storage -> in-place ops
         for n in self.graph.nodes:
-            for a in (n.all_input_nodes if _reads_values(n) else ()):
-                w = latest.get(storage[a])
-                if w is not None and order[w] > order[a]:
-                    target = self.redirect if group[a] is group[w] else self.view_reads
-                    target.setdefault(n, {})[a] = w
             first = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
             kind = _alias_kind(n, model) if first is not None else "new"
+            piece = _piece(n)
+            region[n] = () if kind == "new" or first is None else \
+                region[first] + ((piece,) if piece is not None else ())
+            for a in (n.all_input_nodes if _reads_values(n) else ()):
+                # the last in-place operation since a was made on entries n may read (a piece
+                # of a split reads only its own entries)
+                reads = region[n] if piece is not None and a is first else region[a]
+                w = next((w for w in reversed(changes.get(storage[a], []))
+                          if order[w] > order[a] and _overlap(region[w], reads)), None)
+                if w is not None:
+                    target = self.redirect if group[a] is group[w] else self.view_reads
+                    target.setdefault(n, {})[a] = w
             group[n] = group[first] if kind == "alias" and first is not None else n
             storage[n] = storage[first] if kind != "new" and first is not None else n
             if kind == "alias" and mutates(n, model):
-                latest[storage[n]] = n
+                changes.setdefault(storage[n], []).append(n)
+                self.mutations.add(n)
         live: Set[torch.fx.Node] = set()
         stack = [n for n in self.graph.nodes if n.op == "output"]
         while stack:

@@ -47,7 +47,9 @@ The mapping, module by module (functional forms in parentheses):
   entries, no node, no edge); ``x * c``, ``x / c`` for a number: ``scale`` (a fixed weight);
   ``torch.clamp(x, min=0)``: a ReLU;
 * in-place forms (``nn.ReLU(inplace=True)``, ``.relu_()``, ``+=``, ``.add_()``): exactly, the
-  change seen by every later reader of the tensor and of its aliases.
+  change seen by every later reader of the tensor and of its aliases; one on a view (a slice,
+  a piece of a chunk, a reshape) is refused by name when the tensor or another view sharing
+  the changed entries is read after it.
 
 Node names (from the unroller): input entries ``x[i]`` (``x[c,h,w]`` for a tensor input, in
 row-major order: the data columns), ``<layer>[c,h,w]`` for a layer's entries, ``<layer>.bias``

@@ -121,6 +121,149 @@ def test_backward_hooks_do_not_change_the_outputs_and_are_accepted(pl):
     assert_computes_the_module(pl, model, (4,))
 
 
+# --- 2. in-place operations on views ----------------------------------------------------------
+
+
+class Views(nn.Module):
+    """forward = fn(self, x); a: 4 -> 4, b: 4 -> 2 (reads all of h), c: 2 -> 2 (reads a half),
+    each made when fn uses it (every parameter must be used)."""
+
+    def __init__(self, fn, uses="abc"):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = nn.Linear(4, 4)
+        if "b" in uses:
+            self.b = nn.Linear(4, 2)
+        if "c" in uses:
+            self.c = nn.Linear(2, 2)
+        self.act = nn.ReLU(inplace=True)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self, x)
+
+
+def _slice_relu_base_read(s, x):
+    h = s.a(x)
+    h[:, :2].relu_()
+    return s.b(h)
+
+
+def _piece_mul_base_read(s, x):
+    h = s.a(x)
+    p, q = h.chunk(2, dim=1)
+    p.mul_(3)
+    return s.b(h) + s.c(q)
+
+
+def _split_piece_base_read(s, x):
+    h = s.a(x)
+    p, q = torch.split(h, 2, 1)
+    p.add_(q)
+    return s.b(h) + s.c(p)
+
+
+def _module_in_place_on_a_slice(s, x):
+    h = s.a(x)
+    s.act(h[:, 1:3])
+    return s.b(h)
+
+
+def _base_changed_slice_read(s, x):
+    h = s.a(x)
+    p = h[:, :2]
+    h.relu_()
+    return s.c(p) + s.b(h)
+
+
+def _flatten_slice_base_read(s, x):
+    h = s.a(x)
+    h.flatten(1)[:, 1:].relu_()
+    return s.b(h)
+
+
+def _narrow_relu_base_read(s, x):
+    h = s.a(x)
+    h.narrow(1, 0, 2).relu_()  # an unsupported view: refused, not dropped
+    return s.b(h)
+
+
+VIEW_REFUSED = {
+    "h[:, :2].relu_()": (_slice_relu_base_read, "tensor method .relu_() (node 'relu_') modifies "
+                         "in place a tensor whose view of another shape or order (layer Linear "
+                         "at 'a') is read afterwards (by node 'b')"),
+    "chunk, p.mul_(3)": (_piece_mul_base_read, "tensor method .mul_() (node 'mul_') modifies "
+                         "in place a tensor whose view of another shape or order (layer Linear "
+                         "at 'a') is read afterwards (by node 'b')"),
+    "torch.split, p.add_(q)": (_split_piece_base_read, "tensor method .add_() (node 'add_') "
+                               "modifies in place a tensor whose view of another shape or order"),
+    "ReLU(inplace=True) on a slice": (_module_in_place_on_a_slice, "layer ReLU at 'act' "
+                                      "modifies in place a tensor whose view of another shape"),
+    "slice, then the tensor": (_base_changed_slice_read, "tensor method .relu_() (node "
+                               "'relu_') modifies in place a tensor whose view of another shape "
+                               "or order (operation getitem (node 'getitem')) is read "
+                               "afterwards (by node 'c')"),
+    "a slice of a flatten": (_flatten_slice_base_read, "tensor method .relu_() (node 'relu_') "
+                             "modifies in place a tensor whose view of another shape or order"),
+    "narrow": (_narrow_relu_base_read, "tensor method .narrow() (node 'narrow'): not supported"),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEW_REFUSED))
+def test_in_place_operations_on_views_are_refused_by_name(pl, name):
+    fn, message = VIEW_REFUSED[name]
+    model = Views(fn, uses="abc" if "s.c(" in inspect.getsource(fn) else "ab").double().eval()
+    text = assert_refused(pl, model, (4,), message)
+    assert "1 problem\n" in text
+
+
+def _piece_relu_pieces_read(s, x):
+    h = s.a(x)
+    p, q = h.chunk(2, 1)
+    p.relu_()  # changes h too, but nothing reads h: the pieces are read
+    q.mul_(2)
+    return s.b(torch.cat([p, q], 1)) + s.c(q)
+
+
+def _piece_changed_other_piece_read(s, x):
+    h = s.a(x)
+    p, q = torch.split(h, 2, 1)
+    p.mul_(3)
+    return s.c(q) + s.c(p)
+
+
+def _slice_changed_slice_read(s, x):
+    p = s.a(x)[:, 1:3]
+    s.act(p)
+    return s.c(p)
+
+
+def _changed_then_sliced(s, x):
+    h = s.a(x)
+    h.relu_()
+    return s.c(h[:, 1:3]) + s.b(h)
+
+
+def _full_view_changed(s, x):
+    h = s.a(x)
+    h.view(h.size(0), -1).relu_()  # the same entries in the same order
+    return s.b(h)
+
+
+VIEW_EXACT = {"pieces changed, pieces read": _piece_relu_pieces_read,
+              "one piece changed, the other read": _piece_changed_other_piece_read,
+              "a slice changed and read": _slice_changed_slice_read,
+              "sliced after the change": _changed_then_sliced,
+              "a view of the same entries": _full_view_changed}
+
+
+@pytest.mark.parametrize("name", list(VIEW_EXACT))
+def test_in_place_operations_on_views_read_exactly_compute_the_module(pl, name):
+    fn = VIEW_EXACT[name]
+    uses = "a" + "".join(k for k in "bc" if f"s.{k}(" in inspect.getsource(fn))
+    assert_computes_the_module(pl, Views(fn, uses).double().eval(), (4,))
+
+
 # --- 4. weight_norm, spectral_norm, parametrizations -------------------------------------------
 
 
