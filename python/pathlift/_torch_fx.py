@@ -31,10 +31,10 @@ from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
                            refused_call, type_problem)
 
-SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d, "
-             "nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), nn.AdaptiveAvgPool1d/2d, "
-             "nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, nn.Identity, "
-             "nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
+SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d "
+             "(output_size too), nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), "
+             "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
+             "nn.Identity, nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
              "nn.ReflectionPad/ReplicationPad1d/2d, nn.Upsample/F.interpolate (mode 'nearest'), "
              "F.pad (reflect, replicate, circular; constant only to crop), "
              "F.relu/F.leaky_relu/F.linear, "
@@ -331,7 +331,7 @@ class _Importer:
     def apply(self, call: _Call) -> Any:
         node = call.node
         if node.op == "call_module":
-            return self.module(node, module_of(self.model, node), call.args)
+            return self.module(node, module_of(self.model, node), call)
         if node.op == "call_function":
             return self.function(call)
         if node.op == "call_method":
@@ -344,19 +344,24 @@ class _Importer:
                                "parameters can be weights)") from None
         raise _Problem("not supported")
 
-    def module(self, node: torch.fx.Node, mod: Any, args: List[Any]) -> Any:
-        name = str(node.target)
+    def module(self, node: torch.fx.Node, mod: Any, call: _Call) -> Any:
+        name, args = str(node.target), call.args
         if not args:
             raise _Problem("called without a tensor")
+        transposed = any(own_forward(mod, cls) for cls in CONV_TRANSPOSE_MODULES)
+        allowed = ["output_size"] if transposed else []  # forward's arguments after the input
+        extra = [f"argument {i}" for i in range(1 + len(allowed), len(args))] + \
+            [f"{k}=" for k in call.kwargs if k not in allowed]
+        if extra:  # never ignored: each changes what the module computes
+            raise _Problem(f"called with {', '.join(extra)} besides the input: not supported "
+                           "(only a ConvTranspose's output_size is)")
         if type(mod) is nn.Flatten:
             return self.flatten(name, args[0], mod.start_dim, mod.end_dim)
         if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (type_problem)
             return args[0] if isinstance(args[0], _Arranged) else _tensor(args[0])
         x = _tensor(args[0])
-        if any(own_forward(mod, cls) for cls in CONV_TRANSPOSE_MODULES):
-            if len(args) > 1:
-                raise _Problem("an output_size argument is not supported")
-            return self.conv_transpose(name, x, mod)
+        if transposed:
+            return self.conv_transpose(name, x, mod, call.arg(1, "output_size"))
         if type(mod) in PAD_MODULES:
             return self.pad(name, x, list(mod.padding), PAD_MODULES[type(mod)])
         if isinstance(mod, UPSAMPLE_MODULES):
@@ -674,13 +679,32 @@ class _Importer:
             raise _Problem(f"the factor {c} is not finite")
         return self.add("scale", name, [_tensor(x)], factor=c)
 
-    def conv_transpose(self, name: str, x: LayerOutput, mod: Any) -> LayerOutput:
+    def conv_transpose(self, name: str, x: LayerOutput, mod: Any,
+                       output_size: Any) -> LayerOutput:
+        """A ConvTranspose; output_size (the forward's argument) chooses output_padding by
+        PyTorch's own rule (mod._output_padding)."""
         n = 1 if isinstance(mod, nn.ConvTranspose1d) else 2
+        kernel, stride, padding, dilation = (_pair(v, n) for v in (
+            mod.kernel_size, mod.stride, mod.padding, mod.dilation))
+        output_padding = _pair(mod.output_padding, n)
+        if output_size is not None:
+            size = list(output_size.shape) if isinstance(output_size, _Shape) else output_size
+            if not isinstance(size, (tuple, list)) or \
+                    not all(isinstance(s, (int, _Batch)) for s in size):
+                raise _Problem(f"output_size {output_size!r} must be a list of sizes")
+            size = size[-n:]  # PyTorch takes the spatial sizes last (batch, channels ahead)
+            if len(size) != n or not all(_number(s) for s in size):
+                raise _Problem(f"output_size {_show(list(output_size))} does not give "
+                               f"{n} spatial sizes")
+            sample = torch.empty((1, *x.shape), device="meta")
+            try:
+                output_padding = [int(v) for v in mod._output_padding(
+                    sample, [int(s) for s in size], stride, padding, kernel, n, dilation)]
+            except (ValueError, RuntimeError) as e:
+                raise _Problem(f"output_size {list(size)}: {e}") from None
         return self.add("conv_transpose", name, [x], out_channels=int(mod.out_channels),
-                        groups=int(mod.groups), kernel=_pair(mod.kernel_size, n),
-                        stride=_pair(mod.stride, n), padding=_pair(mod.padding, n),
-                        dilation=_pair(mod.dilation, n),
-                        output_padding=_pair(mod.output_padding, n), weight=mod.weight,
+                        groups=int(mod.groups), kernel=kernel, stride=stride, padding=padding,
+                        dilation=dilation, output_padding=output_padding, weight=mod.weight,
                         bias=mod.bias)
 
     def function(self, c: _Call) -> Any:

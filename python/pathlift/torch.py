@@ -27,7 +27,8 @@ The mapping, module by module (functional forms in parentheses):
 * ``nn.Linear`` (``F.linear`` of parameters): a ``linear`` layer, on a flat ``(F,)`` input;
 * ``nn.Conv1d`` / ``nn.Conv2d`` (any stride, dilation, groups; padding ``"same"`` when
   symmetric; ``padding_mode`` zeros, reflect, replicate or circular): a ``conv`` layer (the
-  non-zero modes as ``gather`` layers before it); ``nn.ConvTranspose1d/2d``: ``conv_transpose``;
+  non-zero modes as ``gather`` layers before it); ``nn.ConvTranspose1d/2d`` (the forward's
+  ``output_size`` too, choosing output_padding as PyTorch does): ``conv_transpose``;
 * ``nn.MaxPool1d/2d`` (``F.max_pool2d``), ``nn.AvgPool1d/2d`` (``F.avg_pool2d``,
   ``count_include_pad`` either way), ``nn.AdaptiveAvgPool1d/2d`` (``F.adaptive_avg_pool2d``):
   pooling layers (``ceil_mode`` either way, no ``divisor_override``); ``x.mean([2, 3])`` and

@@ -264,6 +264,50 @@ def test_in_place_operations_on_views_read_exactly_compute_the_module(pl, name):
     assert_computes_the_module(pl, Views(fn, uses).double().eval(), (4,))
 
 
+# --- 3. ConvTranspose's output_size ------------------------------------------------------------
+
+
+class Up(nn.Module):
+    def __init__(self, size, dims=2):
+        super().__init__()
+        torch.manual_seed(0)
+        conv = nn.Conv2d if dims == 2 else nn.Conv1d
+        transpose = nn.ConvTranspose2d if dims == 2 else nn.ConvTranspose1d
+        self.down = conv(2, 3, 3, stride=2)
+        self.up = transpose(3, 2, 3, stride=2)  # from 4: 9 or 10 (output_padding 0 or 1)
+        self.size = size
+
+    def forward(self, x):
+        h = self.down(x)
+        size = x.size() if self.size == "x.size()" else self.size
+        return self.up(h, output_size=size)
+
+
+@pytest.mark.parametrize("size", [[10, 10], [9, 10], [1, 2, 10, 9], "x.size()"])
+def test_conv_transpose_output_size_is_applied(pl, size):
+    # from 10 x 10, down to 4 x 4, up to 9 (output_padding 0) or 10 (output_padding 1)
+    assert_computes_the_module(pl, Up(size).double().eval(), (2, 10, 10))  # outputs' count too
+
+
+def test_conv_transpose_output_size_1d_and_positional(pl):
+    class Positional(Up):
+        def forward(self, x):
+            return self.up(self.down(x), [10])
+
+    assert_computes_the_module(pl, Up([9], dims=1).double().eval(), (2, 10))
+    assert_computes_the_module(pl, Up("x.size()", dims=1).double().eval(), (2, 10))
+    assert_computes_the_module(pl, Positional(None, dims=1).double().eval(), (2, 10))
+
+
+def test_an_output_size_out_of_range_is_refused_naming_it(pl):
+    model = Up([12, 12]).double().eval()
+    with pytest.raises(ValueError):  # PyTorch refuses it too
+        model(torch.zeros(1, 2, 9, 9, dtype=torch.float64))
+    assert_refused(pl, model, (2, 9, 9), "layer ConvTranspose2d at 'up': output_size [12, 12]: "
+                   "requested an output size of [12, 12], but valid sizes range from [9, 9] "
+                   "to [10, 10]")
+
+
 # --- 4. weight_norm, spectral_norm, parametrizations -------------------------------------------
 
 
