@@ -442,6 +442,11 @@ class _Importer:
                for i, s in enumerate(sizes)]
         return self.add("adaptive_avg_pool", name, [x], output_size=out)
 
+    def flatten_call(self, c: _Call) -> Any:
+        """torch.flatten(x, ...) and x.flatten(...): the tensor first, then the dims."""
+        return self.flatten(c.node.name, c.arg(0, "input"), int(c.arg(1, "start_dim", 0)),
+                            int(c.arg(2, "end_dim", -1)))
+
     def flatten(self, name: str, x: Any, start_dim: int, end_dim: int) -> Any:
         if isinstance(x, _Arranged):
             nd = x.idx.ndim + 1
@@ -450,6 +455,7 @@ class _Importer:
                 raise _Problem(f"flattening dims {start_dim}..{end_dim} of a rearranged "
                                "tensor: only flatten to (batch, features) is supported")
             return self.arranged(name, x.source, x.idx.reshape(-1))
+        x = _tensor(x)
         nd = len(x.shape) + 1  # with the batch dimension
         s = start_dim + nd if start_dim < 0 else start_dim
         e = end_dim + nd if end_dim < 0 else end_dim
@@ -768,8 +774,7 @@ class _Importer:
         if t in CAT_FUNCTIONS:
             return self.cat(name, c.arg(0, "tensors", ()), int(c.arg(1, "dim", 0)))
         if t in FLATTEN_FUNCTIONS:
-            return self.flatten(name, _tensor(x), int(c.arg(1, "start_dim", 0)),
-                                int(c.arg(2, "end_dim", -1)))
+            return self.flatten_call(c)
         if t in LINEAR_FUNCTIONS:
             w, b = c.arg(1, "weight"), c.arg(2, "bias")
             if not isinstance(w, _Param) or not (b is None or isinstance(b, _Param)):
@@ -809,8 +814,7 @@ class _Importer:
         if m == "permute":
             return self.permute(name, raw, args[1:])
         if m == "flatten":
-            return self.flatten(name, raw, int(c.arg(1, "start_dim", 0)),
-                                int(c.arg(2, "end_dim", -1)))
+            return self.flatten_call(c)
         if m == "size" and len(args) == 1:
             return _Shape(_shape_of(raw))
         if m in ("mul", "mul_", "div", "div_"):

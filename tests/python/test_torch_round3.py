@@ -370,3 +370,34 @@ def test_a_plain_tensor_weight_is_refused_naming_it(pl):
     model[3].weight = w  # a plain tensor attribute, not a parameter
     assert_refused(pl, model, (4,), "layer Linear at '3': its weight is a plain tensor, not a "
                                     "parameter")
+
+
+# --- 6. torch.flatten after a channel shuffle: the method's path ------------------------------
+
+
+class Shuffle(nn.Module):
+    def __init__(self, spelling):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(4, 4, 1)
+        self.fc = nn.Linear(4 * 3 * 3, 2)
+        self.spelling = spelling
+
+    def forward(self, x):
+        y = self.conv(x)
+        n = y.size(0)
+        y = y.view(n, 2, 2, 3, 3).transpose(1, 2)  # the channel shuffle, before its view back
+        flat = {"torch.flatten(y, 1)": lambda: torch.flatten(y, 1),
+                "torch.flatten(y, start_dim=1)": lambda: torch.flatten(y, start_dim=1),
+                "torch.flatten(input=y, start_dim=1)": lambda: torch.flatten(input=y,
+                                                                             start_dim=1),
+                "y.flatten(1)": lambda: y.flatten(1),
+                "y.reshape(n, -1)": lambda: y.reshape(n, -1)}[self.spelling]()
+        return self.fc(flat)
+
+
+@pytest.mark.parametrize("spelling", ["torch.flatten(y, 1)", "torch.flatten(y, start_dim=1)",
+                                      "torch.flatten(input=y, start_dim=1)", "y.flatten(1)",
+                                      "y.reshape(n, -1)"])
+def test_flatten_of_a_channel_shuffle_in_every_spelling(pl, spelling):
+    assert_computes_the_module(pl, Shuffle(spelling).double().eval(), (4, 3, 3))
