@@ -178,8 +178,11 @@ def load_theta(model: Union[nn.Module, TorchNetwork], theta: Any) -> None:
     theta_from_torch. A BatchNorm's a and b become gamma = a sqrt(running_var + eps) and
     beta = b + gamma running_mean / sqrt(running_var + eps) for its current running
     statistics (which are not changed). ``model``: a module (traced once for its BatchNorms)
-    or a from_torch network (its module). ValueError for a theta that is not d finite real
-    numbers; what theta_from_torch raises for an unsupported model."""
+    or a from_torch network (its module). ValueError for a theta that is not d finite numbers
+    or whose value for a parameter is not finite in that parameter's dtype (1e300 for float32,
+    1e5 for float16: the entry, the parameter and the range named; nothing written), TypeError
+    for entries that are not real numbers; what theta_from_torch raises for an unsupported
+    model."""
     params = model.theta_layout if isinstance(model, TorchNetwork) else parameters_of(model)
     params.load(theta)
 

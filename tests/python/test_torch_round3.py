@@ -372,6 +372,55 @@ def test_a_plain_tensor_weight_is_refused_naming_it(pl):
                                     "parameter")
 
 
+# --- 5. load_theta: finite in the parameters' dtype, numbers only -----------------------------
+
+
+@pytest.mark.parametrize("dtype,value,words", [
+    (torch.float32, 1e300, "dtype float32 (finite range +-3.40282e+38)"),
+    (torch.float16, 1e5, "dtype float16 (finite range +-65504)"),
+    (torch.bfloat16, 1e39, "dtype bfloat16")])
+def test_load_theta_refuses_what_the_parameters_dtype_cannot_hold(pl, pt, dtype, value, words):
+    model = mlp().to(dtype)
+    before = [p.detach().clone() for p in model.parameters()]
+    theta = pl.theta_from_torch(model)
+    k = 30  # 0.weight has 24 entries, 0.bias 6: entry 0 of 2.0.weight
+    theta[k] = value
+    with pytest.raises(ValueError) as info:
+        pt.load_theta(model, theta)
+    assert f"theta[{k}] = {value:.6g} is not finite as entry 0 of parameter '2.0.weight', of " \
+           f"{words}" in str(info.value)
+    assert "nothing was written" in str(info.value)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before))
+    theta[k] = 1.5  # in range: written
+    pt.load_theta(model, theta)
+    assert float(model[2][0].weight[0, 0]) == 1.5
+
+
+def test_load_theta_refuses_a_batch_norm_slot_that_overflows(pl, pt):
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2)).eval()
+    with torch.no_grad():
+        model[1].running_var.fill_(1e30)  # gamma = a std: a = 1e30 gives gamma 1e45
+    theta = pl.theta_from_torch(model)
+    theta[16] = 1e30  # a of channel 0 (Linear: 12 + 4 entries before)
+    with pytest.raises(ValueError, match=r"theta\[16\] = 1e\+30 \(gamma or beta 1e\+45 by its "
+                       r"batch norm's running statistics\) is not finite as entry 0 of "
+                       r"parameter '1.weight', of dtype float32"):
+        pt.load_theta(model, theta)
+
+
+@pytest.mark.parametrize("last,words", [
+    ("1.0", r"theta\[0\] = '1.0' \(dtype <U3\)"), ("x", r"theta\[82\] = 'x' \(dtype <U32\)"),
+    (object(), r"theta\[82\] = <object object at"), (None, r"theta\[82\] = None")])
+def test_load_theta_refuses_what_is_not_numbers(pt, last, words):
+    model = mlp()
+    before = [p.detach().clone() for p in model.parameters()]
+    d = sum(p.numel() for p in model.parameters())  # 83
+    theta = ["1.0"] * d if last == "1.0" else [1.0] * (d - 1) + [last]
+    with pytest.raises(TypeError, match=rf"theta must be real numbers, got {words}"):
+        pt.load_theta(model, theta)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before))
+
+
 # --- 6. torch.flatten after a channel shuffle: the method's path ------------------------------
 
 
