@@ -450,3 +450,28 @@ class Shuffle(nn.Module):
                                       "y.reshape(n, -1)"])
 def test_flatten_of_a_channel_shuffle_in_every_spelling(pl, spelling):
     assert_computes_the_module(pl, Shuffle(spelling).double().eval(), (4, 3, 3))
+
+
+# --- 7. PathSGD with non-finite gradients ------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_path_sgd_refuses_a_non_finite_gradient_and_changes_nothing(pt, bad, momentum):
+    model = mlp()
+    opt = pt.PathSGD(model, lr=0.1, momentum=momentum)
+    X = torch.randn(5, 4, dtype=torch.float64)
+    model(X).sum().backward()
+    opt.step()  # a good step: the momentum buffers exist
+    opt.zero_grad()
+    model(X).sum().backward()
+    model[2][0].bias.grad[3] = bad
+    before = copy.deepcopy(model.state_dict())
+    buffers = {k: v["momentum_buffer"].clone() for k, v in enumerate(opt.state.values())}
+    with pytest.raises(ValueError, match=rf"PathSGD: the gradient of parameter '2.0.bias' is "
+                       rf"not finite \(entry 3: {bad}\): no parameter was changed"):
+        opt.step()
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(torch.equal(buffers[k], v["momentum_buffer"])
+               for k, v in enumerate(opt.state.values())) if momentum else True
