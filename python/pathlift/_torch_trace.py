@@ -494,15 +494,46 @@ def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
     return problems, list(batch_norms.values())
 
 
+def _size(s: Any) -> Optional[int]:
+    """s as a positive integer size (an int, a numpy or 0-dim torch integer), else None."""
+    if isinstance(s, (bool, np.bool_)) or (isinstance(s, torch.Tensor) and
+                                           s.dtype == torch.bool):
+        return None
+    try:
+        k = operator.index(s)
+    except TypeError:
+        return None
+    return k if k > 0 else None
+
+
+def parse_input_shape(input_shape: Any) -> Tuple[int, ...]:
+    """One sample's shape as a tuple of positive ints (a number: a 1-entry shape); ValueError
+    naming the first entry that is not a positive integer (a float, a bool, 0, a negative
+    number, nan)."""
+    expected = "input_shape must be one sample's shape, positive integers such as (3, 32, 32)"
+    if isinstance(input_shape, (str, bytes)):
+        raise ValueError(f"{expected}, got {input_shape!r}")
+    size = _size(input_shape)
+    if size is not None:
+        return (size,)
+    try:
+        entries = list(input_shape)
+    except TypeError:
+        raise ValueError(f"{expected}, got {input_shape!r}, not a positive integer") from None
+    if not entries:
+        raise ValueError(f"{expected}, got {input_shape!r} (no entry)")
+    for i, s in enumerate(entries):
+        if _size(s) is None:
+            raise ValueError(f"{expected}, got {input_shape!r}: entry {i} ({s!r}) is not a "
+                             "positive integer")
+    return tuple(int(operator.index(s)) for s in entries)
+
+
 def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
     """input_shape as a tuple, or (in_features,) of the first Linear the input reaches through
     shape-free operations; UnsupportedModelError when there is none."""
     if input_shape is not None:
-        shape = (int(input_shape),) if isinstance(input_shape, (int, np.integer)) \
-            else tuple(int(s) for s in input_shape)
-        if not shape or any(s <= 0 for s in shape):
-            raise ValueError(f"input_shape must be positive sizes, got {input_shape!r}")
-        return shape
+        return parse_input_shape(input_shape)
     model = traced.model
     chain = {n for n in traced.nodes if n.op == "placeholder"}
     passing = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Flatten, nn.Dropout)

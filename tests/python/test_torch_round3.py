@@ -475,3 +475,30 @@ def test_path_sgd_refuses_a_non_finite_gradient_and_changes_nothing(pt, bad, mom
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert all(torch.equal(buffers[k], v["momentum_buffer"])
                for k, v in enumerate(opt.state.values())) if momentum else True
+
+
+# --- 8. input shapes are positive integers -----------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,entry", [((4.5,), "entry 0 (4.5)"), ((True,), "entry 0 (True)"),
+                                         ((4, 0), "entry 1 (0)"), ((-4,), "entry 0 (-4)"),
+                                         ((float("nan"),), "entry 0 (nan)"),
+                                         ((4.0,), "entry 0 (4.0)"), (("4",), "entry 0 ('4')"),
+                                         (4.5, "got 4.5"), (True, "got True"), ((), "no entry"),
+                                         ("4", "got '4'")])
+def test_an_input_shape_that_is_not_positive_integers_is_refused(pl, pt, shape, entry):
+    for function in (lambda: pl.from_torch(mlp(), shape),
+                     lambda: pt.PathSGD(mlp(), lr=0.1, input_shape=shape)):
+        with pytest.raises(ValueError, match="input_shape must be one sample's shape, positive "
+                           "integers") as info:
+            function()
+        assert entry in str(info.value)
+    support = pl.supports(mlp(), shape)
+    assert not support.ok and entry in support.problems[0]
+
+
+@pytest.mark.parametrize("shape", [(4,), [4], 4, np.int64(4), (np.int32(4),), np.array([4]),
+                                   torch.Size([4])])
+def test_integer_input_shapes_are_accepted(pl, shape):
+    net = pl.from_torch(mlp(), shape)
+    assert net.input_shape == (4,) and all(type(s) is int for s in net.input_shape)
