@@ -363,6 +363,42 @@ def test_computed_weights_removed_as_the_message_says_import(pl):
     assert_computes_the_module(pl, model, (4,))
 
 
+class Doubled(nn.Module):
+    def forward(self, X):
+        return 2 * X
+
+
+def _conv_bn():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU()).double().eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    return model
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda m: m[1].register_forward_hook(double_output),
+     "module '1' (BatchNorm2d) has a forward hook (double_output"),
+    (lambda m: m[0].register_forward_pre_hook(shift_input),
+     "module '0' (Conv2d) has a forward pre-hook (shift_input"),
+    (lambda m: torch.nn.utils.parametrize.register_parametrization(m[0], "weight", Doubled()),
+     "module '0' (ParametrizedConv2d) has a parametrized 'weight'")],
+    ids=["hook on the BatchNorm", "pre-hook on the conv", "parametrized conv"])
+def test_fold_batchnorm_refuses_what_the_trace_does_not_see(pt, change, message):
+    """Folding a BatchNorm into a conv whose weight is computed, or past a hook, would change
+    the function: refused by name."""
+    model = _conv_bn()
+    change(model)
+    with pytest.raises(pt.UnsupportedModelError, match="cannot fold the BatchNorms of "
+                       rf"Sequential exactly: .*{re.escape(message)}"):
+        pt.fold_batchnorm(model)
+    folded = pt.fold_batchnorm(_conv_bn())  # without: folded, the same function
+    X = torch.randn(4, 2, 5, 5, dtype=torch.float64)
+    assert isinstance(folded[1], nn.Identity)
+    torch.testing.assert_close(folded(X), _conv_bn()(X), rtol=1e-12, atol=1e-12)
+
+
 def test_a_plain_tensor_weight_is_refused_naming_it(pl):
     model = mlp()
     w = model[3].weight.detach().clone()
