@@ -34,6 +34,7 @@ from torch import nn
 from ._pathlift import kernel_diagonal as _kernel_diagonal
 from ._pathlift import path_norm as _path_norm
 from ._pathlift import path_norm_gradient as _path_norm_gradient
+from ._torch_params import first_non_finite
 from ._torch_trace import InputShape
 from ._torch_network import TorchNetwork, network_of, parameters_of
 
@@ -164,7 +165,8 @@ class PathSGD(torch.optim.Optimizer):
     it -- and is not updated. ``model``: a module (traced once, here, in eval mode; input_shape
     as for :func:`pathlift.from_torch`) or its from_torch network; the optimizer holds the
     network (``opt.network``). Parameter groups may hold any of the model's parameters (each
-    group its own lr, momentum, eps).
+    group its own lr, momentum, eps). A gradient that is not finite raises ValueError naming the
+    parameter, before any parameter or momentum buffer changes.
     """
 
     def __init__(self, model: ModelOrNetwork, lr: float, *, momentum: float = 0.0,
@@ -188,15 +190,25 @@ class PathSGD(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         layout = self._net.theta_layout
+        for group in self.param_groups:  # every check before any parameter changes
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if not layout.holds(p):
+                    raise ValueError(f"PathSGD: a parameter of shape {tuple(p.shape)} is not "
+                                     "one of the model's parameters")
+                i = first_non_finite(p.grad)
+                if i is not None:
+                    raise ValueError(
+                        f"PathSGD: the gradient of parameter '{layout.name(p)}' is not finite "
+                        f"(entry {i}: {p.grad.reshape(-1)[i].item()}): no parameter was changed "
+                        "(skip this step, or lower the learning rate or scale the loss)")
         gammas = layout.split(_kernel_diagonal64(self._net))
         gamma_of = {id(p): g for p, g in zip(layout.tensors, gammas)}
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                if id(p) not in gamma_of:
-                    raise ValueError(f"PathSGD: a parameter of shape {tuple(p.shape)} is not "
-                                     "one of the model's parameters")
                 gamma = gamma_of[id(p)].to(p.device)
                 scaled = torch.where(gamma > 0,
                                      p.grad.to(torch.float64) / gamma.clamp(min=group["eps"]),

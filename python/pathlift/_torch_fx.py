@@ -29,12 +29,12 @@ from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS
                            FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of, module_of, own_forward,
-                           type_problem)
+                           refused_call, type_problem)
 
-SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d, "
-             "nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), nn.AdaptiveAvgPool1d/2d, "
-             "nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, nn.Identity, "
-             "nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
+SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d "
+             "(output_size too), nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), "
+             "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
+             "nn.Identity, nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
              "nn.ReflectionPad/ReplicationPad1d/2d, nn.Upsample/F.interpolate (mode 'nearest'), "
              "F.pad (reflect, replicate, circular; constant only to crop), "
              "F.relu/F.leaky_relu/F.linear, "
@@ -223,10 +223,13 @@ class _Importer:
         self.used: Set[int] = set()
         self.batch_norms: Dict[int, nn.Module] = {}
         self.values: Dict[torch.fx.Node, Any] = {placeholder: self.b.input()}
+        self.changed: Dict[torch.fx.Node, Any] = {}  # in-place operation -> what it changed
         self.layout = TorchParameters(self.model, [])  # offsets and names
         self.params: Optional[TorchParameters] = None  # with the BatchNorms, after run()
 
     def run(self) -> None:
+        for unseen in self.traced.problems:  # hooks, parametrizations: not in the trace
+            self.b.problem(unseen)
         for node in self.traced.nodes:
             if node.op == "placeholder":
                 continue
@@ -235,11 +238,15 @@ class _Importer:
                 continue
             call = _Call(node, [self.val(node, a) for a in node.args],
                          {k: self.val(node, v) for k, v in node.kwargs.items()})
+            if node in self.traced.mutations and call.args:
+                self.changed[node] = call.args[0]
             problem = type_problem(node, self.model)
             try:
-                if problem is not None:
+                if refused_call(self.traced, node):
+                    self.values[node] = _UNKNOWN  # its module's problem is listed
+                elif problem is not None:
                     raise _Problem(problem)
-                if _failed(call.args) or _failed(list(call.kwargs.values())):
+                elif _failed(call.args) or _failed(list(call.kwargs.values())):
                     self.values[node] = _UNKNOWN  # refused upstream: reported there
                 else:
                     self.values[node] = self.apply(call)
@@ -267,14 +274,19 @@ class _Importer:
         if view is None:
             return self.values[self.traced.read(reader, a)]
         before, after = self.values[a], self.values[view]
-        if _failed(before) or _failed(after):
+        changed = self.changed.get(view)
+        if _failed(before) or _failed(after) or _failed(changed):
             return _UNKNOWN
-        if isinstance(before, LayerOutput) and isinstance(after, LayerOutput) and \
-                tuple(before.shape) == tuple(after.shape):
-            return after  # the same entries: the view sees the change
+        if isinstance(before, LayerOutput) and isinstance(changed, LayerOutput) and \
+                isinstance(after, LayerOutput) and before.layer == changed.layer and \
+                tuple(before.shape) == tuple(changed.shape):
+            return after  # a view of the same entries in the same order sees the change
         self.b.problem(f"{describe(view, self.model)} modifies in place a tensor whose view of "
-                       f"another shape ({describe(a, self.model)}) is read afterwards (by node "
-                       f"'{reader.name}'): not supported")
+                       f"another shape or order ({describe(a, self.model)}) is read afterwards "
+                       f"(by node '{reader.name}'): not supported (an in-place operation on a "
+                       "slice, a piece of a chunk or split, a reshape is applied only to that "
+                       "view and its aliases; write it out of place, e.g. torch.cat of the "
+                       "pieces)")
         return _UNKNOWN
 
     def mark_used(self, call: _Call) -> None:
@@ -299,6 +311,9 @@ class _Importer:
         """One layer, its parameter tensors named and shaped for the builder's checks."""
         params = {}
         for key, p in (("weight", weight), ("bias", bias)):
+            if p is not None and not self.layout.holds(p):
+                raise _Problem(f"its {key} is not a parameter of the model (theta maps to "
+                               "model.parameters())")
             if p is not None:
                 self.used.add(id(p))
                 fields[f"{key}_offset"] = self.offset(p)
@@ -316,7 +331,7 @@ class _Importer:
     def apply(self, call: _Call) -> Any:
         node = call.node
         if node.op == "call_module":
-            return self.module(node, module_of(self.model, node), call.args)
+            return self.module(node, module_of(self.model, node), call)
         if node.op == "call_function":
             return self.function(call)
         if node.op == "call_method":
@@ -329,19 +344,24 @@ class _Importer:
                                "parameters can be weights)") from None
         raise _Problem("not supported")
 
-    def module(self, node: torch.fx.Node, mod: Any, args: List[Any]) -> Any:
-        name = str(node.target)
+    def module(self, node: torch.fx.Node, mod: Any, call: _Call) -> Any:
+        name, args = str(node.target), call.args
         if not args:
             raise _Problem("called without a tensor")
+        transposed = any(own_forward(mod, cls) for cls in CONV_TRANSPOSE_MODULES)
+        allowed = ["output_size"] if transposed else []  # forward's arguments after the input
+        extra = [f"argument {i}" for i in range(1 + len(allowed), len(args))] + \
+            [f"{k}=" for k in call.kwargs if k not in allowed]
+        if extra:  # never ignored: each changes what the module computes
+            raise _Problem(f"called with {', '.join(extra)} besides the input: not supported "
+                           "(only a ConvTranspose's output_size is)")
         if type(mod) is nn.Flatten:
             return self.flatten(name, args[0], mod.start_dim, mod.end_dim)
         if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (type_problem)
             return args[0] if isinstance(args[0], _Arranged) else _tensor(args[0])
         x = _tensor(args[0])
-        if any(own_forward(mod, cls) for cls in CONV_TRANSPOSE_MODULES):
-            if len(args) > 1:
-                raise _Problem("an output_size argument is not supported")
-            return self.conv_transpose(name, x, mod)
+        if transposed:
+            return self.conv_transpose(name, x, mod, call.arg(1, "output_size"))
         if type(mod) in PAD_MODULES:
             return self.pad(name, x, list(mod.padding), PAD_MODULES[type(mod)])
         if isinstance(mod, UPSAMPLE_MODULES):
@@ -373,8 +393,9 @@ class _Importer:
             return self.adaptive(name, x, 1 if isinstance(mod, nn.AdaptiveAvgPool1d) else 2,
                                  mod.output_size)
         if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
+            out = self.add("batch_norm", name, [x], weight=mod.weight, bias=mod.bias)
             self.batch_norms[id(mod)] = mod
-            return self.add("batch_norm", name, [x], weight=mod.weight, bias=mod.bias)
+            return out
         if type(mod) is nn.ReLU:
             return self.add("activation", name, [x], activation="relu")
         if type(mod) is nn.LeakyReLU:
@@ -421,6 +442,11 @@ class _Importer:
                for i, s in enumerate(sizes)]
         return self.add("adaptive_avg_pool", name, [x], output_size=out)
 
+    def flatten_call(self, c: _Call) -> Any:
+        """torch.flatten(x, ...) and x.flatten(...): the tensor first, then the dims."""
+        return self.flatten(c.node.name, c.arg(0, "input"), int(c.arg(1, "start_dim", 0)),
+                            int(c.arg(2, "end_dim", -1)))
+
     def flatten(self, name: str, x: Any, start_dim: int, end_dim: int) -> Any:
         if isinstance(x, _Arranged):
             nd = x.idx.ndim + 1
@@ -429,6 +455,7 @@ class _Importer:
                 raise _Problem(f"flattening dims {start_dim}..{end_dim} of a rearranged "
                                "tensor: only flatten to (batch, features) is supported")
             return self.arranged(name, x.source, x.idx.reshape(-1))
+        x = _tensor(x)
         nd = len(x.shape) + 1  # with the batch dimension
         s = start_dim + nd if start_dim < 0 else start_dim
         e = end_dim + nd if end_dim < 0 else end_dim
@@ -658,13 +685,32 @@ class _Importer:
             raise _Problem(f"the factor {c} is not finite")
         return self.add("scale", name, [_tensor(x)], factor=c)
 
-    def conv_transpose(self, name: str, x: LayerOutput, mod: Any) -> LayerOutput:
+    def conv_transpose(self, name: str, x: LayerOutput, mod: Any,
+                       output_size: Any) -> LayerOutput:
+        """A ConvTranspose; output_size (the forward's argument) chooses output_padding by
+        PyTorch's own rule (mod._output_padding)."""
         n = 1 if isinstance(mod, nn.ConvTranspose1d) else 2
+        kernel, stride, padding, dilation = (_pair(v, n) for v in (
+            mod.kernel_size, mod.stride, mod.padding, mod.dilation))
+        output_padding = _pair(mod.output_padding, n)
+        if output_size is not None:
+            size = list(output_size.shape) if isinstance(output_size, _Shape) else output_size
+            if not isinstance(size, (tuple, list)) or \
+                    not all(isinstance(s, (int, _Batch)) for s in size):
+                raise _Problem(f"output_size {output_size!r} must be a list of sizes")
+            size = size[-n:]  # PyTorch takes the spatial sizes last (batch, channels ahead)
+            if len(size) != n or not all(_number(s) for s in size):
+                raise _Problem(f"output_size {_show(list(output_size))} does not give "
+                               f"{n} spatial sizes")
+            sample = torch.empty((1, *x.shape), device="meta")
+            try:
+                output_padding = [int(v) for v in mod._output_padding(
+                    sample, [int(s) for s in size], stride, padding, kernel, n, dilation)]
+            except (ValueError, RuntimeError) as e:
+                raise _Problem(f"output_size {list(size)}: {e}") from None
         return self.add("conv_transpose", name, [x], out_channels=int(mod.out_channels),
-                        groups=int(mod.groups), kernel=_pair(mod.kernel_size, n),
-                        stride=_pair(mod.stride, n), padding=_pair(mod.padding, n),
-                        dilation=_pair(mod.dilation, n),
-                        output_padding=_pair(mod.output_padding, n), weight=mod.weight,
+                        groups=int(mod.groups), kernel=kernel, stride=stride, padding=padding,
+                        dilation=dilation, output_padding=output_padding, weight=mod.weight,
                         bias=mod.bias)
 
     def function(self, c: _Call) -> Any:
@@ -728,8 +774,7 @@ class _Importer:
         if t in CAT_FUNCTIONS:
             return self.cat(name, c.arg(0, "tensors", ()), int(c.arg(1, "dim", 0)))
         if t in FLATTEN_FUNCTIONS:
-            return self.flatten(name, _tensor(x), int(c.arg(1, "start_dim", 0)),
-                                int(c.arg(2, "end_dim", -1)))
+            return self.flatten_call(c)
         if t in LINEAR_FUNCTIONS:
             w, b = c.arg(1, "weight"), c.arg(2, "bias")
             if not isinstance(w, _Param) or not (b is None or isinstance(b, _Param)):
@@ -769,8 +814,7 @@ class _Importer:
         if m == "permute":
             return self.permute(name, raw, args[1:])
         if m == "flatten":
-            return self.flatten(name, raw, int(c.arg(1, "start_dim", 0)),
-                                int(c.arg(2, "end_dim", -1)))
+            return self.flatten_call(c)
         if m == "size" and len(args) == 1:
             return _Shape(_shape_of(raw))
         if m in ("mul", "mul_", "div", "div_"):

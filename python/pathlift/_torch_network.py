@@ -128,16 +128,19 @@ def from_torch(model: nn.Module, input_shape: InputShape = None, *,
     model: any module that ``torch.fx`` traces into the supported operations (see the
     ``pathlift.torch`` module docstring): MLPs, CNNs (LeNet, VGG, torchvision's ResNets,
     DenseNets, Inception), skip connections, weight sharing, in-place operations.
-    input_shape: one sample's shape without the batch dimension, e.g. ``(3, 32, 32)``; by
-    default ``(in_features,)`` of the first Linear the input reaches. max_memory: bytes the
+    input_shape: one sample's shape without the batch dimension, positive integers, e.g.
+    ``(3, 32, 32)`` (ValueError naming an entry that is not); by default ``(in_features,)`` of
+    the first Linear the input reaches. max_memory: bytes the
     unrolled network may take when it is unrolled (0: half of physical RAM).
 
     The model is described per layer (:func:`layer_graph_from_torch`); nothing is unrolled
     here. The path-free functions run on the layer graph; every other function unrolls it in
     C++ on first use and keeps the DAG (``net.unrolled()``). Raises
     :class:`pathlift.UnsupportedModelError` (a ValueError) listing every unsupported operation
-    (Sigmoid, Tanh, a product, BatchNorm in training mode, ...), NetworkError for layers whose
-    shapes do not fit, TypeError for something that is not a module.
+    (Sigmoid, Tanh, a product, BatchNorm in training mode, a forward hook, weight_norm or a
+    parametrization, an in-place operation on a view read afterwards, ...), NetworkError for
+    layers whose shapes do not fit, ValueError for an input_shape that is not positive
+    integers, TypeError for something that is not a module.
     """
     imported = import_model(model, input_shape)
     raise_problems(model, imported.problems, imported.unsupported)
@@ -178,8 +181,11 @@ def load_theta(model: Union[nn.Module, TorchNetwork], theta: Any) -> None:
     theta_from_torch. A BatchNorm's a and b become gamma = a sqrt(running_var + eps) and
     beta = b + gamma running_mean / sqrt(running_var + eps) for its current running
     statistics (which are not changed). ``model``: a module (traced once for its BatchNorms)
-    or a from_torch network (its module). ValueError for a theta that is not d finite real
-    numbers; what theta_from_torch raises for an unsupported model."""
+    or a from_torch network (its module). ValueError for a theta that is not d finite numbers
+    or whose value for a parameter is not finite in that parameter's dtype (1e300 for float32,
+    1e5 for float16: the entry, the parameter and the range named; nothing written), TypeError
+    for entries that are not real numbers; what theta_from_torch raises for an unsupported
+    model."""
     params = model.theta_layout if isinstance(model, TorchNetwork) else parameters_of(model)
     params.load(theta)
 

@@ -11,7 +11,8 @@ so theta is differentiable in the parameters and the map is inverted exactly).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
+import numbers
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -28,6 +29,12 @@ def numpy_of(t: torch.Tensor) -> np.ndarray:
     if t.dtype in (torch.bfloat16, torch.float16):
         t = t.float()
     return t.numpy().reshape(-1)
+
+
+def first_non_finite(t: torch.Tensor) -> Optional[int]:
+    """The flat index of the first entry of t that is not finite (nan, inf), or None."""
+    bad = torch.nonzero(~torch.isfinite(t.detach().reshape(-1)))
+    return int(bad[0, 0]) if bad.numel() else None
 
 
 class _BatchNorm(NamedTuple):
@@ -71,6 +78,10 @@ class TorchParameters:
     @property
     def tensors(self) -> List[nn.Parameter]:
         return [p for _, p in self._named]
+
+    def holds(self, p: Any) -> bool:
+        """Whether p is one of the module's parameter tensors (one entry block of theta)."""
+        return id(p) in self._index
 
     def offset(self, p: nn.Parameter) -> int:
         """Where parameter tensor p starts in theta."""
@@ -148,17 +159,11 @@ class TorchParameters:
     def load(self, theta: Any) -> None:
         """Writes theta into the parameters, in place (under torch.no_grad(); each keeps its
         dtype and device): a BatchNorm's a and b become gamma = a std and beta = b + a mean for
-        its current running statistics. ValueError for a theta that
-        is not d finite real numbers."""
-        if isinstance(theta, torch.Tensor):
-            if theta.is_complex():
-                raise ValueError(f"theta must be real numbers, got a complex tensor "
-                                 f"({theta.dtype})")
-            theta = numpy_of(theta)
-        values = np.asarray(theta)
-        if values.dtype.kind == "c":
-            raise ValueError(f"theta must be real numbers, got complex ({values.dtype})")
-        values = values.astype(np.float64)  # a copy: the BatchNorm slots are inverted in it
+        its current running statistics. ValueError for a theta that is not d real numbers or
+        whose value for a parameter is not finite in that parameter's dtype (1e300 for a
+        float32 one), naming the entry and the parameter; nothing is written then."""
+        given = _numbers(theta)
+        values = given.copy()  # the BatchNorm slots are inverted in it
         if values.ndim != 1 or values.size != self.num_params:
             raise ValueError(f"theta must be a 1-D vector of d = {self.num_params} numbers, got "
                              f"shape {values.shape}")
@@ -171,7 +176,46 @@ class TorchParameters:
             b = values[self.offsets[bn.bias]: self.offsets[bn.bias + 1]]
             b += a * mean  # beta, before a becomes gamma
             a *= std
+        blocks = []
+        for k, (name, p) in enumerate(self._named):
+            block = torch.from_numpy(values[self.offsets[k]: self.offsets[k + 1]]).to(
+                dtype=p.dtype, device=p.device)
+            i = first_non_finite(block)
+            if i is not None:
+                j = self.offsets[k] + i
+                was = f"theta[{j}] = {given[j]:.6g}" if values[j] == given[j] else \
+                    f"theta[{j}] = {given[j]:.6g} (gamma or beta {values[j]:.6g} by its batch " \
+                    "norm's running statistics)"
+                raise ValueError(
+                    f"{was} is not finite as entry {i} of parameter '{name}', of dtype "
+                    f"{str(p.dtype).replace('torch.', '')} (finite range +-"
+                    f"{torch.finfo(p.dtype).max:.6g}): nothing was written")
+            blocks.append(block.reshape(p.shape))
         with torch.no_grad():
-            for k, (_, p) in enumerate(self._named):
-                block = values[self.offsets[k]: self.offsets[k + 1]].reshape(p.shape)
-                p.copy_(torch.from_numpy(block).to(dtype=p.dtype, device=p.device))
+            for (_, p), block in zip(self._named, blocks):
+                p.copy_(block)
+
+
+def _numbers(theta: Any) -> np.ndarray:
+    """theta as a float64 numpy array; ValueError for complex numbers, TypeError naming the
+    first entry that is not a real number (a string, an object)."""
+    if isinstance(theta, torch.Tensor):
+        if theta.is_complex():
+            raise ValueError(f"theta must be real numbers, got a complex tensor "
+                             f"({theta.dtype})")
+        theta = numpy_of(theta)
+    try:
+        values = np.asarray(theta)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"theta must be real numbers, got {type(theta).__name__}: {e}") from None
+    if values.dtype.kind == "c":
+        raise ValueError(f"theta must be real numbers, got complex ({values.dtype})")
+    if values.dtype.kind not in "biuf":
+        # the entries as given (numpy turns [1.0, 'x'] into strings throughout)
+        flat = values.reshape(-1) if isinstance(theta, np.ndarray) else \
+            np.asarray(theta, dtype=object).reshape(-1)
+        k = next((k for k, v in enumerate(flat) if not isinstance(v, numbers.Real)), None)
+        if k is not None:
+            raise TypeError(f"theta must be real numbers, got theta[{k}] = {flat[k]!r} "
+                            f"(dtype {values.dtype})")
+    return values.astype(np.float64)

@@ -13,7 +13,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from ._pathlift import BalanceReport, fold_batch_norm
+from ._pathlift import BalanceReport, UnsupportedModelError, fold_batch_norm
 from ._pathlift import enorm as _enorm
 from ._pathlift import path_cond as _path_cond
 from ._pathlift import rescale as _rescale
@@ -90,9 +90,15 @@ def fold_batchnorm(model: nn.Module) -> nn.Module:
     its theta has no a, b slots (d smaller by two per channel of each folded BatchNorm), and it
     can be rescaled (:func:`rescale`). Other BatchNorms are kept. ``model`` is left unchanged;
     parameters keep their dtype and device. The model is traced by torch.fx
-    (UnsupportedModelError when it cannot be)."""
+    (UnsupportedModelError when it cannot be, or when it has what the trace does not see --
+    forward hooks, weight_norm, parametrizations -- whose function a fold would change)."""
     out = copy.deepcopy(model)
-    for layer_name, bn_name in _foldable(Traced(out)):
+    traced = Traced(out)
+    if traced.problems:
+        raise UnsupportedModelError(
+            f"cannot fold the BatchNorms of {type(model).__name__} exactly: "
+            + "; ".join(traced.problems))
+    for layer_name, bn_name in _foldable(traced):
         layer: Any = out.get_submodule(layer_name)
         bn: Any = out.get_submodule(bn_name)
         channels = layer.weight.shape[0]

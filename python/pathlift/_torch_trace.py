@@ -6,10 +6,13 @@ inplace=True)``, ``nn.ReLU(inplace=True)``, ``h.add_(y)``, ``h += y`` change h f
 reader in graph order, and for its aliases (nn.Identity, eval-mode Dropout, ``.contiguous()``,
 ``.detach()``, the results of in-place operations: the same tensor). torch.fx alone records
 ``h += y`` as ``h + y`` and drops an in-place operation whose result is not used; here both are
-kept where a later operation reads the tensor. An in-place operation is refused by name when
-a view of its tensor with another shape (a flatten, a view) made before it is read after it,
-and an in-place operation that is not supported (``h.mul_(2)``, ``h *= 2``) is refused, never
-dropped.
+kept where a later operation reads the tensor. Views (slices, pieces of a chunk or split, a
+flatten, a view, and PyTorch's other view operations) share entries with their tensor: an
+in-place operation on one of them, or on the tensor, is refused by name when another view that
+may share the changed entries (not another piece of the same split) is read after it, unless
+both are the same entries in the same order; an in-place operation that is not supported
+(``h.pow_(2)``) is refused, never dropped. What the trace does not see -- forward hooks,
+weight_norm, spectral_norm, parametrizations -- is refused by module (:func:`module_problems`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules import module as torch_module
+from torch.nn.utils import parametrize
 
 from ._pathlift import UnsupportedModelError
 
@@ -72,7 +77,21 @@ SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "
                      "div", "div_", "chunk", "split", "transpose", "permute"} | CLAMP_METHODS | \
     CLAMP_MIN_METHODS
 SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
-VIEW_METHODS = {"view", "reshape", "flatten", "transpose", "permute"}
+# Operations whose result may share entries with their first argument (PyTorch's view
+# operations, and reshape/flatten, which return a view when they can): an in-place operation
+# on one is an in-place operation on the other's entries. Those that cut a tensor into pieces
+# (SPLIT_VIEWS, then operator.getitem of a piece) make disjoint views.
+SPLIT_VIEWS = {"chunk", "split", "split_with_sizes", "tensor_split", "unbind", "hsplit",
+               "vsplit", "dsplit"}
+VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose",
+                "permute", "t", "narrow", "select", "squeeze", "unsqueeze", "expand",
+                "expand_as", "movedim", "moveaxis", "swapaxes", "swapdims", "diagonal",
+                "unfold", "as_strided", "real", "imag", "__getitem__"} | SPLIT_VIEWS
+VIEW_FUNCTIONS = {operator.getitem} | {getattr(torch, name) for name in VIEW_METHODS
+                                       if hasattr(torch, name)}
+SPLIT_FUNCTIONS = {getattr(torch, name) for name in SPLIT_VIEWS if hasattr(torch, name)}
+VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag"}  # x.T: getattr(x, "T")
+VIEW_MODULES = (nn.Flatten, nn.Unflatten)
 ALIAS_METHODS = {"contiguous", "detach"}
 INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv,
                      operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
@@ -157,7 +176,8 @@ def mutates(node: torch.fx.Node, model: nn.Module) -> bool:
 
 
 def _alias_kind(node: torch.fx.Node, model: nn.Module) -> str:
-    """'alias' (the same tensor), 'view' (its storage, maybe another shape) or 'new'."""
+    """'alias' (the same tensor), 'view' (some of its entries, maybe another shape: a slice, a
+    piece of a chunk, a reshape) or 'new'."""
     if mutates(node, model):
         return "alias"
     if node.op == "call_method":
@@ -166,10 +186,38 @@ def _alias_kind(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_module":
         mod = module_of(model, node)
         return "alias" if type(mod) in (nn.Identity, nn.Dropout) else \
-            "view" if type(mod) is nn.Flatten else "new"
-    if node.op == "call_function" and node.target in FLATTEN_FUNCTIONS:
-        return "view"
+            "view" if isinstance(mod, VIEW_MODULES) else "new"
+    if node.op == "call_function":
+        t = node.target
+        if t is getattr:
+            return "view" if len(node.args) > 1 and node.args[1] in VIEW_ATTRIBUTES else "new"
+        return "view" if t in VIEW_FUNCTIONS or t in FLATTEN_FUNCTIONS else "new"
     return "new"
+
+
+def _piece(node: torch.fx.Node) -> Optional[Tuple[torch.fx.Node, int]]:
+    """(splitting node, k) when node is piece k of a chunk, split, unbind, ...: pieces of one
+    split with different k share no entry."""
+    if node.op != "call_function" or node.target is not operator.getitem or \
+            len(node.args) != 2 or not isinstance(node.args[1], int) or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return None
+    source = node.args[0]
+    if (source.op == "call_method" and source.target in SPLIT_VIEWS) or \
+            (source.op == "call_function" and source.target in SPLIT_FUNCTIONS):
+        return source, node.args[1]
+    return None
+
+
+Region = Tuple[Tuple[torch.fx.Node, int], ...]
+
+
+def _overlap(r1: Region, r2: Region) -> bool:
+    """Whether two views of one storage may share entries: unless one is piece k of a split and
+    the other another piece of it (indices of one sign, as the number of pieces is unknown)."""
+    pieces = dict(r1)
+    return not any(s in pieces and pieces[s] != k and (pieces[s] < 0) == (k < 0)
+                   for s, k in r2)
 
 
 def _reads_values(node: torch.fx.Node) -> bool:
@@ -181,10 +229,13 @@ class Traced:
     """A model traced by torch.fx, with what each operation reads once in-place operations are
     applied. For a reader n and an argument a, ``redirect[n][a]`` is the in-place operation
     whose result n reads instead of a (a's alias was changed after a was made);
-    ``view_reads[n][a]`` the same for an a of another alias class on the same storage (a
-    view), accepted in the walk only when the shapes agree. ``nodes`` are the operations the
-    outputs depend on, in graph order (dead code left out, in-place operations on what is read
-    later kept)."""
+    ``view_reads[n][a]`` the same for an a of another alias class that may share entries with
+    the changed tensor (a view of it, or a tensor it is a view of: a slice, a piece of a chunk,
+    a reshape), accepted in the walk only when both are the same entries. ``mutations`` are the
+    in-place operations. ``nodes`` are the operations the outputs depend on, in graph order
+    (dead code left out, in-place operations on what is read later kept). ``problems`` are
+    what the trace does not see (:func:`module_problems`: hooks, parametrizations), and
+    ``refused`` the ids of the modules they name."""
 
     def __init__(self, model: nn.Module):
         if not isinstance(model, nn.Module):
@@ -195,24 +246,35 @@ class Traced:
             raise UnsupportedModelError(
                 f"torch.fx cannot trace {type(model).__name__}: {type(e).__name__}: {e}") from e
         self.model = model
+        self.problems, self.refused = module_problems(model)
         self.redirect: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
         self.view_reads: Dict[torch.fx.Node, Dict[torch.fx.Node, torch.fx.Node]] = {}
+        self.mutations: Set[torch.fx.Node] = set()
         order = {n: i for i, n in enumerate(self.graph.nodes)}
         group: Dict[torch.fx.Node, torch.fx.Node] = {}
         storage: Dict[torch.fx.Node, torch.fx.Node] = {}
-        latest: Dict[torch.fx.Node, torch.fx.Node] = {}  # storage -> last in-place operation
+        region: Dict[torch.fx.Node, Region] = {}  # which pieces of its storage a node holds
+        changes: Dict[torch.fx.Node, List[torch.fx.Node]] = {}  # storage -> in-place ops
         for n in self.graph.nodes:
-            for a in (n.all_input_nodes if _reads_values(n) else ()):
-                w = latest.get(storage[a])
-                if w is not None and order[w] > order[a]:
-                    target = self.redirect if group[a] is group[w] else self.view_reads
-                    target.setdefault(n, {})[a] = w
             first = n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
             kind = _alias_kind(n, model) if first is not None else "new"
+            piece = _piece(n)
+            region[n] = () if kind == "new" or first is None else \
+                region[first] + ((piece,) if piece is not None else ())
+            for a in (n.all_input_nodes if _reads_values(n) else ()):
+                # the last in-place operation since a was made on entries n may read (a piece
+                # of a split reads only its own entries)
+                reads = region[n] if piece is not None and a is first else region[a]
+                w = next((w for w in reversed(changes.get(storage[a], []))
+                          if order[w] > order[a] and _overlap(region[w], reads)), None)
+                if w is not None:
+                    target = self.redirect if group[a] is group[w] else self.view_reads
+                    target.setdefault(n, {})[a] = w
             group[n] = group[first] if kind == "alias" and first is not None else n
             storage[n] = storage[first] if kind != "new" and first is not None else n
             if kind == "alias" and mutates(n, model):
-                latest[storage[n]] = n
+                changes.setdefault(storage[n], []).append(n)
+                self.mutations.add(n)
         live: Set[torch.fx.Node] = set()
         stack = [n for n in self.graph.nodes if n.op == "output"]
         while stack:
@@ -248,6 +310,74 @@ def describe(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_method":
         return f"tensor method .{node.target}() (node '{node.name}')"
     return f"{node.op} '{node.target}'"
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def _where(path: str, mod: nn.Module) -> str:
+    return f"module '{path}' ({type(mod).__name__})" if path else \
+        f"the model ({type(mod).__name__})"
+
+
+def module_problems(model: nn.Module) -> Tuple[List[str], Set[int]]:
+    """What the trace does not see, each problem naming its module, and the ids of those
+    modules: forward hooks and pre-hooks (torch.fx records a module call without running its
+    hooks, which may change its inputs or outputs; global ones too), weight_norm and
+    spectral_norm (pre-hooks that compute the weight) and parametrizations
+    (torch.nn.utils.parametrize: a tensor computed at each call): theta maps to parameters, so
+    each is refused with what to do. Backward hooks do not change outputs: accepted."""
+    problems: List[str] = []
+    refused: Set[int] = set()
+    for path, mod in model.named_modules():
+        where = _where(path, mod)
+        found = []
+        for hook in getattr(mod, "_forward_pre_hooks", {}).values():
+            kind = type(hook).__name__
+            if kind == "WeightNorm" and "weight_norm" in type(hook).__module__:
+                found.append(
+                    f"{where} has weight_norm on '{hook.name}' (its weight is computed from "
+                    f"'{hook.name}_g' and '{hook.name}_v' at each call; theta maps to "
+                    "parameters): call torch.nn.utils.remove_weight_norm(module"
+                    f"{'' if hook.name == 'weight' else f', {hook.name!r}'}) first")
+            elif kind == "SpectralNorm" and "spectral_norm" in type(hook).__module__:
+                found.append(
+                    f"{where} has spectral_norm on '{hook.name}' (its weight is computed from "
+                    f"'{hook.name}_orig' at each call; theta maps to parameters): call "
+                    "torch.nn.utils.remove_spectral_norm(module"
+                    f"{'' if hook.name == 'weight' else f', {hook.name!r}'}) first")
+            else:
+                found.append(f"{where} has a forward pre-hook ({_hook_name(hook)}, "
+                             "register_forward_pre_hook): pathlift does not run hooks, which "
+                             "may change the inputs; remove it (handle.remove()) or write it "
+                             "into forward")
+        for hook in getattr(mod, "_forward_hooks", {}).values():
+            found.append(f"{where} has a forward hook ({_hook_name(hook)}, "
+                         "register_forward_hook): pathlift does not run hooks, which may change "
+                         "the outputs; remove it (handle.remove()) or write it into forward")
+        if parametrize.is_parametrized(mod):
+            for name, chain in getattr(mod, "parametrizations", {}).items():
+                kinds = ", ".join(type(p).__name__ for p in chain)
+                found.append(
+                    f"{where} has a parametrized '{name}' (torch.nn.utils.parametrize: "
+                    f"{kinds}; the tensor is computed from 'parametrizations.{name}.original' "
+                    "at each call, and theta maps to parameters): call torch.nn.utils."
+                    f"parametrize.remove_parametrizations(module, {name!r}, "
+                    "leave_parametrized=True) first")
+        if found:
+            problems += found
+            refused.add(id(mod))
+    for attribute, register, kind in (
+            ("_global_forward_pre_hooks", "register_module_forward_pre_hook", "pre-hook"),
+            ("_global_forward_hooks", "register_module_forward_hook", "hook")):
+        for hook in getattr(torch_module, attribute, {}).values():
+            problems.append(f"a global forward {kind} ({_hook_name(hook)}, torch.nn.modules."
+                            f"module.{register}) is registered: pathlift does not run hooks, "
+                            f"which may change every module's "
+                            f"{'inputs' if kind == 'pre-hook' else 'outputs'}; remove it "
+                            "(handle.remove())")
+    return problems, refused
 
 
 def own_forward(mod: nn.Module, cls: type) -> bool:
@@ -318,6 +448,11 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     if node.op != "call_module":
         return None
     mod: Any = module_of(model, node)
+    for key in ("weight", "bias"):
+        t = getattr(mod, key, None)
+        if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter):
+            return (f"its {key} is a plain tensor, not a parameter (theta maps to the model's "
+                    "parameters): make it an nn.Parameter")
     if type(mod) in (nn.MaxPool1d, nn.MaxPool2d):
         return _pool_problem(None, mod.return_indices)
     if type(mod) in (nn.AvgPool1d, nn.AvgPool2d):
@@ -336,12 +471,19 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     return None
 
 
+def refused_call(traced: Traced, node: torch.fx.Node) -> bool:
+    """Whether node calls a module refused as a whole (Traced.refused: reported once)."""
+    return node.op == "call_module" and id(module_of(traced.model, node)) in traced.refused
+
+
 def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
     """The problems that do not depend on shapes (unsupported operations, training mode) and
     the BatchNorms the forward pass calls: what theta needs, without an input shape."""
-    problems: List[str] = []
+    problems: List[str] = list(traced.problems)
     batch_norms: Dict[int, nn.Module] = {}
     for node in traced.nodes:
+        if refused_call(traced, node):
+            continue  # its module's problem is listed
         problem = type_problem(node, traced.model)
         if problem is not None:
             problems.append(f"{describe(node, traced.model)}: {problem}")
@@ -352,15 +494,46 @@ def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
     return problems, list(batch_norms.values())
 
 
+def _size(s: Any) -> Optional[int]:
+    """s as a positive integer size (an int, a numpy or 0-dim torch integer), else None."""
+    if isinstance(s, (bool, np.bool_)) or (isinstance(s, torch.Tensor) and
+                                           s.dtype == torch.bool):
+        return None
+    try:
+        k = operator.index(s)
+    except TypeError:
+        return None
+    return k if k > 0 else None
+
+
+def parse_input_shape(input_shape: Any) -> Tuple[int, ...]:
+    """One sample's shape as a tuple of positive ints (a number: a 1-entry shape); ValueError
+    naming the first entry that is not a positive integer (a float, a bool, 0, a negative
+    number, nan)."""
+    expected = "input_shape must be one sample's shape, positive integers such as (3, 32, 32)"
+    if isinstance(input_shape, (str, bytes)):
+        raise ValueError(f"{expected}, got {input_shape!r}")
+    size = _size(input_shape)
+    if size is not None:
+        return (size,)
+    try:
+        entries = list(input_shape)
+    except TypeError:
+        raise ValueError(f"{expected}, got {input_shape!r}, not a positive integer") from None
+    if not entries:
+        raise ValueError(f"{expected}, got {input_shape!r} (no entry)")
+    for i, s in enumerate(entries):
+        if _size(s) is None:
+            raise ValueError(f"{expected}, got {input_shape!r}: entry {i} ({s!r}) is not a "
+                             "positive integer")
+    return tuple(int(operator.index(s)) for s in entries)
+
+
 def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
     """input_shape as a tuple, or (in_features,) of the first Linear the input reaches through
     shape-free operations; UnsupportedModelError when there is none."""
     if input_shape is not None:
-        shape = (int(input_shape),) if isinstance(input_shape, (int, np.integer)) \
-            else tuple(int(s) for s in input_shape)
-        if not shape or any(s <= 0 for s in shape):
-            raise ValueError(f"input_shape must be positive sizes, got {input_shape!r}")
-        return shape
+        return parse_input_shape(input_shape)
     model = traced.model
     chain = {n for n in traced.nodes if n.op == "placeholder"}
     passing = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Flatten, nn.Dropout)

@@ -27,7 +27,8 @@ The mapping, module by module (functional forms in parentheses):
 * ``nn.Linear`` (``F.linear`` of parameters): a ``linear`` layer, on a flat ``(F,)`` input;
 * ``nn.Conv1d`` / ``nn.Conv2d`` (any stride, dilation, groups; padding ``"same"`` when
   symmetric; ``padding_mode`` zeros, reflect, replicate or circular): a ``conv`` layer (the
-  non-zero modes as ``gather`` layers before it); ``nn.ConvTranspose1d/2d``: ``conv_transpose``;
+  non-zero modes as ``gather`` layers before it); ``nn.ConvTranspose1d/2d`` (the forward's
+  ``output_size`` too, choosing output_padding as PyTorch does): ``conv_transpose``;
 * ``nn.MaxPool1d/2d`` (``F.max_pool2d``), ``nn.AvgPool1d/2d`` (``F.avg_pool2d``,
   ``count_include_pad`` either way), ``nn.AdaptiveAvgPool1d/2d`` (``F.adaptive_avg_pool2d``):
   pooling layers (``ceil_mode`` either way, no ``divisor_override``); ``x.mean([2, 3])`` and
@@ -47,7 +48,9 @@ The mapping, module by module (functional forms in parentheses):
   entries, no node, no edge); ``x * c``, ``x / c`` for a number: ``scale`` (a fixed weight);
   ``torch.clamp(x, min=0)``: a ReLU;
 * in-place forms (``nn.ReLU(inplace=True)``, ``.relu_()``, ``+=``, ``.add_()``): exactly, the
-  change seen by every later reader of the tensor and of its aliases.
+  change seen by every later reader of the tensor and of its aliases; one on a view (a slice,
+  a piece of a chunk, a reshape) is refused by name when the tensor or another view sharing
+  the changed entries is read after it.
 
 Node names (from the unroller): input entries ``x[i]`` (``x[c,h,w]`` for a tensor input, in
 row-major order: the data columns), ``<layer>[c,h,w]`` for a layer's entries, ``<layer>.bias``
@@ -56,7 +59,10 @@ concatenated). Layer names are module paths (``layer1.0.conv1``; a second call o
 is ``<path>_2``, the builder's rule for a name taken) and fx node names for functions.
 
 Anything else -- Sigmoid, Tanh, a product, a constant added, a BatchNorm or Dropout in
-training mode (call ``model.eval()``) -- raises :class:`pathlift.UnsupportedModelError` (a
+training mode (call ``model.eval()``), a forward hook or pre-hook (torch.fx does not run them;
+backward hooks are accepted), ``weight_norm``, ``spectral_norm`` or a
+``torch.nn.utils.parametrize`` parametrization (a weight computed at each call: the message
+says what to remove) -- raises :class:`pathlift.UnsupportedModelError` (a
 ValueError) listing **every** unsupported operation at once; :func:`supports` answers the
 same question without raising. ``to_torch`` maps a feed-forward network back to an
 ``nn.Sequential``.

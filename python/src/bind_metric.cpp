@@ -20,13 +20,9 @@ std::pair<std::vector<double>, std::vector<double>> metric_thetas(const NetworkA
         "theta2 is required: the second parameter vector (a pruned or "
         "quantized theta) of d numbers");
   }
-  try {
-    const auto b = theta_argument<double>(theta2, net);
-    return {std::vector<double>(a.data(), a.data() + a.size()),
-            std::vector<double>(b.data(), b.data() + b.size())};
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(fmt::format("theta2: {}", e.what()));
-  }
+  const auto b = theta_argument<double>(theta2, net, "theta2");
+  return {std::vector<double>(a.data(), a.data() + a.size()),
+          std::vector<double>(b.data(), b.data() + b.size())};
 }
 
 std::string metric_value_text(const ScaledReal& x) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -674,10 +675,20 @@ py::object NetworkArg::stored_theta() const {
 }
 
 template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
-                                                                         const NetworkArg& net) {
-  auto t = vector_argument<T>(theta.is_none() ? net.stored_theta() : theta, "theta");
-  check_theta(net.model(), as_span<T>(t));
+py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(
+    const py::object& theta, const NetworkArg& net, const char* what) {
+  auto t = vector_argument<T>(theta.is_none() ? net.stored_theta() : theta, what);
+  try {
+    check_theta(net.model(), as_span<T>(t));
+  } catch (const std::invalid_argument& e) {
+    // check_theta of a Model names its vector "theta" ("theta has 6 entries ...",
+    // "theta[4] ... is not finite"): another argument gets its own name.
+    const std::string_view message = e.what();
+    if (std::string_view(what) == "theta" || !message.starts_with("theta")) {
+      throw;
+    }
+    throw std::invalid_argument(fmt::format("{}{}", what, message.substr(5)));
+  }
   return t;
 }
 
@@ -686,8 +697,8 @@ template py::array_t<double, py::array::c_style | py::array::forcecast> vector_a
 template py::array_t<float, py::array::c_style | py::array::forcecast> vector_argument<float>(
     const py::object&, const char*);
 template py::array_t<double, py::array::c_style | py::array::forcecast> theta_argument<double>(
-    const py::object&, const NetworkArg&);
+    const py::object&, const NetworkArg&, const char*);
 template py::array_t<float, py::array::c_style | py::array::forcecast> theta_argument<float>(
-    const py::object&, const NetworkArg&);
+    const py::object&, const NetworkArg&, const char*);
 
 }  // namespace pathlift::python

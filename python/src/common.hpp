@@ -228,10 +228,11 @@ class NetworkArg {
 };
 
 /// theta for `net`: the argument, or net.stored_theta() when it is None, as a contiguous
-/// array of T checked by check_theta (d finite numbers; ValueError naming the entry).
+/// array of T checked by check_theta (d finite numbers; ValueError naming the entry). `what`
+/// names the argument in messages ("theta2" for a second parameter vector).
 template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
-                                                                         const NetworkArg& net);
+py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(
+    const py::object& theta, const NetworkArg& net, const char* what = "theta");
 
 /// f(theta) with theta = theta_argument<double>(theta, net) as a span, called with the GIL
 /// released: the shape of every function of (net, theta).

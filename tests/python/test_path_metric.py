@@ -119,6 +119,30 @@ def test_torch_lipschitz_bound_certifies_pruning(pl):
                                  input_shape=(1, 6, 6))
 
 
+@pytest.mark.parametrize("function", ["path_metric", "lipschitz_bound"])
+def test_a_wrong_theta2_is_named_theta2(pl, function):
+    """Each vector is named in its own errors: theta2's length, entries and type say theta2,
+    theta's say theta (a DAG and a from_torch layer network)."""
+    mlp = pl.feed_forward(3, [4], 2)
+    cnn = pl.from_torch(small_cnn(0), input_shape=(1, 6, 6))
+    f = getattr(pl, function)
+    for net, theta, unit in ((mlp, pl.normal_weights(mlp.d, 1), "edges"),
+                             (cnn, np.asarray(cnn.weights), "parameters")):
+        d = theta.size
+        bad = theta.copy()
+        bad[2] = np.nan
+        for name, first, second in (("theta2", theta, theta[:-1]), ("theta", theta[:-1], theta)):
+            with pytest.raises(ValueError, match=rf"^{name} has {d - 1} entries but the network "
+                               rf"has {d} {unit}$"):
+                f(net, first, second)
+        with pytest.raises(ValueError, match=r"^theta2\[2\] .*is not finite: nan$"):
+            f(net, theta, bad)
+        with pytest.raises(ValueError, match=r"^theta\[2\] .*is not finite: nan$"):
+            f(net, bad, theta)
+        with pytest.raises(ValueError, match="^theta2 must be numbers"):
+            f(net, theta, ["x"] * d)
+
+
 def test_cli_metric(pl, run_cli, tmp_path):
     net = pl.feed_forward(3, [4, 4], 2)
     theta = pl.normal_weights(net.d, 7)

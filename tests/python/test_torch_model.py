@@ -246,12 +246,12 @@ REFUSED = {
     "view, then in place": (
         _view_then_inplace, *_CONV,
         r"tensor method \.relu_\(\) \(node 'relu_'\) modifies in place a tensor whose view of "
-        r"another shape \(tensor method \.flatten\(\) \(node 'flatten'\)\) is read afterwards "
-        r"\(by node 'm_lin'\): not supported"),
+        r"another shape or order \(tensor method \.flatten\(\) \(node 'flatten'\)\) is read "
+        r"afterwards \(by node 'm_lin'\): not supported"),
     "in place on a view, base read": (
         _inplace_on_view_base_read, *_CONV,
         r"tensor method \.relu_\(\) \(node 'relu_'\) modifies in place a tensor whose view of "
-        r"another shape \(layer Conv2d at 'm.conv'\) is read afterwards"),
+        r"another shape or order \(layer Conv2d at 'm.conv'\) is read afterwards"),
     "pow_": (_pow_, _flat, (4,), r"tensor method \.pow_\(\) \(node 'pow_'\): not supported"),
     "**= on an alias": (_ipow_alias, _flat, (4,), r"operation ipow \(node 'ipow'\): not supported"),
     "clamp_": (_clamp_, _flat, (4,), r"tensor method \.clamp_\(\) \(node 'clamp_'\): a clamp "
