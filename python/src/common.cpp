@@ -675,8 +675,9 @@ py::object NetworkArg::stored_theta() const {
 }
 
 template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(
-    const py::object& theta, const NetworkArg& net, const char* what) {
+py::array_t<T, py::array::c_style | py::array::forcecast> theta_argument(const py::object& theta,
+                                                                         const NetworkArg& net,
+                                                                         const char* what) {
   auto t = vector_argument<T>(theta.is_none() ? net.stored_theta() : theta, what);
   try {
     check_theta(net.model(), as_span<T>(t));

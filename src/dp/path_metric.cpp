@@ -3,7 +3,6 @@
 #include <cmath>
 #include <vector>
 
-#include "pathlift/norms.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/path_metric_rules.hpp"
 #include "src/model/detail/dag.hpp"
@@ -19,6 +18,9 @@ ScaledReal telescoping_bound(const Network& net, std::span<const double> theta_a
                              std::span<const double> theta_b) {
   const detail::EdgeTheta<double> a(net.parameter_map().get(), theta_a);
   const detail::EdgeTheta<double> b(net.parameter_map().get(), theta_b);
+  const auto m = static_cast<std::size_t>(net.num_edges());
+  const detail::AbsDifferences diff = detail::abs_differences(std::span<const double>(a.data(), m),
+                                                              std::span<const double>(b.data(), m));
   const detail::DagView g(net);
   const auto n = static_cast<std::size_t>(net.num_nodes());
   Buffer<double> fm(n);
@@ -38,17 +40,18 @@ ScaledReal telescoping_bound(const Network& net, std::span<const double> theta_a
                         }
                         for (Index i = i0; i < i1; ++i) {
                           const EdgeId e = g.in_list[i];
-                          const double diff = std::fabs(a.data()[e] - b.data()[e]);
+                          const double de = diff.values[static_cast<std::size_t>(e)];
                           const auto u = static_cast<std::size_t>(g.src[e]);
-                          if (diff == 0 || fm[u] == 0) {
+                          if (de == 0 || fm[u] == 0) {
                             continue;
                           }
-                          int de = 0;
-                          const double dm = std::frexp(diff, &de);  // diff may be huge
-                          double m = 0;
-                          std::int64_t k = 0;
-                          detail::dp_normalize(dm * fm[u] * bm, fk[u] + bk + de, m, k);
-                          detail::dp_merge(tm, tk, m, k);
+                          int ee = 0;
+                          const double dm = std::frexp(de, &ee);  // de may be huge
+                          double tm_e = 0;
+                          std::int64_t tk_e = 0;
+                          detail::dp_normalize(dm * fm[u] * bm, fk[u] + bk + ee + diff.exponent,
+                                               tm_e, tk_e);
+                          detail::dp_merge(tm, tk, tm_e, tk_e);
                         }
                       });
   return tm == 0 ? ScaledReal{} : ScaledReal{tm, tk};
@@ -60,11 +63,10 @@ PathMetric path_metric(const Network& net, std::span<const double> theta,
                        std::span<const double> theta2, const EngineOptions& /*options*/) {
   check_theta(net, theta);
   check_theta(net, theta2);
-  return detail::path_metric_by(
-      theta, theta2, [&](std::span<const double> t) { return path_norm(net, t, 1.0).norm; },
-      [&](std::span<const double> a, std::span<const double> b) {
-        return telescoping_bound(net, a, b);
-      });
+  return detail::path_metric_by(theta, theta2,
+                                [&](std::span<const double> a, std::span<const double> b) {
+                                  return telescoping_bound(net, a, b);
+                                });
 }
 
 LipschitzBound lipschitz_bound(const Network& net, std::span<const double> theta,

@@ -372,10 +372,7 @@ ScaledReal telescoping_bound(const LayerGraph& graph, std::span<const double> a,
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
   plan.require_memory(1, 1, "the path-metric");
-  std::vector<double> diff(a.size());
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    diff[k] = std::fabs(a[k] - b[k]);
-  }
+  const detail::AbsDifferences diff = detail::abs_differences(a, b);
   // Every input entry counts 1: both passes on position classes (layer_classes.hpp).
   const detail::LayerClasses classes = detail::forward_classes(plan);
   const std::vector<TensorPtr> f = forward_pass(plan, WeightSpec{Mode::power, 1.0, b, {}}, true,
@@ -384,15 +381,15 @@ ScaledReal telescoping_bound(const LayerGraph& graph, std::span<const double> a,
   detail::backward_pass(
       plan, WeightSpec{Mode::power, 1.0, a, {}}, true, false, nullptr, nullptr,
       [&](std::size_t l, const Tensor& y) {
-        detail::edge_products(plan, l, *f[plan.input(l)], y, 1.0, diff.data(), sums.m.data(),
+        detail::edge_products(plan, l, *f[plan.input(l)], y, 1.0, diff.values.data(), sums.m.data(),
                               sums.k.data(), &classes);
       },
       {0.5, 1}, &classes);
   double tm = 0;
   std::int64_t tk = detail::dp_no_exponent;
-  for (std::size_t k = 0; k < diff.size(); ++k) {
+  for (std::size_t k = 0; k < diff.values.size(); ++k) {
     if (sums.m[k] != 0) {
-      detail::dp_merge(tm, tk, sums.m[k], sums.k[k]);
+      detail::dp_merge(tm, tk, sums.m[k], sums.k[k] + diff.exponent);
     }
   }
   return tm == 0 ? ScaledReal{} : ScaledReal{tm, tk};
@@ -404,12 +401,10 @@ PathMetric path_metric(const LayerGraph& graph, std::span<const double> theta,
                        std::span<const double> theta2, const EngineOptions& options) {
   check_layer_vector(graph, theta, "theta");
   check_layer_vector(graph, theta2, "theta2");
-  return detail::path_metric_by(
-      theta, theta2,
-      [&](std::span<const double> t) { return path_norm(graph, t, 1.0, options).norm; },
-      [&](std::span<const double> a, std::span<const double> b) {
-        return telescoping_bound(graph, a, b, options);
-      });
+  return detail::path_metric_by(theta, theta2,
+                                [&](std::span<const double> a, std::span<const double> b) {
+                                  return telescoping_bound(graph, a, b, options);
+                                });
 }
 
 LipschitzBound lipschitz_bound(const LayerGraph& graph, std::span<const double> theta,

@@ -178,3 +178,62 @@ def test_the_pruning_example_runs(build_dir):
                            "--epochs", "3"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr  # the example asserts the bound on every image
     assert proc.stdout.count("(exact)") == 4 and "rounded to" in proc.stdout
+
+
+def test_an_exact_metric_that_the_norms_cancel(pl, run_cli, tmp_path):
+    """Issue 50: pruning one weight of 1e-18 beside norms of order 1 gave ||Phi(theta)||_1 -
+    ||Phi(theta2)||_1 = 0, 'exact', while the metric is about 1e-18 and the outputs move by as
+    much (above the certified bound 0). The telescoping sum, which equals the metric under
+    dominance, is summed from terms >= 0: right to rounding relative to the metric itself."""
+    for name, net, theta, n_in in networks(pl):
+        dag = net.unrolled() if hasattr(net, "unrolled") else net
+        theta = theta.copy()
+        k = int(np.argmax(np.abs(theta) > 0.3))
+        theta[k] = 1e-18
+        theta2 = theta.copy()
+        theta2[k] = 0.0
+        phi, phi2 = np.asarray(pl.path_lifting(dag, theta)), np.asarray(pl.path_lifting(dag, theta2))
+        truth = np.abs(phi - phi2).sum()  # the paths through k: exact, the others cancel to 0
+        assert 0 < truth < 1e-15
+        for a, b in ((theta, theta2), (theta2, theta)):
+            m = pl.path_metric(net, a, b)
+            assert m.exact and m.value == pytest.approx(truth, rel=1e-12), name
+        X = np.random.default_rng(3).uniform(-2, 2, (50, n_in))
+        change = np.abs(pl.forward(dag, theta, X).outputs - pl.forward(dag, theta2, X).outputs)
+        c = pl.lipschitz_bound(net, theta, theta2)
+        assert (change.sum(axis=1) <= np.maximum(np.abs(X).max(axis=1), 1) * c.constant
+                * (1 + 1e-12)).all(), name
+    net = pl.feed_forward(3, [4, 4], 2)
+    theta = pl.normal_weights(net.d, 7)
+    theta[5] = 1e-18
+    theta2 = theta.copy()
+    theta2[5] = 0
+    np.save(tmp_path / "a.npy", theta)
+    np.save(tmp_path / "b.npy", theta2)
+    j = json.loads(run_cli("metric", "--ff", "3,4,4,2", "--theta", tmp_path / "a.npy", "--theta2",
+                           tmp_path / "b.npy", "--json", check=True).stdout)
+    assert j["exact"] and j["metric"] == pytest.approx(pl.path_metric(net, theta, theta2).value,
+                                                       rel=1e-15)
+    assert 0 < j["metric"] < 1e-15
+
+
+def test_a_difference_beyond_float64(pl, run_cli, tmp_path):
+    """theta_0 = 1.5e308 against -1.5e308 (all else 1): |theta_0 - theta2_0| = 3e308 overflowed
+    and the metric printed 10^inf (JSON null, exit 0). Each of the two paths through edge 0
+    differs by 3e308 and by nothing else: the metric is 6e308 exactly, a bound that is tight."""
+    for net in (pl.feed_forward(4, [10], 2),
+                pl.from_torch(nn.Sequential(nn.Linear(4, 10), nn.ReLU(), nn.Linear(10, 2)))):
+        a = np.ones(net.d)
+        b = a.copy()
+        a[0], b[0] = 1.5e308, -1.5e308
+        m = pl.path_metric(net, a, b)
+        assert not m.exact and m.log10 == pytest.approx(np.log10(6) + 308, abs=1e-12)
+        c = pl.lipschitz_bound(net, a, b)
+        assert np.isfinite(c.log10) and c.log10 >= m.log10 - 1e-12
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    r = run_cli("metric", "--ff", "4,10,2", "--theta", tmp_path / "a.npy", "--theta2",
+                tmp_path / "b.npy", "--json", check=True)
+    j = json.loads(r.stdout)
+    assert j["log10_metric"] == pytest.approx(np.log10(6) + 308, abs=1e-12)
+    assert j["metric"] is None  # beyond float64: the log10 carries it (docs/cli.md#magnitudes)
