@@ -58,9 +58,11 @@ SquareSums square_sums(const DagView& g, const double* theta, Visit&& visit) {
   return s;
 }
 
-/// The diagonal K[e,e] = A(src e) B(dst e) (into out when not null) and the trace.
-/// theta here holds the edge weights (one per edge).
-ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, double* out) {
+/// The diagonal K[e,e] = A(src e) B(dst e) (into out when not null) and the trace: the sum over
+/// the edges, or over those that carry a parameter when `edge_params` is given (a fixed edge's
+/// term is no entry of K). theta here holds the edge weights (one per edge).
+ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, double* out,
+                         const Index* edge_params = nullptr) {
   const DagView g(net);
   // Terms with exponent 0 go to plain sums, the others to (trace_m, trace_k). A zero term is
   // an exact zero here (products of normalised mantissas do not underflow).
@@ -73,7 +75,7 @@ ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, doub
   square_sums(g, theta.data(),
               [&](const SquareSums& sq, double gm, std::int64_t gk, Index i0, Index i1) {
                 const double* fm = sq.fm.data();
-                if (sq.forward_uniform && gk == 0) {
+                if (sq.forward_uniform && gk == 0 && edge_params == nullptr) {
                   // Two partial sums: the trace's additions do not wait on each other.
                   Index i = i0;
                   for (; i + 1 < i1; i += 2) {
@@ -103,7 +105,7 @@ ScaledReal diagonal_pass(const Network& net, std::span<const double> theta, doub
                   const NodeId u = src[e];
                   const double x = fm[u] * gm;
                   const std::int64_t k = sq.fk[static_cast<std::size_t>(u)] + gk;
-                  if (x != 0) {
+                  if (x != 0 && (edge_params == nullptr || edge_params[e] >= 0)) {
                     detail::dp_merge(trace_m, trace_k, x, k);
                   }
                   if (out != nullptr) {
@@ -168,14 +170,27 @@ Buffer<double> kernel_diagonal(const Network& net, std::span<const double> theta
 }
 
 ScaledReal kernel_trace(const Network& net, std::span<const double> theta) {
-  if (!net.parameter_map()) {
+  const auto& map = net.parameter_map();
+  if (!map) {
     check_theta_size(net, theta.size());
     return diagonal_pass(net, theta, nullptr);
+  }
+  check_theta(net, theta);
+  if (detail::params_maybe_repeated(net).empty()) {
+    // No path carries a parameter twice: the trace is the sum of the edge diagonals, scaled
+    // (right beyond float64, a fixed weight of 1e300 squared included).
+    const detail::EdgeTheta<double> w(map.get(), theta);
+    return diagonal_pass(net, w.span(), nullptr, map->edge_params.data());
   }
   const Buffer<double> diag = kernel_diagonal(net, theta);
   double t = 0;
   for (const double x : diag) {
     t += x;
+  }
+  if (!std::isfinite(t)) {
+    throw RangeError(
+        "trace(K) overflows float64, and with parameters repeated along a path (the cross terms "
+        "of K[k, k]) its magnitude is not computed: scale theta down");
   }
   return ScaledReal::from_double(t);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
@@ -156,10 +157,24 @@ namespace detail {
 
 KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply, Index count,
                                              bool twins, const EigenOptions& options) {
+  // A product beyond float64 (K's entries overflow: a scale factor of 1e200, weights of 1e80)
+  // is a result beyond float64, not a numerical issue of the iteration.
+  const BlockProduct checked = [&apply, d](const double* v, double* out, Index k) {
+    apply(v, out, k);
+    const Index n = d * k;
+    for (Index i = 0; i < n; ++i) {
+      if (!std::isfinite(out[i])) {
+        throw RangeError(fmt::format(
+            "K v overflows float64 (entry {} of a product is {}): the eigenvalues of K are "
+            "beyond float64; scale theta down (K scales as theta^(2 (depth - 1)))",
+            i % d, out[i]));
+      }
+    }
+  };
   if (options.method == EigenMethod::lobpcg) {
-    return lobpcg_top_eigenpairs(d, apply, count, options);
+    return lobpcg_top_eigenpairs(d, checked, count, options);
   }
-  return lanczos_top_eigenpairs(d, apply, count, twins ? count : 1, options);
+  return lanczos_top_eigenpairs(d, checked, count, twins ? count : 1, options);
 }
 
 }  // namespace detail

@@ -92,3 +92,91 @@ def test_zeros_that_are_zeros_are_returned(pl):
     diag = pl.kernel_diagonal(net, theta)
     assert (diag == 0).any() and np.isfinite(diag).all()
     np.testing.assert_allclose(diag, pl.kernel_diagonal(net.unrolled(), theta), rtol=1e-12)
+
+
+class Scaled(nn.Module):
+    """Linear -> ReLU -> x f -> x 1/f -> Linear: two scale layers (fixed weights f and 1/f) that
+    leave the function, the path-lifting and the kernel those of the plain network."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.a, self.b, self.f = nn.Linear(3, 4), nn.Linear(4, 2), f
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        if self.f:
+            h = (h * self.f) * (1 / self.f)
+        return self.b(h)
+
+
+def quantities(pl, net, theta):
+    return [pl.path_norm(net, theta, 1).norm, pl.path_norm(net, theta, 2).norm,
+            float(pl.kernel_trace(net, theta)), *np.asarray(pl.kernel_diagonal(net, theta)),
+            *pl.kernel_top_eigenvalues(net, theta, 2, method="lanczos").values,
+            pl.path_cond(net, theta).criterion_after, *pl.path_cond(net, theta).theta]
+
+
+@pytest.mark.parametrize("f", [1e200, 1e300, 1e-300])
+def test_scale_factors_of_any_finite_size(pl, f, run_cli, tmp_path):
+    """Issue 50: a scale factor above about 1.34e154 made norm, kernel and PathCond on the layer
+    graph an internal error (its square overflowed), while the unrolled network computed them.
+    The fixed weights now enter the passes scaled: the same numbers as the plain network, on the
+    layer graph and on the DAG."""
+    torch.manual_seed(0)
+    plain_model = Scaled(0).double()
+    want = quantities(pl, pl.from_torch(plain_model), pl.theta_from_torch(plain_model))
+    torch.manual_seed(0)
+    model = Scaled(f).double()
+    net = pl.from_torch(model)
+    theta = pl.theta_from_torch(model)
+    for which in (net, net.unrolled()):
+        np.testing.assert_allclose(quantities(pl, which, theta), want, rtol=1e-12)
+    # The CLI on the layer graph's file: the same path-norm, exit 0.
+    path = tmp_path / "scaled.json"
+    path.write_text(net.layer_graph.to_json())
+    np.save(tmp_path / "theta.npy", theta)
+    import json
+    j = json.loads(run_cli("norm", "--network", path, "--theta", tmp_path / "theta.npy", "--s",
+                           "1,2", "--json", check=True).stdout)
+    np.testing.assert_allclose([j["norms"]["1"], j["norms"]["2"]], want[:2], rtol=1e-12)
+    for mode in ("--trace", "--diag"):
+        args = ["kernel", "--network", path, "--theta", tmp_path / "theta.npy", mode]
+        r = run_cli(*args, *(["-o", tmp_path / "d.npy"] if mode == "--diag" else []))
+        assert r.returncode == 0, r
+    r = run_cli("rescale", "--network", path, "--theta", tmp_path / "theta.npy", "--path-cond",
+                "-o", tmp_path / "r.npy", check=True)
+    np.testing.assert_allclose(np.load(tmp_path / "r.npy"), want[-net.d:], rtol=1e-12)
+
+
+def test_a_kernel_beyond_float64_is_a_range_error(pl, run_cli, tmp_path):
+    """One scale layer of 1e200: K's entries are 1e400. Every kernel quantity refuses with
+    RangeError (exit 4), the eigenvalues included (they said numerical_issue), and the trace
+    gives its magnitude when asked for it scaled, on the layer graph as on the DAG."""
+    class One(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 4), nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)) * 1e200)
+
+    torch.manual_seed(0)
+    model = One().double()
+    net = pl.from_torch(model)
+    theta = pl.theta_from_torch(model)
+    logs = []
+    for which in (net, net.unrolled()):
+        for call in (lambda: pl.kernel_diagonal(which, theta),
+                     lambda: pl.kernel_trace(which, theta),
+                     lambda: pl.kernel_top_eigenvalues(which, theta, 2, method="lanczos"),
+                     lambda: pl.kernel_top_eigenvalues(which, theta, 2, method="lobpcg"),
+                     lambda: pl.path_cond(which, theta)):
+            with pytest.raises(pl.RangeError):
+                call()
+        logs.append(pl.kernel_trace(which, theta, scaled=True).log10)
+    assert logs[0] == pytest.approx(logs[1], abs=1e-12) and 400 < logs[0] < 402
+    path = tmp_path / "one.json"
+    path.write_text(net.layer_graph.to_json())
+    np.save(tmp_path / "theta.npy", theta)
+    r = run_cli("kernel", "--network", path, "--theta", tmp_path / "theta.npy", "--top-eig", 2)
+    assert r.returncode == 4 and "float64" in r.stderr, r

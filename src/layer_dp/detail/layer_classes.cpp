@@ -421,7 +421,7 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
     case LayerKind::add:
     case LayerKind::sub: {
       std::vector<TensorPtr> held;
-      std::vector<std::pair<const Tensor*, double>> terms;
+      std::vector<std::pair<const Tensor*, FixedWeight>> terms;
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
         const std::size_t i = plan.input(l, k);
         held.push_back(regather(*sums[i], channels, *classes[i], &out, threads));

@@ -114,9 +114,10 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
     }
     case LayerKind::add:
     case LayerKind::sub: {
-      const double f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
+      const FixedWeight f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
       const TensorPtr t =
-          f == 1 ? y : combine({{y.get(), f}}, static_cast<Index>(y->value.size()), threads);
+          f.value() == 1 ? y
+                         : combine({{y.get(), f}}, static_cast<Index>(y->value.size()), threads);
       // On classes: l's classes refine the input's.
       return out_cls != nullptr ? coarsen(t, plan.shape(src)[0], *out_cls, *in_cls, threads) : t;
     }
@@ -161,7 +162,7 @@ void accumulate(TensorPtr& slot, const TensorPtr& t, Index n, int threads) {
     slot = t;
     return;
   }
-  slot = combine({{slot.get(), 1.0}, {t.get(), 1.0}}, n, threads);
+  slot = combine({{slot.get(), unit_weight}, {t.get(), unit_weight}}, n, threads);
 }
 
 }  // namespace
@@ -224,8 +225,8 @@ std::vector<TensorPtr> backward_pass(const LayerPlan& plan, const WeightSpec& w,
           }
           if (has_extra) {
             const TensorPtr u = param_transpose(plan, l, *(*extra)[l], *extra_w, classes);
-            t = t ? combine({{t.get(), 1.0}, {u.get(), 1.0}}, static_cast<Index>(u->value.size()),
-                            threads)
+            t = t ? combine({{t.get(), unit_weight}, {u.get(), unit_weight}},
+                            static_cast<Index>(u->value.size()), threads)
                   : u;
           }
         } else {

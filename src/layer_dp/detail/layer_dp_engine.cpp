@@ -255,7 +255,7 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
     }
     case LayerKind::add:
     case LayerKind::sub: {
-      std::vector<std::pair<const Tensor*, double>> terms;
+      std::vector<std::pair<const Tensor*, FixedWeight>> terms;
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
         const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
         terms.emplace_back(sums[plan.input(l, k)].get(), fixed(w, spec));
@@ -477,8 +477,8 @@ std::vector<TensorPtr> forward_pass(const LayerPlan& plan, const WeightSpec& w, 
     sums[l] = apply(sums, w, source);
     if (extra != nullptr && has_parameters(ly)) {
       const TensorPtr t = apply(*extra, *extra_w, 1.0);
-      sums[l] = combine({{sums[l].get(), 1.0}, {t.get(), 1.0}}, static_cast<Index>(t->value.size()),
-                        threads);
+      sums[l] = combine({{sums[l].get(), unit_weight}, {t.get(), unit_weight}},
+                        static_cast<Index>(t->value.size()), threads);
     }
     if (!keep) {
       for (const Index i : ly.inputs) {

@@ -131,25 +131,44 @@ void release_layer_buffers() {
   }
 }
 
-/// A fixed edge weight as it enters a pass.
-double fixed(double w, const WeightSpec& spec) {
+FixedWeight fixed(double w, const WeightSpec& spec) {
+  double s = 1;
   switch (spec.mode) {
     case Mode::power:
-      if (spec.s == 0) {
-        return 1.0;
-      }
-      if (spec.s == 1) {
-        return std::fabs(w);
-      }
-      return spec.s == 2 ? w * w : std::pow(std::fabs(w), spec.s);
+      s = spec.s;
+      break;
     case Mode::square:
-      return w * w;
+      s = 2;
+      break;
     case Mode::product:
-      return 0.0;
+      return {0.0, 0};
     case Mode::ones:
-      return 1.0;
+      return {1.0, 0};
   }
-  return 0.0;
+  if (s == 0) {
+    return {1.0, 0};
+  }
+  if (w == 0) {
+    return {0.0, 0};
+  }
+  int e = 0;
+  const double m = std::frexp(std::fabs(w), &e);  // |w| = m 2^e, m in [0.5, 1)
+  if (s == 1) {
+    return {m, e};
+  }
+  if (s == 2) {
+    return {m * m, 2 * static_cast<std::int64_t>(e)};
+  }
+  // |w|^s = m^s 2^(e s): the whole part of e s to the exponent (m^s >= 2^-512 for s <= 512;
+  // beyond, all of s log2 |w| goes through the exponent).
+  const double es = s <= 512 ? static_cast<double>(e) * s : s * std::log2(std::fabs(w));
+  const double whole = std::floor(es);
+  const double m_s = s <= 512 ? std::pow(m, s) : 1.0;
+  return {m_s * std::exp2(es - whole), static_cast<std::int64_t>(whole)};
+}
+
+double FixedWeight::value() const {
+  return m == 0 ? 0.0 : std::ldexp(m, static_cast<int>(std::clamp<std::int64_t>(exp, -2200, 2200)));
 }
 
 namespace {
@@ -456,7 +475,7 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
           }
           continue;
         }
-        const double f = fixed(pool_weight(ly, w, oh, ow), spec);
+        const double f = fixed(pool_weight(ly, w, oh, ow), spec).value();  // (1/n)^s: a double
         if (transpose) {
           const double v = f * in[c * n_out + o];
           double* plane = out + c * n_in;
@@ -483,12 +502,12 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
 }
 
 /// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
-TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, Index n,
+TensorPtr combine(const std::vector<std::pair<const Tensor*, FixedWeight>>& terms, Index n,
                   int threads) {
   std::int64_t e = std::numeric_limits<std::int64_t>::min();
   for (const auto& [t, f] : terms) {
-    if (f != 0) {
-      e = std::max(e, t->exp);
+    if (f.m != 0) {
+      e = std::max(e, t->exp + f.exp);
     }
   }
   TensorPtr y = make_tensor(n);
@@ -496,10 +515,10 @@ TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, In
     return y;
   }
   for (const auto& [t, f] : terms) {
-    if (f == 0) {
+    if (f.m == 0) {
       continue;
     }
-    const double g = f * down(t->exp - e);
+    const double g = f.m * down(t->exp + f.exp - e);
     const double* in = t->value.data();
     double* out = y->value.data();
     for_chunks(n, threads, [&](Index i0, Index i1) {

@@ -102,8 +102,16 @@ double* layer_buffer(LayerBuffer slot, std::size_t n);
 /// Frees the calling thread's layer buffers.
 void release_layer_buffers();
 
-/// A fixed edge weight as it enters a pass.
-double fixed(double w, const WeightSpec& spec);
+/// A fixed edge weight as it enters a pass (|w|^s, w^2, 1 or 0 by the pass's mode), m * 2^exp
+/// with m in [0.5, 1) or 0: a scale factor of any finite size (1e300 squared) stays in range.
+struct FixedWeight {
+  double m = 0;
+  std::int64_t exp = 0;
+  /// m * 2^exp as a double (0 or +-inf beyond its range): for weights of at most 1 (pools).
+  [[nodiscard]] double value() const;
+};
+FixedWeight fixed(double w, const WeightSpec& spec);
+inline constexpr FixedWeight unit_weight{0.5, 1};  ///< 1
 
 /// The transformed parameters theta[offset, offset + count) as mantissas * 2^exp.
 struct Block {
@@ -262,7 +270,9 @@ void scale_channels(const double* f, const double* in, double* out, Index channe
 TensorPtr concat_tensors(const std::vector<std::pair<const Tensor*, Index>>& parts, Index outer,
                          int threads);
 
-/// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
-TensorPtr combine(const std::vector<std::pair<const Tensor*, double>>& terms, Index n, int threads);
+/// sum_k f_k t_k over tensors of one size, aligned to the largest exponent (f_k's own included),
+/// normalised.
+TensorPtr combine(const std::vector<std::pair<const Tensor*, FixedWeight>>& terms, Index n,
+                  int threads);
 
 }  // namespace pathlift::detail
