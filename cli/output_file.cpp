@@ -136,65 +136,11 @@ void release(int slot) {
   }
 }
 
-/// What a file that is not a directory or a regular file is, with its article.
-const char* file_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) {
-    return "a FIFO (named pipe)";
-  }
-  if (S_ISCHR(mode)) {
-    return "a character device";
-  }
-  if (S_ISBLK(mode)) {
-    return "a block device";
-  }
-  if (S_ISSOCK(mode)) {
-    return "a socket";
-  }
-  return "a special file";
-}
-
-/// The folder of `path` ("." for a bare name).
-std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) {
-    return ".";
-  }
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 }  // namespace
 
 void check_output_path(const std::string& path) {
-  if (path == "-") {
-    return;
-  }
-  if (path.empty()) {
-    throw FormatError("an empty output file name");
-  }
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;  // follows a symlink to its file
-  if (path.back() == '/' || (exists && S_ISDIR(st.st_mode))) {
-    throw FormatError(fmt::format("cannot write '{}': it is a directory", path));
-  }
-  // An existing target (or the file a symlink names) is replaced by the rename: only a regular
-  // file may be. A FIFO, a device or a socket would be destroyed, not written to.
-  if (exists && !S_ISREG(st.st_mode)) {
-    throw FormatError(fmt::format(
-        "cannot write '{}': it is {}, not a regular file (pathlift writes a new file and renames "
-        "it onto the target, which would replace it; name a regular file, or - for stdout)",
-        path, file_kind(st.st_mode)));
-  }
-  const std::string folder = folder_of(path);
-  if (::stat(folder.c_str(), &st) != 0) {
-    throw FormatError(fmt::format("cannot write '{}': the folder '{}' {}", path, folder,
-                                  errno == ENOENT ? "does not exist" : std::strerror(errno)));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    throw FormatError(fmt::format("cannot write '{}': '{}' is not a folder", path, folder));
-  }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw FormatError(fmt::format("cannot write '{}': the folder '{}' is not writable ({})", path,
-                                  folder, std::strerror(errno)));
+  if (path != "-") {
+    pathlift::check_output_path(path);
   }
 }
 
@@ -212,7 +158,7 @@ OutputFile::OutputFile(std::string path)
     const int error = errno;
     m_tmp.clear();
     throw FormatError(fmt::format("cannot write '{}': cannot create a file in '{}': {}", m_path,
-                                  folder_of(m_path), std::strerror(error)));
+                                  output_folder(m_path), std::strerror(error)));
   }
   m_fd = fd;
   m_slot = slot;

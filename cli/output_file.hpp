@@ -17,10 +17,7 @@
 
 namespace pathlift::cli {
 
-/// Refuses an output path that cannot be written, before any work: a FormatError naming it when
-/// it is a directory, an existing file that is not a regular file (a FIFO, a device, a socket:
-/// the rename would replace it), or its folder does not exist or is not writable. "-" (stdout)
-/// passes.
+/// pathlift::check_output_path (io.hpp), "-" (stdout) passing.
 void check_output_path(const std::string& path);
 
 /// A file written to a temporary name and renamed to `path` by commit(), or stdout for "-";

@@ -58,7 +58,19 @@ Network read_network(const std::string& path, const EngineOptions& options = {})
 /// `indent` < 0 writes one line; otherwise pretty-printed with that indent.
 std::string network_to_json(const Network& net, int indent = -1);
 
-/// Writes `bytes` to the file at `path` in full or not at all: to a new hidden temporary file
+/// Refuses an output path that cannot be written, before any work: FormatError naming it when
+/// it is empty, a directory, an existing file that is not a regular file (a FIFO, a device, a
+/// socket: the rename onto it would replace it; a symlink is followed to its file for this
+/// check, and the link itself is what the rename replaces), or its folder does not exist or is
+/// not writable; the message says "cannot write WHAT 'PATH'" ("cannot write 'PATH'" without
+/// `what`). Every writer of pathlift's files (the CLI's -o, write_network) calls it.
+void check_output_path(const std::string& path, std::string_view what = "");
+
+/// The folder of an output path ("." for a bare name).
+std::string output_folder(const std::string& path);
+
+/// Writes `bytes` to the file at `path` in full or not at all (check_output_path first): to a new
+/// hidden temporary file
 /// `.NAME.XXXXXX.tmp` next to it, created with O_CREAT | O_EXCL (no symlink is followed, no
 /// existing file is reused), given the permissions of a new file (0666 & ~umask) and renamed
 /// onto `path` when complete. Every write, the close and the rename are checked; on a failure

@@ -534,17 +534,75 @@ int install_temporary(int fd, const std::string& tmp, const std::string& path) {
   return error;
 }
 
+namespace {
+
+/// What a file that is not a directory or a regular file is, with its article.
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) {
+    return "a FIFO (named pipe)";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  return "a special file";
+}
+
+}  // namespace
+
+std::string output_folder(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) {
+    return ".";
+  }
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void check_output_path(const std::string& path, std::string_view what) {
+  // "cannot write 'PATH'", or "cannot write WHAT 'PATH'"
+  const std::string target =
+      what.empty() ? fmt::format("'{}'", path) : fmt::format("{} '{}'", what, path);
+  if (path.empty()) {
+    throw FormatError(what.empty() ? std::string("an empty output file name")
+                                   : fmt::format("an empty name for the {}", what));
+  }
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;  // follows a symlink to its file
+  if (path.back() == '/' || (exists && S_ISDIR(st.st_mode))) {
+    throw FormatError(fmt::format("cannot write {}: it is a directory", target));
+  }
+  // An existing target (or the file a symlink names) is replaced by the rename: only a regular
+  // file may be. A FIFO, a device or a socket would be destroyed, not written to.
+  if (exists && !S_ISREG(st.st_mode)) {
+    throw FormatError(fmt::format(
+        "cannot write {}: it is {}, not a regular file (pathlift writes a new file and renames "
+        "it onto the target, which would replace it; name a regular file)",
+        target, file_kind(st.st_mode)));
+  }
+  const std::string folder = output_folder(path);
+  if (::stat(folder.c_str(), &st) != 0) {
+    throw FormatError(fmt::format("cannot write {}: the folder '{}' {}", target, folder,
+                                  errno == ENOENT ? "does not exist" : std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw FormatError(fmt::format("cannot write {}: '{}' is not a folder", target, folder));
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw FormatError(fmt::format("cannot write {}: the folder '{}' is not writable ({})", target,
+                                  folder, std::strerror(errno)));
+  }
+}
+
 void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view what) {
   const auto fail = [&](int error) {
     throw FormatError(fmt::format("cannot write {} '{}': {}", what, path, std::strerror(error)));
   };
-  if (path.empty() || path.back() == '/') {
-    fail(path.empty() ? ENOENT : EISDIR);
-  }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fail(EISDIR);
-  }
+  check_output_path(path, what);
   // Next to the target (the same file system, so the rename is atomic); mkostemps creates it
   // with O_EXCL: no symlink is followed, no existing file is reused.
   std::string tmp = temporary_template(path);

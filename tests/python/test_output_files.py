@@ -250,3 +250,35 @@ def test_python_write_network_failure_leaves_nothing(pathlift_module, tmp_path, 
         pathlift_module.write_network(pathlift_module.fig1(), tmp_path / target)
     assert [p.name for p in tmp_path.iterdir()] == ["sub"]
     assert not any((tmp_path / "sub").iterdir())
+
+
+def test_python_write_network_keeps_fifos_and_devices(pathlift_module, tmp_path):
+    """Issue 50: write_network replaced an existing FIFO, and as root a device node, by a
+    regular file (the CLI refused them; the rule now has one home, check_output_path, which both
+    writers call). Both are refused naming the file, and left as they were."""
+    pl = pathlift_module
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    targets = [(fifo, "a FIFO", stat.S_ISFIFO)]
+    if os.geteuid() == 0:
+        device = tmp_path / "null.json"
+        os.mknod(device, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+        targets.append((device, "a character device", stat.S_ISCHR))
+    for target, kind, is_kind in targets:
+        with pytest.raises(pl.FormatError, match=f"cannot write network file '{target}': it is "
+                                                 f"{kind}"):
+            pl.write_network(pl.fig1(), target)
+        assert is_kind(os.lstat(target).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(t.name for t, _, _ in targets)
+
+
+def test_cli_output_onto_a_symlink_replaces_the_link(run_cli, tmp_path):
+    """-o LINK where LINK is a symlink to a regular file: the new file replaces the link, and the
+    file it named is left as it was (docs/cli.md#output-files)."""
+    victim = tmp_path / "victim.json"
+    victim.write_text("precious")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    run_cli("convert", "--example", "fig1", "-o", link, check=True)
+    assert not link.is_symlink() and '"pathlift-network"' in link.read_text()
+    assert victim.read_text() == "precious"
