@@ -158,8 +158,8 @@ class NpyHeader {
 };
 
 NpyArray read_npy(const std::string& path, std::size_t max_memory) {
-  const std::string bytes =
-      read_input_file(path, max_input_bytes(InputKind::binary, max_memory), ".npy file");
+  const std::string bytes = read_input_file(path, max_input_bytes(InputKind::binary, max_memory),
+                                            ".npy file", StreamFormat::npy);
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     throw FormatError(fmt::format("'{}' is not a .npy file (bad magic)", path));
   }
@@ -366,8 +366,8 @@ std::vector<double> read_vector(const std::string& path, bool finite, std::size_
     return a.values;
   }
   std::vector<double> out;
-  const std::string text =
-      read_input_file(path, max_input_bytes(InputKind::text, max_memory), "text file");
+  const std::string text = read_input_file(path, max_input_bytes(InputKind::text, max_memory),
+                                           "text file", StreamFormat::text);
   for_each_text_row(text, [&](Index line_no, const std::vector<std::string>& tokens) {
     for (const auto& token : tokens) {
       out.push_back(parse_number(
@@ -401,8 +401,8 @@ Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matr
   std::vector<double> values;
   Index cols = -1;
   Index rows = 0;
-  const std::string text =
-      read_input_file(path, max_input_bytes(InputKind::text, max_memory), "text file");
+  const std::string text = read_input_file(path, max_input_bytes(InputKind::text, max_memory),
+                                           "text file", StreamFormat::text);
   for_each_text_row(text, [&](Index line_no, const std::vector<std::string>& tokens) {
     if (cols < 0) {
       cols = static_cast<Index>(tokens.size());

@@ -14,6 +14,7 @@
 /// a 0-based index (JSON integer). `weights`, `outputs`, `bias`, `activations` are optional.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -40,14 +41,29 @@ enum class InputKind : unsigned {
 /// it fit in the limit.
 std::size_t max_input_bytes(InputKind kind, std::size_t max_memory = 0);
 
+/// What a stream (a pipe, a device: a file without a size) read by read_input_file must start
+/// like; one that cannot is refused as soon as its bytes show it (/dev/zero as an ONNX model at
+/// its first byte), not after the bound.
+enum class StreamFormat : std::uint8_t {
+  any,           ///< no check
+  json,          ///< a JSON object: '{' after any whitespace
+  onnx,          ///< protobuf: top-level fields with a valid tag, wire type and length
+  json_or_onnx,  ///< either (a model file): '{' decides
+  npy,           ///< the .npy magic "\x93NUMPY"
+  text           ///< no NUL byte
+};
+
 /// The bytes of the file at `path`, read under a bound: the one reader of every input file
 /// (networks, layer graphs, ONNX models, theta and data). Throws FormatError naming the file
 /// (as `what`: "network file") when it is missing, unreadable (with the system's reason) or a
 /// directory, and TooLarge naming the file and the bound when it holds more than `max_bytes`:
 /// refused from its size for a regular file, after reading `max_bytes` + 1 bytes for a pipe or
-/// a device (/dev/zero does not exhaust memory). Complexity: O(min(file size, max_bytes)).
+/// a device (/dev/zero does not exhaust memory, and is refused at once when `format` says what
+/// the stream must start like: FormatError naming the byte). Complexity:
+/// O(min(file size, max_bytes)).
 std::string read_input_file(const std::string& path, std::size_t max_bytes,
-                            std::string_view what = "file");
+                            std::string_view what = "file",
+                            StreamFormat format = StreamFormat::any);
 
 /// Reads a network file of at most max_input_bytes(InputKind::json, max_memory) bytes.
 /// Throws FormatError when the file cannot be read or parsed, TooLarge when it is too large.

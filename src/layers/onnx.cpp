@@ -329,7 +329,7 @@ LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_sh
       return import(detail::OnnxModel(std::move(file)), input_shape, options);
     }
     // A pipe or a device cannot be read by ranges: its bytes, within the bound.
-    const std::string bytes = file.read_all();
+    const std::string bytes = file.read_all(StreamFormat::onnx);
     return import(detail::OnnxModel(bytes), input_shape, options);
   } catch (const FormatError& e) {
     throw FormatError(fmt::format("{}: {}", printable(path, 200), e.what()));

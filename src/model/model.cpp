@@ -275,9 +275,8 @@ Model load_model(const std::string& path, const ModelOptions& options) {
     }
   }
   const InputKind kind = sniffed.kind;
-  const std::string bytes =
-      read_input_file(path, max_input_bytes(kind, options.engine.max_memory),
-                      kind == InputKind::json ? "model file" : "model file (ONNX)");
+  const std::string bytes = read_input_file(path, max_input_bytes(kind, options.engine.max_memory),
+                                            "model file", StreamFormat::json_or_onnx);
   try {
     return parse_model(bytes, options);
   } catch (const FormatError& e) {

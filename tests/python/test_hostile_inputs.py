@@ -5,6 +5,7 @@ without bound or be silently accepted.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_hostile_inputs.py
 """
+import os
 import struct
 import subprocess
 import time
@@ -95,14 +96,45 @@ def test_text_theta_beyond_a_double_says_so(run_cli, tmp_path, token, why):
 
 
 @pytest.mark.parametrize("option", ["--network", "--theta", "--data", "--onnx"])
-def test_endless_input_is_refused_at_the_bound(run_cli, option):
-    command = "forward" if option == "--data" else "lift"
-    args = [command, option, "/dev/zero", "--max-memory", "16M"]
-    args += ["--ff", "2,1"] if option == "--data" else ["-o", "-"]
+@pytest.mark.parametrize("stream", ["/dev/zero", "/dev/urandom"])
+def test_endless_input_that_cannot_be_a_file_is_refused_at_once(run_cli, option, stream):
+    """Issue 50: `info --onnx /dev/zero` read 8.4 GB over 141 s before its refusal under the
+    default limit. A stream's bytes are now checked as they arrive (an ONNX model's protobuf
+    framing, a JSON object's '{', no NUL byte in text): refused within the first bytes."""
+    command = "forward" if option == "--data" else "info" if option in ("--network", "--onnx") \
+        else "lift"
+    args = [command, option, stream]
+    args += ["--ff", "2,1"] if option == "--data" else ["-o", "-"] if command == "lift" else []
     start = time.monotonic()
     r = run_cli(*args)
+    assert time.monotonic() - start < 10
+    assert_refused(r, f"'{stream}' (a stream, refused as it is read)")
+
+
+@pytest.mark.parametrize("head", [b"{", b"\x08\x07"])
+def test_endless_plausible_input_is_refused_at_the_bound(run_cli, tmp_path, head):
+    """A stream that could still be a model file ('{' then spaces; an ONNX field then a long run
+    of empty ones) is read to the bound and refused there, never held beyond it."""
+    import threading
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    filler = b" " * 65536 if head == b"{" else b"\x12\x00" * 32768  # field 2, 0 bytes
+
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(head)
+                while True:
+                    f.write(filler)
+        except (BrokenPipeError, OSError):
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    start = time.monotonic()
+    r = run_cli("info", "--network", fifo, "--max-memory", "16M")
     assert time.monotonic() - start < 30
-    assert_refused(r, "'/dev/zero' is too large")
+    assert_refused(r, str(fifo), "too large")
 
 
 def test_sparse_huge_file_is_refused_from_its_size(run_cli, tmp_path):
@@ -306,3 +338,11 @@ def test_node_names_are_escaped_in_rescale_and_paths(run_cli, tmp_path, pathlift
                     '"edges": [[0, 1], [1, 2]]}')
     r = run_cli("paths", "--network", path, "--nodes", "-o", "-", check=True)
     assert "x -> h\\nz -> y" in r.stdout and "h\nz" not in r.stdout, r
+
+
+@pytest.mark.parametrize("reader", ["from_onnx", "load_model", "read_network"])
+def test_python_readers_refuse_an_endless_stream_at_once(pathlift_module, reader):
+    start = time.monotonic()
+    with pytest.raises(pathlift_module.FormatError, match="a stream, refused as it is read"):
+        getattr(pathlift_module, reader)("/dev/zero")
+    assert time.monotonic() - start < 10

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "pathlift/io.hpp"
+
 namespace pathlift::detail {
 
 /// An open input file, its descriptor closed with it (move-only).
@@ -37,8 +39,10 @@ class InputFile {
   [[nodiscard]] const std::string& what() const { return m_what; }
 
   /// The rest of the file's bytes (all of them for a file just opened), at most the bound:
-  /// TooLarge naming the file past it (a pipe or a device is read up to the bound + 1 byte).
-  [[nodiscard]] std::string read_all() const;
+  /// TooLarge naming the file past it (a pipe or a device is read up to the bound + 1 byte,
+  /// refused before when its bytes cannot start a file of `format`: FormatError naming the
+  /// byte). The buffer grows to at most the bound + 1 byte.
+  [[nodiscard]] std::string read_all(StreamFormat format = StreamFormat::any) const;
   /// Bytes [offset, offset + n) of a regular file into `out`: FormatError naming the file when
   /// it cannot be read or ends before (it shrank since it was opened).
   void read_at(std::uint64_t offset, std::size_t n, char* out) const;
