@@ -285,7 +285,13 @@ TEST(IoErrors, FailedWriteLeavesNothing) {
     EXPECT_TRUE(contains(msg, "cannot write network file '" + path + "'")) << msg;
   }
   EXPECT_TRUE(contains(error_of<FormatError>([&] { write_network(fig1(), dir / "sub"); }),
-                       std::strerror(EISDIR)));
+                       "it is a directory"));
+  // A FIFO is refused as the CLI refuses it (check_output_path), not replaced by a file.
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  EXPECT_TRUE(contains(error_of<FormatError>([&] { write_network(fig1(), dir / "pipe"); }),
+                       "it is a FIFO (named pipe), not a regular file"));
+  EXPECT_TRUE(fs::is_fifo(dir / "pipe"));
+  fs::remove(dir / "pipe");
   EXPECT_EQ(dir.names(), std::vector<std::string>{"sub"});
   EXPECT_TRUE(fs::is_empty(dir / "sub"));
   // An unwritable folder: the temporary cannot be made, the error gives the system's reason.
