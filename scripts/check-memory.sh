@@ -100,6 +100,11 @@ if not quick:
                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(192, 10)).eval()
         torch.onnx.export(net, torch.zeros(1, 3, 1024, 1024), f"{work}/big.onnx",
                           input_names=["x"], output_names=["y"], opset_version=13)
+        # An MLP of d = 9.47 M (issue 50: rescale peaked at 532-609 MB under --max-memory 300M).
+        mlp = nn.Sequential(nn.Linear(2000, 3000), nn.ReLU(), nn.Linear(3000, 1150), nn.ReLU(),
+                            nn.Linear(1150, 10)).eval()
+        torch.onnx.export(mlp, torch.zeros(1, 2000), f"{work}/mlp.onnx", input_names=["x"],
+                          output_names=["y"], opset_version=13)
 EOF
 
 # One case a line: a name, then the command's arguments (-o paths are relative to $work).
@@ -111,6 +116,8 @@ small=(
   "rank|rank --ff 5,24,24,24,2 --no-numerical"
   "linearize|linearize --ff 5,64,64,2 --data X5.npy -o L.npz"
   "kernel-full|kernel --full --ff 5,64,64,64,2 -o K.npy"
+  "rescale-pc|rescale --path-cond --ff 100,300,300,10 -o r.npy --max-sweeps 20"
+  "rescale-enorm|rescale --enorm --ff 100,300,300,10 -o r.npy --max-sweeps 20"
 )
 large=(
   "lift|lift --ff 8,96,96,96,4 -o phi.npy"
@@ -145,6 +152,10 @@ models_large=(
   "layers-kdiag|1G|any|kernel --diag --network conv_large.json -o D.npy"
   "layers-lift|1G|refused|lift --network conv_large.json -o phi.npy"
   "onnx-big-lift|1G|refused|lift --onnx big.onnx -o phi.npy"
+  "onnx-rescale-pc|300M|any|rescale --path-cond --onnx mlp.onnx -o r.npy --max-sweeps 20"
+  "onnx-rescale-pc|1G|any|rescale --path-cond --onnx mlp.onnx -o r.npy --max-sweeps 20"
+  "onnx-rescale-en|300M|any|rescale --enorm --onnx mlp.onnx -o r.npy --max-sweeps 20"
+  "onnx-rescale-en|1G|any|rescale --enorm --onnx mlp.onnx -o r.npy --max-sweeps 20"
 )
 models=("${models_small[@]}" "${models_large[@]}")
 if ((quick)); then
@@ -190,7 +201,8 @@ measure() {
   fi
   [[ "$ok" == yes ]] || fail=1
   printf '%-15s %-6s %9s %8s %8s %s\n' "$name" "$limit" "$peak" "$refused" "$secs" "$ok"
-  rm -f "$work"/.*.tmp "$work"/phi.npy "$work"/J.npz "$work"/L.npz "$work"/K.npy "$work"/D.npy
+  rm -f "$work"/.*.tmp "$work"/phi.npy "$work"/J.npz "$work"/L.npz "$work"/K.npy "$work"/D.npy \
+    "$work"/r.npy
 }
 
 printf '%-15s %-6s %9s %8s %8s %s\n' command limit peak_MB refused seconds ok

@@ -16,6 +16,8 @@
 #include "pathlift/layer_dp.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/norms.hpp"
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
+#include "src/layers/detail/layers_unroll.hpp"
 #include "support.hpp"
 #include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"
@@ -91,6 +93,14 @@ void expect_layer_dp_equals_dag(const LayerGraph& g) {
   ASSERT_EQ(pc.length_histogram.size(), pn.length_histogram.size());
   for (std::size_t len = 0; len < pc.length_histogram.size(); ++len) {
     expect_count(pc.length_histogram[len], pn.length_histogram[len]);
+  }
+  // nnz from the pass in dual numbers (what count_paths gives where the histogram is skipped).
+  {
+    const EngineOptions options;  // the plan keeps a reference
+    const detail::LayerPlan plan(g, options);
+    const ScaledReal nnz =
+        detail::total_path_length(plan, detail::Unroller(g, {}).node_entries(), {0, 1});
+    expect_scaled(nnz, ScaledReal::from_double(pn.nnz.approx()), 1e-12, "nnz in dual numbers");
   }
   for (const double s : {1.0, 2.0, 1.5}) {
     const std::vector<double> ga = path_norm_gradient(g, theta, s);

@@ -121,6 +121,12 @@ nlohmann::ordered_json count_json(const Count& c) {
   return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
 }
 
+/// memory_note() after a refusal for memory; nothing after one for work.
+std::string refusal_note(const PathCounts& counts) {
+  return counts.length_histogram_refused.find("memory limit") != std::string::npos ? memory_note()
+                                                                                   : "";
+}
+
 void run_info(const InfoOptions& opts) {
   const LoadedModel model = load_model(opts.network, opts.compute);
   const std::string& description = model.description;
@@ -162,7 +168,9 @@ void run_info(const InfoOptions& opts) {
     j["log10_P"] = counts.paths.log10();
     j["nnz"] = count_json(counts.nnz);
     j["nnz_exact"] = counts.nnz.exact();
-    j["max_path_length"] = counts.max_path_length;
+    j["max_path_length"] = counts.max_path_length >= 0
+                               ? nlohmann::ordered_json(counts.max_path_length)
+                               : nlohmann::ordered_json(nullptr);
     nlohmann::ordered_json hist = nlohmann::ordered_json::object();
     for (std::size_t l = 0; l < counts.length_histogram.size(); ++l) {
       if (!counts.length_histogram[l].is_zero()) {
@@ -172,7 +180,7 @@ void run_info(const InfoOptions& opts) {
     j["length_histogram"] =
         counts.length_histogram_refused.empty() ? hist : nlohmann::ordered_json(nullptr);
     if (!counts.length_histogram_refused.empty()) {
-      j["length_histogram_refused"] = counts.length_histogram_refused + memory_note();
+      j["length_histogram_refused"] = counts.length_histogram_refused + refusal_note(counts);
     }
     print_json(j);
     return;
@@ -220,10 +228,14 @@ void run_info(const InfoOptions& opts) {
     fmt::print("path edges       {}  (the sum of the path lengths, fixed edges included)\n",
                counts.nnz.to_string());
   }
-  fmt::print("max path length  {}\n", counts.max_path_length);
+  if (counts.max_path_length >= 0) {
+    fmt::print("max path length  {}\n", counts.max_path_length);
+  } else {
+    fmt::print("max path length  not computed (it comes with the path lengths)\n");
+  }
   fmt::print("path lengths     ");
   if (!counts.length_histogram_refused.empty()) {
-    fmt::print("not computed: {}{}\n", counts.length_histogram_refused, memory_note());
+    fmt::print("not computed: {}{}\n", counts.length_histogram_refused, refusal_note(counts));
     return;
   }
   bool first = true;

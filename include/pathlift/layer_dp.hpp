@@ -40,8 +40,12 @@ namespace pathlift {
 /// length_histogram and max_path_length; per_input and per_edge are left empty (they are
 /// per node and per edge). A count is exact while it is below 2^53 and known by its log10
 /// beyond (Count::exact() says which). The histogram follows the unroller's nodes
-/// (docs/layers.md: a pending sum adds no edge). Throws what layer_shapes throws.
-/// Complexity: O(entries x max_path_length + layer windows), no GEMM.
+/// (docs/layers.md: a pending sum adds no edge). The histogram's work is a counting pass per
+/// path length a layer spans (a chain of L layers with biases: L^2 / 2 passes); when it would
+/// exceed 2e11 multiply-adds or options.max_memory, it is skipped, length_histogram_refused
+/// says why, nnz comes from one pass in dual numbers and max_path_length is -1 (never a throw).
+/// Throws what layer_shapes throws.
+/// Complexity: O(entries x max_path_length + layer windows), bounded as said.
 PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options = {});
 
 /// P alone (one pass; exact below 2^53, log10 beyond). Complexity: O(entries x window).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pathlift/error.hpp"
+#include "pathlift/limits.hpp"
 
 #include "pathlift/path_free.hpp"
 #include "pathlift/symmetry.hpp"
@@ -66,6 +67,41 @@ Incidence incidence(const ParameterClasses& pc, const std::vector<std::uint8_t>&
   return inc;
 }
 
+/// The bytes of incidence(pc, every parameter counted): its offsets and lists.
+double incidence_bytes(const ParameterClasses& pc) {
+  double entries = 0;
+  for (std::size_t k = 0; k < pc.target.size(); ++k) {
+    if (pc.target[k] != pc.source[k]) {
+      entries += (pc.target[k] >= 0 ? 1.0 : 0.0) + (pc.source[k] >= 0 ? 1.0 : 0.0);
+    }
+  }
+  return (entries + 2.0 * static_cast<double>(pc.classes + 1)) * sizeof(Index);
+}
+
+/// Refuses a balance whose arrays would not fit beside what the caller holds: the classes
+/// (target and source, held throughout), the incidence, the weights and the flags, then the
+/// rescaled theta (made once the incidence and the weights are released). Returns the bytes
+/// the classes hold, which the kernel diagonal's own work leaves aside.
+double require_balance_memory(const ParameterClasses& pc, const EngineOptions& engine,
+                              const char* what) {
+  const auto d = static_cast<double>(pc.target.size());
+  const double classes = 2 * d * sizeof(Index);
+  const double descent = incidence_bytes(pc) + d * sizeof(double) + 2 * d;  // + flags, marks
+  require_bytes(classes + std::max(descent, d * sizeof(double)), engine.max_memory,
+                fmt::format("{} on d = {} parameters in {} classes (the classes, their incidence, "
+                            "the weights, then the rescaled theta)",
+                            what, pc.target.size(), pc.classes));
+  return classes;
+}
+
+/// `engine` with `held` bytes fewer to spend (what a caller keeps while it calls).
+EngineOptions leaving(const EngineOptions& engine, double held) {
+  EngineOptions out = engine;
+  const auto limit = static_cast<double>(effective_max_memory(engine.max_memory));
+  out.max_memory = static_cast<std::size_t>(std::max(limit - held, 1.0));
+  return out;
+}
+
 /// The classes of the model, refusing coupled ones.
 ParameterClasses classes_of(const Model& model, const EngineOptions& engine, const char* what) {
   ParameterClasses pc = parameter_classes(model, engine);
@@ -114,7 +150,7 @@ class Weights {
   /// theta_k^2.
   static Weights squares(std::span<const double> theta) {
     Weights w;
-    w.m_w.resize(theta.size());
+    w.m_w = Buffer<double>(theta.size());
     const bool fit = std::all_of(theta.begin(), theta.end(), [](double t) {
       return t == 0 || (std::fabs(t) >= 0x1p-480 && std::fabs(t) <= 0x1p480);
     });
@@ -125,14 +161,41 @@ class Weights {
     w.m_logs = !fit;
     return w;
   }
-  /// The values themselves (finite, >= 0).
-  static Weights values(std::span<const double> x) {
+  /// The values themselves (finite, >= 0), taken over (no copy).
+  static Weights values(Buffer<double>&& x) {
     Weights w;
-    w.m_w.assign(x.begin(), x.end());
-    if (!std::all_of(x.begin(), x.end(), in_range)) {
+    w.m_w = std::move(x);
+    if (!std::all_of(w.m_w.begin(), w.m_w.end(), in_range)) {
       w.to_logs();
     }
     return w;
+  }
+
+  /// log(sum of w_k over the k with keep(k)): the same sums as log_sum, over every parameter.
+  template <class Keep>
+  [[nodiscard]] double log_sum_if(const Keep& keep) const {
+    const std::size_t n = m_w.size();
+    if (!m_logs) {
+      double sum = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        sum += keep(k) ? m_w[k] : 0.0;
+      }
+      return std::log(sum);
+    }
+    double top = k_minus_inf;
+    for (std::size_t k = 0; k < n; ++k) {
+      top = keep(k) ? std::max(top, m_w[k]) : top;
+    }
+    if (top == k_minus_inf) {
+      return k_minus_inf;
+    }
+    PositiveSum sum;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (keep(k)) {
+        sum.add(std::exp(m_w[k] - top));
+      }
+    }
+    return top + std::log(sum.value());
   }
 
   /// log(sum of w[list[i]], i in [a, b)): -inf for no term or only zeros.
@@ -211,7 +274,7 @@ class Weights {
     m_logs = true;
   }
 
-  std::vector<double> m_w;
+  Buffer<double> m_w;
   bool m_logs = false;
 };
 
@@ -326,46 +389,46 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
   check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "enorm");
-  const std::vector<std::uint8_t> all(theta.size(), 1);
-  Descent g{incidence(pc, all), Weights::squares(theta)};
-  const std::vector<Index> every = [&] {
-    std::vector<Index> v(theta.size());
-    std::iota(v.begin(), v.end(), Index{0});
-    return v;
-  }();
-  const auto criterion = [&] {
-    return std::exp(g.w.log_sum(every, 0, static_cast<Index>(every.size())));
-  };
+  (void)require_balance_memory(pc, options.engine, "enorm");
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
-  r.criterion_before = criterion();
-  const auto step = [&](std::size_t h) {
-    const double in = g.log_in(h);
-    const double out = g.log_out(h);
-    if (in == k_minus_inf || out == k_minus_inf) {
-      return 0.0;  // nothing in or nothing out: left alone
-    }
-    // in lambda^2 + out lambda^-2 is least at lambda^4 = out / in.
-    const double delta = 0.25 * (out - in);
-    r.log_scales[h] += delta;
-    g.scale(h, 2 * delta);
-    return delta;
-  };
-  const auto stationarity = [&] {
-    double worst = 0;
-    for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+  {
+    std::vector<std::uint8_t> all(theta.size(), 1);
+    Descent g{incidence(pc, all), Weights::squares(theta)};
+    all = {};
+    const auto criterion = [&] {
+      return std::exp(g.w.log_sum_if([](std::size_t) { return true; }));
+    };
+    r.criterion_before = criterion();
+    const auto step = [&](std::size_t h) {
       const double in = g.log_in(h);
       const double out = g.log_out(h);
-      if (in != k_minus_inf && out != k_minus_inf) {
-        worst = std::max(worst, std::fabs(std::tanh(0.5 * (in - out))));  // |in - out| / (in + out)
+      if (in == k_minus_inf || out == k_minus_inf) {
+        return 0.0;  // nothing in or nothing out: left alone
       }
-    }
-    return worst;
-  };
-  sweep(r, pc.classes, options, step, stationarity);
+      // in lambda^2 + out lambda^-2 is least at lambda^4 = out / in.
+      const double delta = 0.25 * (out - in);
+      r.log_scales[h] += delta;
+      g.scale(h, 2 * delta);
+      return delta;
+    };
+    const auto stationarity = [&] {
+      double worst = 0;
+      for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+        const double in = g.log_in(h);
+        const double out = g.log_out(h);
+        if (in != k_minus_inf && out != k_minus_inf) {
+          worst =
+              std::max(worst, std::fabs(std::tanh(0.5 * (in - out))));  // |in - out| / (in + out)
+        }
+      }
+      return worst;
+    };
+    sweep(r, pc.classes, options, step, stationarity);
+    r.criterion_after = criterion();
+  }  // the incidence and the weights released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "enorm");
-  r.criterion_after = criterion();
   return r;
 }
 
@@ -374,103 +437,94 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
   check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "path_cond");
-  const Buffer<double> diag = kernel_diagonal(model, theta, options.engine);
-  std::vector<std::uint8_t> counted(diag.size(), 0);
-  std::vector<Index> counted_list;
-  for (std::size_t k = 0; k < diag.size(); ++k) {
-    if (diag[k] > 0) {
-      counted[k] = 1;
-      counted_list.push_back(static_cast<Index>(k));
-    }
-  }
-  const auto count = static_cast<double>(counted_list.size());  // n
-  Descent g{incidence(pc, counted),
-            Weights::values(std::span<const double>(diag.data(), diag.size()))};
-  const auto log_total = [&] {
-    return g.w.log_sum(counted_list, 0, static_cast<Index>(counted_list.size()));
-  };
-  // n log(sum_k G_kk) - sum_k log G_kk over the counted parameters (0 when none is).
-  const auto criterion = [&] {
-    if (counted_list.empty()) {
-      return 0.0;
-    }
-    double logs = 0;
-    for (const Index k : counted_list) {
-      logs += g.w.log_of(k);
-    }
-    return count * log_total() - logs;
-  };
+  const double held = require_balance_memory(pc, options.engine, "path_cond");
+  Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, held));
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
-  r.criterion_before = criterion();
-  double lt = log_total();  // log sum_k G_kk, kept through the sweep
-  // The rest A = total - B - C of class h, exactly where the subtraction would cancel (B + C
-  // holds all but 1e-3 of the total: at most two classes a sweep, as each parameter is into
-  // one class and out of another).
-  std::vector<std::uint8_t> mark(diag.size(), 0);
-  const auto log_rest = [&](std::size_t h, double lb, double lc) {
-    const double part = std::exp(lb - lt) + std::exp(lc - lt);
-    if (part < 1 - 1e-3) {
-      return lt + std::log1p(-part);
+  {
+    std::vector<std::uint8_t> counted(diag.size(), 0);  // G_kk > 0; 2 once marked (log_rest)
+    double count = 0;                                   // n
+    for (std::size_t k = 0; k < diag.size(); ++k) {
+      counted[k] = diag[k] > 0 ? 1 : 0;
+      count += counted[k];
     }
-    for (const auto& [off, list] :
-         {std::pair{&g.inc.in_off, &g.inc.in_list}, std::pair{&g.inc.out_off, &g.inc.out_list}}) {
-      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
-        mark[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])] = 1;
+    Descent g{incidence(pc, counted), Weights::values(std::move(diag))};
+    const auto log_total = [&] {
+      return g.w.log_sum_if([&](std::size_t k) { return counted[k] != 0; });
+    };
+    // n log(sum_k G_kk) - sum_k log G_kk over the counted parameters (0 when none is).
+    const auto criterion = [&] {
+      if (count == 0) {
+        return 0.0;
       }
-    }
-    std::vector<Index> rest;
-    for (const Index k : counted_list) {
-      if (mark[static_cast<std::size_t>(k)] == 0) {
-        rest.push_back(k);
+      double logs = 0;
+      for (std::size_t k = 0; k < counted.size(); ++k) {
+        logs += counted[k] != 0 ? g.w.log_of(static_cast<Index>(k)) : 0.0;
       }
-    }
-    for (const auto& [off, list] :
-         {std::pair{&g.inc.in_off, &g.inc.in_list}, std::pair{&g.inc.out_off, &g.inc.out_list}}) {
-      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
-        mark[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])] = 0;
+      return count * log_total() - logs;
+    };
+    r.criterion_before = criterion();
+    double lt = log_total();  // log sum_k G_kk, kept through the sweep
+    // The rest A = total - B - C of class h, exactly where the subtraction would cancel (B + C
+    // holds all but 1e-3 of the total: at most two classes a sweep, as each parameter is into
+    // one class and out of another): the parameters of h marked 2 in `counted` for the sum.
+    const auto log_rest = [&](std::size_t h, double lb, double lc) {
+      const double part = std::exp(lb - lt) + std::exp(lc - lt);
+      if (part < 1 - 1e-3) {
+        return lt + std::log1p(-part);
       }
-    }
-    return g.w.log_sum(rest, 0, static_cast<Index>(rest.size()));
-  };
-  const auto step = [&](std::size_t h) {
-    const double lb = g.log_in(h);
-    const double lc = g.log_out(h);
-    if (lb == k_minus_inf || lc == k_minus_inf) {
-      return 0.0;  // nothing in or nothing out: left alone
-    }
-    const double la = log_rest(h, lb, lc);
-    // With x = exp(2 delta): into h the G_kk are divided by x, out of it multiplied by x; the
-    // derivative of n log(A + B / x + C x) + m log(1 / x) vanishes where
-    // (n - m) C x^2 - m A x - (n + m) B = 0. With x = sqrt(B / C) y and t = A / sqrt(B C):
-    // (n - m) y^2 - m t y - (n + m) = 0.
-    const double log_x =
-        0.5 * (lb - lc) + pathcond_log_root(count, g.degree(h), la - 0.5 * (lb + lc));
-    const double delta = 0.5 * log_x;
-    r.log_scales[h] += delta;
-    g.scale(h, -log_x);
-    lt = log_add(la, lb - log_x, lc + log_x);
-    return delta;
-  };
-  const auto stationarity = [&] {
-    lt = log_total();  // afresh: the running total drifts by rounding
-    double worst = 0;
-    for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+      const auto mark = [&](std::uint8_t value) {
+        for (const auto& [off, list] : {std::pair{&g.inc.in_off, &g.inc.in_list},
+                                        std::pair{&g.inc.out_off, &g.inc.out_list}}) {
+          for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
+            counted[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])] = value;
+          }
+        }
+      };
+      mark(2);
+      const double rest = g.w.log_sum_if([&](std::size_t k) { return counted[k] == 1; });
+      mark(1);
+      return rest;
+    };
+    const auto step = [&](std::size_t h) {
       const double lb = g.log_in(h);
       const double lc = g.log_out(h);
-      if (lb != k_minus_inf && lc != k_minus_inf) {
-        const double b = std::exp(lb - lt);
-        const double c = std::exp(lc - lt);
-        worst = std::max(worst,
-                         std::fabs(count * (c - b) - g.degree(h)) / std::max(1.0, count * (c + b)));
+      if (lb == k_minus_inf || lc == k_minus_inf) {
+        return 0.0;  // nothing in or nothing out: left alone
       }
-    }
-    return worst;
-  };
-  sweep(r, pc.classes, options, step, stationarity);
+      const double la = log_rest(h, lb, lc);
+      // With x = exp(2 delta): into h the G_kk are divided by x, out of it multiplied by x; the
+      // derivative of n log(A + B / x + C x) + m log(1 / x) vanishes where
+      // (n - m) C x^2 - m A x - (n + m) B = 0. With x = sqrt(B / C) y and t = A / sqrt(B C):
+      // (n - m) y^2 - m t y - (n + m) = 0.
+      const double log_x =
+          0.5 * (lb - lc) + pathcond_log_root(count, g.degree(h), la - 0.5 * (lb + lc));
+      const double delta = 0.5 * log_x;
+      r.log_scales[h] += delta;
+      g.scale(h, -log_x);
+      lt = log_add(la, lb - log_x, lc + log_x);
+      return delta;
+    };
+    const auto stationarity = [&] {
+      lt = log_total();  // afresh: the running total drifts by rounding
+      double worst = 0;
+      for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
+        const double lb = g.log_in(h);
+        const double lc = g.log_out(h);
+        if (lb != k_minus_inf && lc != k_minus_inf) {
+          const double b = std::exp(lb - lt);
+          const double c = std::exp(lc - lt);
+          worst = std::max(
+              worst, std::fabs(count * (c - b) - g.degree(h)) / std::max(1.0, count * (c + b)));
+        }
+      }
+      return worst;
+    };
+    sweep(r, pc.classes, options, step, stationarity);
+    r.criterion_after = criterion();
+  }  // the incidence, the weights and the flags released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "path_cond");
-  r.criterion_after = criterion();
   return r;
 }
 

@@ -278,3 +278,45 @@ def test_file_format_doc_examples_are_the_test_data_files(run_cli, tmp_path):
         result = run_cli("info", "--json", "--network", path)
         assert result.returncode == 0, (block, result)
         assert json.loads(block) in data.values(), block
+
+
+def conv_chain(path, depth, channels, side):
+    """A chain of depth x (conv 3x3 with bias, ReLU), without weights, as pathlift-layers JSON."""
+    layers = [{"name": "input", "kind": "input"}]
+    offset = 0
+    for i in range(depth):
+        layers.append({"name": f"conv{i}", "kind": "conv", "inputs": [len(layers) - 1],
+                       "out_channels": channels, "kernel": [3, 3], "padding": [1, 1],
+                       "weight_offset": offset, "bias_offset": offset + channels * channels * 9})
+        offset += channels * channels * 9 + channels
+        layers.append({"name": f"relu{i}", "kind": "activation", "inputs": [len(layers) - 1],
+                       "activation": "relu"})
+    path.write_text(json.dumps({"format": "pathlift-layers", "version": 1,
+                                "input_shape": [channels, side, side], "layers": layers,
+                                "outputs": [len(layers) - 1], "num_params": offset}))
+
+
+def test_info_skips_a_histogram_whose_work_grows_as_the_square_of_the_depth(run_cli, tmp_path):
+    """Issue 50: info on a 400-layer, 16-channel conv chain at 64x64 ran for over 633 s: each
+    layer's sums are split by path length, and the biases start paths at every layer, so the
+    histogram costs depth^2 / 2 counting passes. Beyond 2e11 multiply-adds it is skipped with the
+    reason; P and the sum of the path lengths still come (one pass in dual numbers), in seconds."""
+    import time
+    deep = tmp_path / "deep.json"
+    conv_chain(deep, 2000, 4, 32)
+    start = time.monotonic()
+    j = json.loads(run_cli("info", "--network", deep, "--json", check=True).stdout)
+    assert time.monotonic() - start < 120
+    assert j["length_histogram"] is None and j["max_path_length"] is None
+    assert "multiply-adds" in j["length_histogram_refused"]
+    assert "memory" not in j["length_histogram_refused"]
+    assert j["log10_P"] > 3000 and j["nnz"] is None or j["nnz"] > 0
+    text = run_cli("info", "--network", deep, check=True).stdout
+    assert "path lengths     not computed: the path-length histogram" in text
+    assert "max path length  not computed" in text
+    # A shallow chain keeps its histogram.
+    shallow = tmp_path / "shallow.json"
+    conv_chain(shallow, 30, 2, 8)
+    j = json.loads(run_cli("info", "--network", shallow, "--json", check=True).stdout)
+    assert j["length_histogram"] is not None
+    assert j["max_path_length"] == 31  # input -> 30 ReLU nodes -> the output node

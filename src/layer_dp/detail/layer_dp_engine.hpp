@@ -24,6 +24,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/options.hpp"
+#include "pathlift/scaled_real.hpp"
 #include "pathlift/types.hpp"
 #include "src/core/detail/eigen_threads.hpp"
 #include "src/layers/detail/layers_geometry.hpp"
@@ -200,10 +201,24 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
 std::vector<std::pair<double, std::int64_t>> length_histogram(
     const LayerPlan& plan, const std::vector<std::vector<std::uint8_t>>& nodes, Span progress);
 
-/// An upper bound on the bytes of the tensors length_histogram holds at once: per layer, its
-/// entries times the lengths its sums can span (bounded from the layers alone), summed over
-/// the tensors alive together. O(layers).
-double length_histogram_bytes(const LayerPlan& plan);
+/// What length_histogram costs, from the layers alone (O(layers)): `bytes`, an upper bound on
+/// the tensors it holds at once (per layer, its entries times the lengths its sums can span,
+/// summed over the tensors alive together); `work`, its multiply-adds (each layer's forward
+/// work times the lengths it spans: a chain of L layers with biases spans up to L, so the work
+/// grows as L^2); `forward_work`, one counting pass's; `lengths`, the most lengths a layer spans.
+struct HistogramCost {
+  double bytes = 0;
+  double work = 0;
+  double forward_work = 0;
+  Index lengths = 0;
+};
+HistogramCost length_histogram_cost(const LayerPlan& plan);
+
+/// The sum over the paths of unroll(graph) of their lengths (in edges, nnz(B) with one parameter
+/// per edge): the counting pass in dual numbers (paths, and the sum of their lengths), two
+/// tensors a layer whatever the range of lengths; the same node rules as length_histogram.
+ScaledReal total_path_length(const LayerPlan& plan,
+                             const std::vector<std::vector<std::uint8_t>>& nodes, Span progress);
 
 /// The forward map of parameter layer l (linear, conv, batch_norm) applied to x, bias nodes
 /// counting bias_value; normalised. With `classes`, a layer that has classes is computed on

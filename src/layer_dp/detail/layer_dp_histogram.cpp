@@ -87,7 +87,36 @@ Slices shift(Slices in, const std::vector<std::uint8_t>* flags, Index n, int thr
 
 }  // namespace
 
-double length_histogram_bytes(const LayerPlan& plan) {
+namespace {
+
+/// The multiply-adds of one forward counting pass through layer l: each output entry's in-edges
+/// (a convolution's taps over its input channels, a linear layer's inputs, a pool's window, a
+/// batch norm's one), at least one per entry and input.
+double layer_work(const LayerPlan& plan, std::size_t l) {
+  const Layer& ly = plan.layer(l);
+  const auto out = static_cast<double>(plan.entries(l));
+  double taps = 1;
+  for (const Index k : ly.kernel) {
+    taps *= static_cast<double>(k);
+  }
+  switch (ly.kind) {
+    case LayerKind::linear:
+      return out * static_cast<double>(plan.entries(plan.input(l)));
+    case LayerKind::conv:
+    case LayerKind::conv_transpose:
+      return out * taps *
+             static_cast<double>(plan.shape(plan.input(l))[0] / std::max<Index>(ly.groups, 1));
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+      return out * taps;
+    default:
+      return out * static_cast<double>(std::max<std::size_t>(ly.inputs.size(), 1));
+  }
+}
+
+}  // namespace
+
+HistogramCost length_histogram_cost(const LayerPlan& plan) {
   const std::size_t n = plan.size();
   // The lengths [first, end) a layer's slices can hold: its inputs' (0 for a bias node), one
   // more for a layer whose entries may become nodes. A view (flatten, identity) holds its
@@ -96,6 +125,7 @@ double length_histogram_bytes(const LayerPlan& plan) {
   std::vector<std::size_t> end(n, 1);
   std::vector<std::size_t> owner(n, 0);
   std::vector<std::size_t> death(n, 0);
+  HistogramCost cost;
   for (std::size_t l = 0; l < n; ++l) {
     const Layer& ly = plan.layer(l);
     owner[l] = l;
@@ -108,8 +138,15 @@ double length_histogram_bytes(const LayerPlan& plan) {
         first[l] = std::min(first[l], first[static_cast<std::size_t>(i)]);
         end[l] = std::max(end[l], end[static_cast<std::size_t>(i)]);
       }
+      const double width = static_cast<double>(end[l] - std::min(first[l], end[l]));
       end[l] += view ? 0 : 1;
       owner[l] = view ? owner[plan.input(l)] : l;
+      if (!view) {
+        const double work = layer_work(plan, l);
+        cost.forward_work += work;
+        cost.work += work * width;
+        cost.lengths = std::max(cost.lengths, static_cast<Index>(width) + 1);
+      }
     }
     death[owner[l]] = std::max(death[owner[l]], std::min(plan.last_use(l), n - 1));
   }
@@ -124,12 +161,105 @@ double length_histogram_bytes(const LayerPlan& plan) {
     }
   }
   double alive = 0;
-  double peak = 0;
   for (std::size_t l = 0; l < n; ++l) {
     alive += delta[l];
-    peak = std::max(peak, alive);
+    cost.bytes = std::max(cost.bytes, alive);
   }
-  return peak;
+  return cost;
+}
+
+ScaledReal total_path_length(const LayerPlan& plan,
+                             const std::vector<std::vector<std::uint8_t>>& nodes, Span progress) {
+  // Dual numbers A + B eps, A the paths into each entry and B the sum of their lengths: a node
+  // puts one more edge on its paths (B += A), the rest is linear in both. Two tensors a layer,
+  // whatever the range of lengths.
+  const std::size_t n = plan.size();
+  const int threads = plan.threads();
+  const WeightSpec ones{Mode::ones, 0, {}, {}};
+  struct Dual {
+    TensorPtr a, b;
+  };
+  std::vector<Dual> h(n);
+  {
+    TensorPtr x = make_tensor(plan.entries(0), 0, false);
+    std::fill(x->value.begin(), x->value.end(), 1.0);
+    normalize(*x, threads);
+    h[0] = {x, make_tensor(plan.entries(0))};
+  }
+  // b + a on the entries that become nodes (all of them when flags is null).
+  const auto shifted = [&](const Dual& in, const std::vector<std::uint8_t>* flags,
+                           Index entries) -> Dual {
+    if (flags != nullptr && entered(flags) == Entered::none) {
+      return in;
+    }
+    std::int64_t e = std::max(in.a->exp, in.b->exp);
+    TensorPtr b = make_tensor(entries, e, false);
+    const double fa = down(in.a->exp - e);
+    const double fb = down(in.b->exp - e);
+    for (Index i = 0; i < entries; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const bool node = flags == nullptr || (*flags)[u] == 1;
+      b->value[u] = fb * in.b->value[u] + (node ? fa * in.a->value[u] : 0.0);
+    }
+    normalize(*b, threads);
+    return {in.a, b};
+  };
+  for (std::size_t l = 1; l < n; ++l) {
+    const Layer& ly = plan.layer(l);
+    Dual out;
+    if (shares_input(ly)) {
+      out = h[plan.input(l)];
+    } else if (ly.kind == LayerKind::activation) {
+      out = shifted(h[plan.input(l)], nodes[l].empty() ? nullptr : &nodes[l], plan.entries(l));
+    } else {
+      if (has_parameters(ly)) {
+        const Dual& x = h[plan.input(l)];
+        out = {param_forward(plan, l, *x.a, ones, 1.0), param_forward(plan, l, *x.b, ones, 0.0)};
+      } else {
+        std::vector<TensorPtr> a(n);
+        std::vector<TensorPtr> b(n);
+        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+          const std::size_t src = plan.input(l, k);
+          a[src] = h[src].a;
+          b[src] = h[src].b;
+        }
+        out = {plain_forward(plan, l, a, ones), plain_forward(plan, l, b, ones)};
+      }
+      if (ly.kind == LayerKind::max_pool) {
+        out = shifted(out, nullptr, plan.entries(l));
+      } else if (!nodes[l].empty()) {
+        out = shifted(out, &nodes[l], plan.entries(l));
+      }
+    }
+    h[l] = std::move(out);
+    for (const Index i : ly.inputs) {
+      if (plan.last_use(static_cast<std::size_t>(i)) == l) {
+        h[static_cast<std::size_t>(i)] = Dual{};
+      }
+    }
+    plan.report(progress.from +
+                (progress.to - progress.from) * static_cast<double>(l) / static_cast<double>(n));
+  }
+  // The output nodes y_j: one more edge on every path, sum over their entries of A + B.
+  double m = 0;
+  std::int64_t k = dp_no_exponent;
+  for (const Index o : plan.graph().outputs) {
+    const Dual& x = h[static_cast<std::size_t>(o)];
+    for (const TensorPtr* t : {&x.a, &x.b}) {
+      double acc = 0;
+      for (const double v : (*t)->value) {
+        acc += v;
+      }
+      if (acc != 0) {
+        dp_merge(m, k, acc, (*t)->exp);
+      }
+    }
+  }
+  ScaledReal r;
+  if (m != 0) {
+    dp_normalize(m, k, r.mantissa, r.exponent);
+  }
+  return r;
 }
 
 std::vector<std::pair<double, std::int64_t>> length_histogram(
