@@ -490,6 +490,9 @@ std::size_t loaded_bytes() {
 
 std::size_t work_memory(const ComputeOptions& opts) {
   // --max-memory bounds the whole process: the work gets what the loaded model and data left.
+  // Blocks kept for reuse by an earlier pass (types.hpp, up to 1 GiB) are resident but not
+  // held: handed back first, so that they count neither as held nor twice.
+  (void)release_cached_buffers();
   const std::size_t limit = effective_max_memory(parse_memory_size(opts.max_memory));
   const std::size_t held = loaded_bytes();
   g_memory_held = held;

@@ -81,8 +81,14 @@ NormResults norms_of(const LoadedModel& loaded, std::span<const double> theta,
   for (double s : opts.s) {
     r.norms.push_back(path_norm(model, theta, s, parts,
                                 engine_options(opts.compute, fmt::format("norm s={}", s))));
+    if (!opts.per_node) {
+      // Printed only with --per-node: not held beside the next norm (an output layer of 10^8
+      // entries holds 1.6 GB of them).
+      std::vector<ScaledReal>().swap(r.norms.back().per_output);
+    }
   }
-  const std::size_t outputs = r.norms.empty() ? 0 : r.norms.front().per_output.size();
+  const std::size_t outputs =
+      r.norms.empty() || !opts.per_node ? 0 : r.norms.front().per_output.size();
   for (std::size_t i = 0; i < outputs; ++i) {
     // A layer graph's outputs are the unrolled DAG's y0, y1, ...
     r.output_names.push_back(model.dag() != nullptr ? net->node_name(net->outputs()[i])

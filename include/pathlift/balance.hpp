@@ -55,9 +55,11 @@ void check_balance_options(const BalanceOptions& options);
 /// incoming); `stationarity` is the largest |left - right| / max(1, n (out + in) / sum), and
 /// `converged` says it is within options.tolerance. Throws std::invalid_argument for bad options
 /// (check_balance_options), a bad theta or a network whose classes are coupled
-/// (ParameterClasses::constraints > 0), TooLarge or RangeError as kernel_diagonal, RangeError
-/// naming the entry when a rescaled theta_k would leave float64's normal range (nothing is
-/// returned then). Complexity: O(d) a sweep (an exp per incidence), kernel_diagonal once.
+/// (ParameterClasses::constraints > 0, on the layer graph and on its unrolled network when that
+/// fits: the latter merges equalities the former keeps as constraints), TooLarge or RangeError as
+/// kernel_diagonal, RangeError naming the entry when a rescaled theta_k would leave float64's
+/// normal range (nothing is returned then). Complexity: O(d) a sweep (an exp per incidence),
+/// kernel_diagonal once.
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options = {});
 

@@ -83,6 +83,13 @@ ScaledReal outputs_total(const LayerPlan& plan, const std::vector<TensorPtr>& su
                          std::vector<ScaledReal>* each) {
   double m = 0;
   std::int64_t k = detail::dp_no_exponent;
+  if (each != nullptr) {
+    std::size_t outputs = each->size();
+    for (const Index o : plan.graph().outputs) {
+      outputs += sums[static_cast<std::size_t>(o)]->value.size();
+    }
+    each->reserve(outputs);  // one allocation (an output layer may hold 10^8 entries)
+  }
   for (const Index o : plan.graph().outputs) {
     const Tensor& t = *sums[static_cast<std::size_t>(o)];
     double acc = 0;
@@ -155,10 +162,10 @@ void diagonal_sums(const LayerGraph& graph, std::span<const double> theta,
                    const EngineOptions& options, double* out_m, std::int64_t* out_k) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal");
-  const WeightSpec w{Mode::square, 2, theta, {}};
   // A on position classes (layer_classes.hpp), B as its sums over them.
   const detail::LayerClasses classes = detail::forward_classes(plan);
+  plan.require_memory(1, out_k != nullptr ? 1 : 0, "the kernel diagonal", &classes);
+  const WeightSpec w{Mode::square, 2, theta, {}};
   const std::vector<TensorPtr> a =
       forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
   detail::backward_pass(
@@ -182,7 +189,7 @@ constexpr double k_histogram_work = 2e11;
 Count count_paths_total(const LayerGraph& graph, const EngineOptions& options) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(0, 0, "counting paths");
+  plan.require_memory(0, 0, "counting paths", nullptr, true);
   const WeightSpec w{Mode::ones, 0, {}, {}};
   const ScaledReal p =
       outputs_total(plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}), nullptr);
@@ -192,7 +199,7 @@ Count count_paths_total(const LayerGraph& graph, const EngineOptions& options) {
 PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(0, 0, "counting paths");
+  plan.require_memory(0, 0, "counting paths", nullptr, true, sizeof(ScaledReal) + sizeof(Count));
   // The unroller's plan says which pending sums become nodes (and refuses dead inputs).
   const std::vector<std::vector<std::uint8_t>> nodes =
       detail::Unroller(graph, options).node_entries();
@@ -260,17 +267,18 @@ PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, doubl
   check_layer_vector(graph, theta, "theta");
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(0, 0, "the path-norm");
-  const WeightSpec w{Mode::power, s, theta, {}};
-  std::vector<ScaledReal> each;
-  PathNorm out;
-  out.s = s;
   // Every input entry counts 1: positions with equal sums are computed once (layer_classes.hpp).
   const detail::LayerClasses classes = detail::forward_classes(plan);
+  plan.require_memory(0, 0, "the path-norm", &classes, false, sizeof(ScaledReal));
+  const WeightSpec w{Mode::power, s, theta, {}};
+  PathNorm out;
+  out.s = s;
   out.sum = outputs_total(
-      plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}, &classes), &each);
-  for (const ScaledReal& x : each) {
-    out.per_output.push_back(s == 0 ? x : scaled_root(x, s));
+      plan, forward_pass(plan, w, false, 1.0, nullptr, nullptr, {0, 1}, &classes), &out.per_output);
+  if (s != 0) {
+    for (ScaledReal& x : out.per_output) {
+      x = scaled_root(x, s);
+    }
   }
   out.norm = s == 0 ? out.sum : scaled_root(out.sum, s);
   return out;
@@ -283,9 +291,9 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
   detail::check_differentiable(theta, s, [&](Index k) { return layer_param_label(graph, k); });
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(1, 1, "the path-norm gradient");
-  const WeightSpec w{Mode::power, s, theta, {}};
   const detail::LayerClasses classes = detail::forward_classes(plan);
+  plan.require_memory(1, 1, "the path-norm gradient", &classes);
+  const WeightSpec w{Mode::power, s, theta, {}};
   const std::vector<TensorPtr> a =
       forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
   const ScaledReal factor = detail::norm_gradient_factor(
@@ -321,7 +329,11 @@ Buffer<double> kernel_diagonal(const LayerGraph& graph, std::span<const double> 
   }
   // Straight into the result (no scaled accumulators: the diagonal is as large as theta),
   // checked before it is allocated (counted as accumulators: 16 bytes a parameter for 8).
-  LayerPlan(graph, options).require_memory(1, 1, "the kernel diagonal");
+  {
+    const LayerPlan plan(graph, options);
+    const detail::LayerClasses classes = detail::forward_classes(plan);
+    plan.require_memory(1, 1, "the kernel diagonal", &classes);
+  }
   Buffer<double> out(static_cast<std::size_t>(graph.num_params));
   detail::fill_zero(out.data(), graph.num_params, resolve_threads(options.threads));
   diagonal_sums(graph, theta, options, out.data(), nullptr);
@@ -334,7 +346,11 @@ namespace {
 ParamSums scaled_diagonal(const LayerGraph& graph, std::span<const double> theta,
                           const EngineOptions& options) {
   // Checked before the accumulators (16 bytes a parameter) are allocated.
-  LayerPlan(graph, options).require_memory(1, 1, "the kernel diagonal");
+  {
+    const LayerPlan plan(graph, options);
+    const detail::LayerClasses classes = detail::forward_classes(plan);
+    plan.require_memory(1, 1, "the kernel diagonal", &classes);
+  }
   ParamSums sums(graph.num_params);
   diagonal_sums(graph, theta, options, sums.m.data(), sums.k.data());
   return sums;
@@ -398,10 +414,10 @@ ScaledReal telescoping_bound(const LayerGraph& graph, std::span<const double> a,
                              std::span<const double> b, const EngineOptions& options) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);
-  plan.require_memory(1, 1, "the path-metric");
-  const detail::AbsDifferences diff = detail::abs_differences(a, b);
   // Every input entry counts 1: both passes on position classes (layer_classes.hpp).
   const detail::LayerClasses classes = detail::forward_classes(plan);
+  plan.require_memory(1, 1, "the path-metric", &classes);
+  const detail::AbsDifferences diff = detail::abs_differences(a, b);
   const std::vector<TensorPtr> f = forward_pass(plan, WeightSpec{Mode::power, 1.0, b, {}}, true,
                                                 1.0, nullptr, nullptr, {0, 0.5}, &classes);
   ParamSums sums(graph.num_params);

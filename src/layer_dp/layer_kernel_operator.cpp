@@ -167,9 +167,9 @@ LayerKernelOperator::LayerKernelOperator(const LayerGraph& graph, std::span<cons
   State& s = *m_state;
   // Kept: A, B and a product's C; per parameter: the scaled sums of A . B (16 bytes), then ab
   // and the blocks of theta^2 and of a product's theta v (8 bytes each).
-  s.plan.require_memory(3, 3, "the kernel products K v");
-  const WeightSpec sq{Mode::square, 2, theta, {}, &s.sq_blocks};
   s.classes = detail::forward_classes(s.plan);
+  s.plan.require_memory(3, 3, "the kernel products K v", &s.classes);
+  const WeightSpec sq{Mode::square, 2, theta, {}, &s.sq_blocks};
   s.a = forward_pass(s.plan, sq, true, 1.0, nullptr, nullptr, {0, 0}, &s.classes);
   ParamSums ab(graph.num_params);
   s.b = detail::backward_pass(

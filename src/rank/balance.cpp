@@ -102,13 +102,28 @@ EngineOptions leaving(const EngineOptions& engine, double held) {
   return out;
 }
 
-/// The classes of the model, refusing coupled ones.
+/// The classes of the model, refusing coupled ones. A layer graph's classes are merged per
+/// channel and tap, and may keep as constraints equalities that its unrolled network merges
+/// (one convolution without bias reading two layers' channels side by side, after a
+/// concatenation along a spatial axis: alpha(a_c) = alpha(b_c)); the unrolled network's classes
+/// are then taken where they are independent and it fits.
 ParameterClasses classes_of(const Model& model, const EngineOptions& engine, const char* what) {
   ParameterClasses pc = parameter_classes(model, engine);
+  if (pc.constraints > 0 && model.is_layer_graph()) {
+    try {
+      ParameterClasses merged = parameter_classes(*model.unrolled(engine), engine);
+      if (merged.constraints == 0) {
+        return merged;
+      }
+    } catch (const TooLarge&) {
+      // refused below, with the layer graph's count
+    }
+  }
   if (pc.constraints > 0) {
     throw std::invalid_argument(fmt::format(
-        "{}: {} constraints couple the rescaling classes (weights shared between layers); each "
-        "class must rescale on its own",
+        "{}: {} constraints couple the rescaling classes (a parameter whose edges join different "
+        "pairs of classes, as weights shared between layers do), so they cannot rescale one by "
+        "one; PathCond and ENorm rescale independent classes only",
         what, pc.constraints));
   }
   return pc;

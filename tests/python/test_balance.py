@@ -302,3 +302,46 @@ def test_cli_enorm_at_the_edges_of_float64(pl, run_cli, tmp_path):
     out = np.load(tmp_path / "out.npy")
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, pl.enorm(net, theta).theta, rtol=1e-13)
+
+
+class SpatialConcat(nn.Module):
+    """Two convolutions concatenated along the height and read by one convolution without a
+    bias: no weight is shared between layers, but the layer graph's classes keep
+    alpha(a_c) = alpha(b_c) as constraints (its unrolled network merges them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(1, 2, 3, padding=1)
+        self.b = nn.Conv2d(1, 2, 3, padding=1)
+        self.c = nn.Conv2d(2, 3, 3, bias=False)
+
+    def forward(self, x):
+        return self.c(torch.cat([torch.relu(self.a(x)), torch.relu(self.b(x))], dim=2)).flatten(1)
+
+
+def test_a_spatial_concat_is_balanced(pl):
+    """Issue 50: PathCond and ENorm refused this network, blaming 'weights shared between
+    layers'. They balance it now, as on its unrolled network, the function unchanged."""
+    torch.manual_seed(0)
+    model = SpatialConcat().double()
+    net = pl.from_torch(model, input_shape=(1, 5, 5))
+    assert pl.parameter_classes(net).constraints > 0
+    theta = pl.theta_from_torch(model)
+    X = np.random.default_rng(4).standard_normal((10, 25))
+    dag = net.unrolled()
+    f = pl.forward(dag, theta, X).outputs
+    for how in (pl.path_cond, pl.enorm):
+        r = how(net, theta)
+        assert r.converged and r.stationarity <= 1e-10 and r.classes == 2
+        np.testing.assert_allclose(r.theta, how(dag, theta).theta, rtol=1e-12)
+        assert np.abs(pl.forward(dag, r.theta, X).outputs - f).max() <= 1e-10 * np.abs(f).max()
+
+
+def test_truly_coupled_classes_are_refused_saying_why(pl):
+    """theta_0 on x -> h0 and on h1 -> y: alpha(h0) = -alpha(h1), a constraint no merge removes."""
+    net = pl.Network([("x", "h0"), ("x", "h1"), ("h0", "y"), ("h1", "y")], params=[0, 1, 2, 0])
+    assert pl.parameter_classes(net).constraints == 1
+    for how in (pl.path_cond, pl.enorm):
+        with pytest.raises(ValueError, match="1 constraints couple the rescaling classes .a "
+                                             "parameter whose edges join different pairs"):
+            how(net, [1.0, 2.0, 3.0])

@@ -315,15 +315,14 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     const Layer& ly = graph.layers[l];
     if (ly.kind != LayerKind::flatten && ly.kind != LayerKind::activation) {
       m_total_entries += e;
-      m_max_entries = std::max(m_max_entries, e);
     }
     if (is_window(ly.kind)) {
       m_windows[l] = window_of(ly, m_shapes[static_cast<std::size_t>(ly.inputs[0])]);
       if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
         const ConvShape c = conv_shape(m_windows[l]);
-        m_max_columns = std::max(m_max_columns, c.rows * c.n_out);
         m_max_col2im = std::max(m_max_col2im, col2im_block_rows(c) * c.n_out);
         m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
+        m_has_conv_transpose = m_has_conv_transpose || ly.kind == LayerKind::conv_transpose;
       }
     }
     for (const Index i : ly.inputs) {
@@ -343,22 +342,9 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     owner[l] = view ? owner[static_cast<std::size_t>(ly.inputs[0])] : l;
     end[owner[l]] = std::max(end[owner[l]], m_last_use[l]);
   }
-  std::vector<std::vector<std::size_t>> freed(n + 1);
-  for (std::size_t l = 0; l < n; ++l) {
-    if (owner[l] == l) {
-      freed[end[l]].push_back(l);
-    }
-  }
-  Index live = 0;
-  for (std::size_t l = 0; l < n; ++l) {
-    if (owner[l] == l) {
-      live += m_entries[l];
-    }
-    m_forward_peak = std::max(m_forward_peak, live);
-    for (const std::size_t f : freed[l]) {
-      live -= m_entries[f];
-    }
-  }
+  m_owner = std::move(owner);
+  m_end = std::move(end);
+  m_forward_peak = forward_peak(m_entries);
   // Threads pay off from tens of thousands of entries on; below, one thread (the results are
   // the same for any count).
   m_threads = m_total_entries < (Index{1} << 16) ? 1 : resolve_threads(options.threads);
@@ -404,26 +390,88 @@ void LayerPlan::report(double fraction) const {
   }
 }
 
-void LayerPlan::require_memory(int kept, int param_sums, std::string_view what) const {
+Index LayerPlan::forward_peak(const std::vector<Index>& sizes) const {
+  const std::size_t n = size();
+  std::vector<std::vector<std::size_t>> freed(n + 1);
+  for (std::size_t l = 0; l < n; ++l) {
+    if (m_owner[l] == l) {
+      freed[m_end[l]].push_back(l);
+    }
+  }
+  Index live = 0;
+  Index peak = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    if (m_owner[l] == l) {
+      live += sizes[l];
+    }
+    peak = std::max(peak, live);
+    for (const std::size_t f : freed[l]) {
+      live -= sizes[f];
+    }
+  }
+  return peak;
+}
+
+void LayerPlan::require_memory(int kept, int param_sums, std::string_view what,
+                               const LayerClasses* classes, bool counting,
+                               double per_output_bytes) const {
+  const std::size_t n = size();
+  // Each layer's tensor: its entries, or its channels times its classes.
+  std::vector<Index> sizes = m_entries;
+  Index total = 0;
+  Index largest = 0;
+  Index columns_full = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    const bool on_classes = classes != nullptr && (*classes)[l];
+    if (on_classes) {
+      sizes[l] = m_shapes[l][0] * (*classes)[l]->positions();
+    }
+    const LayerKind kind = m_graph->layers[l].kind;
+    if (kind != LayerKind::flatten && kind != LayerKind::activation) {
+      total += sizes[l];
+      largest = std::max(largest, sizes[l]);
+    }
+    if (kind == LayerKind::conv || kind == LayerKind::conv_transpose) {
+      const ConvShape c = conv_shape(m_windows[l]);
+      columns_full = std::max(
+          columns_full,
+          c.rows * (on_classes && kind == LayerKind::conv ? (*classes)[l]->positions() : c.n_out));
+    }
+  }
   // An unkept pass is a forward pass: what it holds at once, computed from the plan. Kept
   // passes hold every tensor, and a backward pass a few more (a sum and its terms).
-  const double tensors = kept > 0
-                             ? static_cast<double>(kept) * static_cast<double>(m_total_entries) +
-                                   2.0 * static_cast<double>(m_max_entries)
-                             : static_cast<double>(m_forward_peak);
+  const double tensors = kept > 0 ? static_cast<double>(kept) * static_cast<double>(total) +
+                                        2.0 * static_cast<double>(largest)
+                                  : static_cast<double>(forward_peak(sizes));
   // The transformed parameters: a convolution's kernel gathered; a linear layer's weights, and
   // a convolution's edge products, by tiles, one per thread. theta itself is the caller's.
-  const double params = static_cast<double>(m_max_kernel) +
-                        static_cast<double>(m_threads) *
-                            static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
+  const double params =
+      counting ? 0.0
+               : static_cast<double>(m_max_kernel) +
+                     static_cast<double>(m_threads) *
+                         static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
   // A convolution's column matrix (kept from layer to layer: layer_buffer) and each thread's
   // col2im block (a backward pass's transposes, a conv_transpose layer's forward), beside the
-  // tensors.
-  const double columns = static_cast<double>(m_max_columns) +
-                         static_cast<double>(m_threads) * static_cast<double>(m_max_col2im) +
-                         static_cast<double>(m_max_grouped);
-  const double bytes = 8.0 * (tensors + columns + params) +
-                       16.0 * param_sums * static_cast<double>(m_graph->num_params);
+  // tensors; a counting pass sums over windows and needs neither.
+  const bool col2im = kept > 0 || m_has_conv_transpose;
+  const double columns =
+      counting ? 0.0
+               : static_cast<double>(columns_full) +
+                     (col2im ? static_cast<double>(m_threads) * static_cast<double>(m_max_col2im)
+                             : 0.0) +
+                     (kept > 0 ? static_cast<double>(m_max_grouped) : 0.0);
+  // The outputs: a layer on classes expanded to its full tensor at the end of a pass, and the
+  // result's entries per output.
+  double outputs = 0;
+  double expanded = 0;
+  for (const Index o : m_graph->outputs) {
+    const auto l = static_cast<std::size_t>(o);
+    outputs += static_cast<double>(m_entries[l]);
+    expanded += static_cast<double>(m_entries[l] - sizes[l]);
+  }
+  const double bytes = 8.0 * (tensors + columns + params + expanded) +
+                       16.0 * param_sums * static_cast<double>(m_graph->num_params) +
+                       per_output_bytes * outputs;
   require_bytes(bytes, m_options->max_memory,
                 fmt::format("{} on the layer graph ({} layers, {} tensor entries, d = {})", what,
                             size(), m_total_entries, m_graph->num_params));

@@ -95,6 +95,10 @@ class LayerPlan {
   /// A convolution whose output's backward sums are held whole computes its transposed map and
   /// weight products on them (conv_transpose, conv_weight_products).
   [[nodiscard]] const PositionGroups* backward_groups(std::size_t l) const;
+  /// The most entries an unkept forward pass holds at once when layer l's tensor has sizes[l]
+  /// entries: each tensor from its layer to the last use of its storage (a view shares its
+  /// input's).
+  [[nodiscard]] Index forward_peak(const std::vector<Index>& sizes) const;
   /// Reports progress `fraction` (0..1) to the options' callback, if any.
   void report(double fraction) const;
   /// Throws TooLarge (with the sizes) when `what` would need more than the memory limit:
@@ -104,8 +108,15 @@ class LayerPlan {
   /// convolution, a col2im block per thread, what a convolution on its backward classes holds
   /// beside them (backward_groups), and the transformed parameters in use (the
   /// largest convolution kernel; a tile of a linear layer or of edge products per thread).
-  /// theta, which the caller holds, is not counted.
-  void require_memory(int kept, int param_sums, std::string_view what) const;
+  /// theta, which the caller holds, is not counted. With `classes` (forward_classes: the
+  /// passes run on them), a layer that has classes holds its tensor, and a convolution its
+  /// column matrix, over its classes, but an output layer is expanded to its full tensor; a
+  /// `counting` pass (Mode::ones, never on classes) holds its tensors alone (its convolutions
+  /// are sums over windows: no column matrix, no parameters). `per_output_bytes`: the result's
+  /// bytes per output entry (a path-norm's or a count's per_output).
+  void require_memory(int kept, int param_sums, std::string_view what,
+                      const LayerClasses* classes = nullptr, bool counting = false,
+                      double per_output_bytes = 0) const;
 
  private:
   const LayerGraph* m_graph;
@@ -114,13 +125,14 @@ class LayerPlan {
   std::vector<Window> m_windows;
   std::vector<std::size_t> m_last_use;
   int m_threads = 1;
-  Index m_total_entries = 0;  // entries of the layers that are not views
-  Index m_max_entries = 0;
-  Index m_max_columns = 0;   // the largest rows x positions of a convolution's column matrix
-  Index m_max_col2im = 0;    // the largest col2im block of a transposed convolution
-  Index m_max_kernel = 0;    // the largest convolution kernel (its parameter count)
-  Index m_forward_peak = 0;  // the most entries an unkept forward pass holds at once
-  Index m_max_grouped = 0;   // the most a convolution on its backward classes holds beside
+  Index m_total_entries = 0;          // entries of the layers that are not views
+  Index m_max_col2im = 0;             // the largest col2im block of a transposed convolution
+  Index m_max_kernel = 0;             // the largest convolution kernel (its parameter count)
+  Index m_forward_peak = 0;           // the most entries an unkept forward pass holds at once
+  Index m_max_grouped = 0;            // the most a convolution on its backward classes holds beside
+  bool m_has_conv_transpose = false;  // a forward pass then needs col2im blocks too
+  std::vector<std::size_t> m_owner;   // the layer whose tensor layer l's is (a view's input's)
+  std::vector<std::size_t> m_end;     // the last use of the tensor owned by layer l
   std::vector<std::optional<PositionGroups>> m_backward;  // backward_classes(), where they save
   const EngineOptions* m_options;
 };
