@@ -1045,6 +1045,25 @@ TEST(Onnx31, ResizeFollowsTheCoordinateTransformationExactly) {
                        "Resize at 'resize' (mode cubic, an interpolation"));
 }
 
+TEST(Onnx31, ResizeKeepsTheAxesOfScaleOne) {
+  // Issue 50: tf_half_pixel_for_nn with nearest_mode ceil reads (o + 1/2) / s rounded up, so an
+  // axis of scale 1 (the channels, the height here) was shifted by one entry; the runtimes (ONNX
+  // Runtime, the ONNX reference) keep such an axis as it is. Only the width is resized: x =
+  // (o + 1/2) / 2 rounded up, clamped to 3.
+  for (const std::string rounding : {"ceil", "round_prefer_ceil"}) {
+    Model m({2, 3, 4});
+    m.constant("scales", {1, 1, 1, 2}, TensorProto::FLOAT);
+    NodeProto& r = m.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+    attr(r, "coordinate_transformation_mode", std::string("tf_half_pixel_for_nn"));
+    attr(r, "nearest_mode", rounding);
+    m.output("y");
+    // ceil(x); round_prefer_ceil: floor(x + 1/2).
+    const Picks want = rounding == "ceil" ? Picks{{2, {1, 1, 2, 2, 3, 3, 3, 3}}}
+                                          : Picks{{2, {0, 1, 1, 2, 2, 3, 3, 3}}};
+    EXPECT_EQ(gathers(m.parse()), want) << rounding;
+  }
+}
+
 TEST(Onnx31, ResizeAxesAndUpsample) {
   Model axes({1, 2, 3}, 18);  // opset 18: the scales of the listed axes only
   axes.constant("scales", {3, 2}, TensorProto::FLOAT);

@@ -287,6 +287,12 @@ void Importer::resize(int i) {
         return;
       }
     }
+    if (out == in && s.num == s.den) {
+      // An axis of scale 1 keeps its entries whatever the coordinate transformation: the
+      // runtimes (ONNX Runtime, the ONNX reference) skip it, where tf_half_pixel_for_nn with
+      // nearest_mode ceil would read (o + 1/2) / 1 rounded up, entry o + 1.
+      continue;
+    }
     resized.push_back({axes[k] - 1, in, out, s, value.f});
     out_shape[static_cast<std::size_t>(axes[k] - 1)] = out;
   }
