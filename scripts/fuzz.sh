@@ -5,7 +5,7 @@
 # merges the inputs that add coverage back into that corpus, and prints per harness the execs,
 # exec/s, coverage (libFuzzer's cov: and ft:) and any finding. One fuzzer at a time.
 #
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]     (harnesses: fuzz_network fuzz_onnx fuzz_npy fuzz_text fuzz_cli)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]     (harnesses: fuzz_network fuzz_onnx fuzz_npy fuzz_text fuzz_cli fuzz_metric fuzz_rescale)
 #
 # Exits 1 when a harness found a crash, leak, timeout or out-of-memory (the reproducer is under
 # build-fuzz/fuzz-runs/<harness>/; copy it into fuzz/corpus/<harness>/ to keep it as a
@@ -18,7 +18,7 @@ seconds=${1:-600}
 shift || true
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
-  harnesses=(fuzz_network fuzz_onnx fuzz_npy fuzz_text fuzz_cli)
+  harnesses=(fuzz_network fuzz_onnx fuzz_npy fuzz_text fuzz_cli fuzz_metric fuzz_rescale)
 fi
 build=build-fuzz
 max_len=${PATHLIFT_FUZZ_MAX_LEN:-4096}

@@ -80,7 +80,10 @@ struct LayerKernelOperator::State {
     const WeightSpec prod{Mode::product, 1, theta, {v, d}, &prod_blocks};
     const double mid = span.from + (span.to - span.from) / 2;
     const double* diag = ab.data();
-    for (const auto& [k0, k1] : own_terms_first) {
+    for (const auto& range : own_terms_first) {
+      // (clang 14 does not let a lambda capture a structured binding.)
+      const Index k0 = range.first;
+      const Index k1 = range.second;
       detail::for_chunks(k1 - k0, plan.threads(), [&](Index i0, Index i1) {
         for (Index k = k0 + i0; k < k0 + i1; ++k) {
           out[k] = v[k] * diag[k];

@@ -355,8 +355,11 @@ std::vector<double> rescaled(std::span<const double> theta, const ParameterClass
     }
     const double q = std::nearbyint(c / std::numbers::ln2);
     const double rest = c - q * std::numbers::ln2;
+    // From theta_k's mantissa: a subnormal theta_k times exp(rest) would round to its few bits.
+    int e = 0;
+    const double m = std::frexp(out[k], &e);
     const double scaled =
-        std::ldexp(out[k] * std::exp(rest), static_cast<int>(std::clamp(q, -1e5, 1e5)));
+        std::ldexp(m * std::exp(rest), static_cast<int>(std::clamp(q + e, -1e5, 1e5)));
     if (!std::isfinite(scaled) || !std::isnormal(scaled)) {
       const double log10 = (std::log(std::fabs(out[k])) + c) / std::numbers::ln10;
       throw RangeError(fmt::format(
