@@ -37,6 +37,19 @@ def incidence(pc):
     return into, out
 
 
+def class_matrix(pc):
+    """T (d x classes): c = T alpha is each parameter's log-scale, alpha[target] -
+    alpha[source]."""
+    target, source = np.asarray(pc.target), np.asarray(pc.source)
+    T = np.zeros((len(target), pc.classes))
+    for k in range(len(target)):
+        if target[k] >= 0:
+            T[k, target[k]] += 1
+        if source[k] >= 0:
+            T[k, source[k]] -= 1
+    return T
+
+
 def cases(pl):
     net = pl.feed_forward(4, [6, 5], 3)
     yield "mlp", net, pl.normal_weights(net.d, 1), np.random.default_rng(0).standard_normal(
@@ -85,13 +98,7 @@ def test_path_cond_reaches_the_minimum(pl):
     theta = pl.normal_weights(net.d, 3)
     g0 = np.asarray(pl.kernel_diagonal(net, theta))
     pc = pl.parameter_classes(net)
-    T = np.zeros((net.d, pc.classes))
-    target, source = np.asarray(pc.target), np.asarray(pc.source)
-    for k in range(net.d):
-        if target[k] >= 0:
-            T[k, target[k]] += 1
-        if source[k] >= 0:
-            T[k, source[k]] -= 1
+    T = class_matrix(pc)
     n = net.d
 
     def criterion(alpha):
@@ -150,14 +157,7 @@ def log_criterion_minimum(pl, net, theta):
     keep = g0 > 0
     lg0 = np.log(g0[keep])
     pc = pl.parameter_classes(net)
-    T = np.zeros((net.d, pc.classes))
-    target, source = np.asarray(pc.target), np.asarray(pc.source)
-    for k in range(net.d):
-        if target[k] >= 0:
-            T[k, target[k]] += 1
-        if source[k] >= 0:
-            T[k, source[k]] -= 1
-    T = T[keep]
+    T = class_matrix(pc)[keep]
     n = int(keep.sum())
 
     def criterion(alpha):
