@@ -26,6 +26,7 @@ struct RankCommandOptions {
   std::string jacobian_method = "auto";
   bool json = false;
   bool no_enumerate = false;
+  bool enumerate = false;
   bool always_numerical = false;
   bool no_numerical = false;
 };
@@ -138,9 +139,10 @@ void run_rank(const RankCommandOptions& opts) {
     no.when = NumericalRankOptions::When::never;
   }
   const LoadedTheta theta = load_theta(loaded, opts.compute);
-  const RankReport rep =
-      check_rank_theorem(loaded.model, theta.theta, ro, no,
-                         opts.no_enumerate ? RankRoute::path_free : RankRoute::automatic);
+  const RankReport rep = check_rank_theorem(loaded.model, theta.theta, ro, no,
+                                            opts.no_enumerate ? RankRoute::path_free
+                                            : opts.enumerate  ? RankRoute::enumerate
+                                                              : RankRoute::automatic);
 
   RankReport shown = rep;
   if (shown.rank_J_skipped) {
@@ -173,11 +175,18 @@ void add_rank_command(CLI::App& app) {
       "--json", opts->json,
       "Print one JSON object (keys in docs/cli.md#rank: the header, then d, h, h_sym, expected, "
       "rank_B, ..., status, explanation)");
-  cmd->add_flag("--no-enumerate", opts->no_enumerate,
-                "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by "
-                "dynamic programming with --method gram; with shared parameters, and on a layer "
-                "graph (never unrolled), rank(B) = d - h_sym by the symmetry theorem; rank_J is "
-                "then null); chosen automatically when the paths do not fit in memory");
+  auto* no_enumerate = cmd->add_flag(
+      "--no-enumerate", opts->no_enumerate,
+      "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by dynamic "
+      "programming with --method gram; with shared parameters, and on a layer graph (never "
+      "unrolled), rank(B) = d - h_sym by the symmetry theorem; rank_J is then null); chosen "
+      "automatically when the paths do not fit in memory, and with shared parameters unless "
+      "the numerical rank of dPhi, which needs them, would run (within about 10 s, or "
+      "--numerical)");
+  cmd->add_flag("--enumerate", opts->enumerate,
+                "Enumerate the paths (unrolling a layer graph): rank(B) from B, rank(dPhi) "
+                "exactly and numerically; TooLarge when they do not fit in --max-memory")
+      ->excludes(no_enumerate);
   auto* numerical = cmd->add_flag("--numerical", opts->always_numerical,
                                   "Always compute the numerical rank of dPhi (by default it is "
                                   "skipped when its dense linear algebra would take more than "

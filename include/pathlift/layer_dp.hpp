@@ -51,6 +51,10 @@ PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options = {
 /// P alone (one pass; exact below 2^53, log10 beyond). Complexity: O(entries x window).
 Count count_paths_total(const LayerGraph& graph, const EngineOptions& options = {});
 
+/// nnz(B) of unroll(graph), the sum of the path lengths (count_paths' nnz), by one pass in dual
+/// numbers without the histogram. Complexity: O(entries x window), two tensors a layer.
+Count skeleton_nnz(const LayerGraph& graph, const EngineOptions& options = {});
+
 /// The L^s path-norm of unroll(graph) at theta (norms.hpp): total and per_output (in the
 /// order of the unrolled outputs y0, y1, ...); per_input is left empty. One forward pass with
 /// the weights |theta|^s (fixed weights |w|^s: average pooling's 1/k, sub's -1), an input of

@@ -196,6 +196,14 @@ Count count_paths_total(const LayerGraph& graph, const EngineOptions& options) {
   return scaled_count(p);
 }
 
+Count skeleton_nnz(const LayerGraph& graph, const EngineOptions& options) {
+  const detail::EigenSerial serial;
+  const LayerPlan plan(graph, options);
+  plan.require_memory(0, 0, "counting path lengths", nullptr, true);
+  return scaled_count(
+      detail::total_path_length(plan, detail::Unroller(graph, options).node_entries(), {0, 1}));
+}
+
 PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
   const detail::EigenSerial serial;
   const LayerPlan plan(graph, options);

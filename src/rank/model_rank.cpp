@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "pathlift/error.hpp"
+#include "pathlift/layer_dp.hpp"
 #include "pathlift/path_free.hpp"
 #include "pathlift/path_memory.hpp"
 #include "pathlift/rank.hpp"
@@ -16,15 +17,21 @@ namespace pathlift {
 
 namespace {
 
-/// Whether the enumerated route fits: B and dPhi within max_memory, from the layer DP's counts.
-bool layer_jacobian_fits(const Model& model, std::size_t max_memory, std::string& why) {
+/// Whether the enumerated route is taken automatically: B and dPhi within max_memory (from
+/// P and nnz(B), counted by the layer DP's one pass in dual numbers), and the numerical rank of
+/// dPhi, which only the paths give, would run (detail::enumeration_adds).
+bool layer_enumeration(const Model& model, std::size_t max_memory,
+                       const NumericalRankOptions& numerical, std::string& why) {
   try {
-    const PathCounts c = count_paths(model, {.max_memory = max_memory});
-    const std::size_t bytes =
-        estimate_bytes(c.paths, c.nnz, model.num_params(), PathObject::path_set) +
-        estimate_bytes(c.paths, c.nnz, model.num_params(), PathObject::jacobian);
-    require_memory(c.paths, c.nnz, model.num_params(), bytes, max_memory,
+    const Count paths = count_paths_total(model, {.max_memory = max_memory});
+    const Count nnz = skeleton_nnz(*model.layer_graph(), {.max_memory = max_memory});
+    const std::size_t bytes = estimate_bytes(paths, nnz, model.num_params(), PathObject::path_set) +
+                              estimate_bytes(paths, nnz, model.num_params(), PathObject::jacobian);
+    require_memory(paths, nnz, model.num_params(), bytes, max_memory,
                    "the paths and the Jacobian dPhi with its pattern B");
+    if (!detail::enumeration_adds(paths, nnz, model.num_params(), numerical, why)) {
+      return false;
+    }
     (void)model.unrolled({.max_memory = max_memory});
   } catch (const TooLarge& e) {
     why = e.what();
@@ -52,7 +59,7 @@ RankReport check_rank_theorem(const Model& model, std::span<const double> theta,
   std::string why = "the path-free route was asked for";
   if (route == RankRoute::enumerate ||
       (route == RankRoute::automatic &&
-       layer_jacobian_fits(model, options.engine.max_memory, why))) {
+       layer_enumeration(model, options.engine.max_memory, numerical, why))) {
     return check_rank_theorem(*model.unrolled(options.engine), theta, options, numerical,
                               RankRoute::enumerate);
   }

@@ -20,6 +20,7 @@
 #include "src/core/detail/enum_names.hpp"
 #include "src/core/detail/json.hpp"
 #include "src/core/detail/progress.hpp"
+#include "src/dp/detail/path_totals.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 
 namespace pathlift {
@@ -268,9 +269,17 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
                               RankRoute route) {
   std::string why_path_free = "the path-free route was asked for";
   const bool shared = !net.one_parameter_per_edge();
-  const bool enumerate = route == RankRoute::enumerate ||
-                         (route == RankRoute::automatic &&
-                          jacobian_fits(net, options.engine.max_memory, why_path_free));
+  // With shared parameters the symmetry certificate comes first: the paths only when their
+  // numerical rank would be computed (a one-parameter-per-edge network keeps its enumerated
+  // check wherever it fits).
+  const bool enumerate =
+      route == RankRoute::enumerate ||
+      (route == RankRoute::automatic &&
+       jacobian_fits(net, options.engine.max_memory, why_path_free) && (!shared || [&] {
+         const detail::PathTotals t = detail::path_totals(net);
+         return detail::enumeration_adds(t.paths, t.nnz, net.num_params(), numerical,
+                                         why_path_free);
+       }()));
   if (!enumerate) {
     RankCertificate cert;
     const bool symmetry = options.method == RankMethod::symmetry ||

@@ -221,6 +221,33 @@ RankReport shared_rank_report(const RankSubject& net, const RankCertificate& ran
                          rank_j ? "; the numerical rank agrees" : ""));
 }
 
+bool enumeration_adds(const Count& paths, const Count& nnz, Index d,
+                      const NumericalRankOptions& numerical, std::string& why) {
+  using When = NumericalRankOptions::When;
+  if (numerical.when == When::always) {
+    return true;
+  }
+  if (numerical.when == When::never) {
+    why =
+        "with shared parameters the symmetry theorem certifies rank(B), and the numerical "
+        "rank of dPhi, which needs the paths, was not asked for";
+    return false;
+  }
+  const double flops =
+      numerical_rank_flops(static_cast<Index>(std::min(paths.approx(), 9e18)), d,
+                           static_cast<Index>(std::min(nnz.approx(), 9e18)), numerical);
+  if (paths.exact() && nnz.exact() && flops <= numerical.automatic_max_flops) {
+    return true;
+  }
+  why = fmt::format(
+      "with shared parameters the symmetry theorem certifies rank(B), and the numerical rank of "
+      "dPhi, the one thing the {} paths would add, needs about {:.2g} floating-point operations, "
+      "over the automatic limit of {:.2g}; the enumerated route, or the numerical rank asked "
+      "for, takes them",
+      paths.to_string(), flops, numerical.automatic_max_flops);
+  return false;
+}
+
 }  // namespace pathlift::detail
 
 namespace pathlift {

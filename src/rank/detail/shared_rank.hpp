@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 
+#include "pathlift/counting.hpp"
+#include "pathlift/numerical_rank.hpp"
 #include "pathlift/rank.hpp"
 #include "pathlift/symmetry.hpp"
 
@@ -36,6 +38,13 @@ JacobianRankCertificate jacobian_rank_from_zero_pattern(const Network& net,
 /// std::logic_error when it exceeds the certified rank(B).
 JacobianRankCertificate zero_pattern_certificate(const ZeroPatternRank& z,
                                                  const RankCertificate& rank_b);
+
+/// Whether enumerating the paths adds to the symmetry certificate of a network with shared
+/// parameters (a layer graph, an unrolled CNN): only the numerical rank of dPhi needs the paths,
+/// so they are enumerated when it would run (numerical.when always, or automatic with its work
+/// within numerical.automatic_max_flops). Else `why` says so, and the route is path-free.
+bool enumeration_adds(const Count& paths, const Count& nnz, Index d,
+                      const NumericalRankOptions& numerical, std::string& why);
 
 /// How rank(dPhi) was certified, for explanations: "no theta_k is 0, so dPhi = ...".
 std::string jacobian_how(const JacobianRankCertificate& cert);
