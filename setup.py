@@ -101,7 +101,41 @@ class CMakeBuild(build_ext):
 
     def spawn_in(self, env, command):
         print(" ".join(command), flush=True)
-        subprocess.run(command, check=True, env=env, cwd=ROOT)
+        tty = terminal()
+        if tty is None:
+            subprocess.run(command, check=True, env=env, cwd=ROOT)
+            return
+        # pip keeps a build's output to itself (-v shows it) and draws a spinner: the CMake
+        # build's percentage goes to the terminal too, on one line.
+        with tty, subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True) as proc:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                shown = progress_line(line)
+                if shown is not None:
+                    tty.write(f"\r\033[K{shown}")
+                    tty.flush()
+            tty.write("\r\033[K")
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, command)
+
+
+def terminal():
+    """The controlling terminal for writing, or None (no terminal: CI, a pipe, a cron job)."""
+    try:
+        return open("/dev/tty", "w")  # noqa: SIM115  (closed by the caller's with)
+    except OSError:
+        return None
+
+
+def progress_line(line: str):
+    """"pathlift: building, 45% (file.cpp)" from CMake's "[ 45%] Building CXX object ...", else
+    None."""
+    found = re.match(r"\[\s*(\d+)%\]\s+(.*)", line)
+    if found is None:
+        return None
+    what = found.group(2).strip().rsplit("/", 1)[-1].removesuffix(".o")
+    return f"pathlift: building, {found.group(1)}% ({what[:60]})"
 
 
 if __name__ == "__main__":  # tests import this file for project_field

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds pathlift. Usage: scripts/build.sh [release|asan]
-#   release -> build/       (Release: CLI, Python module, benchmarks, examples)
+# Configures and builds pathlift. Usage: scripts/build.sh [release|main|asan]
+#   release -> build/       (Release: CLI, Python module, tests, benchmarks, examples)
+#   main    -> build/       (Release, what the main job needs: the library, the CLI and the
+#                            Python module; no test program: the README's quick start)
 #   asan    -> build-asan/  (tests under AddressSanitizer + UndefinedBehaviorSanitizer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +16,14 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD
 fi
 case "$kind" in
-  release)
+  release | main)
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 \
       "${launcher[@]}" >/dev/null
-    cmake --build build -j "$jobs"
+    if [ "$kind" = main ]; then
+      cmake --build build -j "$jobs" --target pathlift_cli _pathlift
+    else
+      cmake --build build -j "$jobs"
+    fi
     ;;
   asan)
     # -O1 -g1 (line tables for the sanitizers' stack traces): half the compile time of -O2 -g.
@@ -28,7 +34,7 @@ case "$kind" in
     cmake --build build-asan -j "$jobs"
     ;;
   *)
-    echo "usage: $0 [release|asan]" >&2
+    echo "usage: $0 [release|main|asan]" >&2
     exit 2
     ;;
 esac

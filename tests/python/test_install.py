@@ -57,3 +57,14 @@ def test_cmake_args_come_last_and_a_user_launcher_wins(setup_py, monkeypatch):
     assert "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" not in args
     monkeypatch.setattr(setup_py.shutil, "which", lambda name: None)
     assert not any("LAUNCHER" in a for a in setup_py.cmake_configure_args("/p", {}))
+
+
+def test_pip_shows_the_builds_progress_on_the_terminal(setup_py):
+    """Issue 51: pip showed only 'still running...' for minutes. setup.py writes CMake's
+    percentage to the controlling terminal, one line (pip keeps the build's own output)."""
+    s = setup_py
+    assert s.progress_line("[ 45%] Building CXX object src/CMakeFiles/pathlift.dir/rank/"
+                           "balance.cpp.o\n") == "pathlift: building, 45% (balance.cpp)"
+    assert s.progress_line("[100%] Built target _pathlift\n") == \
+        "pathlift: building, 100% (Built target _pathlift)"
+    assert s.progress_line("-- Configuring done\n") is None
