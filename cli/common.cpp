@@ -191,7 +191,16 @@ const Network& LoadedModel::network(const ComputeOptions& compute) const {
 }
 
 LoadedModel load_model(const NetworkOptions& opts, std::size_t max_memory) {
-  return with_progress("loading the network", [&] { return read_model(opts, max_memory); });
+  LoadedModel m =
+      with_progress("loading the network", [&] { return read_model(opts, max_memory); });
+  // What the importer noticed (an ONNX export that folded batch norms into convolutions, so
+  // that d and theta are not the PyTorch model's): one line each on stderr, for every command.
+  if (const LayerGraph* g = m.model.layer_graph()) {
+    for (const std::string& w : g->warnings) {
+      fmt::print(stderr, "warning: {}\n", w);
+    }
+  }
+  return m;
 }
 
 LoadedModel load_model(const NetworkOptions& opts, const ComputeOptions& compute) {

@@ -182,6 +182,8 @@ void run_info(const InfoOptions& opts) {
     if (!counts.length_histogram_refused.empty()) {
       j["length_histogram_refused"] = counts.length_histogram_refused + refusal_note(counts);
     }
+    const LayerGraph* graph = model.model.layer_graph();
+    j["warnings"] = graph != nullptr ? graph->warnings : std::vector<std::string>{};
     print_json(j);
     return;
   }
