@@ -90,7 +90,8 @@ void add_rescale_command(CLI::App& app) {
   cmd->add_option("-o,--output", opts->output,
                   "The rescaled theta: .npy, .txt, .csv (- for stdout)");
   cmd->add_option("--max-sweeps", opts->max_sweeps,
-                  "Sweeps of the coordinate descent at most (default 1000; an integer >= 0)");
+                  "Iterations at most: Newton steps on the log-scales, or coordinate sweeps "
+                  "where one cannot help (default 1000; an integer >= 0)");
   cmd->add_option("--tolerance", opts->tolerance,
                   "Stop, converged, once the stationarity (the largest relative violation of "
                   "the optimum's condition over the classes) is at most this (default 1e-10; a "

@@ -19,53 +19,16 @@
 
 #include "pathlift/path_free.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/rank/detail/balance_descent.hpp"
 
 namespace pathlift {
 
 namespace {
 
-/// The classes' incident parameters (CSR): into[h] (target h, source another class or pinned)
-/// and out_of[h]; a parameter whose ends are one class does not move.
-struct Incidence {
-  Index classes = 0;
-  std::vector<Index> in_off, in_list, out_off, out_list;
-};
-
-Incidence incidence(const ParameterClasses& pc, const std::vector<std::uint8_t>& counted) {
-  Incidence inc;
-  inc.classes = pc.classes;
-  const auto n = static_cast<std::size_t>(pc.classes);
-  inc.in_off.assign(n + 1, 0);
-  inc.out_off.assign(n + 1, 0);
-  const auto moves = [&](std::size_t k) { return counted[k] != 0 && pc.target[k] != pc.source[k]; };
-  for (std::size_t k = 0; k < pc.target.size(); ++k) {
-    if (moves(k) && pc.target[k] >= 0) {
-      ++inc.in_off[static_cast<std::size_t>(pc.target[k]) + 1];
-    }
-    if (moves(k) && pc.source[k] >= 0) {
-      ++inc.out_off[static_cast<std::size_t>(pc.source[k]) + 1];
-    }
-  }
-  for (std::size_t h = 0; h < n; ++h) {
-    inc.in_off[h + 1] += inc.in_off[h];
-    inc.out_off[h + 1] += inc.out_off[h];
-  }
-  inc.in_list.resize(static_cast<std::size_t>(inc.in_off[n]));
-  inc.out_list.resize(static_cast<std::size_t>(inc.out_off[n]));
-  std::vector<Index> in_at(inc.in_off.begin(), inc.in_off.end() - 1);
-  std::vector<Index> out_at(inc.out_off.begin(), inc.out_off.end() - 1);
-  for (std::size_t k = 0; k < pc.target.size(); ++k) {
-    if (moves(k) && pc.target[k] >= 0) {
-      inc.in_list[static_cast<std::size_t>(in_at[static_cast<std::size_t>(pc.target[k])]++)] =
-          static_cast<Index>(k);
-    }
-    if (moves(k) && pc.source[k] >= 0) {
-      inc.out_list[static_cast<std::size_t>(out_at[static_cast<std::size_t>(pc.source[k])]++)] =
-          static_cast<Index>(k);
-    }
-  }
-  return inc;
-}
+using detail::Descent;
+using detail::k_minus_inf;
+using detail::log_add;
+using detail::Weights;
 
 /// The bytes of incidence(pc, every parameter counted): its offsets and lists.
 double incidence_bytes(const ParameterClasses& pc) {
@@ -82,16 +45,22 @@ double incidence_bytes(const ParameterClasses& pc) {
 /// (target and source, held throughout), the incidence, the weights and the flags, then the
 /// rescaled theta (made once the incidence and the weights are released). Returns the bytes
 /// the classes hold, which the kernel diagonal's own work leaves aside.
-double require_balance_memory(const ParameterClasses& pc, const EngineOptions& engine,
-                              const char* what) {
+struct BalanceMemory {
+  double classes = 0;  ///< the classes' target and source, held throughout
+  double descent = 0;  ///< the incidence, the weights and the flags, during the descent
+};
+
+BalanceMemory require_balance_memory(const ParameterClasses& pc, const EngineOptions& engine,
+                                     const char* what) {
   const auto d = static_cast<double>(pc.target.size());
-  const double classes = 2 * d * sizeof(Index);
-  const double descent = incidence_bytes(pc) + d * sizeof(double) + 2 * d;  // + flags, marks
-  require_bytes(classes + std::max(descent, d * sizeof(double)), engine.max_memory,
+  BalanceMemory m;
+  m.classes = 2 * d * sizeof(Index);
+  m.descent = incidence_bytes(pc) + d * sizeof(double) + 2 * d;  // + flags, marks
+  require_bytes(m.classes + std::max(m.descent, d * sizeof(double)), engine.max_memory,
                 fmt::format("{} on d = {} parameters in {} classes (the classes, their incidence, "
                             "the weights, then the rescaled theta)",
                             what, pc.target.size(), pc.classes));
-  return classes;
+  return m;
 }
 
 /// `engine` with `held` bytes fewer to spend (what a caller keeps while it calls).
@@ -129,213 +98,45 @@ ParameterClasses classes_of(const Model& model, const EngineOptions& engine, con
   return pc;
 }
 
-constexpr double k_minus_inf = -std::numeric_limits<double>::infinity();
-
-/// Neumaier's compensated sum: terms >= 0, relative error a few eps whatever their number.
-class PositiveSum {
- public:
-  void add(double x) {
-    const double t = m_sum + x;
-    m_carry += m_sum >= x ? (m_sum - t) + x : (x - t) + m_sum;
-    m_sum = t;
+/// step() (a Newton step), or false, with `fits` cleared, when its Hessian would not fit in the
+/// memory limit: the coordinate sweeps then carry the descent alone.
+template <class Step>
+bool newton_or_not(bool& fits, const Step& step) {
+  try {
+    return step();
+  } catch (const TooLarge&) {
+    fits = false;
+    return false;
   }
-  [[nodiscard]] double value() const { return m_sum + m_carry; }
-
- private:
-  double m_sum = 0;
-  double m_carry = 0;
-};
-
-/// log(exp(a) + exp(b) + exp(c)).
-double log_add(double a, double b, double c) {
-  const double top = std::max({a, b, c});
-  if (top == k_minus_inf) {
-    return k_minus_inf;
-  }
-  return top + std::log(std::exp(a - top) + std::exp(b - top) + std::exp(c - top));
 }
 
-/// The positive weights w_k (0 allowed) of a balance, theta_k^2 or G_kk: plain doubles while every
-/// nonzero one lies within 2^-960 .. 2^960 (a sum of up to 2^60 of them stays finite, a move by a
-/// factor within 2^60 stays normal), logs from the first move that would leave that range (or
-/// from the start). Sums come as logs either way, so that no square, ratio or discriminant of the
-/// balance leaves float64; the logs cost an exp a term, only where the range needs them.
-class Weights {
- public:
-  /// theta_k^2.
-  static Weights squares(std::span<const double> theta) {
-    Weights w;
-    w.m_w = Buffer<double>(theta.size());
-    const bool fit = std::all_of(theta.begin(), theta.end(), [](double t) {
-      return t == 0 || (std::fabs(t) >= 0x1p-480 && std::fabs(t) <= 0x1p480);
-    });
-    for (std::size_t k = 0; k < theta.size(); ++k) {
-      w.m_w[k] = fit ? theta[k] * theta[k]
-                     : (theta[k] == 0 ? k_minus_inf : 2 * std::log(std::fabs(theta[k])));
-    }
-    w.m_logs = !fit;
-    return w;
-  }
-  /// The values themselves (finite, >= 0), taken over (no copy).
-  static Weights values(Buffer<double>&& x) {
-    Weights w;
-    w.m_w = std::move(x);
-    if (!std::all_of(w.m_w.begin(), w.m_w.end(), in_range)) {
-      w.to_logs();
-    }
-    return w;
-  }
-
-  /// log(sum of w_k over the k with keep(k)): the same sums as log_sum, over every parameter.
-  template <class Keep>
-  [[nodiscard]] double log_sum_if(const Keep& keep) const {
-    const std::size_t n = m_w.size();
-    if (!m_logs) {
-      double sum = 0;
-      for (std::size_t k = 0; k < n; ++k) {
-        sum += keep(k) ? m_w[k] : 0.0;
-      }
-      return std::log(sum);
-    }
-    double top = k_minus_inf;
-    for (std::size_t k = 0; k < n; ++k) {
-      top = keep(k) ? std::max(top, m_w[k]) : top;
-    }
-    if (top == k_minus_inf) {
-      return k_minus_inf;
-    }
-    PositiveSum sum;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (keep(k)) {
-        sum.add(std::exp(m_w[k] - top));
-      }
-    }
-    return top + std::log(sum.value());
-  }
-
-  /// log(sum of w[list[i]], i in [a, b)): -inf for no term or only zeros.
-  [[nodiscard]] double log_sum(const std::vector<Index>& list, Index a, Index b) const {
-    if (!m_logs) {
-      // Four running sums (the loads of a gather overlap): terms >= 0, relative error
-      // within n eps / 4, about 1e-13 for the largest classes of an ImageNet CNN.
-      std::array<double, 4> sum{};
-      Index i = a;
-      for (; i + 4 <= b; i += 4) {
-        for (std::size_t j = 0; j < 4; ++j) {
-          sum[j] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i) + j])];
-        }
-      }
-      for (; i < b; ++i) {
-        sum[0] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])];
-      }
-      return std::log((sum[0] + sum[1]) + (sum[2] + sum[3]));
-    }
-    double top = k_minus_inf;
-    for (Index i = a; i < b; ++i) {
-      top = std::max(top, m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])]);
-    }
-    if (top == k_minus_inf) {
-      return k_minus_inf;
-    }
-    PositiveSum sum;
-    for (Index i = a; i < b; ++i) {
-      sum.add(std::exp(m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])] - top));
-    }
-    return top + std::log(sum.value());
-  }
-
-  /// log w_k (-inf for 0).
-  [[nodiscard]] double log_of(Index k) const {
-    const double x = m_w[static_cast<std::size_t>(k)];
-    return m_logs ? x : (x > 0 ? std::log(x) : k_minus_inf);
-  }
-
-  /// The weights into class h times exp(log_factor), those out of it divided by it.
-  void scale(const Incidence& inc, std::size_t h, double log_factor) {
-    if (!m_logs && std::fabs(log_factor) > 60 * std::numbers::ln2) {
-      to_logs();
-    }
-    if (m_logs) {
-      for (Index i = inc.in_off[h]; i < inc.in_off[h + 1]; ++i) {
-        m_w[static_cast<std::size_t>(inc.in_list[static_cast<std::size_t>(i)])] += log_factor;
-      }
-      for (Index i = inc.out_off[h]; i < inc.out_off[h + 1]; ++i) {
-        m_w[static_cast<std::size_t>(inc.out_list[static_cast<std::size_t>(i)])] -= log_factor;
-      }
-      return;
-    }
-    bool fit = true;
-    for (const auto& [off, list, f] :
-         {std::tuple{&inc.in_off, &inc.in_list, std::exp(log_factor)},
-          std::tuple{&inc.out_off, &inc.out_list, std::exp(-log_factor)}}) {
-      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
-        double& x = m_w[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])];
-        x *= f;  // normal: within 2^-1020 .. 2^1020
-        fit &= in_range(x);
-      }
-    }
-    if (!fit) {
-      to_logs();
-    }
-  }
-
- private:
-  static bool in_range(double x) { return (x == 0) | ((x >= 0x1p-960) & (x <= 0x1p960)); }
-
-  void to_logs() {
-    for (double& x : m_w) {
-      x = x > 0 ? std::log(x) : k_minus_inf;
-    }
-    m_logs = true;
-  }
-
-  Buffer<double> m_w;
-  bool m_logs = false;
-};
-
-/// The classes' incidence and their weights.
-struct Descent {
-  Incidence inc;
-  Weights w;
-
-  [[nodiscard]] double log_in(std::size_t h) const {
-    return w.log_sum(inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
-  }
-  [[nodiscard]] double log_out(std::size_t h) const {
-    return w.log_sum(inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
-  }
-  /// The weights into h times exp(log_factor), those out of it divided by it.
-  void scale(std::size_t h, double log_factor) { w.scale(inc, h, log_factor); }
-  /// |out(h)| - |in(h)|.
-  [[nodiscard]] double degree(std::size_t h) const {
-    return static_cast<double>((inc.out_off[h + 1] - inc.out_off[h]) -
-                               (inc.in_off[h + 1] - inc.in_off[h]));
-  }
-};
-
-/// The sweeps of a descent until its stationarity (`stationarity()`, the largest relative
-/// violation over the classes) is within the tolerance, no log-scale moves any more, or
-/// max_sweeps are made. `step(h)` moves class h to its exact minimiser and returns the move.
-/// The stationarity, a pass over every class, is evaluated once the moves are small (a class's
-/// move and its violation are of one order), and always at the end.
-template <class Step, class Stationarity>
-void sweep(BalanceReport& r, Index classes, const BalanceOptions& options, const Step& step,
-           const Stationarity& stationarity) {
+/// The descent until its stationarity (`stationarity()`, the largest relative violation of the
+/// optimum's condition over the classes) is within the tolerance, or max_sweeps iterations are
+/// made. An iteration is a damped Newton step on the log-scales (`newton(stationarity)`: about
+/// eight take a ResNet from PyTorch's initialisation to 1e-10, where coordinate descent crawled
+/// along the layers' chains and stopped at 1,000 sweeps), or, where Newton cannot decrease the
+/// objective (classes whose shares of the total underflow, a minimum to rounding), a sweep of
+/// coordinate descent (`step(h)`: class h to its exact minimiser; its move returned), whose
+/// per-class minimisers see any magnitude.
+template <class Newton, class Step, class Stationarity>
+void descend(BalanceReport& r, Index classes, const BalanceOptions& options, const Newton& newton,
+             const Step& step, const Stationarity& stationarity) {
   const auto n = static_cast<std::size_t>(classes);
   r.stationarity = stationarity();
   r.converged = r.stationarity <= options.tolerance;
   while (!r.converged && r.sweeps < options.max_sweeps) {
-    double moved = 0;
-    for (std::size_t h = 0; h < n; ++h) {
-      moved = std::max(moved, std::fabs(step(h)));
+    double moved = 1.0;
+    if (!newton(r.stationarity)) {
+      moved = 0;
+      for (std::size_t h = 0; h < n; ++h) {
+        moved = std::max(moved, std::fabs(step(h)));
+      }
     }
     ++r.sweeps;
-    if (moved <= 1e3 * options.tolerance || r.sweeps == options.max_sweeps) {
-      r.stationarity = stationarity();
-      r.converged = r.stationarity <= options.tolerance;
-      if (moved == 0) {
-        break;  // a fixed point to rounding: nothing more to gain
-      }
+    r.stationarity = stationarity();
+    r.converged = r.stationarity <= options.tolerance;
+    if (moved == 0) {
+      break;  // a fixed point to rounding: nothing more to gain
     }
   }
 }
@@ -407,13 +208,13 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
   check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "enorm");
-  (void)require_balance_memory(pc, options.engine, "enorm");
+  const BalanceMemory memory = require_balance_memory(pc, options.engine, "enorm");
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
   {
     std::vector<std::uint8_t> all(theta.size(), 1);
-    Descent g{incidence(pc, all), Weights::squares(theta)};
+    Descent g{detail::incidence(pc, all), Weights::squares(theta)};
     all = {};
     const auto criterion = [&] {
       return std::exp(g.w.log_sum_if([](std::size_t) { return true; }));
@@ -443,7 +244,15 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
       }
       return worst;
     };
-    sweep(r, pc.classes, options, step, stationarity);
+    bool fits = true;  // Newton's Hessian within the memory limit
+    const auto newton = [&](double stationarity_now) {
+      return fits && newton_or_not(fits, [&] {
+               return detail::newton_step(g, pc, {1.0, 0.0, nullptr}, r.log_scales,
+                                          std::min(1e-2, 1e-2 * stationarity_now),
+                                          leaving(options.engine, memory.classes + memory.descent));
+             });
+    };
+    descend(r, pc.classes, options, newton, step, stationarity);
     r.criterion_after = criterion();
   }  // the incidence and the weights released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "enorm");
@@ -455,8 +264,8 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
   check_balance_options(options);
   check_theta(model, theta);
   const ParameterClasses pc = classes_of(model, options.engine, "path_cond");
-  const double held = require_balance_memory(pc, options.engine, "path_cond");
-  Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, held));
+  const BalanceMemory memory = require_balance_memory(pc, options.engine, "path_cond");
+  Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, memory.classes));
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
@@ -467,7 +276,7 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       counted[k] = diag[k] > 0 ? 1 : 0;
       count += counted[k];
     }
-    Descent g{incidence(pc, counted), Weights::values(std::move(diag))};
+    Descent g{detail::incidence(pc, counted), Weights::values(std::move(diag))};
     const auto log_total = [&] {
       return g.w.log_sum_if([&](std::size_t k) { return counted[k] != 0; });
     };
@@ -539,7 +348,18 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       }
       return worst;
     };
-    sweep(r, pc.classes, options, step, stationarity);
+    bool fits = true;  // Newton's Hessian within the memory limit
+    const auto newton = [&](double stationarity_now) {
+      const bool moved =
+          fits && newton_or_not(fits, [&] {
+            return detail::newton_step(g, pc, {-1.0, count, &counted}, r.log_scales,
+                                       std::min(1e-2, 1e-2 * stationarity_now),
+                                       leaving(options.engine, memory.classes + memory.descent));
+          });
+      lt = log_total();
+      return moved;
+    };
+    descend(r, pc.classes, options, newton, step, stationarity);
     r.criterion_after = criterion();
   }  // the incidence, the weights and the flags released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "path_cond");

@@ -1,0 +1,246 @@
+#pragma once
+// The descent of the balancing rescalings (balance.hpp): the classes' incident parameters, the
+// weights the descent moves (theta_k^2 for ENorm, G_kk for PathCond) held as doubles or logs,
+// and the damped Newton step on the log-scales that balance.cpp alternates with coordinate
+// sweeps.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "pathlift/options.hpp"
+#include "pathlift/symmetry.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift::detail {
+
+/// The classes' incident parameters (CSR): into[h] (target h, source another class or pinned)
+/// and out_of[h]; a parameter whose ends are one class does not move.
+struct Incidence {
+  Index classes = 0;
+  std::vector<Index> in_off, in_list, out_off, out_list;
+};
+
+/// The incidence of the parameters with counted[k] != 0.
+Incidence incidence(const ParameterClasses& pc, const std::vector<std::uint8_t>& counted);
+
+inline constexpr double k_minus_inf = -std::numeric_limits<double>::infinity();
+
+/// Neumaier's compensated sum: terms >= 0, relative error a few eps whatever their number.
+class PositiveSum {
+ public:
+  void add(double x) {
+    const double t = m_sum + x;
+    m_carry += m_sum >= x ? (m_sum - t) + x : (x - t) + m_sum;
+    m_sum = t;
+  }
+  [[nodiscard]] double value() const { return m_sum + m_carry; }
+
+ private:
+  double m_sum = 0;
+  double m_carry = 0;
+};
+
+/// log(exp(a) + exp(b) + exp(c)).
+inline double log_add(double a, double b, double c) {
+  const double top = std::max({a, b, c});
+  if (top == k_minus_inf) {
+    return k_minus_inf;
+  }
+  return top + std::log(std::exp(a - top) + std::exp(b - top) + std::exp(c - top));
+}
+
+/// The positive weights w_k (0 allowed) of a balance, theta_k^2 or G_kk: plain doubles while every
+/// nonzero one lies within 2^-960 .. 2^960 (a sum of up to 2^60 of them stays finite, a move by a
+/// factor within 2^60 stays normal), logs from the first move that would leave that range (or
+/// from the start). Sums come as logs either way, so that no square, ratio or discriminant of the
+/// balance leaves float64; the logs cost an exp a term, only where the range needs them.
+class Weights {
+ public:
+  /// w_k / exp(log_total) (0 below float64's range).
+  [[nodiscard]] double share(Index k, double log_total) const {
+    const double x = m_w[static_cast<std::size_t>(k)];
+    return m_logs ? std::exp(x - log_total) : (x > 0 ? std::exp(std::log(x) - log_total) : 0.0);
+  }
+
+  /// theta_k^2.
+  static Weights squares(std::span<const double> theta) {
+    Weights w;
+    w.m_w = Buffer<double>(theta.size());
+    const bool fit = std::all_of(theta.begin(), theta.end(), [](double t) {
+      return t == 0 || (std::fabs(t) >= 0x1p-480 && std::fabs(t) <= 0x1p480);
+    });
+    for (std::size_t k = 0; k < theta.size(); ++k) {
+      w.m_w[k] = fit ? theta[k] * theta[k]
+                     : (theta[k] == 0 ? k_minus_inf : 2 * std::log(std::fabs(theta[k])));
+    }
+    w.m_logs = !fit;
+    return w;
+  }
+  /// The values themselves (finite, >= 0), taken over (no copy).
+  static Weights values(Buffer<double>&& x) {
+    Weights w;
+    w.m_w = std::move(x);
+    if (!std::all_of(w.m_w.begin(), w.m_w.end(), in_range)) {
+      w.to_logs();
+    }
+    return w;
+  }
+
+  /// log(sum of w_k over the k with keep(k)): the same sums as log_sum, over every parameter.
+  template <class Keep>
+  [[nodiscard]] double log_sum_if(const Keep& keep) const {
+    const std::size_t n = m_w.size();
+    if (!m_logs) {
+      double sum = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        sum += keep(k) ? m_w[k] : 0.0;
+      }
+      return std::log(sum);
+    }
+    double top = k_minus_inf;
+    for (std::size_t k = 0; k < n; ++k) {
+      top = keep(k) ? std::max(top, m_w[k]) : top;
+    }
+    if (top == k_minus_inf) {
+      return k_minus_inf;
+    }
+    PositiveSum sum;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (keep(k)) {
+        sum.add(std::exp(m_w[k] - top));
+      }
+    }
+    return top + std::log(sum.value());
+  }
+
+  /// log(sum of w[list[i]], i in [a, b)): -inf for no term or only zeros.
+  [[nodiscard]] double log_sum(const std::vector<Index>& list, Index a, Index b) const {
+    if (!m_logs) {
+      // Four running sums (the loads of a gather overlap): terms >= 0, relative error
+      // within n eps / 4, about 1e-13 for the largest classes of an ImageNet CNN.
+      std::array<double, 4> sum{};
+      Index i = a;
+      for (; i + 4 <= b; i += 4) {
+        for (std::size_t j = 0; j < 4; ++j) {
+          sum[j] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i) + j])];
+        }
+      }
+      for (; i < b; ++i) {
+        sum[0] += m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])];
+      }
+      return std::log((sum[0] + sum[1]) + (sum[2] + sum[3]));
+    }
+    double top = k_minus_inf;
+    for (Index i = a; i < b; ++i) {
+      top = std::max(top, m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])]);
+    }
+    if (top == k_minus_inf) {
+      return k_minus_inf;
+    }
+    PositiveSum sum;
+    for (Index i = a; i < b; ++i) {
+      sum.add(std::exp(m_w[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])] - top));
+    }
+    return top + std::log(sum.value());
+  }
+
+  /// log w_k (-inf for 0).
+  [[nodiscard]] double log_of(Index k) const {
+    const double x = m_w[static_cast<std::size_t>(k)];
+    return m_logs ? x : (x > 0 ? std::log(x) : k_minus_inf);
+  }
+
+  /// The weights into class h times exp(log_factor), those out of it divided by it.
+  void scale(const Incidence& inc, std::size_t h, double log_factor) {
+    if (!m_logs && std::fabs(log_factor) > 60 * std::numbers::ln2) {
+      to_logs();
+    }
+    if (m_logs) {
+      for (Index i = inc.in_off[h]; i < inc.in_off[h + 1]; ++i) {
+        m_w[static_cast<std::size_t>(inc.in_list[static_cast<std::size_t>(i)])] += log_factor;
+      }
+      for (Index i = inc.out_off[h]; i < inc.out_off[h + 1]; ++i) {
+        m_w[static_cast<std::size_t>(inc.out_list[static_cast<std::size_t>(i)])] -= log_factor;
+      }
+      return;
+    }
+    bool fit = true;
+    for (const auto& [off, list, f] :
+         {std::tuple{&inc.in_off, &inc.in_list, std::exp(log_factor)},
+          std::tuple{&inc.out_off, &inc.out_list, std::exp(-log_factor)}}) {
+      for (Index i = (*off)[h]; i < (*off)[h + 1]; ++i) {
+        double& x = m_w[static_cast<std::size_t>((*list)[static_cast<std::size_t>(i)])];
+        x *= f;  // normal: within 2^-1020 .. 2^1020
+        fit &= in_range(x);
+      }
+    }
+    if (!fit) {
+      to_logs();
+    }
+  }
+
+ private:
+  static bool in_range(double x) { return (x == 0) | ((x >= 0x1p-960) & (x <= 0x1p960)); }
+
+  void to_logs() {
+    for (double& x : m_w) {
+      x = x > 0 ? std::log(x) : k_minus_inf;
+    }
+    m_logs = true;
+  }
+
+  Buffer<double> m_w;
+  bool m_logs = false;
+};
+
+/// The classes' incidence and their weights.
+struct Descent {
+  Incidence inc;
+  Weights w;
+
+  [[nodiscard]] double log_in(std::size_t h) const {
+    return w.log_sum(inc.in_list, inc.in_off[h], inc.in_off[h + 1]);
+  }
+  [[nodiscard]] double log_out(std::size_t h) const {
+    return w.log_sum(inc.out_list, inc.out_off[h], inc.out_off[h + 1]);
+  }
+  /// The weights into h times exp(log_factor), those out of it divided by it.
+  void scale(std::size_t h, double log_factor) { w.scale(inc, h, log_factor); }
+  /// |out(h)| - |in(h)|.
+  [[nodiscard]] double degree(std::size_t h) const {
+    return static_cast<double>((inc.out_off[h + 1] - inc.out_off[h]) -
+                               (inc.in_off[h + 1] - inc.in_off[h]));
+  }
+};
+
+/// What the Newton step needs of the objective: F(alpha) = n log S + 2 sum_h alpha_h (|in_h| -
+/// |out_h|) for PathCond (the weights G_kk scale as exp(-2 c_k): sigma = -1), F = log S for
+/// ENorm (theta_k^2 as exp(2 c_k): sigma = 1, n = 0), S the sum of the counted weights.
+struct NewtonObjective {
+  double sigma = 1;
+  double n = 0;
+  const std::vector<std::uint8_t>* counted = nullptr;  ///< null: every parameter counts
+};
+
+/// One damped Newton step on F over the free classes (some weight in and some out): with b_h
+/// and c_h the shares of S into and out of h, M = T^T diag(w / S) T (T: parameters x classes,
+/// +1 at a parameter's target, -1 at its source) and v = b - c, the Hessian is 4 n' (M - v v^T)
+/// (n' = n, or 1 for ENorm) and the step solves (M - v v^T) delta = ((b - c) + deg / n) / 2
+/// (PathCond, deg = |out| - |in|) or (c - b) / 2 (ENorm) by conjugate gradients preconditioned
+/// by the diagonal, M held sparse (one entry per pair of classes a parameter joins), to the
+/// relative residual `accuracy`; a backtracking line search (Armijo) on F. The weights and
+/// alpha move by the step taken. Returns false, with nothing moved, when no step decreased F (a
+/// minimum to rounding, or classes whose shares underflow: coordinate sweeps serve there).
+/// TooLarge when M would exceed engine.max_memory.
+/// Complexity: O(d) for M and each trial of the line search, O(nnz(M)) a CG iteration.
+bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjective& objective,
+                 std::vector<double>& alpha, double accuracy, const EngineOptions& engine);
+
+}  // namespace pathlift::detail
