@@ -100,12 +100,17 @@ struct Sniffed {
 };
 
 Sniffed sniff(const std::string& path) {
+  // A FIFO or a device is not opened here: opening and closing a FIFO's read end would break
+  // its writer's pipe before the reader proper opens it (which then waits for a writer).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return {};
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return {};
   }
   std::array<char, 256> head{};
-  struct stat st {};
   ssize_t got = 0;
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   if (regular) {

@@ -5,7 +5,9 @@ without bound or be silently accepted.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_hostile_inputs.py
 """
+import json
 import os
+import pathlib
 import struct
 import subprocess
 import time
@@ -346,3 +348,22 @@ def test_python_readers_refuse_an_endless_stream_at_once(pathlift_module, reader
     with pytest.raises(pathlift_module.FormatError, match="a stream, refused as it is read"):
         getattr(pathlift_module, reader)("/dev/zero")
     assert time.monotonic() - start < 10
+
+
+def test_a_network_from_a_named_fifo(run_cli, tmp_path):
+    """A network file written into a FIFO by another process: read once (the model sniffer no
+    longer opens and closes the FIFO first, which broke the writer's pipe and left the reader
+    waiting for a writer)."""
+    import threading
+    fifo = tmp_path / "net.json"
+    os.mkfifo(fifo)
+    text = (pathlib.Path(__file__).resolve().parents[1] / "data" / "fig1.json").read_text()
+
+    def feed():
+        with open(fifo, "w") as f:
+            f.write(text)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    r = run_cli("info", "--network", fifo, "--json", check=True)
+    assert json.loads(r.stdout)["d"] == 7
