@@ -380,6 +380,62 @@ def module_problems(model: nn.Module) -> Tuple[List[str], Set[int]]:
     return problems, refused
 
 
+# --------------------------------------------------------------------------------------------
+# training mode: the one rule of every face that takes a module
+
+EVAL_FIRST = "call model.eval() first"
+_NORMALIZES, _RANDOM = "normalize", "random"  # what a module does in training mode
+_VERBS = {_NORMALIZES: ("normalizes by the batch", "normalize by the batch"),
+          _RANDOM: ("is random", "are random")}
+
+
+def _in_training(mod: nn.Module) -> Optional[str]:
+    """What a module does in training mode that its eval-mode function does not, or None."""
+    if not mod.training:
+        return None
+    if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+        return _NORMALIZES
+    if isinstance(mod, nn.modules.dropout._DropoutNd) and mod.p > 0:
+        return _RANDOM
+    return None
+
+
+def refuse_training_mode(model: nn.Module, what: str, remedy: str = EVAL_FIRST) -> None:
+    """The one rule for a module in training mode, called by every face that takes a module
+    (from_torch, theta_from_torch, load_theta, supports, path_norm, kernel_diagonal, PathSGD,
+    theta_tensor, kernel_operator, lipschitz_bound, path_cond, enorm, rescale, fold_batchnorm):
+    pathlift computes a module's eval-mode function, each BatchNorm the affine map
+    ``y = a x + b`` of its running statistics and Dropout the identity, so a module holding a
+    BatchNorm, or a Dropout with p > 0, in training mode (where the former normalizes by the
+    batch and the latter is random) is refused: UnsupportedModelError (a ValueError) starting
+    with ``what``, naming each such submodule by its path (three of a kind, then a count) and
+    ending with ``remedy``. Modules whose training mode changes nothing (Linear, Conv, ReLU,
+    ...) are accepted in either mode. The training-mode rescaling symmetry (a convolution
+    feeding a training-mode BatchNorm is scale-free) is not supported."""
+    if not isinstance(model, nn.Module):
+        return  # not a module: the caller's TypeError
+    found: Dict[str, List[str]] = {}
+    for path, mod in model.named_modules():
+        effect = _in_training(mod)
+        if effect is not None:
+            found.setdefault(effect, []).append(_where(path, mod))
+    if not found:
+        return
+    clauses = []
+    for effect, where in found.items():
+        more = len(where) - 3
+        named = ", ".join(where[:3]) + (f" and {more} more" if more > 0 else "")
+        clauses.append(f"{named} {_VERBS[effect][len(where) > 1]}")
+    meaning = ", ".join(text for effect, text in (
+        (_NORMALIZES, "each BatchNorm the affine map y = a x + b of its running statistics"),
+        (_RANDOM, "Dropout the identity")) if effect in found)
+    if _NORMALIZES in found:
+        meaning += "; the training-mode symmetry of a BatchNorm is not supported"
+    raise UnsupportedModelError(
+        f"{what}: {type(model).__name__} is in training mode, where {'; '.join(clauses)}. "
+        f"pathlift computes the eval-mode function ({meaning}): {remedy}")
+
+
 def own_forward(mod: nn.Module, cls: type) -> bool:
     """mod is a cls whose forward is cls's (a subclass that overrides it is another layer)."""
     return isinstance(mod, cls) and getattr(type(mod), "forward") is getattr(cls, "forward")
@@ -428,8 +484,9 @@ def _interpolate_problem(mode: Any, antialias: Any) -> Optional[str]:
 
 def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     """Why the operation cannot be imported whatever its inputs (its type, an option such as a
-    pool's ceil_mode, a module in training mode), or None: known without shapes, so reported
-    even after a refused operation upstream (every problem at once)."""
+    pool's ceil_mode), or None (modules in training mode are refused before the trace is read:
+    :func:`refuse_training_mode`): known without shapes, so reported even after a refused
+    operation upstream (every problem at once)."""
     if not _supported(node, model):
         return "not supported"
     if node.op == "call_function":
@@ -459,11 +516,7 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
         return _pool_problem(getattr(mod, "divisor_override", None), False)
     if isinstance(mod, UPSAMPLE_MODULES):
         return _interpolate_problem(mod.mode, False)
-    if type(mod) is nn.Dropout and mod.training and mod.p > 0:
-        return "in training mode it is random: call model.eval() first"
-    if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
-        if mod.training:
-            return "in training mode it normalizes by the batch: call model.eval() first"
+    if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):  # in eval mode (refuse_training_mode)
         if mod.running_mean is None or mod.running_var is None:
             return "track_running_stats=False normalizes by the batch even in eval mode"
         if mod.weight is None or mod.bias is None:
@@ -477,7 +530,7 @@ def refused_call(traced: Traced, node: torch.fx.Node) -> bool:
 
 
 def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
-    """The problems that do not depend on shapes (unsupported operations, training mode) and
+    """The problems that do not depend on shapes (unsupported operations) and
     the BatchNorms the forward pass calls: what theta needs, without an input shape."""
     problems: List[str] = list(traced.problems)
     batch_norms: Dict[int, nn.Module] = {}

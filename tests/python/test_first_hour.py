@@ -1,0 +1,170 @@
+"""A researcher's first hour (issue 51): what a first session with pathlift runs into.
+
+* A module in training mode: one rule on every face that takes a module (from_torch,
+  theta_from_torch, path_norm, PathSGD, path_cond, ...): a BatchNorm (or a Dropout) in training
+  mode is refused, naming it by its module path and saying the remedy; the same model is
+  accepted after model.eval() by every face.
+
+Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_first_hour.py
+"""
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+@pytest.fixture(scope="module")
+def pl(pathlift_module):
+    import pathlift.torch  # noqa: F401  (pathlift.torch below)
+
+    return pathlift_module
+
+
+SHAPE = (2, 6, 6)
+
+
+class CNN(nn.Module):
+    """A convolution feeding a BatchNorm, nested (the BatchNorm's path is 'features.1')."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU())
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(3 * 4 * 4, 2))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def cnn():
+    torch.manual_seed(0)
+    model = CNN().double()
+    with torch.no_grad():
+        bn = model.features[1]
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    return model
+
+
+def faces(pl, theta):
+    """Every face that takes a module: (name in the message, call on the module)."""
+    pt = pl.torch
+    return [
+        ("pathlift.from_torch", lambda m: pl.from_torch(m, SHAPE)),
+        ("pathlift.layer_graph_from_torch", lambda m: pt.layer_graph_from_torch(m, SHAPE)),
+        ("pathlift.theta_from_torch", lambda m: pl.theta_from_torch(m)),
+        ("pathlift.load_theta", lambda m: pt.load_theta(m, theta)),
+        ("pathlift.torch.theta_tensor", lambda m: pt.theta_tensor(m)),
+        ("pathlift.torch.path_norm", lambda m: pt.path_norm(m, 1.0, input_shape=SHAPE)),
+        ("pathlift.torch.kernel_diagonal", lambda m: pt.kernel_diagonal(m, input_shape=SHAPE)),
+        ("PathSGD", lambda m: pt.PathSGD(m, lr=0.1, input_shape=SHAPE)),
+        ("pathlift.torch.kernel_operator", lambda m: pt.kernel_operator(m, input_shape=SHAPE)),
+        ("pathlift.torch.lipschitz_bound", lambda m: pt.lipschitz_bound(m, cnn().eval(),
+                                                                         input_shape=SHAPE)),
+        (r"pathlift.torch.lipschitz_bound \(model2\)",
+         lambda m: pt.lipschitz_bound(cnn().eval(), m, input_shape=SHAPE)),
+        ("pathlift.torch.path_cond", lambda m: pt.path_cond(m, input_shape=SHAPE)),
+        ("pathlift.torch.enorm", lambda m: pt.enorm(m, input_shape=SHAPE)),
+        ("pathlift.torch.fold_batchnorm", lambda m: pt.fold_batchnorm(m)),
+    ]
+
+
+def parameters(model):
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def test_every_face_refuses_a_batch_norm_in_training_mode_and_accepts_it_after_eval(pl):
+    theta = pl.theta_from_torch(cnn().eval())
+    for what, call in faces(pl, theta):
+        model = cnn()
+        assert model.training
+        before = parameters(model)
+        with pytest.raises(ValueError, match=rf"^{what}: CNN is in training mode, where module "
+                           r"'features\.1' \(BatchNorm2d\) normalizes by the batch\. .*"
+                           r"call model\.eval\(\) first") as info:
+            call(model)
+        assert isinstance(info.value, pl.UnsupportedModelError), what
+        assert model.training and model.features[1].training, what  # the mode is kept
+        for p, q in zip(model.parameters(), before):  # nothing written
+            assert torch.equal(p, q), what
+        call(model.eval())  # the same model, in eval mode: accepted by every face
+    ok, problems = pl.supports(cnn(), SHAPE)
+    assert not ok and "module 'features.1' (BatchNorm2d) normalizes by the batch" in problems[0]
+    assert pl.supports(cnn().eval(), SHAPE).ok
+
+
+def test_the_remedy_fits_the_face(pl):
+    """A training-loop face says how to keep a network across model.train(); path_cond and
+    enorm say that the training-mode function is not kept."""
+    pt = pl.torch
+    with pytest.raises(ValueError, match=r"in a training loop, make the network once in eval "
+                       r"mode \(net = pathlift\.from_torch\(model\.eval\(\)\), then "
+                       r"model\.train\(\)\) and pass net"):
+        pt.path_norm(cnn(), 1.0, input_shape=SHAPE)
+    with pytest.raises(ValueError, match=r"the rescaled model then computes the same eval-mode "
+                       "function, not the same training-mode one"):
+        pt.path_cond(cnn(), input_shape=SHAPE)
+    with pytest.raises(ValueError, match=r"call model\.eval\(\) first$"):
+        pl.from_torch(cnn(), SHAPE)
+
+
+def test_a_network_made_in_eval_mode_follows_the_module_in_a_training_loop(pl):
+    """The network of the module in eval mode is the eval-mode function whatever the module's
+    mode: the training-loop faces read it after model.train(); path_cond and enorm, which
+    rescale the module in place, refuse it while a BatchNorm is in training mode (its
+    training-mode function would move), as they refuse the module."""
+    pt = pl.torch
+    model = cnn().eval()
+    net = pl.from_torch(model, SHAPE)
+    expected = float(pt.path_norm(net, 1.0))
+    model.train()
+    assert float(pt.path_norm(net, 1.0)) == expected
+    pt.kernel_diagonal(net)
+    pt.PathSGD(net, lr=0.1)
+    for what, call in (("pathlift.torch.path_cond", pt.path_cond),
+                       ("pathlift.torch.enorm", pt.enorm)):
+        before = parameters(model)
+        with pytest.raises(pl.UnsupportedModelError,
+                           match=rf"^{what}: CNN is in training mode, where module "
+                           r"'features\.1' \(BatchNorm2d\)"):
+            call(net)
+        for p, q in zip(model.parameters(), before):
+            assert torch.equal(p, q)
+    model.eval()
+    X = torch.randn(5, *SHAPE, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        f = model(X)
+    pt.path_cond(net)
+    with torch.no_grad():
+        np.testing.assert_allclose(model(X).numpy(), f.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_dropout_in_training_mode_is_the_same_rule(pl):
+    """Dropout (p > 0) in training mode is random: refused by the same rule (rescale too);
+    p = 0 changes nothing and is accepted; a model of Linear and ReLU only, in training mode,
+    is accepted (its mode changes nothing)."""
+    pt = pl.torch
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Dropout(0.5), nn.Linear(4, 2)).double()
+    for what, call in (("pathlift.from_torch", lambda m: pl.from_torch(m)),
+                       ("pathlift.torch.path_norm", lambda m: pt.path_norm(m, 1.0)),
+                       ("pathlift.torch.rescale", lambda m: pt.rescale(m, np.ones(4))),
+                       ("PathSGD", lambda m: pt.PathSGD(m, lr=0.1))):
+        with pytest.raises(pl.UnsupportedModelError, match=rf"^{what}: Sequential is in "
+                           r"training mode, where module '2' \(Dropout\) is random\. pathlift "
+                           r"computes the eval-mode function \(Dropout the identity\)"):
+            call(model.train())
+        call(model.eval())
+    pl.from_torch(nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.0), nn.ReLU()).train())
+    pt.path_norm(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).train(), 1.0)
+
+
+def test_many_batch_norms_are_counted_past_three(pl):
+    model = nn.Sequential(*[m for _ in range(5) for m in (nn.Linear(3, 3), nn.BatchNorm1d(3))])
+    with pytest.raises(pl.UnsupportedModelError, match=r"where module '1' \(BatchNorm1d\), "
+                       r"module '3' \(BatchNorm1d\), module '5' \(BatchNorm1d\) and 2 more "
+                       r"normalize"):
+        pl.from_torch(model)
