@@ -4,10 +4,12 @@
   theta_from_torch, path_norm, PathSGD, path_cond, ...): a BatchNorm (or a Dropout) in training
   mode is refused, naming it by its module path and saying the remedy; the same model is
   accepted after model.eval() by every face.
+* PathCond and ENorm stopped by max_sweeps before their tolerance: a RuntimeWarning (the CLI
+  prints "(not converged)"), from pathlift and from pathlift.torch alike.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_first_hour.py
 """
-import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -168,3 +170,43 @@ def test_many_batch_norms_are_counted_past_three(pl):
                        r"module '3' \(BatchNorm1d\), module '5' \(BatchNorm1d\) and 2 more "
                        r"normalize"):
         pl.from_torch(model)
+
+
+# --- converged=False ---------------------------------------------------------------------------
+
+
+def test_a_balancing_that_did_not_converge_warns(pl):
+    """max_sweeps=1 stops short of the tolerance: a RuntimeWarning saying the stationarity, the
+    tolerance, the sweeps and what to pass, on pathlift.path_cond / enorm and on their
+    pathlift.torch faces; none when converged, nor for max_sweeps=0 (the criterion only)."""
+    net = pl.feed_forward(3, [5, 4], 2)
+    theta = pl.normal_weights(net.d, 0)
+    for how, method in ((pl.path_cond, "PathCond"), (pl.enorm, "ENorm")):
+        with pytest.warns(RuntimeWarning) as record:
+            r = how(net, theta, max_sweeps=1)
+        assert not r.converged and len(record) == 1
+        assert str(record[0].message) == (
+            f"{method} did not converge: stationarity {r.stationarity:.3g} > tolerance 1e-10 "
+            "after max_sweeps = 1 sweep; the returned theta computes the same function but is "
+            "not yet balanced: pass a larger max_sweeps (or call it again on the result to "
+            "continue)")
+        assert record[0].filename == __file__  # the caller's line
+        with pytest.warns(RuntimeWarning, match=r"tolerance 0\.001 after max_sweeps = 2 "
+                          r"sweeps"):
+            how(net, theta, max_sweeps=2, tolerance=1e-3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert how(net, theta).converged
+            assert not how(net, theta, max_sweeps=0).converged
+    pt = pl.torch
+    for how, method in ((pt.path_cond, "PathCond"), (pt.enorm, "ENorm")):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 4), nn.ReLU(),
+                              nn.Linear(4, 2)).double()
+        with pytest.warns(RuntimeWarning, match=rf"^{method} did not converge: stationarity "
+                          r"\S+ > tolerance 1e-10 after max_sweeps = 1 sweep; .*max_sweeps"):
+            r = how(model, max_sweeps=1)
+        assert not r.converged
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert how(model).converged
