@@ -132,7 +132,8 @@ def from_torch(model: nn.Module, input_shape: InputShape = None, *,
     DenseNets, Inception), skip connections, weight sharing, in-place operations.
     input_shape: one sample's shape without the batch dimension, positive integers, e.g.
     ``(3, 32, 32)`` (ValueError naming an entry that is not); by default ``(in_features,)`` of
-    the first Linear the input reaches. max_memory: bytes the
+    the first Linear the input reaches (else ValueError, one line saying what to pass: ``pass
+    input_shape=(1, H, W)`` when the input reaches a Conv2d of 1 channel). max_memory: bytes the
     unrolled network may take when it is unrolled (0: half of physical RAM).
 
     The model is described per layer (:func:`layer_graph_from_torch`); nothing is unrolled

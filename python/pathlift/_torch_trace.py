@@ -584,12 +584,14 @@ def parse_input_shape(input_shape: Any) -> Tuple[int, ...]:
 
 def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
     """input_shape as a tuple, or (in_features,) of the first Linear the input reaches through
-    shape-free operations; UnsupportedModelError when there is none."""
+    shape-free operations; ValueError when there is none, one line saying what to pass (with
+    the channels of the first convolution the input reaches, if one does)."""
     if input_shape is not None:
         return parse_input_shape(input_shape)
     model = traced.model
     chain = {n for n in traced.nodes if n.op == "placeholder"}
     passing = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Flatten, nn.Dropout)
+    convolution: Optional[Tuple[str, Any]] = None  # the first one the input reaches
     for node in traced.nodes:
         if not node.args or not isinstance(node.args[0], torch.fx.Node) or \
                 traced.read(node, node.args[0]) not in chain:
@@ -600,6 +602,8 @@ def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
                 return (mod.in_features,)
             if type(mod) in passing:
                 chain.add(node)
+            elif convolution is None and isinstance(mod, nn.modules.conv._ConvNd):
+                convolution = (str(node.target), mod)
         elif node.op == "call_function":
             if node.target in LINEAR_FUNCTIONS and isinstance(node.args[1], torch.fx.Node) \
                     and node.args[1].op == "get_attr":
@@ -608,5 +612,14 @@ def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
                 chain.add(node)
         elif node.op == "call_method" and node.target in {"relu", "relu_", "flatten"}:
             chain.add(node)
-    raise UnsupportedModelError("cannot infer the input shape from the model: pass input_shape "
-                                "(one sample's shape, e.g. (3, 32, 32))")
+    name = type(model).__name__
+    if convolution is None:
+        raise ValueError(f"cannot infer the input shape of {name}: pass input_shape, one "
+                         "sample's shape without the batch dimension, e.g. (3, 32, 32)")
+    path, conv = convolution
+    sizes = ("L",) if len(conv.kernel_size) == 1 else ("H", "W")
+    channels = conv.in_channels
+    raise ValueError(
+        f"cannot infer the input shape of {name}: pass input_shape=({channels}, "
+        f"{', '.join(sizes)}), one sample's shape without the batch dimension ("
+        f"{_where(path, conv)} takes {channels} channel{'s' if channels > 1 else ''})")

@@ -6,6 +6,8 @@
   accepted after model.eval() by every face.
 * PathCond and ENorm stopped by max_sweeps before their tolerance: a RuntimeWarning (the CLI
   prints "(not converged)"), from pathlift and from pathlift.torch alike.
+* from_torch without input_shape on a CNN: one short line saying what to pass, not the list of
+  supported modules (which follows unsupported operations).
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_first_hour.py
 """
@@ -210,3 +212,35 @@ def test_a_balancing_that_did_not_converge_warns(pl):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert how(model).converged
+
+
+# --- input_shape omitted -----------------------------------------------------------------------
+
+
+def test_a_missing_input_shape_is_one_line_saying_what_to_pass(pl):
+    pt = pl.torch
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8, 2)).double()
+    expected = ("cannot infer the input shape of Sequential: pass input_shape=(1, H, W), one "
+                "sample's shape without the batch dimension (module '0' (Conv2d) takes 1 "
+                "channel)")
+    for call in (lambda: pl.from_torch(model), lambda: pt.layer_graph_from_torch(model),
+                 lambda: pt.path_norm(model, 1.0), lambda: pt.PathSGD(model, lr=0.1),
+                 lambda: pt.path_cond(model), lambda: pt.kernel_operator(model)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value) == expected
+    pl.from_torch(model, input_shape=(1, 4, 4))  # what it says to pass
+    for model, shape in ((nn.Sequential(nn.ReLU(), nn.Conv1d(3, 2, 3)), r"\(3, L\)"),
+                         (nn.Sequential(nn.Conv2d(4, 2, 3), nn.ReLU()), r"\(4, H, W\)")):
+        with pytest.raises(ValueError, match=rf"^cannot infer the input shape of Sequential: "
+                           rf"pass input_shape={shape}, .* takes \d channels\)$"):
+            pl.from_torch(model)
+    with pytest.raises(ValueError, match=r"^cannot infer the input shape of Sequential: pass "
+                       r"input_shape, one sample's shape without the batch dimension, e\.g\. "
+                       r"\(3, 32, 32\)$"):
+        pl.from_torch(nn.Sequential(nn.MaxPool2d(2), nn.Conv2d(1, 2, 3)))
+    # With an unsupported operation: every problem at once, then the supported modules.
+    with pytest.raises(pl.UnsupportedModelError, match=r"2 problems\n  - layer Sigmoid at '1': "
+                       r"not supported\n  - cannot infer the input shape of Sequential: pass "
+                       r"input_shape=\(1, H, W\).*\nsupported: nn\.Linear"):
+        pl.from_torch(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Sigmoid()))
