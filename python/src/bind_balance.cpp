@@ -70,7 +70,23 @@ exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
           [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); },
           "Per parameter: the class its edges leave (-1 pinned, -2 unused).")
       .def_readonly("constraints", &ParameterClasses::constraints,
-                    "Constraints left among the classes (0: each rescales on its own).");
+                    "Constraints left among the classes (0: each rescales on its own).")
+      .def("__repr__", [](const ParameterClasses& p) {
+        // d parameters: rescaled (an end in a free class), pinned at both ends (input to
+        // output: no rescaling moves them), unused (no edge carries them).
+        Index pinned = 0;
+        Index unused = 0;
+        for (std::size_t k = 0; k < p.target.size(); ++k) {
+          unused += p.target[k] == -2 ? 1 : 0;
+          pinned += p.target[k] == -1 && p.source[k] == -1 ? 1 : 0;
+        }
+        const auto d = static_cast<Index>(p.target.size());
+        return fmt::format(
+            "<pathlift.ParameterClasses: {} class{} over d = {} parameter{} ({} rescaled, {} "
+            "pinned at both ends, {} unused), {} constraint{}>",
+            p.classes, p.classes == 1 ? "" : "es", d, d == 1 ? "" : "s", d - pinned - unused,
+            pinned, unused, p.constraints, p.constraints == 1 ? "" : "s");
+      });
   m.def(
       "parameter_classes",
       [](const NetworkArg& net, std::size_t max_memory) {

@@ -8,6 +8,7 @@
   prints "(not converged)"), from pathlift and from pathlift.torch alike.
 * from_torch without input_shape on a CNN: one short line saying what to pass, not the list of
   supported modules (which follows unsupported operations).
+* repr(ParameterClasses) says the classes, the parameters they cover and the constraints.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_first_hour.py
 """
@@ -244,3 +245,25 @@ def test_a_missing_input_shape_is_one_line_saying_what_to_pass(pl):
                        r"not supported\n  - cannot infer the input shape of Sequential: pass "
                        r"input_shape=\(1, H, W\).*\nsupported: nn\.Linear"):
         pl.from_torch(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Sigmoid()))
+
+
+# --- ParameterClasses --------------------------------------------------------------------------
+
+
+def test_parameter_classes_say_what_they_cover(pl):
+    """a -> h -> y and a skip a -> y, and a fourth parameter no edge carries: one class (h), two
+    parameters rescaled by it, the skip pinned at both ends, one unused; then on networks with
+    several classes, against the target and source arrays."""
+    net = pl.Network([("a", "h"), ("h", "y"), ("a", "y")], params=[0, 1, 2], num_params=4)
+    assert repr(pl.parameter_classes(net)) == (
+        "<pathlift.ParameterClasses: 1 class over d = 4 parameters (2 rescaled, 1 pinned at both "
+        "ends, 1 unused), 0 constraints>")
+    for net in (pl.feed_forward(3, [5, 4], 2), pl.from_torch(cnn().eval(), SHAPE)):
+        c = pl.parameter_classes(net)
+        unused = int(np.sum(c.target == -2))
+        pinned = int(np.sum((c.target == -1) & (c.source == -1)))
+        assert c.classes > 1 and c.target.size == net.d
+        assert repr(c) == (
+            f"<pathlift.ParameterClasses: {c.classes} classes over d = {net.d} parameters "
+            f"({net.d - pinned - unused} rescaled, {pinned} pinned at both ends, {unused} "
+            f"unused), {c.constraints} constraints>")
