@@ -9,9 +9,13 @@
 * from_torch without input_shape on a CNN: one short line saying what to pass, not the list of
   supported modules (which follows unsupported operations).
 * repr(ParameterClasses) says the classes, the parameters they cover and the constraints.
+* theta's order: from_onnx of a ResNet whose modules run in another order than they are
+  registered, exported with the aliases torch.onnx.export makes for equal parameters, orders
+  theta otherwise than from_torch; pathlift.theta_permutation maps one to the other.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_first_hour.py
 """
+import io
 import warnings
 
 import numpy as np
@@ -267,3 +271,111 @@ def test_parameter_classes_say_what_they_cover(pl):
             f"<pathlift.ParameterClasses: {c.classes} classes over d = {net.d} parameters "
             f"({net.d - pinned - unused} rescaled, {pinned} pinned at both ends, {unused} "
             f"unused), {c.constraints} constraints>")
+
+
+# --- theta orders: from_onnx and from_torch ----------------------------------------------------
+
+
+class Block(nn.Module):
+    """A residual block whose shortcut is registered before the convolutions it runs after."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.shortcut = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(h)) + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    """A small ResNet whose classifier is registered first."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+        self.stem = nn.Conv2d(3, 4, 3, padding=1)
+        self.layer1 = Block(4, 4, 1)
+        self.layer2 = Block(4, 8, 2)
+
+    def forward(self, x):
+        h = self.layer2(self.layer1(torch.relu(self.stem(x))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+
+def onnx_bytes(model, shape, **options):
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.zeros((1, *shape), dtype=torch.float64), buffer,
+                          opset_version=13, **options)
+    return buffer.getvalue()
+
+
+def test_from_onnx_orders_theta_otherwise_and_theta_permutation_maps_it(pl):
+    """A freshly initialized ResNet (every BatchNorm's gamma 1 and beta 0: the exporter keeps one
+    initializer and aliases the others) whose modules run in another order than they are
+    registered: from_onnx's theta is a permutation of from_torch's. Random running statistics
+    make every entry of theta distinct, so that the values check the permutation independently
+    of the layers it is made from."""
+    pytest.importorskip("onnx", reason="onnx (Debian: python3-onnx) is needed for the export")
+    torch.manual_seed(0)
+    model = ResNet().double().eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.eps = float(np.float32(m.eps))  # as ONNX stores it: the same a and b
+    shape = (3, 8, 8)
+    torch_net = pl.from_torch(model, shape)
+    onnx_net = pl.from_onnx(onnx_bytes(model, shape, training=torch.onnx.TrainingMode.PRESERVE,
+                                       do_constant_folding=False))
+    t, o = torch_net.weights, onnx_net.weights
+    assert np.unique(t).size == t.size == o.size
+    assert not np.array_equal(t, o)  # the orders differ (docs/python.md says when)
+    np.testing.assert_array_equal(np.sort(o), np.sort(t))  # the same values
+    p = pl.theta_permutation(onnx_net, torch_net)
+    assert p.dtype == np.int64 and np.array_equal(np.sort(p), np.arange(t.size))
+    np.testing.assert_array_equal(o[p], t)
+    np.testing.assert_array_equal(t[np.argsort(p)], o)
+    np.testing.assert_array_equal(pl.theta_permutation(torch_net, onnx_net), np.argsort(p))
+    # written back in the module's order, the ONNX theta is the model's parameters
+    copy = ResNet().double().eval()
+    copy.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for q in copy.parameters():
+            q.zero_()
+    pl.load_theta(copy, o[p])
+    for a, b in zip(copy.parameters(), model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    # LayerGraphs too; the same order: the identity
+    assert np.array_equal(pl.theta_permutation(torch_net.layer_graph, torch_net),
+                          np.arange(t.size))
+
+
+def test_theta_permutation_refuses_another_architecture(pl):
+    pytest.importorskip("onnx", reason="onnx (Debian: python3-onnx) is needed for the export")
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(8, 2)).double().eval()
+    torch_net = pl.from_torch(model, (1, 4, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the import's: batch norms folded
+        folded = pl.from_onnx(onnx_bytes(model, (1, 4, 4)))  # eval mode: BatchNorm folded
+    with pytest.raises(ValueError, match=r"net has d = 38 parameters and reference d = 42: not "
+                       r"the same architecture \(an ONNX export in eval mode, for one, folds"):
+        pl.theta_permutation(folded, torch_net)
+    wide = pl.from_torch(nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 1)))
+    narrow = pl.from_torch(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2)))
+    assert wide.d == narrow.d == 17
+    with pytest.raises(ValueError, match=r"layer '0' of net \(linear, parameter blocks of "
+                       r"\[8, 4\] entries\) pairs with layer '0' of reference \(linear, "
+                       r"\[6, 3\]\): not the same architecture"):
+        pl.theta_permutation(wide, narrow)
+    with pytest.raises(TypeError, match=r"net must be a LayerNetwork .* got a pathlift\.Network"):
+        pl.theta_permutation(pl.feed_forward(2, [2], 1), torch_net)
