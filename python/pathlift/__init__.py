@@ -15,7 +15,8 @@ unrolled in C++), :class:`LayerNetwork` (a network known by its layer graph: the
 functions -- :func:`count_paths`, :func:`path_norm`, :func:`path_norm_gradient`, the
 ``kernel_*`` functions but the dense :func:`kernel` -- run on it without unrolling, every other
 function takes it too and unrolls it on first use) and ONNX import (:func:`from_onnx`, which
-needs neither torch nor the onnx package; like :func:`from_torch` it returns a LayerNetwork).
+needs neither torch nor the onnx package; like :func:`from_torch` it returns a LayerNetwork;
+:func:`theta_permutation` maps theta between the two importers' orders).
 The PyTorch bridge -- :func:`from_torch`, :func:`theta_from_torch`, :func:`supports`,
 :func:`layer_graph_from_torch`, :func:`to_torch`, :func:`to_torch_sparse` -- lives in
 ``pathlift.torch`` and is imported on first use, so ``import pathlift`` does not import torch;
@@ -47,6 +48,7 @@ from typing import Sequence as _Sequence
 from . import _pathlift
 from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
 from ._pathlift import FormatError, UnsupportedModelError, __version__  # noqa: F401
+from ._theta_order import theta_permutation
 
 # K as a scipy LinearOperator: scipy.sparse.linalg is imported on first use (half a second).
 _SCIPY_NAMES = ("kernel_operator", "KernelOperator")
@@ -102,9 +104,12 @@ def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
     ``SerializeToString()``). Read in C++ (:func:`load_model`) into a layer graph, not unrolled:
     the path-free functions run on the graph, the others unroll it when they need edges
     (TooLarge over max_memory bytes, 0: half of physical RAM; ``net.unrolled()`` gives the DAG).
-    theta is the initializers in graph order -- for ``torch.onnx.export``,
-    ``model.parameters()`` order with BatchNormalization's scale and bias standing for a and b
-    as in :func:`from_torch` -- and is stored as ``net.weights``. input_shape (one sample,
+    theta is the initializers in the file's order -- for ``torch.onnx.export``,
+    ``model.parameters()`` order, but for the parameters the exporter aliased to an equal one
+    and the initializers it made by constant folding, which the importer places by its own
+    rule; BatchNormalization's scale and bias standing for a and b as in :func:`from_torch` --
+    and is stored as ``net.weights``; :func:`theta_permutation` maps it to from_torch's order
+    (docs/python.md#theta-order). input_shape (one sample,
     without the batch dimension) overrides the model's, needed when it is symbolic.
 
     Raises :class:`UnsupportedModelError` (a ValueError) listing every unsupported operator,
@@ -136,7 +141,8 @@ for _name in dir(_pathlift):
             pass
 
 __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
-                 + ["from_onnx", "load_model", *_SCIPY_NAMES, *_TORCH_NAMES])
+                 + ["from_onnx", "load_model", "theta_permutation", *_SCIPY_NAMES,
+                    *_TORCH_NAMES])
 
 
 def __getattr__(name):

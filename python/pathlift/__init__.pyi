@@ -16,6 +16,7 @@ from .torch import to_torch_sparse as to_torch_sparse
 from . import plot as plot
 from ._kernel_operator import KernelOperator as KernelOperator
 from ._kernel_operator import kernel_operator as kernel_operator
+from ._theta_order import theta_permutation as theta_permutation
 
 def from_onnx(model: Union[str, os.PathLike, bytes, Any],
               input_shape: Optional[Sequence[int]] = None, *,

@@ -15,8 +15,10 @@ module is traced at each call, a network is not (the form for a training loop: m
 its theta follows the parameters); PathSGD traces once, at construction. theta is read from the
 parameters at each call. Everything runs in float64 in C++: a norm beyond double's range
 (1.8e308) comes back ``inf`` (``pathlift.path_norm(net).log10`` is exact there). The network is
-the model's in eval mode (Dropout the identity, BatchNorm the affine map of its running
-statistics), whatever mode the model is in.
+the model's eval-mode function (Dropout the identity, BatchNorm the affine map of its running
+statistics): a module with a BatchNorm or a Dropout in training mode is refused, as by
+from_torch, and a network made once in eval mode is that function whatever the module's mode
+afterwards (the form for a training loop).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def theta_tensor(model: ModelOrNetwork, *, input_shape: InputShape = None) -> to
         return model.theta_layout.tensor()
     if not isinstance(model, nn.Module):
         network_of(model, what="pathlift.torch.theta_tensor")  # raises the TypeError
-    return parameters_of(model).tensor()
+    return parameters_of(model, "pathlift.torch.theta_tensor").tensor()
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,9 +104,10 @@ def path_norm(model: ModelOrNetwork, s: float = 1.0, *, input_shape: InputShape 
     (through a BatchNorm's a and b into gamma and beta).
 
     ``model``: its from_torch network ``net`` (:class:`TorchNetwork`; no trace: make it once
-    before the loop), or the module itself (traced in eval mode at each call; input_shape as
-    for from_torch). s >= 0 (s = 0: the path count, without a gradient); a norm beyond
-    double's range is inf (``pathlift.path_norm(net).log10`` is exact).
+    before the loop), or the module itself (traced at each call, refused in training mode as by
+    from_torch; input_shape as for from_torch). s >= 0 (s = 0: the path count, without a
+    gradient); a norm beyond double's range is inf (``pathlift.path_norm(net).log10`` is
+    exact).
 
     Not to be confused with :func:`pathlift.path_norm` (numbers, for any pathlift network and
     a theta: a PathNorm with log10, per output, ...): this one reads theta from the module and
@@ -162,8 +165,9 @@ class PathSGD(torch.optim.Optimizer):
     ``p -= lr buf``; 0: the paper's update). eps >= 0: gamma_k is replaced by ``max(gamma_k,
     eps)``, bounding the step of a parameter on nearly dead paths (0: the exact update). A
     parameter with gamma_k = 0 lies on no live path -- the network's output does not depend on
-    it -- and is not updated. ``model``: a module (traced once, here, in eval mode; input_shape
-    as for :func:`pathlift.from_torch`) or its from_torch network; the optimizer holds the
+    it -- and is not updated. ``model``: a module (traced once, here, refused in training mode
+    as by from_torch; input_shape as for :func:`pathlift.from_torch`) or its from_torch network
+    (made in eval mode, it serves after ``model.train()``); the optimizer holds the
     network (``opt.network``). Parameter groups may hold any of the model's parameters (each
     group its own lr, momentum, eps). A gradient that is not finite raises ValueError naming the
     parameter, before any parameter or momentum buffer changes.

@@ -28,8 +28,9 @@ from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS
                            SPLIT_FUNCTIONS, SUM_FUNCTIONS, TRANSPOSE_FUNCTIONS, UPSAMPLE_MODULES,
                            FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
-                           Traced, check_types, describe, input_shape_of, module_of, own_forward,
-                           refused_call, type_problem)
+                           Traced, check_types, describe, input_shape_of,
+                           module_of, own_forward, refuse_training_mode, refused_call,
+                           type_problem)
 
 SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTranspose1d/2d "
              "(output_size too), nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), "
@@ -357,7 +358,7 @@ class _Importer:
                            "(only a ConvTranspose's output_size is)")
         if type(mod) is nn.Flatten:
             return self.flatten(name, args[0], mod.start_dim, mod.end_dim)
-        if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (type_problem)
+        if type(mod) in (nn.Identity, nn.Dropout):  # Dropout in eval mode (refuse_training_mode)
             return args[0] if isinstance(args[0], _Arranged) else _tensor(args[0])
         x = _tensor(args[0])
         if transposed:
@@ -849,10 +850,14 @@ class _Importer:
         raise _Problem("not supported")
 
 
-def import_model(model: nn.Module, input_shape: InputShape, *,
-                 with_weights: bool = False) -> Imported:
+def import_model(model: nn.Module, input_shape: InputShape, *, with_weights: bool = False,
+                 what: str = "pathlift.from_torch") -> Imported:
     """The model's layer graph, or every problem found (UnsupportedModelError when it cannot
-    even be traced). with_weights: the graph holds theta (the current parameters)."""
+    even be traced, or is in training mode: :func:`refuse_training_mode`, its message starting
+    with ``what``; ValueError, one line saying what to pass, when input_shape is None, cannot be
+    inferred and nothing else is wrong). with_weights: the graph holds theta (the current
+    parameters)."""
+    refuse_training_mode(model, what)
     traced = Traced(model)
     placeholders = [n for n in traced.nodes if n.op == "placeholder"]
     if len(placeholders) != 1:
@@ -860,8 +865,13 @@ def import_model(model: nn.Module, input_shape: InputShape, *,
             f"the model's forward takes {len(placeholders)} tensors: exactly one is supported")
     try:
         shape = input_shape_of(traced, input_shape)
-    except UnsupportedModelError as e:  # report the unsupported operations too
+    except ValueError as e:
+        if input_shape is not None:
+            raise  # not a shape: the entry named
         problems, _ = check_types(traced)
+        if not problems:
+            raise  # none inferred: one line saying what to pass
+        # none inferred, and unsupported operations: every problem at once
         return Imported(None, problems + [str(e)], True, None, ())
     imp = _Importer(traced, shape)
     imp.run()

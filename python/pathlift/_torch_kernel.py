@@ -55,7 +55,7 @@ class TorchKernelOperator:
 
 def kernel_operator(model: Any, *, input_shape: InputShape = None,
                     threads: int = 0) -> TorchKernelOperator:
-    """The path kernel K of ``model`` (a module, traced now in eval mode, or its
+    """The path kernel K of ``model`` (a module, traced now as from_torch traces it, or its
     :func:`pathlift.torch.from_torch` network) at its current parameters, as an operator on
     torch tensors (:class:`TorchKernelOperator`): ``K @ v``, ``K @ V``, never formed, the
     network never unrolled. For scipy, ``pathlift.kernel_operator(net, theta)``.

@@ -5,15 +5,14 @@ theta_from_torch, supports, load_theta."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, List, NamedTuple, Tuple, Union
+from typing import Any, List, NamedTuple, Tuple, Union
 
 import numpy as np
 from torch import nn
 
 from ._pathlift import LayerGraph, LayerNetwork, Network, UnsupportedModelError
 from ._torch_fx import import_model, raise_problems
-from ._torch_trace import InputShape, Traced, check_types
+from ._torch_trace import InputShape, Traced, check_types, refuse_training_mode
 from ._torch_params import TorchParameters
 
 
@@ -31,7 +30,9 @@ class TorchNetwork(LayerNetwork):
     removed, a parameter of another shape), reading theta raises NetworkError asking to call
     from_torch again; attributes changed in place (a stride, forward itself) are not seen. The
     network is the module's eval-mode function whatever mode the module is in (Dropout the
-    identity, BatchNorm the affine map of its running statistics).
+    identity, BatchNorm the affine map of its running statistics): made in eval mode, it serves
+    a training loop after ``model.train()``; path_cond and enorm, which rescale the module in
+    place, refuse it while a BatchNorm of the module is in training mode.
 
     ``net.module`` is the module; ``net.input_shape`` one sample's shape. The layer graph
     (``net.layer_graph``) carries the current theta; the unrolled DAG (``net.unrolled()``) is
@@ -110,7 +111,8 @@ def layer_graph_from_torch(model: nn.Module, input_shape: InputShape = None) -> 
     """The :class:`pathlift.LayerGraph` of a model (one Layer per operation, weights =
     :func:`theta_from_torch`), made by a :class:`pathlift.LayerGraphBuilder`: what
     :func:`from_torch` holds. Arguments and errors as from_torch."""
-    imported = import_model(model, input_shape, with_weights=True)
+    imported = import_model(model, input_shape, with_weights=True,
+                            what="pathlift.layer_graph_from_torch")
     raise_problems(model, imported.problems, imported.unsupported)
     assert imported.graph is not None
     return imported.graph
@@ -130,15 +132,17 @@ def from_torch(model: nn.Module, input_shape: InputShape = None, *,
     DenseNets, Inception), skip connections, weight sharing, in-place operations.
     input_shape: one sample's shape without the batch dimension, positive integers, e.g.
     ``(3, 32, 32)`` (ValueError naming an entry that is not); by default ``(in_features,)`` of
-    the first Linear the input reaches. max_memory: bytes the
+    the first Linear the input reaches (else ValueError, one line saying what to pass: ``pass
+    input_shape=(1, H, W)`` when the input reaches a Conv2d of 1 channel). max_memory: bytes the
     unrolled network may take when it is unrolled (0: half of physical RAM).
 
     The model is described per layer (:func:`layer_graph_from_torch`); nothing is unrolled
     here. The path-free functions run on the layer graph; every other function unrolls it in
     C++ on first use and keeps the DAG (``net.unrolled()``). Raises
     :class:`pathlift.UnsupportedModelError` (a ValueError) listing every unsupported operation
-    (Sigmoid, Tanh, a product, BatchNorm in training mode, a forward hook, weight_norm or a
-    parametrization, an in-place operation on a view read afterwards, ...), NetworkError for
+    (Sigmoid, Tanh, a product, a forward hook, weight_norm or a parametrization, an in-place
+    operation on a view read afterwards, ...) or, alone, the BatchNorms and Dropouts in training
+    mode (``_torch_trace.refuse_training_mode``: call model.eval() first), NetworkError for
     layers whose shapes do not fit, ValueError for an input_shape that is not positive
     integers, TypeError for something that is not a module.
     """
@@ -149,9 +153,11 @@ def from_torch(model: nn.Module, input_shape: InputShape = None, *,
                         max_memory=max_memory)
 
 
-def parameters_of(model: nn.Module) -> TorchParameters:
+def parameters_of(model: nn.Module, what: str) -> TorchParameters:
     """The layout of theta for a model, after refusing what from_torch refuses whatever the
-    input shape (the model traced once, its BatchNorms found)."""
+    input shape (the model traced once, its BatchNorms found); ``what`` starts the message of
+    a refusal for training mode."""
+    refuse_training_mode(model, what)
     problems, batch_norms = check_types(Traced(model))
     raise_problems(model, problems, unsupported=True)
     return TorchParameters(model, batch_norms)
@@ -165,13 +171,14 @@ def theta_from_torch(model: nn.Module, input_shape: InputShape = None) -> np.nda
 
     The model is traced to find its BatchNorms and to refuse what from_torch refuses whatever
     the input shape: :class:`pathlift.UnsupportedModelError` listing the unsupported
-    operations and the modules in training mode. input_shape is accepted for symmetry with
-    from_torch and does not change theta. A from_torch network is accepted too (no trace).
+    operations, or naming the BatchNorms and Dropouts in training mode. input_shape is accepted
+    for symmetry with from_torch and does not change theta. A from_torch network is accepted
+    too (no trace).
     """
     del input_shape
     if isinstance(model, TorchNetwork):
         return model.theta_layout.theta()
-    return parameters_of(model).theta()
+    return parameters_of(model, "pathlift.theta_from_torch").theta()
 
 
 def load_theta(model: Union[nn.Module, TorchNetwork], theta: Any) -> None:
@@ -186,7 +193,8 @@ def load_theta(model: Union[nn.Module, TorchNetwork], theta: Any) -> None:
     1e5 for float16: the entry, the parameter and the range named; nothing written), TypeError
     for entries that are not real numbers; what theta_from_torch raises for an unsupported
     model."""
-    params = model.theta_layout if isinstance(model, TorchNetwork) else parameters_of(model)
+    params = model.theta_layout if isinstance(model, TorchNetwork) else \
+        parameters_of(model, "pathlift.load_theta")
     params.load(theta)
 
 
@@ -203,27 +211,25 @@ def supports(model: Any, input_shape: InputShape = None) -> Support:
     return Support(not imported.problems, list(imported.problems))
 
 
-@contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for m, training in modes:
-            m.training = training
+# What a training-loop face (path_norm, kernel_diagonal, PathSGD, ...) says to a module in
+# training mode: its network made once in eval mode keeps describing that function.
+IN_A_LOOP = ("call model.eval() first; in a training loop, make the network once in eval "
+             "mode (net = pathlift.from_torch(model.eval()), then model.train()) and pass net, "
+             "which follows the parameters and running statistics")
 
 
 def network_of(model: Any, input_shape: InputShape = None, *,
                what: str = "this function") -> TorchNetwork:
     """A module's network for the training-loop functions: a from_torch network as it is (no
-    trace), a module traced now in eval mode (its mode is kept); TypeError otherwise, saying
-    what to use for a pathlift network."""
+    trace, whatever its module's mode), a module traced now as from_torch traces it (refused in
+    training mode by :func:`refuse_training_mode`, the message starting with ``what`` and
+    saying how to make the network for a training loop); TypeError otherwise, saying what to
+    use for a pathlift network."""
     if isinstance(model, TorchNetwork):
         return model
     if isinstance(model, nn.Module):
-        with _eval_mode(model):
-            return from_torch(model, input_shape)
+        refuse_training_mode(model, what, IN_A_LOOP)
+        return from_torch(model, input_shape)
     if isinstance(model, (LayerNetwork, Network)):
         raise TypeError(
             f"{what} takes a torch.nn.Module or its pathlift.from_torch network, got a "

@@ -17,9 +17,9 @@ from ._pathlift import BalanceReport, UnsupportedModelError, fold_batch_norm
 from ._pathlift import enorm as _enorm
 from ._pathlift import path_cond as _path_cond
 from ._pathlift import rescale as _rescale
-from ._torch_network import from_torch, load_theta, network_of
+from ._torch_network import TorchNetwork, from_torch, load_theta, network_of
 from ._torch_params import numpy_of
-from ._torch_trace import InputShape, Traced, module_of, own_forward
+from ._torch_trace import InputShape, Traced, module_of, own_forward, refuse_training_mode
 
 _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d)
 _FOLDS_INTO = (nn.Conv1d, nn.Conv2d, nn.Linear)
@@ -43,6 +43,7 @@ def rescale(model: nn.Module, lambdas: Any, input_shape: InputShape = None) -> n
                 f"rescale: the model has a {type(module).__name__}, whose weight and bias are not "
                 "theta (theta holds its folded affine map a, b); fold it into the previous layer "
                 "first (pathlift.torch.fold_batchnorm)")
+    refuse_training_mode(model, "pathlift.torch.rescale")
     net = from_torch(model, input_shape)
     rescaled = _rescale(net, None, lambdas)
     out = copy.deepcopy(model)
@@ -70,7 +71,7 @@ def _foldable(traced: Traced) -> List[Tuple[str, str]]:
             continue
         bn: Any = module_of(model, node)
         source = traced.read(node, node.args[0])
-        if type(bn) not in _BATCH_NORMS or bn.training or bn.running_var is None or \
+        if type(bn) not in _BATCH_NORMS or bn.running_var is None or \
                 source.op != "call_module" or readers.get(source) != 1 or \
                 node in traced.view_reads or calls[str(node.target)] != 1 or \
                 calls[str(source.target)] != 1:
@@ -91,7 +92,10 @@ def fold_batchnorm(model: nn.Module) -> nn.Module:
     can be rescaled (:func:`rescale`). Other BatchNorms are kept. ``model`` is left unchanged;
     parameters keep their dtype and device. The model is traced by torch.fx
     (UnsupportedModelError when it cannot be, or when it has what the trace does not see --
-    forward hooks, weight_norm, parametrizations -- whose function a fold would change)."""
+    forward hooks, weight_norm, parametrizations -- whose function a fold would change), and
+    so is a model with a BatchNorm or a Dropout in training mode (as by from_torch: the fold
+    is of the eval-mode function)."""
+    refuse_training_mode(model, "pathlift.torch.fold_batchnorm")
     out = copy.deepcopy(model)
     traced = Traced(out)
     if traced.problems:
@@ -123,8 +127,16 @@ def fold_batchnorm(model: nn.Module) -> nn.Module:
     return out
 
 
+# What path_cond and enorm say to a module in training mode, theirs or their network's.
+_BALANCE_EVAL = ("call model.eval() first: the rescaled model then computes the same eval-mode "
+                 "function, not the same training-mode one")
+
+
 def _balance(model: Any, how: Any, input_shape: InputShape, max_sweeps: int,
              tolerance: float, what: str) -> BalanceReport:
+    # The module is changed in place: refused in training mode, given as a network too.
+    refuse_training_mode(model.module if isinstance(model, TorchNetwork) else model, what,
+                         _BALANCE_EVAL)
     net = network_of(model, input_shape, what=what)
     report = how(net, net.theta_layout.theta(), max_sweeps=max_sweeps, tolerance=tolerance)
     load_theta(net.module, report.theta)
@@ -137,7 +149,10 @@ def path_cond(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1
     model's hidden units (per channel class for CNNs; a BatchNorm's a, b move with its channel)
     **in place**, the function unchanged, to minimise ``n log(sum_k G_kk) - sum_k log G_kk``
     over the rescaling symmetries (G the path kernel's diagonal; :func:`pathlift.path_cond`).
-    Call it before training. ``model``: a module or its from_torch network. Returns a
+    Call it before training. ``model``: a module or its from_torch network. A BatchNorm is
+    rescaled as its eval-mode affine map: a model with a BatchNorm in training mode (given
+    itself or as its network) is refused, naming it, before anything changes (the training-mode
+    function would not be kept; docs/balance.md#batchnorm). Returns a
     :class:`pathlift.BalanceReport` (sweeps, criterion before / after, stationarity).
     docs/balance.md."""
     return _balance(model, _path_cond, input_shape, max_sweeps, tolerance,
@@ -148,6 +163,7 @@ def enorm(model: Any, *, input_shape: InputShape = None, max_sweeps: int = 1000,
           tolerance: float = 1e-10) -> BalanceReport:
     """ENorm (Stock et al., 2019) on any imported architecture: rescales the model in place, the
     function unchanged, to minimise ``sum_k theta_k^2`` over the rescaling symmetries (every
-    class's incoming and outgoing squared norms equal; :func:`pathlift.enorm`). Returns a
+    class's incoming and outgoing squared norms equal; :func:`pathlift.enorm`). A BatchNorm in
+    training mode is refused as by :func:`path_cond`. Returns a
     :class:`pathlift.BalanceReport`."""
     return _balance(model, _enorm, input_shape, max_sweeps, tolerance, "pathlift.torch.enorm")

@@ -380,6 +380,62 @@ def module_problems(model: nn.Module) -> Tuple[List[str], Set[int]]:
     return problems, refused
 
 
+# --------------------------------------------------------------------------------------------
+# training mode: the one rule of every face that takes a module
+
+EVAL_FIRST = "call model.eval() first"
+_NORMALIZES, _RANDOM = "normalize", "random"  # what a module does in training mode
+_VERBS = {_NORMALIZES: ("normalizes by the batch", "normalize by the batch"),
+          _RANDOM: ("is random", "are random")}
+
+
+def _in_training(mod: nn.Module) -> Optional[str]:
+    """What a module does in training mode that its eval-mode function does not, or None."""
+    if not mod.training:
+        return None
+    if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+        return _NORMALIZES
+    if isinstance(mod, nn.modules.dropout._DropoutNd) and mod.p > 0:
+        return _RANDOM
+    return None
+
+
+def refuse_training_mode(model: nn.Module, what: str, remedy: str = EVAL_FIRST) -> None:
+    """The one rule for a module in training mode, called by every face that takes a module
+    (from_torch, theta_from_torch, load_theta, supports, path_norm, kernel_diagonal, PathSGD,
+    theta_tensor, kernel_operator, lipschitz_bound, path_cond, enorm, rescale, fold_batchnorm):
+    pathlift computes a module's eval-mode function, each BatchNorm the affine map
+    ``y = a x + b`` of its running statistics and Dropout the identity, so a module holding a
+    BatchNorm, or a Dropout with p > 0, in training mode (where the former normalizes by the
+    batch and the latter is random) is refused: UnsupportedModelError (a ValueError) starting
+    with ``what``, naming each such submodule by its path (three of a kind, then a count) and
+    ending with ``remedy``. Modules whose training mode changes nothing (Linear, Conv, ReLU,
+    ...) are accepted in either mode. The training-mode rescaling symmetry (a convolution
+    feeding a training-mode BatchNorm is scale-free) is not supported."""
+    if not isinstance(model, nn.Module):
+        return  # not a module: the caller's TypeError
+    found: Dict[str, List[str]] = {}
+    for path, mod in model.named_modules():
+        effect = _in_training(mod)
+        if effect is not None:
+            found.setdefault(effect, []).append(_where(path, mod))
+    if not found:
+        return
+    clauses = []
+    for effect, where in found.items():
+        more = len(where) - 3
+        named = ", ".join(where[:3]) + (f" and {more} more" if more > 0 else "")
+        clauses.append(f"{named} {_VERBS[effect][len(where) > 1]}")
+    meaning = ", ".join(text for effect, text in (
+        (_NORMALIZES, "each BatchNorm the affine map y = a x + b of its running statistics"),
+        (_RANDOM, "Dropout the identity")) if effect in found)
+    if _NORMALIZES in found:
+        meaning += "; the training-mode symmetry of a BatchNorm is not supported"
+    raise UnsupportedModelError(
+        f"{what}: {type(model).__name__} is in training mode, where {'; '.join(clauses)}. "
+        f"pathlift computes the eval-mode function ({meaning}): {remedy}")
+
+
 def own_forward(mod: nn.Module, cls: type) -> bool:
     """mod is a cls whose forward is cls's (a subclass that overrides it is another layer)."""
     return isinstance(mod, cls) and getattr(type(mod), "forward") is getattr(cls, "forward")
@@ -428,8 +484,9 @@ def _interpolate_problem(mode: Any, antialias: Any) -> Optional[str]:
 
 def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     """Why the operation cannot be imported whatever its inputs (its type, an option such as a
-    pool's ceil_mode, a module in training mode), or None: known without shapes, so reported
-    even after a refused operation upstream (every problem at once)."""
+    pool's ceil_mode), or None (modules in training mode are refused before the trace is read:
+    :func:`refuse_training_mode`): known without shapes, so reported even after a refused
+    operation upstream (every problem at once)."""
     if not _supported(node, model):
         return "not supported"
     if node.op == "call_function":
@@ -459,11 +516,7 @@ def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
         return _pool_problem(getattr(mod, "divisor_override", None), False)
     if isinstance(mod, UPSAMPLE_MODULES):
         return _interpolate_problem(mod.mode, False)
-    if type(mod) is nn.Dropout and mod.training and mod.p > 0:
-        return "in training mode it is random: call model.eval() first"
-    if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):
-        if mod.training:
-            return "in training mode it normalizes by the batch: call model.eval() first"
+    if type(mod) in (nn.BatchNorm1d, nn.BatchNorm2d):  # in eval mode (refuse_training_mode)
         if mod.running_mean is None or mod.running_var is None:
             return "track_running_stats=False normalizes by the batch even in eval mode"
         if mod.weight is None or mod.bias is None:
@@ -477,7 +530,7 @@ def refused_call(traced: Traced, node: torch.fx.Node) -> bool:
 
 
 def check_types(traced: Traced) -> Tuple[List[str], List[nn.Module]]:
-    """The problems that do not depend on shapes (unsupported operations, training mode) and
+    """The problems that do not depend on shapes (unsupported operations) and
     the BatchNorms the forward pass calls: what theta needs, without an input shape."""
     problems: List[str] = list(traced.problems)
     batch_norms: Dict[int, nn.Module] = {}
@@ -531,12 +584,14 @@ def parse_input_shape(input_shape: Any) -> Tuple[int, ...]:
 
 def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
     """input_shape as a tuple, or (in_features,) of the first Linear the input reaches through
-    shape-free operations; UnsupportedModelError when there is none."""
+    shape-free operations; ValueError when there is none, one line saying what to pass (with
+    the channels of the first convolution the input reaches, if one does)."""
     if input_shape is not None:
         return parse_input_shape(input_shape)
     model = traced.model
     chain = {n for n in traced.nodes if n.op == "placeholder"}
     passing = (nn.ReLU, nn.LeakyReLU, nn.Identity, nn.Flatten, nn.Dropout)
+    convolution: Optional[Tuple[str, Any]] = None  # the first one the input reaches
     for node in traced.nodes:
         if not node.args or not isinstance(node.args[0], torch.fx.Node) or \
                 traced.read(node, node.args[0]) not in chain:
@@ -547,6 +602,8 @@ def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
                 return (mod.in_features,)
             if type(mod) in passing:
                 chain.add(node)
+            elif convolution is None and isinstance(mod, nn.modules.conv._ConvNd):
+                convolution = (str(node.target), mod)
         elif node.op == "call_function":
             if node.target in LINEAR_FUNCTIONS and isinstance(node.args[1], torch.fx.Node) \
                     and node.args[1].op == "get_attr":
@@ -555,5 +612,14 @@ def input_shape_of(traced: Traced, input_shape: InputShape) -> Tuple[int, ...]:
                 chain.add(node)
         elif node.op == "call_method" and node.target in {"relu", "relu_", "flatten"}:
             chain.add(node)
-    raise UnsupportedModelError("cannot infer the input shape from the model: pass input_shape "
-                                "(one sample's shape, e.g. (3, 32, 32))")
+    name = type(model).__name__
+    if convolution is None:
+        raise ValueError(f"cannot infer the input shape of {name}: pass input_shape, one "
+                         "sample's shape without the batch dimension, e.g. (3, 32, 32)")
+    path, conv = convolution
+    sizes = ("L",) if len(conv.kernel_size) == 1 else ("H", "W")
+    channels = conv.in_channels
+    raise ValueError(
+        f"cannot infer the input shape of {name}: pass input_shape=({channels}, "
+        f"{', '.join(sizes)}), one sample's shape without the batch dimension ("
+        f"{_where(path, conv)} takes {channels} channel{'s' if channels > 1 else ''})")

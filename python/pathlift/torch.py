@@ -58,12 +58,16 @@ for a bias node, outputs ``y0, y1, ...`` last (the model's outputs flattened and
 concatenated). Layer names are module paths (``layer1.0.conv1``; a second call of a module
 is ``<path>_2``, the builder's rule for a name taken) and fx node names for functions.
 
-Anything else -- Sigmoid, Tanh, a product, a constant added, a BatchNorm or Dropout in
-training mode (call ``model.eval()``), a forward hook or pre-hook (torch.fx does not run them;
-backward hooks are accepted), ``weight_norm``, ``spectral_norm`` or a
-``torch.nn.utils.parametrize`` parametrization (a weight computed at each call: the message
-says what to remove) -- raises :class:`pathlift.UnsupportedModelError` (a
-ValueError) listing **every** unsupported operation at once; :func:`supports` answers the
+Training mode: the network is the model's eval-mode function, so every face taking a module
+(here and in pathlift) refuses one holding a BatchNorm, or a Dropout with p > 0, in training
+mode, with one message naming each such module and the remedy (``model.eval()`` first; the
+training-mode symmetry of a BatchNorm is not supported): ``_torch_trace.refuse_training_mode``.
+
+Anything else -- Sigmoid, Tanh, a product, a constant added, a forward hook or pre-hook
+(torch.fx does not run them; backward hooks are accepted), ``weight_norm``, ``spectral_norm``
+or a ``torch.nn.utils.parametrize`` parametrization (a weight computed at each call: the
+message says what to remove) -- raises :class:`pathlift.UnsupportedModelError` (a ValueError)
+listing **every** unsupported operation at once; :func:`supports` answers the
 same question without raising. ``to_torch`` maps a feed-forward network back to an
 ``nn.Sequential``.
 

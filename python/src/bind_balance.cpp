@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "common.hpp"
 #include "pathlift/balance.hpp"
 #include "pathlift/symmetry.hpp"
@@ -18,6 +20,34 @@ BalanceOptions balance_options(Index max_sweeps, double tolerance, int threads,
   o.engine = engine_options(threads, max_memory);
   check_balance_options(o);
   return o;
+}
+
+/// A RuntimeWarning when a balancing asked for sweeps stopped short of its tolerance
+/// (converged false), saying the stationarity, the tolerance, the sweeps and what to change:
+/// the one home of that warning, so that pathlift.torch.path_cond and enorm, which call these
+/// bindings, give it too. max_sweeps = 0 asks for the criterion only: no warning.
+void warn_unless_converged(const char* method, const BalanceReport& r, const BalanceOptions& o) {
+  if (r.converged || o.max_sweeps == 0) {
+    return;
+  }
+  const std::string head =
+      fmt::format("{} did not converge: stationarity {:.3g} > tolerance {:.3g} after ", method,
+                  r.stationarity, o.tolerance);
+  const std::string message =
+      r.sweeps >= o.max_sweeps
+          ? head + fmt::format(
+                       "max_sweeps = {} sweep{}; the returned theta computes the same "
+                       "function but is not yet balanced: pass a larger max_sweeps (or "
+                       "call it again on the result to continue)",
+                       r.sweeps, r.sweeps == 1 ? "" : "s")
+          : head + fmt::format(
+                       "{} sweeps, at a fixed point to rounding (no class moves any "
+                       "more): float64 does not reach this tolerance here; pass a larger "
+                       "tolerance",
+                       r.sweeps);
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) != 0) {
+    throw py::error_already_set();  // the warning made an error by a filter
+  }
 }
 
 }  // namespace
@@ -40,7 +70,23 @@ exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
           [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); },
           "Per parameter: the class its edges leave (-1 pinned, -2 unused).")
       .def_readonly("constraints", &ParameterClasses::constraints,
-                    "Constraints left among the classes (0: each rescales on its own).");
+                    "Constraints left among the classes (0: each rescales on its own).")
+      .def("__repr__", [](const ParameterClasses& p) {
+        // d parameters: rescaled (an end in a free class), pinned at both ends (input to
+        // output: no rescaling moves them), unused (no edge carries them).
+        Index pinned = 0;
+        Index unused = 0;
+        for (std::size_t k = 0; k < p.target.size(); ++k) {
+          unused += p.target[k] == -2 ? 1 : 0;
+          pinned += p.target[k] == -1 && p.source[k] == -1 ? 1 : 0;
+        }
+        const auto d = static_cast<Index>(p.target.size());
+        return fmt::format(
+            "<pathlift.ParameterClasses: {} class{} over d = {} parameter{} ({} rescaled, {} "
+            "pinned at both ends, {} unused), {} constraint{}>",
+            p.classes, p.classes == 1 ? "" : "es", d, d == 1 ? "" : "s", d - pinned - unused,
+            pinned, unused, p.constraints, p.constraints == 1 ? "" : "s");
+      });
   m.def(
       "parameter_classes",
       [](const NetworkArg& net, std::size_t max_memory) {
@@ -82,27 +128,30 @@ stationarity (the largest relative violation of the optimum's condition).
             r.criterion_after, r.stationarity);
       });
 
-  for (const auto& [name, fn, doc] :
-       {std::tuple{"path_cond", &path_cond,
+  for (const auto& [name, method, fn, doc] :
+       {std::tuple{"path_cond", "PathCond", &path_cond,
                    "PathCond (Lebeurrier, Vayer, Gribonval, 2026): the rescaling of the hidden "
                    "units (channel classes with sharing) minimising n log(sum_k G_kk) - sum_k "
                    "log G_kk, G the path kernel's diagonal after rescaling, by coordinate "
                    "descent with exact per-class minimisers, until the stationarity is within "
                    "tolerance (converged) or after max_sweeps. Returns a BalanceReport whose "
-                   "theta computes the same function; RangeError when a rescaled entry would "
-                   "leave float64. docs/balance.md."},
-        std::tuple{"enorm", &enorm,
+                   "theta computes the same function (a RuntimeWarning when it is not "
+                   "converged, saying the stationarity, the tolerance and the sweeps); RangeError "
+                   "when a rescaled entry would leave float64. docs/balance.md."},
+        std::tuple{"enorm", "ENorm", &enorm,
                    "ENorm (Stock et al., 2019): the rescaling minimising sum_k theta_k^2 (every "
                    "class's incoming and outgoing squared norms equal), until the stationarity is "
                    "within tolerance. Returns a BalanceReport whose theta computes the same "
-                   "function. docs/balance.md."}}) {
+                   "function (a RuntimeWarning when it is not converged). docs/balance.md."}}) {
     m.def(
         name,
-        [fn = fn](const NetworkArg& net, const py::object& theta, Index max_sweeps,
-                  double tolerance, int threads, std::size_t max_memory) {
+        [method = method, fn = fn](const NetworkArg& net, const py::object& theta, Index max_sweeps,
+                                   double tolerance, int threads, std::size_t max_memory) {
           const BalanceOptions o = balance_options(max_sweeps, tolerance, threads, max_memory);
-          return with_theta(net, theta,
-                            [&](std::span<const double> t) { return fn(net.model(), t, o); });
+          BalanceReport r = with_theta(
+              net, theta, [&](std::span<const double> t) { return fn(net.model(), t, o); });
+          warn_unless_converged(method, r, o);
+          return r;
         },
         py::arg("net"), py::arg("theta") = py::none(), py::kw_only(),
         py::arg("max_sweeps") = BalanceOptions{}.max_sweeps,

@@ -84,8 +84,11 @@ def test_gradient_reaches_batch_norm_gamma_and_beta(pathlift_module, pt):
         model[1].running_var.uniform_(0.5, 2)
         model[1].weight.uniform_(0.5, 1.5)
         model[1].bias.uniform_(-1, 1)
-    model.train()  # the norm is the eval-mode network's, whatever the mode; the mode is kept
-    norm = pt.path_norm(model, 2.0)
+    # A training loop: the network made once in eval mode is the eval-mode function whatever
+    # the module's mode (the module itself in training mode is refused: test_first_hour.py).
+    net = pathlift_module.from_torch(model.eval())
+    model.train()
+    norm = pt.path_norm(net, 2.0)
     norm.backward()
     assert model.training and model[1].training
     mine = grads(model)
