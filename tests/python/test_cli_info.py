@@ -320,3 +320,27 @@ def test_info_skips_a_histogram_whose_work_grows_as_the_square_of_the_depth(run_
     j = json.loads(run_cli("info", "--network", shallow, "--json", check=True).stdout)
     assert j["length_histogram"] is not None
     assert j["max_path_length"] == 31  # input -> 30 ReLU nodes -> the output node
+
+
+def test_info_says_when_the_exporter_folded_a_batchnorm(run_cli, tmp_path):
+    """Issue 51: an ONNX export with BatchNorm folded by the exporter (d smaller than the PyTorch
+    model's) was not mentioned by info. Every command prints the importer's warnings on stderr;
+    info --json lists them."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(0)
+    folded = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                           nn.Linear(4 * 4 * 4, 2)).eval()
+    plain = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 2)).eval()
+    for name, model in (("folded", folded), ("plain", plain)):
+        torch.onnx.export(model, torch.zeros(1, 1, 6, 6), str(tmp_path / f"{name}.onnx"),
+                          input_names=["x"], output_names=["y"], opset_version=13)
+    r = run_cli("info", "--onnx", tmp_path / "folded.onnx", "--json", check=True)
+    j = json.loads(r.stdout)
+    assert len(j["warnings"]) == 1 and "BatchNorm folded" in j["warnings"][0]
+    assert r.stderr.count("warning: ONNX node") == 1
+    assert j["d"] == 4 * 9 + 4 + 64 * 2 + 2  # the BatchNorm's 8 parameters are gone
+    norm = run_cli("norm", "--onnx", tmp_path / "folded.onnx", check=True)
+    assert "warning: ONNX node" in norm.stderr
+    r = run_cli("info", "--onnx", tmp_path / "plain.onnx", "--json", check=True)
+    assert json.loads(r.stdout)["warnings"] == [] and "warning" not in r.stderr
