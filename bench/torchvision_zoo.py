@@ -22,11 +22,16 @@ A child per model, so that a crash, a memory blow-up or a timeout (``--timeout``
 measured for children that crash or are killed too). The parent prints a markdown table
 (and writes it to ``--markdown FILE``).
 
+With ``--balance``, each accepted model is balanced instead of normed: ``pathlift.path_cond``
+and ``pathlift.enorm`` on its theta (the layer graph, never unrolled), each with its
+iterations, whether it converged (stationarity within the default tolerance 1e-10), the
+stationarity and the seconds (issue 51: every torchvision ReLU model in seconds).
+
 Usage::
 
     PYTHONPATH=build/python nice /usr/bin/python3 bench/torchvision_zoo.py \\
         [--models resnet18,alexnet] [--threads 2] [--timeout 300] [--markdown FILE] \\
-        [--skip-recipe-above PARAMS]
+        [--skip-recipe-above PARAMS] [--balance]
 """
 
 from __future__ import annotations
@@ -93,7 +98,8 @@ def _reason(e: BaseException) -> str:
     return out
 
 
-def child(name: str, threads: int, seed: int, skip_recipe_above: Optional[int]) -> int:
+def child(name: str, threads: int, seed: int, skip_recipe_above: Optional[int],
+          balance: bool = False) -> int:
     import torch
     torch.set_num_threads(threads)
     sys.path.insert(0, str(BENCH))
@@ -118,6 +124,22 @@ def child(name: str, threads: int, seed: int, skip_recipe_above: Optional[int]) 
     _emit(stage="import", accepted=True, import_s=time.perf_counter() - t)
 
     theta = pt.theta_from_torch(model)
+    if balance:
+        for method in ("path_cond", "enorm"):
+            t = time.perf_counter()
+            try:
+                import warnings
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # reported in the table
+                    r = getattr(pathlift, method)(net, theta, threads=threads)
+            except Exception as e:
+                _emit(stage=method, **{f"{method}_error": _reason(e)})
+                continue
+            _emit(stage=method, **{f"{method}_s": time.perf_counter() - t,
+                                   f"{method}_iterations": r.sweeps,
+                                   f"{method}_converged": r.converged,
+                                   f"{method}_stationarity": r.stationarity})
+        return 0
     t = time.perf_counter()
     res = pathlift.path_norm(net, theta, 1.0, threads=threads)
     _emit(stage="pathlift", pathlift_s=time.perf_counter() - t, norm=float(res.norm),
@@ -147,6 +169,8 @@ def run_child(name: str, args: argparse.Namespace) -> Dict[str, Any]:
            "--threads", str(args.threads), "--seed", str(args.seed)]
     if args.skip_recipe_above is not None:
         cmd += ["--skip-recipe-above", str(args.skip_recipe_above)]
+    if args.balance:
+        cmd += ["--balance"]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     out: Dict[str, Any] = {"model": name}
     with tempfile.TemporaryFile("w+") as log:
@@ -225,6 +249,27 @@ def row(r: Dict[str, Any]) -> str:
             f"{_s(rec)} | {_cell(rel)} | {r['peak_mib']:.0f} |")
 
 
+def balance_row(r: Dict[str, Any]) -> str:
+    params = r.get("params")
+    label = r["model"] + (f" ({params / 1e6:.1f} M)" if params is not None else "")
+    if not r.get("accepted"):
+        return f"| {label} | no | - | - | - | - |"
+    cells = []
+    for method in ("path_cond", "enorm"):
+        if r.get(f"{method}_error"):
+            cells += [_cell(r[f"{method}_error"]), "-"]
+        elif f"{method}_s" in r:
+            conv = "converged" if r[f"{method}_converged"] else "NOT converged"
+            cells += [f"{r[f'{method}_iterations']} iterations, {conv}, "
+                      f"{r[f'{method}_stationarity']:.1e}", _s(r[f"{method}_s"])]
+        else:
+            cells += [_cell(r["status"]), "-"]
+    return f"| {label} | yes | " + " | ".join(cells) + " |"
+
+
+BALANCE_HEADER = ("| model | accepted | PathCond | PathCond s | ENorm | ENorm s |\n"
+                  "|---|---|---|---:|---|---:|")
+
 HEADER = ("| model | accepted | reason (refused) | import s | L1 norm pathlift s | "
           "L1 norm recipe s | rel. diff | peak MiB |\n|---|---|---|---:|---:|---:|---|---:|")
 
@@ -242,10 +287,12 @@ def main() -> int:
     ap.add_argument("--skip-recipe-above", type=int, metavar="PARAMS",
                     help="no recipe for models with more parameters ('-' in its columns)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--balance", action="store_true",
+                    help="PathCond and ENorm on each accepted model instead of the L1 norm")
     ap.add_argument("--child", metavar="MODEL", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return child(args.child, args.threads, args.seed, args.skip_recipe_above)
+        return child(args.child, args.threads, args.seed, args.skip_recipe_above, args.balance)
 
     names = args.models.split(",") if args.models else classification_models()
     import torch
@@ -256,7 +303,7 @@ def main() -> int:
           file=sys.stderr, flush=True)
     for name in names:
         r = run_child(name, args)
-        rows.append(row(r))
+        rows.append(balance_row(r) if args.balance else row(r))
         print(f"{name}: {r['status']}, {r['seconds']:.1f} s", file=sys.stderr, flush=True)
     pathlift_version = "?"
     try:
@@ -267,7 +314,8 @@ def main() -> int:
     table = (f"torchvision {torchvision.__version__}, torch {torch.__version__}, pathlift "
              f"{pathlift_version}; weights=None, random BatchNorm statistics, float64, eval, "
              f"3x224x224 (inception_v3 3x299x299), {args.threads} threads, one process per "
-             f"model (timeout {args.timeout:g} s)\n\n" + HEADER + "\n" + "\n".join(rows) + "\n")
+             f"model (timeout {args.timeout:g} s)\n\n" + (BALANCE_HEADER if args.balance else HEADER) +
+             "\n" + "\n".join(rows) + "\n")
     print(table)
     if args.markdown:
         pathlib.Path(args.markdown).write_text(table)
