@@ -181,11 +181,14 @@ UnrolledSize unrolled_size(const LayerGraph& graph, const EngineOptions& options
 /// Reshape / Transpose sequences that come back to the source's dimensions with entries
 /// permuted within each (a channel shuffle: a gather) or to a vector, and a zero Pad before a
 /// Conv or an AveragePool; constant subgraphs (shapes, pads, sizes) are evaluated at import.
-/// Parameters are the initializers in graph order; theta follows that order (for
-/// torch.onnx.export: model.parameters() order, with BatchNormalization's scale and bias
-/// standing for a and b as above; an (in, out) MatMul or Gemm transB = 0 weight transposed to
-/// (out, in); a parameter the exporter merged with an equal one, an Identity of its
-/// initializer, is a block of its own placed before the first initializer used after it).
+/// Parameters are the initializers in the file's order; theta follows that order, with
+/// BatchNormalization's scale and bias standing for a and b as above and an (in, out) MatMul or
+/// Gemm transB = 0 weight transposed to (out, in). A parameter the exporter merged with an
+/// equal one (an Identity of its initializer) is a block of its own placed before the first
+/// initializer used after it, and initializers made by constant folding come last; so a
+/// torch.onnx.export file gives model.parameters() order only when it has neither, or when the
+/// modules run in the order they are registered (docs/layers.md, "ONNX": otherwise the same
+/// values permuted; Python's theta_permutation gives the mapping).
 /// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
 /// FormatError for a file that is not ONNX, naming the tensor whose data does not match its
 /// dims; TooLarge, before theta is allocated, when theta's d doubles exceed options.max_memory
