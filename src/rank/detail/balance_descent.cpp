@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "pathlift/limits.hpp"
+#include "src/core/detail/parallel.hpp"
 
 namespace pathlift::detail {
 
@@ -114,42 +116,24 @@ bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjec
         into ? pc.source[static_cast<std::size_t>(k)] : pc.target[static_cast<std::size_t>(k)];
     return o >= 0 ? free_of[static_cast<std::size_t>(o)] : Index{-1};
   };
-  // M's pattern first (its size checked against the memory limit), then its values.
-  SparseM m;
-  m.off.assign(nf + 1, 0);
-  std::vector<Index> stamp(nf, -1);
-  for (std::size_t i = 0; i < nf; ++i) {
-    const std::size_t h = free[i];
-    Index entries = 1;
-    for (const bool into : {true, false}) {
-      const auto& off = into ? inc.in_off : inc.out_off;
-      const auto& list = into ? inc.in_list : inc.out_list;
-      for (Index e = off[h]; e < off[h + 1]; ++e) {
-        const Index j = other_end(list[static_cast<std::size_t>(e)], into);
-        if (j >= 0 && stamp[static_cast<std::size_t>(j)] != static_cast<Index>(i)) {
-          stamp[static_cast<std::size_t>(j)] = static_cast<Index>(i);
-          ++entries;
-        }
-      }
+  // M's pattern first (its size checked against the memory limit), then its values; rows in
+  // blocks on the engine's threads, each row summed in the incidence's order (the same M for
+  // any thread count).
+  constexpr Index rows_a_block = 256;
+  const auto blocks = static_cast<Index>((nf + rows_a_block - 1) / rows_a_block);
+  // Each thread's marks: stamp[j] = the row that last met class j, slot[j] = where it sits.
+  struct Marks {
+    std::size_t n;
+    std::vector<Index> stamp, slot;
+    void init() {
+      stamp.assign(n, -1);
+      slot.assign(n, 0);
     }
-    m.off[i + 1] = m.off[i] + entries;
-  }
-  const auto nnz = static_cast<std::size_t>(m.off[nf]);
-  require_bytes(
-      static_cast<double>(nnz) * (sizeof(Index) + sizeof(double)) +
-          8.0 * static_cast<double>(nf) * sizeof(double),
-      engine.max_memory,
-      fmt::format("the balance's Newton step ({} classes, a Hessian of {} entries)", nf, nnz));
-  m.col.resize(nnz);
-  m.val.resize(nnz);
-  std::fill(stamp.begin(), stamp.end(), -1);
-  std::vector<Index> slot(nf, 0);  // where class j sits in the current row
-  for (std::size_t i = 0; i < nf; ++i) {
+  };
+  // Calls meet(j, k) for each parameter k of free row i's class (h), j its other end's free
+  // index (first meeting of j in this row: new_entry true).
+  const auto for_row = [&](std::size_t i, Marks& marks, const auto& meet) {
     const std::size_t h = free[i];
-    Index at = m.off[i];
-    m.col[static_cast<std::size_t>(at)] = static_cast<Index>(i);
-    m.val[static_cast<std::size_t>(at)] = b[h] + c[h];
-    ++at;
     for (const bool into : {true, false}) {
       const auto& off = into ? inc.in_off : inc.out_off;
       const auto& list = into ? inc.in_list : inc.out_list;
@@ -160,17 +144,73 @@ bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjec
           continue;
         }
         const auto ju = static_cast<std::size_t>(j);
-        if (stamp[ju] != static_cast<Index>(i)) {
-          stamp[ju] = static_cast<Index>(i);
-          slot[ju] = at;
-          m.col[static_cast<std::size_t>(at)] = j;
-          m.val[static_cast<std::size_t>(at)] = 0.0;
-          ++at;
-        }
-        m.val[static_cast<std::size_t>(slot[ju])] -= descent.w.share(k, log_total);
+        const bool first = marks.stamp[ju] != static_cast<Index>(i);
+        marks.stamp[ju] = static_cast<Index>(i);
+        meet(ju, k, first);
       }
     }
+  };
+  const int threads = engine.threads;
+  SparseM m;
+  m.off.assign(nf + 1, 0);
+  struct Count : Marks {
+    const decltype(for_row)* row;
+    SparseM* m;
+    std::size_t nf;
+    void operator()(Index block) {
+      const auto a = static_cast<std::size_t>(block * rows_a_block);
+      for (std::size_t i = a; i < std::min(nf, a + static_cast<std::size_t>(rows_a_block)); ++i) {
+        Index entries = 1;
+        (*row)(i, *this, [&](std::size_t, Index, bool first) { entries += first ? 1 : 0; });
+        m->off[i + 1] = entries;
+      }
+    }
+  };
+  parallel_for(blocks, threads, Count{{nf, {}, {}}, &for_row, &m, nf});
+  for (std::size_t i = 0; i < nf; ++i) {
+    m.off[i + 1] += m.off[i];
   }
+  const auto nnz = static_cast<std::size_t>(m.off[nf]);
+  require_bytes(
+      static_cast<double>(nnz) * (sizeof(Index) + sizeof(double)) +
+          8.0 * static_cast<double>(nf) * sizeof(double),
+      engine.max_memory,
+      fmt::format("the balance's Newton step ({} classes, a Hessian of {} entries)", nf, nnz));
+  m.col.resize(nnz);
+  m.val.resize(nnz);
+  const double inv_total = std::exp(-log_total);
+  struct Fill : Marks {
+    const decltype(for_row)* row;
+    SparseM* m;
+    std::size_t nf;
+    const std::vector<std::size_t>* free;
+    const std::vector<double>* b;
+    const std::vector<double>* c;
+    const Weights* w;
+    double log_total, inv_total;
+    void operator()(Index block) {
+      const auto a = static_cast<std::size_t>(block * rows_a_block);
+      for (std::size_t i = a; i < std::min(nf, a + static_cast<std::size_t>(rows_a_block)); ++i) {
+        const std::size_t h = (*free)[i];
+        Index at = m->off[i];
+        m->col[static_cast<std::size_t>(at)] = static_cast<Index>(i);
+        m->val[static_cast<std::size_t>(at)] = (*b)[h] + (*c)[h];
+        ++at;
+        (*row)(i, *this, [&](std::size_t j, Index k, bool first) {
+          if (first) {
+            slot[j] = at;
+            m->col[static_cast<std::size_t>(at)] = static_cast<Index>(j);
+            m->val[static_cast<std::size_t>(at)] = 0.0;
+            ++at;
+          }
+          m->val[static_cast<std::size_t>(slot[j])] -= w->share(k, log_total, inv_total);
+        });
+      }
+    }
+  };
+  parallel_for(
+      blocks, threads,
+      Fill{{nf, {}, {}}, &for_row, &m, nf, &free, &b, &c, &descent.w, log_total, inv_total});
   // (M - v v^T) delta = rhs by conjugate gradients, preconditioned by the diagonal.
   std::vector<double> v(nf);
   std::vector<double> rhs(nf);

@@ -63,10 +63,18 @@ inline double log_add(double a, double b, double c) {
 /// balance leaves float64; the logs cost an exp a term, only where the range needs them.
 class Weights {
  public:
-  /// w_k / exp(log_total) (0 below float64's range).
-  [[nodiscard]] double share(Index k, double log_total) const {
+  /// w_k / exp(log_total) (0 below float64's range), `inv_total` = exp(-log_total): one
+  /// product while that is a normal double (the plain weights' sum stays below 2^1021), else
+  /// from the logs.
+  [[nodiscard]] double share(Index k, double log_total, double inv_total) const {
     const double x = m_w[static_cast<std::size_t>(k)];
-    return m_logs ? std::exp(x - log_total) : (x > 0 ? std::exp(std::log(x) - log_total) : 0.0);
+    if (m_logs) {
+      return std::exp(x - log_total);
+    }
+    if (inv_total >= std::numeric_limits<double>::min() && std::isfinite(inv_total)) {
+      return x * inv_total;
+    }
+    return x > 0 ? std::exp(std::log(x) - log_total) : 0.0;
   }
 
   /// theta_k^2.
