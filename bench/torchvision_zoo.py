@@ -304,7 +304,8 @@ def main() -> int:
     for name in names:
         r = run_child(name, args)
         rows.append(balance_row(r) if args.balance else row(r))
-        print(f"{name}: {r['status']}, {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+        print(f"{name}: {r['status']}, {r['seconds']:.1f} s  {rows[-1]}", file=sys.stderr,
+              flush=True)
     pathlift_version = "?"
     try:
         import pathlift
