@@ -51,6 +51,11 @@ Incidence incidence(const ParameterClasses& pc, const std::vector<std::uint8_t>&
 
 namespace {
 
+/// The least share of the total into and out of a class that the Newton step moves.
+constexpr double k_least_share = 0x1p-500;
+/// The longest move of a class's log-scale in one Newton step.
+constexpr double k_longest_step = 256.0;
+
 /// The Hessian's sparse part M over the free classes (CSR, one entry per pair of free classes
 /// that a parameter joins, the diagonal first in each row).
 struct SparseM {
@@ -100,7 +105,10 @@ bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjec
   for (std::size_t h = 0; h < classes; ++h) {
     b[h] = std::exp(descent.log_in(h) - log_total);
     c[h] = std::exp(descent.log_out(h) - log_total);
-    if (b[h] > 0 && c[h] > 0) {
+    // A class whose share in or out is below 2^-500 stays where it is (the coordinate sweeps,
+    // which see any magnitude, move it): the conjugate gradients' products and quotients of
+    // such shares would leave float64's range.
+    if (b[h] >= k_least_share && c[h] >= k_least_share) {
       free_of[h] = static_cast<Index>(free.size());
       free.push_back(h);
     }
@@ -260,6 +268,20 @@ bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjec
     rz = rz_next;
     for (std::size_t i = 0; i < nf; ++i) {
       p[i] = z[i] + beta * p[i];
+    }
+  }
+  // A step that is not finite is no step; one longer than k_longest_step (a factor e^256 on a
+  // class) is shortened to it, so that moving the weights there and back keeps them to rounding.
+  double longest = 0;
+  for (const double x : delta) {
+    longest = std::max(longest, std::fabs(x));
+  }
+  if (!std::isfinite(longest) || longest == 0) {
+    return false;
+  }
+  if (longest > k_longest_step) {
+    for (double& x : delta) {
+      x *= k_longest_step / longest;
     }
   }
   // The line search on F: the weights move with the step (class by class), back when refused.
