@@ -348,16 +348,22 @@ def test_truly_coupled_classes_are_refused_saying_why(pl):
             how(net, [1.0, 2.0, 3.0])
 
 
-def bn_mlp(seed):
-    torch.manual_seed(seed)
-    m = nn.Sequential(nn.Linear(64, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 128),
-                      nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 10)).double().eval()
+def with_bn_statistics(m):
+    """m with random running statistics in each BatchNorm (mean in [-0.5, 0.5], variance in
+    [0.5, 2]), drawn in module order from torch's generator."""
     with torch.no_grad():
         for mod in m:
-            if isinstance(mod, nn.BatchNorm1d):
+            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 mod.running_mean.uniform_(-0.5, 0.5)
                 mod.running_var.uniform_(0.5, 2.0)
     return m
+
+
+def bn_mlp(seed):
+    torch.manual_seed(seed)
+    return with_bn_statistics(
+        nn.Sequential(nn.Linear(64, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 128),
+                      nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, 10)).double().eval())
 
 
 def bn_cnn(seed):
@@ -367,13 +373,7 @@ def bn_cnn(seed):
                       nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
                       nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
                       nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(16 * 2 * 2, 10))
-    m = m.double().eval()
-    with torch.no_grad():
-        for mod in m:
-            if isinstance(mod, nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-    return m
+    return with_bn_statistics(m.double().eval())
 
 
 @pytest.mark.parametrize("which", ["mlp", "cnn"])
