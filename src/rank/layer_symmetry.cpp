@@ -304,7 +304,8 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   void pair(Index k, Index t, Index s) {
     m_used[static_cast<std::size_t>(k)] = 1;
     if (m_first_edges != nullptr && (*m_first_edges)[static_cast<std::size_t>(k)].first < 0) {
-      (*m_first_edges)[static_cast<std::size_t>(k)] = {t, s};
+      (*m_first_edges)[static_cast<std::size_t>(k)] = {static_cast<std::int32_t>(t),
+                                                       static_cast<std::int32_t>(s)};
     }
     if (m_shared) {
       const auto [it, fresh] = m_first.try_emplace(k, t, s);

@@ -117,7 +117,8 @@ SymmetryDimension dag_symmetry(const Network& net, const std::vector<std::uint8_
       if (e1 < 0) {
         e1 = e;
         if (classes_out != nullptr) {
-          first[static_cast<std::size_t>(k)] = {cls.find(net.target(e)), cls.find(net.source(e))};
+          first[static_cast<std::size_t>(k)] = {static_cast<std::int32_t>(cls.find(net.target(e))),
+                                                static_cast<std::int32_t>(cls.find(net.source(e)))};
         }
         continue;
       }

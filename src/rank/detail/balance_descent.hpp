@@ -165,6 +165,21 @@ class Weights {
     return m_logs ? x : (x > 0 ? std::log(x) : k_minus_inf);
   }
 
+  /// log(sum_k w_k exp(e[target_k] - e[source_k])) over the k with keep[k] != 0 (every k when
+  /// keep is null), e = 0 at a pinned end (-1): the total after a move of every class at once,
+  /// without moving. In blocks of parameters on `threads` threads, summed in block order (the
+  /// same sum for any thread count).
+  [[nodiscard]] double log_sum_moved(const ParameterClasses& pc, const std::vector<double>& e,
+                                     const std::vector<std::uint8_t>* keep, int threads) const;
+
+  /// Every w_k times exp(e[target_k] - e[source_k]) (e = 0 at a pinned end).
+  void move(const ParameterClasses& pc, const std::vector<double>& e, int threads);
+
+  /// Back to plain doubles once every nonzero weight held as a log is within range again (a
+  /// Newton step that took them out and the next one that brought them back): the sums are
+  /// then gathers, not an exp a term.
+  void compact();
+
   /// The weights into class h times exp(log_factor), those out of it divided by it.
   void scale(const Incidence& inc, std::size_t h, double log_factor) {
     if (!m_logs && std::fabs(log_factor) > 60 * std::numbers::ln2) {
@@ -221,6 +236,8 @@ struct Descent {
   }
   /// The weights into h times exp(log_factor), those out of it divided by it.
   void scale(std::size_t h, double log_factor) { w.scale(inc, h, log_factor); }
+  /// log_in(h) and log_out(h) for every class, on `threads` threads.
+  void class_logs(std::vector<double>& in, std::vector<double>& out, int threads) const;
   /// |out(h)| - |in(h)|.
   [[nodiscard]] double degree(std::size_t h) const {
     return static_cast<double>((inc.out_off[h + 1] - inc.out_off[h]) -
@@ -237,6 +254,27 @@ struct NewtonObjective {
   const std::vector<std::uint8_t>* counted = nullptr;  ///< null: every parameter counts
 };
 
+/// The Newton step's Hessian M, kept from one step to the next: after a step accepted with the
+/// class exponents `moved` (each weight times exp(moved[target] - moved[source])), the entry of
+/// classes (i, j) gathers weights that all moved by one factor, so M's next values are its last
+/// ones times that factor and the totals' ratio: O(nnz) instead of a pass over the incidence
+/// with marks. Rebuilt when the free classes change, after a step that moved a class by more
+/// than e^32 (an entry that underflowed could have grown), or when coordinate sweeps moved the
+/// weights in between (`valid` cleared by a step that was refused).
+struct NewtonCache {
+  bool valid = false;
+  bool mixed = false;  ///< an entry gathers weights into and out of its row's class: rebuild
+  std::vector<std::size_t> free;
+  std::vector<Index> off;
+  std::vector<std::int32_t> col;  ///< free classes number below 2^31 (else no Newton step)
+  std::vector<double> val;
+  std::vector<std::int8_t> dir;  ///< +1: weights into the row's class, -1: out of it, 0: both
+  std::vector<double> moved;     ///< the last accepted step's exponent per free class
+  double log_total = 0;          ///< log S of `val`
+  /// Frees the arrays (the coordinate sweeps run without them).
+  void clear() { *this = NewtonCache{}; }
+};
+
 /// One damped Newton step on F over the free classes (some weight in and some out): with b_h
 /// and c_h the shares of S into and out of h, M = T^T diag(w / S) T (T: parameters x classes,
 /// +1 at a parameter's target, -1 at its source) and v = b - c, the Hessian is 4 n' (M - v v^T)
@@ -246,9 +284,12 @@ struct NewtonObjective {
 /// relative residual `accuracy`; a backtracking line search (Armijo) on F. The weights and
 /// alpha move by the step taken. Returns false, with nothing moved, when no step decreased F (a
 /// minimum to rounding, or classes whose shares underflow: coordinate sweeps serve there).
-/// TooLarge when M would exceed engine.max_memory.
-/// Complexity: O(d) for M and each trial of the line search, O(nnz(M)) a CG iteration.
+/// TooLarge when M would exceed engine.max_memory. M is kept in `cache` for the next step.
+/// Complexity: O(d) for M's first build and each trial of the line search, O(nnz(M)) for M's
+/// update and a CG iteration; the passes over d and nnz on the engine's threads, each sum in a
+/// fixed order (the same step for any thread count).
 bool newton_step(Descent& descent, const ParameterClasses& pc, const NewtonObjective& objective,
-                 std::vector<double>& alpha, double accuracy, const EngineOptions& engine);
+                 NewtonCache& cache, std::vector<double>& alpha, double accuracy,
+                 const EngineOptions& engine);
 
 }  // namespace pathlift::detail

@@ -127,12 +127,19 @@ ParameterClasses parameter_classes_of(const SymmetryClasses& classes, const Firs
   out.constraints = constraints.size();
   out.target.assign(first.size(), -2);
   out.source.assign(first.size(), -2);
-  std::unordered_map<Index, Index> id;
+  // Each root's class number, in the order the parameters first meet them (a table over the
+  // roots: a hash per parameter end cost more than the rest of the numbering).
+  std::vector<std::int32_t> id(static_cast<std::size_t>(classes.size()), -1);
+  Index next = 0;
   const auto number = [&](Index root) -> Index {
     if (classes.pinned(root)) {
       return -1;
     }
-    return id.try_emplace(root, static_cast<Index>(id.size())).first->second;
+    auto& slot = id[static_cast<std::size_t>(root)];
+    if (slot < 0) {
+      slot = static_cast<std::int32_t>(next++);
+    }
+    return slot;
   };
   for (std::size_t k = 0; k < first.size(); ++k) {
     if (first[k].first >= 0) {
@@ -140,7 +147,7 @@ ParameterClasses parameter_classes_of(const SymmetryClasses& classes, const Firs
       out.source[k] = number(first[k].second);
     }
   }
-  out.classes = static_cast<Index>(id.size());
+  out.classes = next;
   return out;
 }
 

@@ -63,8 +63,10 @@ class SymmetryConstraints {
   std::vector<std::pair<Index, int>> m_row;
 };
 
-/// Each parameter's first edge as (target root, source root); {-1, -1} for an unused one.
-using FirstEdges = std::vector<std::pair<Index, Index>>;
+/// Each parameter's first edge as (target root, source root), roots below 2^31 as
+/// SymmetryClasses holds them; {-1, -1} for an unused one. One pair a parameter: a Buffer
+/// (huge pages: on an ImageNet CNN its first touch cost more than the walk that fills it).
+using FirstEdges = Buffer<std::pair<std::int32_t, std::int32_t>>;
 
 /// The classes of the parameters' first edges, the free ones numbered in order of first use.
 ParameterClasses parameter_classes_of(const SymmetryClasses& classes, const FirstEdges& first,
