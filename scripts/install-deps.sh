@@ -24,6 +24,7 @@ packages=(
   libgtest-dev libbenchmark-dev clang-format clang libclang-rt-dev libomp-dev
   python3 python3-dev pybind11-dev python3-numpy python3-scipy python3-pytest
   python3-torch python3-torchvision python3-onnx python3-matplotlib python3-sklearn python3-mypy
+  python3-pandas python3-distributed
   python3-pip python3-venv python3-setuptools python3-wheel
 )
 

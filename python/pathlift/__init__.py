@@ -52,6 +52,8 @@ from ._theta_order import theta_permutation
 
 # K as a scipy LinearOperator: scipy.sparse.linalg is imported on first use (half a second).
 _SCIPY_NAMES = ("kernel_operator", "KernelOperator")
+# Sweeps (pandas, and Dask with a client): imported on first use.
+_SWEEP_NAMES = ("sweep", "TorchCheckpoint")
 _TORCH_NAMES = ("from_torch", "theta_from_torch", "to_torch", "supports",
                 "layer_graph_from_torch", "to_torch_sparse", "load_theta", "fold_batchnorm",
                 "TorchNetwork")
@@ -142,7 +144,7 @@ for _name in dir(_pathlift):
 
 __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
                  + ["from_onnx", "load_model", "theta_permutation", *_SCIPY_NAMES,
-                    *_TORCH_NAMES])
+                    *_TORCH_NAMES, *_SWEEP_NAMES])
 
 
 def __getattr__(name):
@@ -152,6 +154,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(".plot", __name__)
+    if name in _SWEEP_NAMES:
+        from . import _sweep
+
+        return getattr(_sweep, name)
     if name in _SCIPY_NAMES:
         from . import _kernel_operator
 
@@ -164,7 +170,8 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SCIPY_NAMES) | set(_TORCH_NAMES) | {"plot"})
+    return sorted(set(globals()) | set(_SCIPY_NAMES) | set(_TORCH_NAMES) | set(_SWEEP_NAMES)
+                  | {"plot"})
 
 
 del _name, _obj

@@ -17,7 +17,13 @@ from . import plot as plot
 from ._kernel_operator import KernelOperator as KernelOperator
 from ._kernel_operator import kernel_operator as kernel_operator
 from ._theta_order import theta_permutation as theta_permutation
+from ._sweep import TorchCheckpoint as TorchCheckpoint
+from ._sweep import sweep as sweep
 
 def from_onnx(model: Union[str, os.PathLike, bytes, Any],
               input_shape: Optional[Sequence[int]] = None, *,
               max_memory: int = 0) -> LayerNetwork: ...
+
+def load_model(source: Union[str, os.PathLike, bytes, Any],
+               input_shape: Optional[Sequence[int]] = None, *,
+               max_memory: int = 0) -> Any: ...
