@@ -20,11 +20,11 @@ About 20 s with the defaults on 2 cores. Needs torch, scikit-learn, pandas and m
 import argparse
 import os
 
-import numpy as np
 import torch
 from torch import nn
 
 import pathlift
+from pruning_certificate import digits  # the same data split (this folder is on sys.path)
 
 
 class DigitsCNN(nn.Sequential):
@@ -34,17 +34,6 @@ class DigitsCNN(nn.Sequential):
         super().__init__(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Flatten(),
                          nn.Linear(16 * 4 * 4, 10))
-
-
-def digits(seed):
-    """(X_train, y_train, X_test, y_test): 1x8x8 pixels in [0, 1], a quarter held out."""
-    from sklearn.datasets import load_digits
-    data = load_digits()
-    x = torch.tensor(data.images / 16.0, dtype=torch.float64).unsqueeze(1)
-    y = torch.tensor(data.target, dtype=torch.int64)
-    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
-    cut = len(y) // 4
-    return x[perm[cut:]], y[perm[cut:]], x[perm[:cut]], y[perm[:cut]]
 
 
 def weights(model):
