@@ -17,6 +17,7 @@
 #include "harness.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
+#include "pathlift/onnx.hpp"
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/limits.hpp"
+#include "pathlift/onnx.hpp"
 #include "support.hpp"
 
 namespace pathlift {

@@ -25,6 +25,7 @@
 #include "pathlift/forward.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
+#include "pathlift/onnx.hpp"
 #include "support.hpp"
 #include "tests/layers_reference.hpp"
 
@@ -681,11 +682,39 @@ TEST(Onnx28, EveryProblemIsListedAtOnce) {
   attr(m.node("Upsample", {"t"}, {"p"}, "up"), "mode", std::string("linear"));
   m.output("p");
   const std::string msg = refusal<UnsupportedModel>(m);
+  EXPECT_TRUE(
+      contains(msg,
+               "2 problems:\n  - unsupported operations: Sigmoid at 'sig', Tanh at "
+               "'tanh', Upsample at 'up' (mode linear, an interpolation: pathlift reads "
+               "mode nearest, a copy of entries) (the ONNX operators pathlift reads: Add, "));
   EXPECT_TRUE(contains(msg,
-                       "2 problems:\n  - unsupported operations: Sigmoid at 'sig', Tanh at "
-                       "'tanh', Upsample at 'up' (mode linear, an interpolation: pathlift reads "
-                       "mode nearest, a copy of entries)\n  - ONNX node 'conv' (Conv): weight 'w' "
-                       "of shape {54} has rank 1"));
+                       ", Upsample)\n  - ONNX node 'conv' (Conv): weight 'w' of shape {54} has "
+                       "rank 1"));
+}
+
+TEST(Onnx, TheOperatorTableIsOneSortedListAndTheRefusalNamesIt) {
+  const std::vector<OnnxOperator> ops = onnx_operators();
+  ASSERT_FALSE(ops.empty());
+  std::string names;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    if (k > 0) {
+      EXPECT_LT(ops[k - 1].name, ops[k].name) << "sorted and unique: the lookup bisects";
+    }
+    EXPECT_LE(ops[k].first_opset, ops[k].last_opset) << ops[k].name;
+    EXPECT_FALSE(ops[k].becomes.empty()) << ops[k].name;
+    names += (k > 0 ? ", " : "") + ops[k].name;
+  }
+  const std::string msg =
+      error_of<UnsupportedModel>([] { (void)read_onnx(data_file("unsupported.onnx")); });
+  EXPECT_TRUE(contains(msg, "(the ONNX operators pathlift reads: " + names + ")")) << msg;
+  // An operator of the table refused for its attributes does not list the table.
+  NodeProto* conv = nullptr;
+  Model m = conv_model(&conv);
+  attr(m.node("Resize", {"y"}, {"p"}, "up"), "mode", std::string("linear"));
+  m.output("p");
+  const std::string known = refusal<UnsupportedModel>(m);
+  EXPECT_TRUE(contains(known, "Resize at 'up' (mode linear")) << known;
+  EXPECT_FALSE(contains(known, "operators pathlift reads")) << known;
 }
 
 TEST(Onnx28, ShapeComputationsAreEvaluated) {

@@ -3,8 +3,8 @@
 /// The layer graph: a compact, layer-level description of a network (CNNs, ResNets, MLPs),
 /// O(layers + parameters) in memory, and the unroller that turns it into the DAG of
 /// network.hpp (one node per tensor entry that needs one, edges carrying parameter indices or
-/// fixed weights). PyTorch (Python, torch.fx) and ONNX (C++) import produce a LayerGraph; the
-/// JSON file format can hold one ("format": "pathlift-layers"). docs/layers.md has the rules,
+/// fixed weights). PyTorch (Python, torch.fx) and ONNX (C++, onnx.hpp) import produce a LayerGraph;
+/// the JSON file format can hold one ("format": "pathlift-layers"). docs/layers.md has the rules,
 /// the node names, the node and edge orders, the JSON form and the ONNX mapping.
 ///
 /// Shapes are per sample, without the batch dimension: {F} for a vector, {C, L} for Conv1d
@@ -169,40 +169,6 @@ struct UnrolledSize {
   Index edges = 0;
 };
 UnrolledSize unrolled_size(const LayerGraph& graph, const EngineOptions& options = {});
-
-/// Reads an ONNX model (a file, or the serialized ModelProto bytes) into a layer graph.
-/// `input_shape` (per sample, without batch) overrides the model's own input shape, which is
-/// required when the model's is symbolic. Supported operators: Gemm, MatMul (+Add), Conv,
-/// ConvTranspose (symmetric pads), MaxPool and AveragePool (ceil_mode included),
-/// GlobalAveragePool, ReduceMean and ReduceSum over every spatial axis, BatchNormalization,
-/// Relu, LeakyRelu, Clip (min 0, no max: a ReLU), Mul and Div by a constant (scale), Identity,
-/// Dropout, Add, Sub, Concat, Flatten, Reshape (to flatten), Slice, Split, Gather (constant
-/// indices), Pad in reflect and edge modes, Resize and Upsample in nearest mode (gathers),
-/// Reshape / Transpose sequences that come back to the source's dimensions with entries
-/// permuted within each (a channel shuffle: a gather) or to a vector, and a zero Pad before a
-/// Conv or an AveragePool; constant subgraphs (shapes, pads, sizes) are evaluated at import.
-/// Parameters are the initializers in the file's order; theta follows that order, with
-/// BatchNormalization's scale and bias standing for a and b as above and an (in, out) MatMul or
-/// Gemm transB = 0 weight transposed to (out, in). A parameter the exporter merged with an
-/// equal one (an Identity of its initializer) is a block of its own placed before the first
-/// initializer used after it, and initializers made by constant folding come last; so a
-/// torch.onnx.export file gives model.parameters() order only when it has neither, or when the
-/// modules run in the order they are registered (docs/layers.md, "ONNX": otherwise the same
-/// values permuted; Python's theta_permutation gives the mapping).
-/// Throws UnsupportedModel listing every unsupported operator (name and op type) at once;
-/// FormatError for a file that is not ONNX, naming the tensor whose data does not match its
-/// dims; TooLarge, before theta is allocated, when theta's d doubles exceed options.max_memory
-/// (0: half of physical RAM), and likewise for the gathers' indices (8 bytes each: a small file
-/// can ask for billions). A file is read under max_input_bytes(InputKind::binary,
-/// options.max_memory) (io.hpp). Memory: the weights are read in blocks straight into theta,
-/// from the file (read_onnx: its bytes are never held) or from `bytes` (parse_onnx: not
-/// copied); besides theta, the import holds the model without its initializers' raw data, and
-/// the gathers' indices (one per entry of each axis they pick along).
-/// Complexity: O(file size + d + the gathers' indices).
-LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_shape = {},
-                     const EngineOptions& options = {});
-LayerGraph parse_onnx(std::string_view bytes, const std::vector<Index>& input_shape = {},
-                      const EngineOptions& options = {});
 
 /// The layer graph as JSON ("format": "pathlift-layers", "version": 1), and back. Throws
 /// FormatError naming the key, NetworkError from layer_shapes.

@@ -25,6 +25,7 @@
 #include "pathlift/network.hpp"
 #include "pathlift/norms.hpp"
 #include "pathlift/numerical_rank.hpp"
+#include "pathlift/onnx.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/path_memory.hpp"
 #include "pathlift/path_metric.hpp"

@@ -24,6 +24,7 @@
 
 #include "common.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/onnx.hpp"
 
 namespace pathlift::python {
 
@@ -515,6 +516,26 @@ void bind_layers(py::module_& m) {
       "overrides the model's, needed when it is symbolic. Raises UnsupportedModelError "
       "(ValueError) listing every unsupported operator, FormatError for a file that is not "
       "ONNX.");
+  py::class_<OnnxOperator>(m, "OnnxOperator",
+                           "An ONNX operator (domain ai.onnx) that read_onnx reads: one entry of "
+                           "onnx_operators().")
+      .def_readonly("name", &OnnxOperator::name, "Its op_type.")
+      .def_readonly("first_opset", &OnnxOperator::first_opset, "The first opset read.")
+      .def_readonly("last_opset", &OnnxOperator::last_opset, "The last opset read.")
+      .def_readonly("min_inputs", &OnnxOperator::min_inputs)
+      .def_readonly("max_inputs", &OnnxOperator::max_inputs, "-1: no bound.")
+      .def_readonly("min_outputs", &OnnxOperator::min_outputs)
+      .def_readonly("max_outputs", &OnnxOperator::max_outputs, "-1: no bound.")
+      .def_readonly("attributes", &OnnxOperator::attributes,
+                    "The attributes read, comma-separated.")
+      .def_readonly("becomes", &OnnxOperator::becomes, "What it becomes in the layer graph.")
+      .def_readonly("folds", &OnnxOperator::folds,
+                    "Whether it is evaluated at import when its inputs are constants.")
+      .def("__repr__",
+           [](const OnnxOperator& o) { return "<pathlift.OnnxOperator " + o.name + ">"; });
+  m.def("onnx_operators", &onnx_operators,
+        "The ONNX operators read_onnx reads, by name (docs/onnx-operators.md): an operator outside "
+        "them is refused by name.");
   m.def(
       "parse_onnx",
       [](const py::bytes& data, const py::object& input_shape) {

@@ -14,19 +14,12 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
+#include "pathlift/onnx.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 #include "src/model/detail/input_file.hpp"
 
 namespace pathlift {
 namespace detail {
-
-namespace {
-
-bool is_window_op(const std::string& op) {
-  return op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool";
-}
-
-}  // namespace
 
 std::string Importer::node_name(int i) const {
   const NodeProto& n = m_g.node(i);
@@ -126,130 +119,108 @@ void Importer::use(Index layer, bool bias, const Tensor& t, bool transpose) {
 // ---------------------------------------------------------------------------------------------
 // The walk
 
-namespace {
-
-/// Why node n cannot be imported whatever its inputs (attributes, outputs used), or "".
-std::string static_problem(const NodeProto& n, const std::function<bool(int)>& used) {
-  const std::string& op = n.op_type();
-  if (op == "Gemm" && (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1.0) != 1.0 ||
-                       float_attr(n, "beta", 1.0) != 1.0)) {
+std::string Importer::gemm_problem(int i) const {
+  const NodeProto& n = m_g.node(i);
+  if (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1.0) != 1.0 ||
+      float_attr(n, "beta", 1.0) != 1.0) {
     return "transA, alpha or beta other than PyTorch's Linear";
   }
-  if (op == "MaxPool" && used(1)) {
-    return "its indices output is used";
-  }
-  if (op == "BatchNormalization" && (int_attr(n, "training_mode", 0) != 0 || used(1) || used(2) ||
-                                     used(3) || used(4) || int_attr(n, "spatial", 1) != 1)) {
+  return {};
+}
+
+std::string Importer::max_pool_problem(int i) const {
+  return used(i, 1) ? "its indices output is used" : "";
+}
+
+std::string Importer::batch_norm_problem(int i) const {
+  const NodeProto& n = m_g.node(i);
+  if (int_attr(n, "training_mode", 0) != 0 || used(i, 1) || used(i, 2) || used(i, 3) ||
+      used(i, 4) || int_attr(n, "spatial", 1) != 1) {
     return "training mode";
   }
-  if (op == "Dropout" && used(1)) {
-    return "its mask output is used";
+  return {};
+}
+
+std::string Importer::dropout_problem(int i) const {
+  return used(i, 1) ? "its mask output is used" : "";
+}
+
+std::string Importer::pad_problem(int i) const {
+  const std::string mode = string_attr(m_g.node(i), "mode", "constant");
+  if (mode == "wrap") {
+    return "mode wrap (opset 19, newer than pathlift reads)";
   }
-  if (op == "Pad") {
-    const std::string mode = string_attr(n, "mode", "constant");
-    if (mode == "wrap") {
-      return "mode wrap (opset 19, newer than pathlift reads)";
-    }
-    if (mode != "constant" && mode != "reflect" && mode != "edge") {
-      return "mode " + printable(mode);
-    }
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return "mode " + printable(mode);
   }
-  if ((op == "Resize" || op == "Upsample") && string_attr(n, "mode", "nearest") != "nearest") {
+  return {};
+}
+
+std::string Importer::resize_problem(int i) const {
+  const NodeProto& n = m_g.node(i);
+  if (string_attr(n, "mode", "nearest") != "nearest") {
     return "mode " + printable(string_attr(n, "mode", "")) +
            ", an interpolation: pathlift reads mode nearest, a copy of entries";
   }
   return {};
 }
 
-}  // namespace
+void Importer::activation(int i) {
+  const NodeProto& n = m_g.node(i);
+  Index x = -1;
+  if (data_input(i, 0, x)) {
+    Layer l = make_layer(LayerKind::activation, node_name(i), {x});
+    l.activation = n.op_type() == "Relu" ? Activation::relu()
+                                         : Activation::leaky_relu(float_attr(n, "alpha", 0.01));
+    set_data(i, m_builder->add(std::move(l)));
+  }
+}
+
+void Importer::identity(int i) {
+  const NodeProto& n = m_g.node(i);
+  Tensor t = state(n.input(0));
+  if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
+    const auto mode = constant_input(i, 2);
+    if (!mode) {
+      t.kind = Kind::failed;
+    } else if (mode->values.size() != 1 || mode->values[0].batch || mode->values[0].i != 0 ||
+               mode->values[0].f != 0) {
+      unsupported(i, "training mode");
+      t.kind = Kind::failed;
+    }
+  }
+  if (t.kind == Kind::initializer) {
+    t.param = n.output(0);  // an alias: a parameter of its own
+  }
+  if (t.kind != Kind::failed) {
+    set(n.output(0), std::move(t));
+  }
+}
+
+void Importer::data_operand(int i) {
+  unsupported(i, "an operand computed from the data");  // Floor, Cast, Shape of a pad, ...
+}
 
 void Importer::build(int i) {
   const NodeProto& n = m_g.node(i);
-  const std::string& op = n.op_type();
-  const bool known = is_supported_op(n);
+  const Operator* op = operator_of(n);
   std::string why;
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
     why = "domain " + printable(n.domain());
-  } else if (known) {
-    why = static_problem(n, [&](int slot) { return used(i, slot); });
+  } else if (op != nullptr && op->problem != nullptr) {
+    why = (this->*op->problem)(i);
   }
   // Every unsupported operation is listed, even after a failed one.
   const bool inputs_ok = std::all_of(n.input().begin(), n.input().end(), [&](const std::string& s) {
     return s.empty() || state(s).kind != Kind::failed;
   });
-  if (!known || !why.empty()) {
+  if (op == nullptr || !why.empty()) {
     unsupported(i, why);
-  } else if (inputs_ok && !fold(i)) {
-    if (op == "Gemm") {
-      gemm(i);
-    } else if (op == "MatMul") {
-      matmul(i);
-    } else if (is_window_op(op)) {
-      conv_or_pool(i);
-    } else if (op == "BatchNormalization") {
-      batch_norm(i);
-    } else if (op == "ConvTranspose") {
-      conv_transpose(i);
-    } else if (op == "Relu" || op == "LeakyRelu") {
-      Index x = -1;
-      if (data_input(i, 0, x)) {
-        Layer l = make_layer(LayerKind::activation, node_name(i), {x});
-        l.activation = op == "Relu" ? Activation::relu()
-                                    : Activation::leaky_relu(float_attr(n, "alpha", 0.01));
-        set_data(i, m_builder->add(std::move(l)));
-      }
-    } else if (op == "Identity" || op == "Dropout") {
-      Tensor t = state(n.input(0));
-      if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
-        const auto mode = constant_input(i, 2);
-        if (!mode) {
-          t.kind = Kind::failed;
-        } else if (mode->values.size() != 1 || mode->values[0].batch || mode->values[0].i != 0 ||
-                   mode->values[0].f != 0) {
-          unsupported(i, "training mode");
-          t.kind = Kind::failed;
-        }
-      }
-      if (t.kind == Kind::initializer) {
-        t.param = n.output(0);  // an alias: a parameter of its own
-      }
-      if (t.kind != Kind::failed) {
-        set(n.output(0), std::move(t));
-      }
-    } else if (op == "Add" || op == "Sub" || op == "Concat") {
-      add_sub_concat(i);
-    } else if (op == "Flatten") {
-      flatten(i);
-    } else if (op == "Reshape") {
-      reshape(i);
-    } else if (op == "Pad") {
-      pad(i);
-    } else if (op == "Transpose") {
-      const Tensor& w = state(n.input(0));
-      if (w.kind == Kind::initializer) {  // fold() left the weight's transpose (perm [1, 0])
-        Tensor t = w;
-        t.kind = Kind::transposed;
-        set(n.output(0), std::move(t));
-      } else {
-        transpose(i);
-      }
-    } else if (op == "Slice") {
-      slice(i);
-    } else if (op == "Split") {
-      split(i);
-    } else if (op == "Gather") {
-      gather(i);
-    } else if (op == "Resize" || op == "Upsample") {
-      resize(i);
-    } else if (op == "Clip") {
-      clip(i);
-    } else if (op == "Mul" || op == "Div") {
-      mul_div(i);
-    } else if (op == "ReduceMean" || op == "ReduceSum") {
-      reduce(i);
-    } else {
-      unsupported(i, "an operand computed from the data");  // Floor, Cast, Shape of a pad, ...
+    if (op == nullptr) {
+      m_unknown_op = true;
     }
+  } else if (inputs_ok && !fold(i)) {
+    (this->*op->build)(i);
   }
   for (const std::string& out : n.output()) {
     if (!out.empty()) {
@@ -286,7 +257,10 @@ LayerGraph Importer::run() {
   }
   // The builder lists every problem; theta cannot be laid out on a graph that has one.
   if (!m_unsupported.empty()) {
-    m_builder->problem(fmt::format("unsupported operations: {}", fmt::join(m_unsupported, ", ")));
+    m_builder->problem(fmt::format(
+        "unsupported operations: {}{}", fmt::join(m_unsupported, ", "),
+        m_unknown_op ? fmt::format(" (the ONNX operators pathlift reads: {})", operator_names())
+                     : ""));
   }
   for (std::string& what : m_invalid) {
     m_builder->problem(std::move(what), LayerGraphBuilder::Problem::invalid);

@@ -18,6 +18,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
+#include "pathlift/onnx.hpp"
 #include "src/core/detail/enum_names.hpp"
 #include "src/model/detail/theta_check.hpp"
 

@@ -115,59 +115,41 @@ bool Importer::ints_input(int i, int k, const char* attr,
 
 bool Importer::fold(int i) {
   const NodeProto& n = m_g.node(i);
-  const std::string& op = n.op_type();
-  // Gather, Slice, Reshape, Transpose and Floor of a tensor computed from the data are layers
-  // (onnx_views.cpp); of a constant, constants.
-  const Kind first = n.input_size() > 0 ? state(n.input(0)).kind : Kind::constant;
-  const bool of_constant = first == Kind::constant || first == Kind::initializer;
-  if (op == "Constant") {
-    fold_constant_node(i);
-  } else if (op == "Shape") {
-    fold_shape(i);
-  } else if (op == "Gather" && of_constant) {
-    fold_gather(i);
-  } else if (op == "Cast") {
-    fold_cast(i);
-  } else if (op == "ConstantOfShape") {
-    fold_constant_of_shape(i);
-  } else if (op == "Slice" && of_constant) {
-    fold_slice(i);
-  } else if (op == "Reshape" && of_constant) {
-    fold_reshape(i);
-  } else if (op == "Floor" && of_constant) {
-    fold_floor(i);
-  } else if (op == "Transpose" && of_constant) {
-    // A 2-D weight's transpose (perm [1, 0]) stays a weight, read by MatMul or Gemm.
-    const auto perm = ints_attr(n, "perm");
-    if (first == Kind::initializer && tensor_dims(*state(n.input(0)).tensor).size() == 2 &&
-        (!perm || *perm == std::vector<Index>{1, 0})) {
-      return false;
-    }
-    fold_transpose(i);
-  } else if (op == "Unsqueeze" || op == "Squeeze") {
-    fold_unsqueeze(i, op == "Squeeze");
-  } else if (op == "Identity" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-             op == "Concat") {
-    // Only when every input is a constant: an Identity of an initializer is an alias (a
-    // parameter), an Add of data a layer.
-    const bool constants = std::all_of(n.input().begin(), n.input().end(), [&](const auto& s) {
-      const Kind k = s.empty() ? Kind::constant : state(s).kind;
-      return k == Kind::initializer || k == Kind::constant;
-    });
-    if (!constants || (op == "Identity" && state(n.input(0)).kind == Kind::initializer)) {
-      return false;
-    }
-    if (op == "Identity") {
-      set(n.output(0), state(n.input(0)));
-    } else if (op == "Concat") {
-      fold_concat(i);
-    } else {
-      fold_arithmetic(i);
-    }
-  } else {
-    return false;
+  const Operator& op = *operator_of(n);
+  const auto constant = [&](const std::string& s) {
+    const Kind k = s.empty() ? Kind::constant : state(s).kind;
+    return k == Kind::initializer || k == Kind::constant;
+  };
+  bool folds = false;
+  switch (op.fold_when) {
+    case FoldWhen::never:
+      break;
+    case FoldWhen::always:
+      folds = true;
+      break;
+    case FoldWhen::of_constant:
+      // Gather, Slice, Reshape, Transpose and Floor of a tensor computed from the data are
+      // layers (onnx_views.cpp); of a constant, constants.
+      folds = n.input_size() == 0 || constant(n.input(0));
+      break;
+    case FoldWhen::all_constant:
+      // An Add of data is a layer.
+      folds = std::all_of(n.input().begin(), n.input().end(), constant);
+      break;
   }
-  return true;
+  if (folds) {
+    (this->*op.fold)(i);
+  }
+  return folds;
+}
+
+void Importer::fold_identity(int i) {
+  const NodeProto& n = m_g.node(i);
+  Tensor t = state(n.input(0));
+  if (t.kind == Kind::initializer) {
+    t.param = n.output(0);  // an alias: a parameter of its own
+  }
+  set(n.output(0), std::move(t));
 }
 
 void Importer::fold_constant_node(int i) {
@@ -430,8 +412,9 @@ void Importer::fold_concat(int i) {
   set_constant(n.output(0), std::move(c));
 }
 
-void Importer::fold_unsqueeze(int i, bool squeeze) {
+void Importer::fold_unsqueeze(int i) {
   const NodeProto& n = m_g.node(i);
+  const bool squeeze = n.op_type() == "Squeeze";
   const auto v = constant_input(i, 0);
   std::optional<std::vector<std::int64_t>> axes;
   if (!v || !ints_input(i, 1, "axes", axes)) {

@@ -129,6 +129,16 @@ void Importer::fold_reshape(int i) {
 
 void Importer::fold_transpose(int i) {
   const NodeProto& n = m_g.node(i);
+  const Tensor& w = state(n.input(0));
+  const auto weight_perm = ints_attr(n, "perm");
+  if (w.kind == Kind::initializer && tensor_dims(*w.tensor).size() == 2 &&
+      (!weight_perm || *weight_perm == std::vector<Index>{1, 0})) {
+    // A 2-D weight's transpose stays a weight, read by MatMul or Gemm.
+    Tensor t = w;
+    t.kind = Kind::transposed;
+    set(n.output(0), std::move(t));
+    return;
+  }
   const auto data = constant_input(i, 0);
   if (!data) {
     return;

@@ -1,5 +1,5 @@
 #pragma once
-// The ONNX importer behind read_onnx and parse_onnx (layers.hpp; docs/layers.md, "ONNX").
+// The ONNX importer behind read_onnx and parse_onnx (onnx.hpp; docs/layers.md, "ONNX").
 // One pass indexes and validates the model (onnx_support.cpp: opsets, initializers, the data
 // input, every node's arity, who writes and who reads each tensor); one pass walks the nodes in
 // order and gives every tensor a state (onnx.cpp): a layer output of the LayerGraphBuilder, an
@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -29,6 +30,7 @@
 
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/detail/onnx_source.hpp"
 
 namespace pathlift::detail {
@@ -54,8 +56,6 @@ double float_attr(const NodeProto& n, std::string_view name, double fallback);
 std::optional<std::vector<Index>> ints_attr(const NodeProto& n, std::string_view name);
 std::string string_attr(const NodeProto& n, std::string_view name, const char* fallback);
 
-/// "{3, 32, 32}".
-std::string shape_text(const std::vector<Index>& shape);
 /// "FLOAT", "INT64", ... for a TensorProto data type.
 std::string type_name(int data_type);
 bool is_floating(int data_type);
@@ -120,8 +120,8 @@ std::vector<Index> slice_indices(std::int64_t start, std::int64_t end, std::int6
 // ---------------------------------------------------------------------------------------------
 // The importer.
 
-/// Whether pathlift reads n's operator (ai.onnx operators only; onnx_support.cpp).
-bool is_supported_op(const NodeProto& n);
+/// "Add, AveragePool, ...": the names of the operators read (onnx_operators.cpp).
+std::string operator_names();
 
 /// A layer of `kind` named `name` reading `inputs` (its other fields at their defaults).
 inline Layer make_layer(LayerKind kind, std::string name, std::vector<Index> inputs) {
@@ -173,6 +173,35 @@ class Importer {
   Importer(const OnnxModel& model, const std::vector<Index>& input_shape, std::size_t max_memory);
 
   LayerGraph run();
+
+  /// When a node is a constant evaluated at import rather than a layer (Importer::fold).
+  enum class FoldWhen : unsigned char {
+    never,         ///< always a layer (or refused)
+    always,        ///< always a constant (Constant, Shape, Cast, ...)
+    of_constant,   ///< when its input 0 is a constant or an initializer
+    all_constant,  ///< when every input is a constant or an initializer
+  };
+  /// An operator pathlift reads: one entry of the table (onnx_operators.cpp), which is the only
+  /// list of them. The arity is the range over the opsets read (from first_opset to
+  /// k_max_opset); `attributes` and `becomes` are what docs/onnx-operators.md shows.
+  struct Operator {
+    std::string_view name;
+    int first_opset;
+    int min_in, max_in, min_out, max_out;  // k_many: no bound
+    std::string_view attributes;
+    std::string_view becomes;
+    /// Why a node is refused whatever its inputs (its attributes, an output that is used), or
+    /// ""; null: never.
+    std::string (Importer::*problem)(int) const;
+    FoldWhen fold_when;
+    void (Importer::*fold)(int);   ///< when fold_when holds
+    void (Importer::*build)(int);  ///< otherwise: its layers
+  };
+  static constexpr int k_many = std::numeric_limits<int>::max();
+  /// The table, sorted by name.
+  static std::span<const Operator> operators();
+  /// The entry of n's operator (ai.onnx operators only), or null.
+  static const Operator* operator_of(const NodeProto& n);
 
  private:
   /// What a tensor is, as the nodes are walked in order.
@@ -240,6 +269,18 @@ class Importer {
   void add_convolution(int i, Layer l, const Tensor& w, const std::vector<Index>& wd,
                        const Tensor* b);
   void gemm(int i);
+  [[nodiscard]] std::string gemm_problem(int i) const;
+  [[nodiscard]] std::string max_pool_problem(int i) const;
+  [[nodiscard]] std::string batch_norm_problem(int i) const;
+  [[nodiscard]] std::string dropout_problem(int i) const;
+  [[nodiscard]] std::string pad_problem(int i) const;
+  [[nodiscard]] std::string resize_problem(int i) const;
+  /// Relu and LeakyRelu: an activation layer.
+  void activation(int i);
+  /// Identity and Dropout: the same tensor (an initializer's alias is a parameter of its own).
+  void identity(int i);
+  /// An operator read only on constants (Floor, Cast, ...), here reading the data: refused.
+  void data_operand(int i);
   void matmul(int i);
   /// The Add that adds a bias to MatMul node i's output: its index, or -1.
   int bias_add(int i, Index out_features, std::string& bias) const;
@@ -323,8 +364,10 @@ class Importer {
   void fold_cast(int i);
   void fold_constant_of_shape(int i);
   void fold_concat(int i);
-  void fold_unsqueeze(int i, bool squeeze);
+  void fold_unsqueeze(int i);  // and Squeeze
   void fold_arithmetic(int i);
+  /// An Identity of constants: the same constant, or of an initializer an alias (a parameter).
+  void fold_identity(int i);
   // onnx_fold_tensors.cpp
   void fold_slice(int i);
   void fold_reshape(int i);
@@ -362,6 +405,7 @@ class Importer {
   std::vector<int> m_layer_node;  // builder layer -> the node that made it (-1: input)
   std::vector<int> m_absorbed;    // node -> 1 when it is a MatMul's bias Add
   std::vector<std::string> m_unsupported;
+  bool m_unknown_op = false;  // an operator outside the table was met
   std::vector<std::string> m_invalid;
   std::vector<int> m_view_refused;  // nodes whose view was refused (each once)
   double m_indices = 0;             // gather indices made so far

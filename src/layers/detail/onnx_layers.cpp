@@ -16,13 +16,6 @@
 
 namespace pathlift::detail {
 
-namespace {
-
-// The largest size, stride, padding or dilation (the builder's bound).
-constexpr Index k_max_dim = std::numeric_limits<std::int32_t>::max();
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Linear layers
 

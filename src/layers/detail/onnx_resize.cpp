@@ -19,13 +19,6 @@ namespace pathlift::detail {
 
 namespace {
 
-// The largest size (the builder's bound).
-constexpr Index k_max_dim = std::numeric_limits<std::int32_t>::max();
-
-}  // namespace
-
-namespace {
-
 __extension__ typedef __int128 Wide;  // NOLINT(modernize-use-using)
 
 /// floor(p / q) for q > 0.

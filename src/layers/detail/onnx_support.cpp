@@ -16,61 +16,7 @@ namespace pathlift::detail {
 
 namespace {
 
-/// How many inputs and outputs an operator takes (the ranges over the opsets pathlift reads).
-struct Arity {
-  std::string_view op;
-  int min_in, max_in, min_out, max_out;
-};
-
-constexpr int k_many = std::numeric_limits<int>::max();
-
-constexpr Arity k_arity[] = {
-    {"Add", 2, 2, 1, 1},
-    {"AveragePool", 1, 1, 1, 1},
-    {"BatchNormalization", 5, 5, 1, 5},
-    {"Cast", 1, 1, 1, 1},
-    {"Clip", 1, 3, 1, 1},
-    {"Concat", 1, k_many, 1, 1},
-    {"Constant", 0, 0, 1, 1},
-    {"ConstantOfShape", 1, 1, 1, 1},
-    {"Conv", 2, 3, 1, 1},
-    {"ConvTranspose", 2, 3, 1, 1},
-    {"Div", 2, 2, 1, 1},
-    {"Dropout", 1, 3, 1, 2},
-    {"Flatten", 1, 1, 1, 1},
-    {"Floor", 1, 1, 1, 1},
-    {"Gather", 2, 2, 1, 1},
-    {"Gemm", 2, 3, 1, 1},
-    {"GlobalAveragePool", 1, 1, 1, 1},
-    {"Identity", 1, 1, 1, 1},
-    {"LeakyRelu", 1, 1, 1, 1},
-    {"MatMul", 2, 2, 1, 1},
-    {"MaxPool", 1, 1, 1, 2},
-    {"Mul", 2, 2, 1, 1},
-    {"Pad", 1, 4, 1, 1},
-    {"ReduceMean", 1, 2, 1, 1},
-    {"ReduceSum", 1, 2, 1, 1},
-    {"Relu", 1, 1, 1, 1},
-    {"Reshape", 2, 2, 1, 1},
-    {"Resize", 1, 4, 1, 1},
-    {"Shape", 1, 1, 1, 1},
-    {"Slice", 1, 5, 1, 1},
-    {"Split", 1, 2, 1, k_many},
-    {"Squeeze", 1, 2, 1, 1},
-    {"Sub", 2, 2, 1, 1},
-    {"Transpose", 1, 1, 1, 1},
-    {"Unsqueeze", 1, 2, 1, 1},
-    {"Upsample", 1, 2, 1, 1},
-};
-
-const Arity* arity_of(const NodeProto& n) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx") {
-    return nullptr;
-  }
-  const auto* it = std::find_if(std::begin(k_arity), std::end(k_arity),
-                                [&](const Arity& a) { return a.op == n.op_type(); });
-  return it == std::end(k_arity) ? nullptr : it;
-}
+constexpr int k_many = Importer::k_many;
 
 std::string range_text(int lo, int hi) {
   if (lo == hi) {
@@ -80,10 +26,6 @@ std::string range_text(int lo, int hi) {
 }
 
 }  // namespace
-
-bool is_supported_op(const NodeProto& n) {
-  return arity_of(n) != nullptr;
-}
 
 Importer::Importer(const OnnxModel& model, const std::vector<Index>& input_shape,
                    std::size_t max_memory)
@@ -235,7 +177,7 @@ void Importer::read_input(const std::vector<Index>& input_shape) {
 
 void Importer::check_arity(int i) const {
   const NodeProto& n = m_g.node(i);
-  const Arity* a = arity_of(n);
+  const Operator* a = operator_of(n);
   if (a == nullptr) {
     return;  // not an operator pathlift reads: refused by name in the second pass
   }

@@ -47,10 +47,6 @@ std::string string_attr(const NodeProto& n, std::string_view name, const char* f
   return a != nullptr ? a->s() : fallback;
 }
 
-std::string shape_text(const std::vector<Index>& shape) {
-  return fmt::format("{{{}}}", fmt::join(shape, ", "));
-}
-
 std::string constant_text(const Constant& c) {
   std::string out = "[";
   for (std::size_t k = 0; k < c.values.size(); ++k) {

@@ -17,13 +17,6 @@
 
 namespace pathlift::detail {
 
-namespace {
-
-// The largest size (the builder's bound).
-constexpr Index k_max_dim = std::numeric_limits<std::int32_t>::max();
-
-}  // namespace
-
 std::shared_ptr<EntryView> identity_view(Index layer, const std::vector<Index>& shape, int node) {
   auto v = std::make_shared<EntryView>();
   v->layer = layer;
