@@ -223,7 +223,11 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       case LayerKind::conv_transpose:
         merge_conv(l);
         return;
-      default:  // linear: one edge per weight and per bias
+      case LayerKind::input:
+      case LayerKind::linear:
+      case LayerKind::concat:
+      case LayerKind::flatten:
+      case LayerKind::gather:  // linear: one edge per weight and per bias
         return;
     }
   }
@@ -389,7 +393,17 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       case LayerKind::conv_transpose:
         constrain_conv(l, pin);
         return;
-      default:
+      case LayerKind::input:
+      case LayerKind::max_pool:
+      case LayerKind::avg_pool:
+      case LayerKind::adaptive_avg_pool:
+      case LayerKind::activation:
+      case LayerKind::add:
+      case LayerKind::sub:
+      case LayerKind::concat:
+      case LayerKind::flatten:
+      case LayerKind::gather:
+      case LayerKind::scale:
         return;
     }
   }

@@ -105,3 +105,32 @@ def test_the_include_directions():
                 wrong.append(f"{rel} ({me}) includes {target} ({them})")
     assert not wrong, "\n".join(wrong)
 
+
+def switches(text: str):
+    """Each `switch (...) {` body of a C++ source, as (line, the body's text at its own depth:
+    nested braces' contents left out)."""
+    for m in re.finditer(r"\bswitch \([^)]*\) \{", text):
+        depth, i, own = 1, m.end(), []
+        while depth:
+            c = text[i]
+            depth += (c == "{") - (c == "}")
+            if depth == 1 and c != "}":
+                own.append(c)
+            i += 1
+        yield text.count("\n", 0, m.start()) + 1, "".join(own)
+
+
+def test_no_switch_over_a_layer_kind_has_a_default():
+    """With every kind named, -Wswitch (an error here) lists each switch a new LayerKind must
+    join: a `default:` would take it silently (docs/adding-a-layer-kind.md)."""
+    sources = [p for d in ("src", "include", "cli", "python/src") for p in (ROOT / d).rglob("*")
+               if p.suffix in (".cpp", ".hpp")]
+    found, wrong = 0, []
+    for p in sources:
+        for line, body in switches(p.read_text()):
+            if "case LayerKind::" in body:
+                found += 1
+                if re.search(r"\bdefault:", body):
+                    wrong.append(f"{p.relative_to(ROOT)}:{line}")
+    assert found >= 20, found  # the scan sees the switches it is about
+    assert not wrong, wrong

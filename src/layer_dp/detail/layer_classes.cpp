@@ -115,7 +115,11 @@ LayerClasses forward_classes(const LayerPlan& plan) {
         }
         break;
       }
-      default:  // linear, flatten, gather, conv_transpose: on full tensors
+      case LayerKind::input:
+      case LayerKind::linear:
+      case LayerKind::flatten:
+      case LayerKind::gather:
+      case LayerKind::conv_transpose:  // linear, flatten, gather, conv_transpose: on full tensors
         break;
     }
     if (c && !all_distinct(*c)) {
@@ -440,10 +444,15 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
       }
       return concat_tensors(parts, 1, threads);
     }
-    default:
-      throw std::logic_error(
-          fmt::format("position classes: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+    case LayerKind::input:
+    case LayerKind::linear:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::conv_transpose:
+      break;
   }
+  throw std::logic_error(
+      fmt::format("position classes: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
 }
 
 }  // namespace pathlift::detail

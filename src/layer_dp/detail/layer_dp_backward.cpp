@@ -72,7 +72,17 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = a->exp + y.exp;
       break;
     }
-    default:
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::scale:
       throw std::logic_error("param_transpose: not a parameter layer");
   }
   normalize(*x, threads);
@@ -147,10 +157,15 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
       normalize(*x, threads);
       return out_cls != nullptr ? coarsen(x, plan.shape(src)[0], *out_cls, *in_cls, threads) : x;
     }
-    default:
-      throw std::logic_error(fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name,
-                                         to_string(ly.kind)));
+    case LayerKind::input:
+    case LayerKind::linear:
+    case LayerKind::conv:
+    case LayerKind::batch_norm:
+    case LayerKind::conv_transpose:
+      break;
   }
+  throw std::logic_error(
+      fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
 }
 
 /// slot += t (copy-on-write: a slot may share its tensor with a view).

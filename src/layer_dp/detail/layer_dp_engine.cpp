@@ -143,7 +143,17 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       positions = n_out / channels;
       std::copy(x.value.begin(), x.value.end(), y->value.begin());
       break;
-    default:
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::scale:
       throw std::logic_error("ones_forward: not a parameter layer");
   }
   Block bias;
@@ -221,9 +231,20 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       add_bias(*y, *bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
       return y;
     }
-    default:
-      throw std::logic_error("param_forward: not a parameter layer");
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::scale:
+      break;
   }
+  throw std::logic_error("param_forward: not a parameter layer");
 }
 
 TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
@@ -275,10 +296,15 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
       }
       return concat_tensors(parts, outer, threads);
     }
-    default:
-      throw std::logic_error(fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name,
-                                         to_string(ly.kind)));
+    case LayerKind::input:
+    case LayerKind::linear:
+    case LayerKind::conv:
+    case LayerKind::batch_norm:
+    case LayerKind::conv_transpose:
+      break;
   }
+  throw std::logic_error(
+      fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
 }
 
 bool has_parameters(const Layer& layer) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
@@ -109,9 +110,19 @@ double layer_work(const LayerPlan& plan, std::size_t l) {
     case LayerKind::max_pool:
     case LayerKind::avg_pool:
       return out * taps;
-    default:
+    case LayerKind::input:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::batch_norm:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::scale:
       return out * static_cast<double>(std::max<std::size_t>(ly.inputs.size(), 1));
   }
+  throw std::logic_error("layer_work: not a layer kind");
 }
 
 }  // namespace

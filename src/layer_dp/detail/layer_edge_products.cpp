@@ -242,7 +242,17 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       bias(channels, n);
       return;
     }
-    default:
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::scale:
       throw std::logic_error("edge_products: not a parameter layer");
   }
 }

@@ -2,6 +2,7 @@
 // (docs/layers.md#json).
 
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include <algorithm>
 #include <cmath>
@@ -46,9 +47,13 @@ std::vector<std::string_view> kind_keys(LayerKind kind) {
       return {"activation"};
     case LayerKind::concat:
       return {"axis"};
-    default:
+    case LayerKind::input:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::flatten:
       return {};
   }
+  throw std::logic_error("kind_keys: not a layer kind");
 }
 
 std::string key_list(const std::vector<std::string_view>& keys) {
@@ -288,7 +293,11 @@ Json layer_json(const Layer& layer) {
     case LayerKind::scale:
       j["factor"] = layer.factor;
       break;
-    default:
+    case LayerKind::input:
+    case LayerKind::batch_norm:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::flatten:
       break;
   }
   if (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||

@@ -95,7 +95,13 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
         terms = 2;
         blocks[l] = std::min(blocks[operand(0)] + 1, layers);
         break;
-      default:
+      case LayerKind::input:
+      case LayerKind::batch_norm:
+      case LayerKind::activation:
+      case LayerKind::concat:
+      case LayerKind::flatten:
+      case LayerKind::gather:
+      case LayerKind::scale:
         break;
     }
     if (has_bias(ly)) {

@@ -301,7 +301,12 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
       sink.term(block + m_blocks[op(l)], m_node[static_cast<std::size_t>(ref(op(l, 1), e))],
                 kFixedEdge, -1.0);
       return;
-    default:
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::activation:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
       return;
   }
 }

@@ -18,6 +18,7 @@
 // The plan is in layers_plan.cpp, the run in layers_unroll.cpp.
 
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include <algorithm>
 #include <cstdint>
@@ -51,9 +52,15 @@ inline bool is_sum(LayerKind kind) {
     case LayerKind::add:
     case LayerKind::sub:
       return true;
-    default:
+    case LayerKind::input:
+    case LayerKind::max_pool:
+    case LayerKind::activation:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
       return false;
   }
+  throw std::logic_error("is_sum: not a layer kind");
 }
 
 inline bool has_bias(const Layer& layer) {

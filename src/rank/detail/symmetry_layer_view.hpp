@@ -4,6 +4,7 @@
 // and the conditions under which zero parameters leave every entry on a path.
 
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -126,9 +127,20 @@ class SymmetryLayerView {
       }
       case LayerKind::batch_norm:
         return {channels(l).count, bias ? channels(l).count : 0};
-      default:
+      case LayerKind::input:
+      case LayerKind::max_pool:
+      case LayerKind::avg_pool:
+      case LayerKind::adaptive_avg_pool:
+      case LayerKind::activation:
+      case LayerKind::add:
+      case LayerKind::sub:
+      case LayerKind::concat:
+      case LayerKind::flatten:
+      case LayerKind::gather:
+      case LayerKind::scale:
         return {0, 0};
     }
+    throw std::logic_error("block_sizes: not a layer kind");
   }
 
   /// The parameter of weight (output channel co, input channel ci, tap) of conv or
