@@ -31,9 +31,16 @@ nlohmann::ordered_json scaled_value_json(const ScaledReal& x) {
   return x.fits_double() ? nlohmann::ordered_json(x.value()) : nlohmann::ordered_json(nullptr);
 }
 
+nlohmann::ordered_json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
+}
+
 nlohmann::ordered_json scaled_log10_json(const ScaledReal& x) {
-  const double l = x.log10();
-  return std::isfinite(l) ? nlohmann::ordered_json(l) : nlohmann::ordered_json(nullptr);
+  return finite_or_null(x.log10());
+}
+
+nlohmann::ordered_json count_json(const Count& c) {
+  return c.exact() ? nlohmann::ordered_json(c.value()) : finite_or_null(c.approx());
 }
 
 std::string scaled_text(const ScaledReal& x) {

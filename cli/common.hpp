@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pathlift/certificate.hpp"
+#include "pathlift/count.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
@@ -54,6 +55,10 @@ class CheckFailed : public std::runtime_error {
 nlohmann::ordered_json scaled_value_json(const ScaledReal& x);
 /// log10 |x|, or null for 0.
 nlohmann::ordered_json scaled_log10_json(const ScaledReal& x);
+/// x, or null when it is not a finite double (JSON has no inf).
+nlohmann::ordered_json finite_or_null(double x);
+/// A path count: exact when it is, else its double (null beyond double's range).
+nlohmann::ordered_json count_json(const Count& c);
 /// For text: "1.2345678900e+03  (log10 3.091515)", "10^1234.5678901234  (beyond double's
 /// range)", or "0".
 std::string scaled_text(const ScaledReal& x);

@@ -113,14 +113,6 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
   return s;
 }
 
-nlohmann::ordered_json count_json(const Count& c) {
-  if (c.exact()) {
-    return c.value();
-  }
-  const double x = c.approx();
-  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
-}
-
 /// memory_note() after a refusal for memory; nothing after one for work.
 std::string refusal_note(const PathCounts& counts) {
   return counts.length_histogram_refused.find("memory limit") != std::string::npos ? memory_note()

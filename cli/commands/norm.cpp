@@ -37,18 +37,6 @@ std::string s_key(double s) {
   return fmt::format("{}", s);
 }
 
-/// A number, or null when it is not a finite double (JSON has no inf).
-Json finite_or_null(double x) {
-  return std::isfinite(x) ? Json(x) : Json(nullptr);
-}
-
-Json count_json(const Count& c) {
-  if (c.exact()) {
-    return c.value();
-  }
-  return finite_or_null(c.approx());
-}
-
 /// What norm prints, from a DAG or from a layer graph.
 struct NormResults {
   Count paths;

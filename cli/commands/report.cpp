@@ -61,7 +61,7 @@ std::string number(double x) {
   return fmt::format("{:>9.4f}", x);
 }
 
-void print_matrix(const std::string& title, const CsrPattern& p, const double* values) {
+void print_csr_matrix(const std::string& title, const CsrPattern& p, const double* values) {
   fmt::print("{} ({} x {}, nnz = {}; rows = paths, columns = edges 0..{})\n", title, p.rows, p.cols,
              p.nnz(), p.cols - 1);
   const auto off = p.offsets();
@@ -161,9 +161,9 @@ void run_report(const ReportOptions& opts) {
         fmt::print("{}", number(x));
       }
       fmt::print("\n\n");
-      print_matrix("B", jac.pattern, nullptr);
+      print_csr_matrix("B", jac.pattern, nullptr);
       fmt::print("\n");
-      print_matrix("dPhi", jac.pattern, jac.values.data());
+      print_csr_matrix("dPhi", jac.pattern, jac.values.data());
     } else {
       double norm1 = 0;
       for (double x : phi) {

@@ -134,3 +134,18 @@ def test_no_switch_over_a_layer_kind_has_a_default():
                     wrong.append(f"{p.relative_to(ROOT)}:{line}")
     assert found >= 20, found  # the scan sees the switches it is about
     assert not wrong, wrong
+
+
+def test_unity_batches_cannot_collide():
+    """The CLI and the bindings compile in unity batches (several .cpp files as one): a function
+    defined at file scope in two of their files, in anonymous namespaces, would be a
+    redefinition once a new file puts both in one batch. Each name has one file."""
+    definition = re.compile(r"^[A-Za-z][\w:<>,*& ]* (\w+)\(", re.M)
+    for folder in ("cli", "python/src"):
+        where = {}
+        for p in sorted((ROOT / folder).rglob("*.cpp")):
+            code = re.sub(r'R"(\w*)\(.*?\)\1"', '""', p.read_text(), flags=re.S)  # raw strings
+            for name in set(definition.findall(code)):
+                where.setdefault(name, []).append(str(p.relative_to(ROOT)))
+        shared = {n: files for n, files in where.items() if len(files) > 1}
+        assert not shared, shared
