@@ -12,7 +12,7 @@
 #include "src/core/detail/checked.hpp"
 #include "src/dp/detail/path_totals.hpp"
 #include "src/dp/detail/ring_log10_counts.hpp"
-#include "src/model/detail/dag_dp.hpp"
+#include "src/network/detail/dag_dp.hpp"
 
 namespace pathlift {
 

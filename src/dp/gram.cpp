@@ -12,7 +12,7 @@
 #include "src/core/detail/parallel.hpp"
 #include "src/dp/detail/ring_mod_counts.hpp"
 #include "src/dp/detail/ring_saturated_u64.hpp"
-#include "src/model/detail/dag_dp.hpp"
+#include "src/network/detail/dag_dp.hpp"
 
 namespace pathlift {
 

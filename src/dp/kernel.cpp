@@ -21,7 +21,7 @@
 #include "src/core/detail/parallel.hpp"
 #include "src/core/detail/progress.hpp"
 #include "src/dp/detail/dp_scaled.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

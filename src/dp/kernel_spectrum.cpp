@@ -21,7 +21,7 @@
 #include "src/core/detail/progress.hpp"
 #include "src/dp/detail/block_eigen.hpp"
 #include "src/dp/detail/lanczos.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

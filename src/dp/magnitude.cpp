@@ -12,9 +12,9 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/dp/detail/log_weights.hpp"
-#include "src/model/detail/dag.hpp"
-#include "src/model/detail/dag_dp.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/dag.hpp"
+#include "src/network/detail/dag_dp.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

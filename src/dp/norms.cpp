@@ -9,7 +9,7 @@
 
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/norm_gradient.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

@@ -5,8 +5,8 @@
 
 #include "src/dp/detail/dp_scaled.hpp"
 #include "src/dp/detail/path_metric_rules.hpp"
-#include "src/model/detail/dag.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/dag.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

@@ -20,7 +20,7 @@
 #include "pathlift/io.hpp"
 #include "pathlift/onnx.hpp"
 #include "src/core/detail/enum_names.hpp"
-#include "src/model/detail/theta_check.hpp"
+#include "src/network/detail/theta_check.hpp"
 
 namespace pathlift {
 

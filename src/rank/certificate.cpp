@@ -14,7 +14,7 @@
 #include "src/core/detail/enum_names.hpp"
 #include "src/core/detail/modular_field.hpp"
 #include "src/core/detail/progress.hpp"
-#include "src/model/detail/one_parameter_per_edge.hpp"
+#include "src/network/detail/one_parameter_per_edge.hpp"
 #include "src/rank/detail/modular_elimination.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 

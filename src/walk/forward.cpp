@@ -12,7 +12,7 @@
 #include "pathlift/limits.hpp"
 #include "src/core/detail/parallel.hpp"
 #include "src/core/detail/random.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/parameters.hpp"
 #include "src/walk/detail/lin_common.hpp"
 
 namespace pathlift {

@@ -16,8 +16,8 @@
 #include "pathlift/path_memory.hpp"
 #include "src/core/detail/parallel.hpp"
 #include "src/core/detail/progress.hpp"
-#include "src/model/detail/parameters.hpp"
-#include "src/model/detail/theta_check.hpp"
+#include "src/network/detail/parameters.hpp"
+#include "src/network/detail/theta_check.hpp"
 #include "src/walk/detail/engine.hpp"
 #include "src/walk/detail/sinks.hpp"
 

@@ -15,8 +15,8 @@
 #include "src/core/detail/parallel.hpp"
 #include "src/dp/detail/log_weights.hpp"
 #include "src/dp/detail/path_totals.hpp"
-#include "src/model/detail/one_parameter_per_edge.hpp"
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/one_parameter_per_edge.hpp"
+#include "src/network/detail/parameters.hpp"
 
 namespace pathlift {
 

@@ -27,7 +27,7 @@
 
 #include "pathlift/network.hpp"
 #include "src/core/detail/scaled_arith.hpp"
-#include "src/model/detail/dag.hpp"
+#include "src/network/detail/dag.hpp"
 
 namespace pathlift::detail {
 

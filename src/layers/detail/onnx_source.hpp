@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "src/model/detail/input_file.hpp"
+#include "src/network/detail/input_file.hpp"
 
 namespace pathlift::detail {
 

@@ -31,7 +31,7 @@
 #include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
 #include "src/core/detail/parallel.hpp"
-#include "src/model/detail/dag.hpp"
+#include "src/network/detail/dag.hpp"
 #include "src/walk/detail/walk.hpp"
 
 namespace pathlift::detail {

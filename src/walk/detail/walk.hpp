@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "src/model/detail/dag.hpp"
+#include "src/network/detail/dag.hpp"
 
 namespace pathlift::detail {
 

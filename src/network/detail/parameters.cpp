@@ -1,4 +1,4 @@
-#include "src/model/detail/parameters.hpp"
+#include "src/network/detail/parameters.hpp"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 #include "pathlift/error.hpp"
 #include "pathlift/options.hpp"
 #include "src/core/detail/parallel.hpp"
-#include "src/model/detail/dag.hpp"
-#include "src/model/detail/dag_dp.hpp"
-#include "src/model/detail/ring_longest_paths.hpp"
+#include "src/network/detail/dag.hpp"
+#include "src/network/detail/dag_dp.hpp"
+#include "src/network/detail/ring_longest_paths.hpp"
 
 namespace pathlift::detail {
 

@@ -20,7 +20,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/core/detail/json.hpp"
-#include "src/model/detail/input_file.hpp"
+#include "src/network/detail/input_file.hpp"
 
 namespace pathlift {
 
