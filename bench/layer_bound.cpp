@@ -40,7 +40,7 @@
 #include "pathlift/norms.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
-#include "src/layers/detail/layers_geometry.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace {
 

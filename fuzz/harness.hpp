@@ -16,7 +16,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/model.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 
 namespace pathlift::fuzz {
 

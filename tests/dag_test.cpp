@@ -1,6 +1,6 @@
-// The DAG substrate (src/detail/dag.hpp, dag_dp.hpp, walk.hpp) against brute force: each ring's
-// DP against counts taken path by path, the canonical walk against the reference walk, and the
-// walks run from inside a caller's OpenMP region.
+// The DAG substrate (src/network/dag.hpp, dag_dp.hpp, src/walk/detail/walk.hpp) against brute
+// force: each ring's DP against counts taken path by path, the canonical walk against the reference
+// walk, and the walks run from inside a caller's OpenMP region.
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -16,8 +16,8 @@
 #include "src/dp/detail/ring_log10_counts.hpp"
 #include "src/dp/detail/ring_mod_counts.hpp"
 #include "src/dp/detail/ring_saturated_u64.hpp"
-#include "src/network/detail/dag_dp.hpp"
-#include "src/network/detail/ring_longest_paths.hpp"
+#include "src/network/dag_dp.hpp"
+#include "src/network/ring_longest_paths.hpp"
 #include "src/walk/detail/ring_checked_counts.hpp"
 #include "src/walk/detail/ring_saturating_counts.hpp"
 #include "src/walk/detail/walk.hpp"

@@ -21,7 +21,7 @@
 #include "pathlift/paths.hpp"
 #include "pathlift/sparse.hpp"
 #include "reference.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "support.hpp"
 
 namespace pathlift {

@@ -17,7 +17,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/norms.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 #include "support.hpp"
 #include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"

@@ -28,7 +28,7 @@
 #include "pathlift/rank.hpp"
 #include "pathlift/symmetry.hpp"
 #include "reference.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/random_layer_graph.hpp"

@@ -16,7 +16,7 @@
 #include "pathlift/forward.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/layers.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 #include "support.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/layers_reference.hpp"

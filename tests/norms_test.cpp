@@ -16,7 +16,7 @@
 #include "pathlift/counting.hpp"
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "support.hpp"
 
 namespace pathlift {

@@ -22,7 +22,7 @@
 #include "pathlift/rank.hpp"
 #include "pathlift/symmetry.hpp"
 #include "reference.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "support.hpp"
 
 namespace pathlift {

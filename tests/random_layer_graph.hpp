@@ -22,7 +22,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/layers.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "tests/layers_builder.hpp"
 
 namespace pathlift::testing {

@@ -18,7 +18,7 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/paths.hpp"
 #include "reference.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 #include "support.hpp"
 
 namespace pathlift {

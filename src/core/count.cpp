@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "pathlift/error.hpp"
-#include "src/core/detail/checked.hpp"
+#include "src/core/checked.hpp"
 
 namespace pathlift {
 

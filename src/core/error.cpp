@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "src/core/detail/utf8.hpp"
+#include "src/core/utf8.hpp"
 
 namespace pathlift {
 

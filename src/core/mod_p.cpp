@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "src/core/detail/modular_field.hpp"
+#include "src/core/modular_field.hpp"
 
 namespace pathlift {
 

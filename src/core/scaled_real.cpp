@@ -4,7 +4,7 @@
 #include <limits>
 #include <numbers>
 
-#include "src/core/detail/scaled_arith.hpp"
+#include "src/core/scaled_arith.hpp"
 
 namespace pathlift {
 

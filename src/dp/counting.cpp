@@ -9,10 +9,10 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/checked.hpp"
-#include "src/dp/detail/path_totals.hpp"
+#include "src/core/checked.hpp"
 #include "src/dp/detail/ring_log10_counts.hpp"
-#include "src/network/detail/dag_dp.hpp"
+#include "src/dp/path_totals.hpp"
+#include "src/network/dag_dp.hpp"
 
 namespace pathlift {
 

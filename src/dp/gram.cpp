@@ -8,11 +8,11 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/modular_field.hpp"
-#include "src/core/detail/parallel.hpp"
+#include "src/core/modular_field.hpp"
+#include "src/core/parallel.hpp"
 #include "src/dp/detail/ring_mod_counts.hpp"
 #include "src/dp/detail/ring_saturated_u64.hpp"
-#include "src/network/detail/dag_dp.hpp"
+#include "src/network/dag_dp.hpp"
 
 namespace pathlift {
 

@@ -16,12 +16,12 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/core/detail/json.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/core/detail/progress.hpp"
-#include "src/dp/detail/dp_scaled.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/core/json.hpp"
+#include "src/core/parallel.hpp"
+#include "src/core/progress.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 

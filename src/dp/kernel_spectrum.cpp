@@ -16,12 +16,12 @@
 #include "pathlift/error.hpp"
 #include "pathlift/kernel.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/core/detail/json.hpp"
-#include "src/core/detail/progress.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/core/json.hpp"
+#include "src/core/progress.hpp"
 #include "src/dp/detail/block_eigen.hpp"
-#include "src/dp/detail/lanczos.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/dp/lanczos.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 

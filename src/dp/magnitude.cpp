@@ -11,10 +11,10 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/dp/detail/log_weights.hpp"
-#include "src/network/detail/dag.hpp"
-#include "src/network/detail/dag_dp.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/dp/log_weights.hpp"
+#include "src/network/dag.hpp"
+#include "src/network/dag_dp.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 

@@ -7,9 +7,9 @@
 #include <numbers>
 #include <stdexcept>
 
-#include "src/dp/detail/dp_scaled.hpp"
-#include "src/dp/detail/norm_gradient.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/dp/norm_gradient.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 
@@ -166,7 +166,7 @@ PathNorm path_norm(const Network& net, std::span<const double> theta_in, double 
 
 namespace detail {
 
-// (declared in src/detail/norm_gradient.hpp)
+// (declared in src/dp/norm_gradient.hpp)
 void check_gradient_exponent(double s) {
   if (!(s > 0) || !std::isfinite(s)) {
     throw std::invalid_argument(fmt::format(

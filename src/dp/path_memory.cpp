@@ -8,8 +8,8 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/dp/detail/path_totals.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/dp/path_totals.hpp"
 
 namespace pathlift {
 

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <vector>
 
-#include "src/dp/detail/dp_scaled.hpp"
-#include "src/dp/detail/path_metric_rules.hpp"
-#include "src/network/detail/dag.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/dp/path_metric_rules.hpp"
+#include "src/network/dag.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 

@@ -14,15 +14,15 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
 #include "pathlift/path_metric.hpp"
-#include "src/dp/detail/dp_scaled.hpp"
-#include "src/dp/detail/norm_gradient.hpp"
-#include "src/dp/detail/path_metric_rules.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/dp/norm_gradient.hpp"
+#include "src/dp/path_metric_rules.hpp"
 #include "src/layer_dp/detail/diagonal_range.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_checks.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 
 namespace pathlift {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "pathlift/layer_dp.hpp"
-#include "src/dp/detail/dp_scaled.hpp"
-#include "src/dp/detail/lanczos.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/dp/lanczos.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_checks.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"

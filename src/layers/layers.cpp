@@ -11,8 +11,8 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/layer_graph_builder.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/layers/detail/layers_geometry.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift {
 

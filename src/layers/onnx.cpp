@@ -16,7 +16,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/onnx.hpp"
 #include "src/layers/detail/onnx_import.hpp"
-#include "src/network/detail/input_file.hpp"
+#include "src/network/input_file.hpp"
 
 namespace pathlift {
 namespace detail {

@@ -19,8 +19,8 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/onnx.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/network/detail/theta_check.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/network/theta_check.hpp"
 
 namespace pathlift {
 

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "src/core/detail/random.hpp"
+#include "src/core/random.hpp"
 
 namespace pathlift {
 

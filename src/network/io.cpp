@@ -19,8 +19,8 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/json.hpp"
-#include "src/network/detail/input_file.hpp"
+#include "src/core/json.hpp"
+#include "src/network/input_file.hpp"
 
 namespace pathlift {
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "pathlift/error.hpp"
-#include "src/network/detail/theta_check.hpp"
+#include "src/network/theta_check.hpp"
 
 namespace pathlift {
 

@@ -19,7 +19,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/symmetry.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 #include "src/rank/detail/symmetry_layer_view.hpp"
 #include "src/rank/detail/symmetry_system.hpp"
 

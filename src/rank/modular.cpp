@@ -7,7 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "src/core/detail/modular_field.hpp"
+#include "src/core/modular_field.hpp"
 #include "src/rank/detail/modular_elimination.hpp"
 
 namespace pathlift {

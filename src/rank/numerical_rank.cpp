@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "pathlift/limits.hpp"
-#include "src/core/detail/enum_names.hpp"
+#include "src/core/enum_names.hpp"
 
 namespace pathlift {
 

@@ -13,7 +13,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/modular_field.hpp"
+#include "src/core/modular_field.hpp"
 #include "src/rank/detail/proof_checks.hpp"
 #include "src/rank/detail/proof_claims.hpp"
 #include "src/rank/detail/proof_context.hpp"

@@ -17,10 +17,10 @@
 #include "pathlift/path_memory.hpp"
 #include "pathlift/paths.hpp"
 #include "pathlift/symmetry.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/core/detail/json.hpp"
-#include "src/core/detail/progress.hpp"
-#include "src/dp/detail/path_totals.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/core/json.hpp"
+#include "src/core/progress.hpp"
+#include "src/dp/path_totals.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 
 namespace pathlift {

@@ -11,7 +11,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/layer_dp.hpp"
 #include "pathlift/norms.hpp"
-#include "src/network/detail/one_parameter_per_edge.hpp"
+#include "src/network/one_parameter_per_edge.hpp"
 
 namespace pathlift {
 

@@ -8,7 +8,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/symmetry.hpp"
-#include "src/core/detail/progress.hpp"
+#include "src/core/progress.hpp"
 #include "src/rank/detail/modular_elimination.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 

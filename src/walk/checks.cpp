@@ -12,8 +12,8 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
 #include "pathlift/path_memory.hpp"
-#include "src/core/detail/enum_names.hpp"
-#include "src/core/detail/random.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/core/random.hpp"
 
 namespace pathlift {
 

@@ -10,9 +10,9 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/core/detail/random.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/core/parallel.hpp"
+#include "src/core/random.hpp"
+#include "src/network/parameters.hpp"
 #include "src/walk/detail/lin_common.hpp"
 
 namespace pathlift {

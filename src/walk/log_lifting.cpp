@@ -12,11 +12,11 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/path_memory.hpp"
 #include "pathlift/paths.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/dp/detail/log_weights.hpp"
-#include "src/dp/detail/path_totals.hpp"
-#include "src/network/detail/one_parameter_per_edge.hpp"
-#include "src/network/detail/parameters.hpp"
+#include "src/core/parallel.hpp"
+#include "src/dp/log_weights.hpp"
+#include "src/dp/path_totals.hpp"
+#include "src/network/one_parameter_per_edge.hpp"
+#include "src/network/parameters.hpp"
 
 namespace pathlift {
 

@@ -7,7 +7,7 @@
 
 #include "pathlift/limits.hpp"
 #include "pathlift/path_memory.hpp"
-#include "src/core/detail/progress.hpp"
+#include "src/core/progress.hpp"
 #include "src/walk/detail/engine.hpp"
 #include "src/walk/detail/sinks.hpp"
 

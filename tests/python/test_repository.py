@@ -120,6 +120,9 @@ def test_the_include_directions():
             them = part_of(target)
             if them is not None and them not in ALLOWED[me]:
                 wrong.append(f"{rel} ({me}) includes {target} ({them})")
+            if target.startswith("src/") and "/detail/" in target and them != me:
+                wrong.append(f"{rel} ({me}) includes {target}, a detail of {them}: a header other "
+                             f"parts use is its part's internal interface, src/{them}/")
     assert not wrong, "\n".join(wrong)
 
 

@@ -16,8 +16,8 @@
 
 #include "pathlift/limits.hpp"
 #include "pathlift/options.hpp"
-#include "src/core/detail/eigen_threads.hpp"
-#include "src/core/detail/progress.hpp"
+#include "src/core/eigen_threads.hpp"
+#include "src/core/progress.hpp"
 #include "src/dp/detail/block_basis.hpp"
 #include "src/dp/detail/block_eigen.hpp"
 

@@ -1,9 +1,9 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Path counts as Count: exact in 64 bits, log10
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Path counts as Count: exact in 64 bits, log10
 // beyond (count_paths).
 
 #include "pathlift/count.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

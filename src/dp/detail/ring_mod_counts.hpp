@@ -1,10 +1,10 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Path counts modulo a prime: B^T B mod p.
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Path counts modulo a prime: B^T B mod p.
 
 #include <cstdint>
 
-#include "src/core/detail/modular_field.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/modular_field.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -1,12 +1,12 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Path counts saturated at 2^64 - 1: B^T B
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Path counts saturated at 2^64 - 1: B^T B
 // exact.
 
 #include <cstdint>
 #include <limits>
 
-#include "src/core/detail/checked.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/checked.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -8,7 +8,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
-#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/dp_scaled.hpp"
 
 namespace pathlift::detail {
 

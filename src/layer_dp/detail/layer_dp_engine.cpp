@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "pathlift/limits.hpp"
-#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/dp_scaled.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"
 

@@ -26,8 +26,8 @@
 #include "pathlift/options.hpp"
 #include "pathlift/scaled_real.hpp"
 #include "pathlift/types.hpp"
-#include "src/core/detail/eigen_threads.hpp"
-#include "src/layers/detail/layers_geometry.hpp"
+#include "src/core/eigen_threads.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/dp_scaled.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"
 

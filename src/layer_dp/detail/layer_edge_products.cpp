@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "src/dp/detail/dp_scaled.hpp"
+#include "src/dp/dp_scaled.hpp"
 #include "src/layer_dp/detail/layer_classes.hpp"
 #include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layer_dp/detail/layer_kernels.hpp"

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "pathlift/error.hpp"
-#include "src/layers/detail/layers_geometry.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 

@@ -12,7 +12,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
-#include "src/core/detail/json.hpp"
+#include "src/core/json.hpp"
 
 namespace pathlift {
 

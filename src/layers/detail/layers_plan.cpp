@@ -10,7 +10,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 
 namespace pathlift::detail {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "src/network/detail/input_file.hpp"
+#include "src/network/input_file.hpp"
 
 namespace pathlift::detail {
 

@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "pathlift/error.hpp"
-#include "src/core/detail/utf8.hpp"
+#include "src/core/utf8.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {

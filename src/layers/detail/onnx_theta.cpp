@@ -10,7 +10,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
-#include "src/core/detail/huge_pages.hpp"
+#include "src/core/huge_pages.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "pathlift/limits.hpp"
-#include "src/core/detail/parallel.hpp"
+#include "src/core/parallel.hpp"
 
 namespace pathlift::detail {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "pathlift/types.hpp"
-#include "src/core/detail/modular_field.hpp"
+#include "src/core/modular_field.hpp"
 
 namespace pathlift::detail {
 

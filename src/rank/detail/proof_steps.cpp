@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "pathlift/limits.hpp"
-#include "src/core/detail/checked.hpp"
+#include "src/core/checked.hpp"
 
 namespace pathlift::detail::proof {
 

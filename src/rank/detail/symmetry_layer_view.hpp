@@ -10,7 +10,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/layers/layers_unroll.hpp"
 
 namespace pathlift::detail {
 

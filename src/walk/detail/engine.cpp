@@ -8,9 +8,9 @@
 #include <string>
 
 #include "pathlift/error.hpp"
-#include "src/core/detail/checked.hpp"
-#include "src/network/detail/dag_dp.hpp"
-#include "src/network/detail/ring_longest_paths.hpp"
+#include "src/core/checked.hpp"
+#include "src/network/dag_dp.hpp"
+#include "src/network/ring_longest_paths.hpp"
 #include "src/walk/detail/ring_checked_counts.hpp"
 #include "src/walk/detail/sinks.hpp"
 

@@ -30,8 +30,8 @@
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
 #include "pathlift/types.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/parallel.hpp"
+#include "src/network/dag.hpp"
 #include "src/walk/detail/walk.hpp"
 
 namespace pathlift::detail {

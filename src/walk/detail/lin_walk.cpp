@@ -2,7 +2,7 @@
 
 #include <span>
 
-#include "src/network/detail/dag_dp.hpp"
+#include "src/network/dag_dp.hpp"
 #include "src/walk/detail/ring_saturating_counts.hpp"
 
 namespace pathlift::detail {

@@ -8,7 +8,7 @@
 
 #include "pathlift/network.hpp"
 #include "pathlift/types.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/network/dag.hpp"
 #include "src/walk/detail/walk.hpp"
 
 namespace pathlift::detail {

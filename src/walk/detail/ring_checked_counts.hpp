@@ -1,5 +1,5 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Path counts and lengths exact in 64 bits or
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Path counts and lengths exact in 64 bits or
 // refused: the path engine's suffix tables.
 
 #include <fmt/format.h>
@@ -7,8 +7,8 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/network.hpp"
-#include "src/core/detail/checked.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/checked.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -1,9 +1,9 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Path counts saturated at a cap: the
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Path counts saturated at a cap: the
 // linearization's column counts.
 
-#include "src/core/detail/checked.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/checked.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "src/network/detail/dag.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -1,8 +1,8 @@
 #pragma once
-// A ring of dag_dp.hpp (src/network/detail/dag_dp.hpp): Longest path lengths by max-plus: depths for
+// A ring of dag_dp.hpp (src/network/dag_dp.hpp): Longest path lengths by max-plus: depths for
 // the parameter checks and the walk plan.
 
-#include "src/network/detail/dag.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

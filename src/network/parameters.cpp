@@ -1,4 +1,4 @@
-#include "src/network/detail/parameters.hpp"
+#include "src/network/parameters.hpp"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,10 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/options.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/network/detail/dag.hpp"
-#include "src/network/detail/dag_dp.hpp"
-#include "src/network/detail/ring_longest_paths.hpp"
+#include "src/core/parallel.hpp"
+#include "src/network/dag.hpp"
+#include "src/network/dag_dp.hpp"
+#include "src/network/ring_longest_paths.hpp"
 
 namespace pathlift::detail {
 

@@ -16,7 +16,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/limits.hpp"
-#include "src/network/detail/input_file.hpp"
+#include "src/network/input_file.hpp"
 
 namespace pathlift {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "pathlift/path_metric.hpp"
-#include "src/core/detail/scaled_arith.hpp"
+#include "src/core/scaled_arith.hpp"
 
 namespace pathlift::detail {
 

@@ -11,9 +11,9 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/options.hpp"
-#include "src/core/detail/huge_pages.hpp"
-#include "src/core/detail/parallel.hpp"
-#include "src/layers/detail/layers_unroll.hpp"
+#include "src/core/huge_pages.hpp"
+#include "src/core/parallel.hpp"
+#include "src/layers/layers_unroll.hpp"
 
 namespace pathlift {
 namespace detail {

@@ -1,6 +1,6 @@
 #pragma once
 // Scaled doubles m * 2^k: the arithmetic of ScaledReal (scaled_real.hpp) and of the scaled
-// dynamic programmes (src/dp/detail/dp_scaled.hpp, the layer DP). A value is m * 2^k with m = 0
+// dynamic programmes (src/dp/dp_scaled.hpp, the layer DP). A value is m * 2^k with m = 0
 // or 2^-256 <= |m| <= 2^256 after dp_normalize.
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "src/core/detail/modular_field.hpp"
+#include "src/core/modular_field.hpp"
 
 #include <fmt/format.h>
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "pathlift/error.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "pathlift/network.hpp"
-#include "src/core/detail/scaled_arith.hpp"
-#include "src/network/detail/dag.hpp"
+#include "src/core/scaled_arith.hpp"
+#include "src/network/dag.hpp"
 
 namespace pathlift::detail {
 

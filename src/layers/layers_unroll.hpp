@@ -28,7 +28,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/options.hpp"
-#include "src/layers/detail/layers_geometry.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 
