@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "pathlift/error.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/layer_rules.hpp"
 
 namespace pathlift {
@@ -28,10 +29,9 @@ namespace {
 Index entries(const std::vector<Index>& shape) {
   Index n = 1;
   for (const Index x : shape) {
-    if (x < 0 || (x > 0 && n > std::numeric_limits<Index>::max() / x)) {
+    if (x < 0 || detail::mul_overflows(n, x, n)) {
       return -1;
     }
-    n *= x;
   }
   return n;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "pathlift/error.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
@@ -21,7 +22,7 @@ std::string shape_text(const std::vector<Index>& shape) {
 Index checked_entries(const std::vector<Index>& shape, std::string_view what) {
   Index n = 1;
   for (const Index x : shape) {
-    if (x < 1 || x > k_max_dim || __builtin_mul_overflow(n, x, &n) || n > k_max_dim) {
+    if (x < 1 || x > k_max_dim || mul_overflows(n, x, n) || n > k_max_dim) {
       throw LayerProblem{fmt::format("{} {} is empty or has more than {} entries", what,
                                      shape_text(shape), k_max_dim)};
     }
@@ -391,7 +392,7 @@ std::vector<Index> LayerChecker::concat() const {
           "input {} has shape {} but input 0 has shape {}: only dimension {} may differ", k,
           shape_text(s), shape_text(first), axis));
     }
-    if (__builtin_add_overflow(out[axis], s[axis], &out[axis]) || out[axis] > k_max_dim) {
+    if (add_overflows(out[axis], s[axis], out[axis]) || out[axis] > k_max_dim) {
       fail(fmt::format("the concatenated dimension {} exceeds {}", axis, k_max_dim));
     }
   }

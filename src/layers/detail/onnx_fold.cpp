@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "pathlift/error.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {
@@ -522,11 +523,11 @@ void Importer::fold_arithmetic(int i) {
     } else {
       bool overflow = false;
       if (op == "Add") {
-        overflow = __builtin_add_overflow(x.i, y.i, &r.i);
+        overflow = add_overflows(x.i, y.i, r.i);
       } else if (op == "Sub") {
         overflow = __builtin_sub_overflow(x.i, y.i, &r.i);
       } else if (op == "Mul") {
-        overflow = __builtin_mul_overflow(x.i, y.i, &r.i);
+        overflow = mul_overflows(x.i, y.i, r.i);
       } else if (y.i == 0) {
         invalid(i, fmt::format("an integer division of {} by 0", x.i));
         return;

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "pathlift/error.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {
@@ -108,7 +109,7 @@ void Importer::fold_reshape(int i) {
       inferred = static_cast<int>(k);
       d = 1;
     }
-    if (d < 0 || __builtin_mul_overflow(known, d, &known)) {
+    if (d < 0 || mul_overflows(known, d, known)) {
       invalid(i, fmt::format("shape {} is not a shape for a constant of shape {}",
                              constant_text(*target), shape_text(data->dims)));
       return;

@@ -30,6 +30,7 @@
 
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/detail/onnx_source.hpp"
 
@@ -64,7 +65,7 @@ bool is_floating(int data_type);
 inline Index entries_of(const std::vector<Index>& dims) {
   Index n = 1;
   for (const Index d : dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+    if (d < 0 || mul_overflows(n, d, n)) {
       return -1;
     }
   }

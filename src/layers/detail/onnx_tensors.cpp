@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "pathlift/error.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {
@@ -150,7 +151,7 @@ std::vector<Index> tensor_dims(const TensorProto& t) {
       throw FormatError(fmt::format("{} has dims {}: a dimension is negative", tensor_label(t),
                                     shape_text(dims)));
     }
-    if (__builtin_mul_overflow(n, d, &n)) {
+    if (mul_overflows(n, d, n)) {
       throw FormatError(fmt::format("{} has dims {}: more entries than a 64-bit count holds",
                                     tensor_label(t), shape_text(dims)));
     }
@@ -179,8 +180,7 @@ void check_tensor_data(const OnnxModel& model, const TensorProto& t) {
   }
   if (model.has_raw_data(t)) {
     std::size_t bytes = 0;
-    if (__builtin_mul_overflow(static_cast<std::size_t>(n), size, &bytes) ||
-        model.raw_size(t) != bytes) {
+    if (mul_overflows(static_cast<std::size_t>(n), size, bytes) || model.raw_size(t) != bytes) {
       throw FormatError(fmt::format("{} of dims {} ({}) has {} bytes of data, not {} x {}",
                                     tensor_label(t), shape_text(tensor_dims(t)),
                                     type_name(t.data_type()), model.raw_size(t), n, size));

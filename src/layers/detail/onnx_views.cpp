@@ -13,6 +13,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/detail/onnx_import.hpp"
 
 namespace pathlift::detail {
@@ -157,7 +158,7 @@ std::vector<Index> slice_indices(std::int64_t start, std::int64_t end, std::int6
   std::vector<Index> out;
   for (std::int64_t k = start; step > 0 ? k < end : k > end;) {
     out.push_back(k);
-    if (__builtin_add_overflow(k, step, &k)) {
+    if (add_overflows(k, step, k)) {
       break;
     }
   }
