@@ -92,11 +92,12 @@ std::vector<InEdge> in_edges(const Network& net, const std::string& name) {
 }
 
 TEST(LayerKind, NamesRoundTrip) {
-  for (const auto kind : {LayerKind::input, LayerKind::linear, LayerKind::conv, LayerKind::max_pool,
-                          LayerKind::avg_pool, LayerKind::adaptive_avg_pool, LayerKind::batch_norm,
-                          LayerKind::activation, LayerKind::add, LayerKind::sub, LayerKind::concat,
-                          LayerKind::flatten}) {
-    EXPECT_EQ(parse_layer_kind(to_string(kind)), kind);
+  // layer_kinds() holds every kind once, in declaration order; each name reads back.
+  const std::vector<LayerKind> kinds = layer_kinds();
+  ASSERT_EQ(kinds.size(), static_cast<std::size_t>(LayerKind::scale) + 1) << "the last kind";
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    EXPECT_EQ(static_cast<std::size_t>(kinds[k]), k);
+    EXPECT_EQ(parse_layer_kind(to_string(kinds[k])), kinds[k]);
   }
   const std::string msg = error_of<FormatError>([] { (void)parse_layer_kind("conv2d"); });
   EXPECT_TRUE(contains(msg, "'conv2d'"));

@@ -73,6 +73,8 @@ enum class LayerKind : std::uint8_t {
 /// listing the names.
 std::string to_string(LayerKind kind);
 LayerKind parse_layer_kind(std::string_view name);
+/// Every layer kind, in declaration order (the one list: the Python face's layer_kinds()).
+std::vector<LayerKind> layer_kinds();
 
 /// One layer. Only the fields of its kind are read; the others keep their defaults.
 struct Layer {

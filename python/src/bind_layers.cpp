@@ -451,11 +451,7 @@ void bind_layers(py::module_& m) {
       "layer_kinds",
       [] {
         std::vector<std::string> names;
-        for (const LayerKind k :
-             {LayerKind::input, LayerKind::linear, LayerKind::conv, LayerKind::max_pool,
-              LayerKind::avg_pool, LayerKind::adaptive_avg_pool, LayerKind::batch_norm,
-              LayerKind::activation, LayerKind::add, LayerKind::sub, LayerKind::concat,
-              LayerKind::flatten, LayerKind::gather, LayerKind::conv_transpose, LayerKind::scale}) {
+        for (const LayerKind k : layer_kinds()) {
           names.push_back(to_string(k));
         }
         return names;

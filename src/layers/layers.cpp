@@ -41,6 +41,14 @@ std::string to_string(LayerKind kind) {
   return std::string(detail::enum_name(k_kind_names, kind));
 }
 
+std::vector<LayerKind> layer_kinds() {
+  std::vector<LayerKind> out;
+  for (const auto& e : k_kind_names) {
+    out.push_back(e.value);
+  }
+  return out;
+}
+
 LayerKind parse_layer_kind(std::string_view name) {
   try {
     return detail::parse_enum(k_kind_names, name, "layer kind");

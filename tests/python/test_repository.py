@@ -129,7 +129,7 @@ def test_the_include_directions():
 def switches(text: str):
     """Each `switch (...) {` body of a C++ source, as (line, the body's text at its own depth:
     nested braces' contents left out)."""
-    for m in re.finditer(r"\bswitch \([^)]*\) \{", text):
+    for m in re.finditer(r"\bswitch \(.*\) \{", text):
         depth, i, own = 1, m.end(), []
         while depth:
             c = text[i]

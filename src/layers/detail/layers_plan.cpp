@@ -357,7 +357,10 @@ void Unroller::plan() {
         mark_entrywise(l, 0, false);
         mark_entrywise(l, 1, true);
         break;
-      default:
+      case LayerKind::input:
+      case LayerKind::concat:
+      case LayerKind::flatten:
+      case LayerKind::gather:
         break;
     }
   }
