@@ -104,6 +104,31 @@ class KernelSource {
   const ComputeOptions& m_compute;
 };
 
+/// The text form of --top-eig (d parameters): the eigenvalues, their residuals, where the
+/// vectors went, and trace(K).
+void print_eigenvalues(std::FILE* text, const KernelEigenvalues& r, const KernelOptions& opts,
+                       Index d, const ScaledReal& trace) {
+  const char* how = r.method == EigenMethod::dense    ? "dense eigensolver"
+                    : r.method == EigenMethod::lobpcg ? "LOBPCG on matrix-free block products K V"
+                                                      : "block Lanczos on matrix-free K v";
+  fmt::print(text, "top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig,
+             d, d, how, to_string(r.status),
+             r.dense ? "" : fmt::format(", {} products K v", r.products));
+  const bool residuals = r.residuals.size() == r.values.size() && r.values.size() > 0;
+  if (residuals) {
+    fmt::print(text, "  {:>4}  {:>18}  {}\n", "", "eigenvalue", "||K v - lambda v|| / lambda");
+  }
+  for (Index i = 0; i < r.values.size(); ++i) {
+    fmt::print(text, "  {:>4}  {:.12e}{}\n", i + 1, r.values(i),
+               residuals ? fmt::format("  {:.2e}", r.residuals(i)) : "");
+  }
+  if (!opts.vectors.empty()) {
+    fmt::print(text, "eigenvectors ({} x {}, column j for eigenvalue j) written to {}\n", d,
+               r.vectors.cols(), opts.vectors);
+  }
+  fmt::print(text, "trace(K)  {}\n", trace_text(trace));
+}
+
 void run_kernel(const KernelOptions& opts) {
   require_one_stdout_result(opts.json, opts.output);
   if (!opts.vectors.empty() && opts.top_eig == 0) {
@@ -229,25 +254,7 @@ void run_kernel(const KernelOptions& opts) {
     j["seconds"] = seconds;
     print_json(j);
   } else {
-    const char* how = r.method == EigenMethod::dense    ? "dense eigensolver"
-                      : r.method == EigenMethod::lobpcg ? "LOBPCG on matrix-free block products K V"
-                                                        : "block Lanczos on matrix-free K v";
-    fmt::print(text, "top {} eigenvalues of K ({} x {}), largest first ({}, {}{}):\n", opts.top_eig,
-               d, d, how, to_string(r.status),
-               r.dense ? "" : fmt::format(", {} products K v", r.products));
-    const bool residuals = r.residuals.size() == r.values.size() && r.values.size() > 0;
-    if (residuals) {
-      fmt::print(text, "  {:>4}  {:>18}  {}\n", "", "eigenvalue", "||K v - lambda v|| / lambda");
-    }
-    for (Index i = 0; i < r.values.size(); ++i) {
-      fmt::print(text, "  {:>4}  {:.12e}{}\n", i + 1, r.values(i),
-                 residuals ? fmt::format("  {:.2e}", r.residuals(i)) : "");
-    }
-    if (!opts.vectors.empty()) {
-      fmt::print(text, "eigenvectors ({} x {}, column j for eigenvalue j) written to {}\n", d,
-                 r.vectors.cols(), opts.vectors);
-    }
-    fmt::print(text, "trace(K)  {}\n", trace_text(trace));
+    print_eigenvalues(text, r, opts, d, trace);
     fmt::print(text, "time      {:.3f} s\n", seconds);
   }
   if (r.status != EigenStatus::converged) {

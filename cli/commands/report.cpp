@@ -97,6 +97,47 @@ RankOptions rank_options(const ComputeOptions& compute) {
   return ro;
 }
 
+/// Theorem 1 on this network: rank(B) certified; rank(dPhi) numerically while d x d is small.
+/// What fails is added to `failed`.
+void report_theorem(const Network& net, std::span<const double> theta, const ReportOptions& opts,
+                    Timings& t, std::vector<std::string>& failed) {
+  const Index d = net.num_params();
+  const bool per_edge = net.one_parameter_per_edge();
+  const std::size_t max_memory = work_memory(opts.compute);
+  fmt::print("\ntheorem   ");
+  if (d <= k_numerical_rank_max_d) {
+    const RankReport rr = t.time("rank", [&] {
+      const RankOptions ro = rank_options(opts.compute);
+      NumericalRankOptions no;
+      no.engine.max_memory = max_memory;
+      return check_rank_theorem(net, theta, ro, no);
+    });
+    if (is_failure(rr.status)) {
+      failed.push_back(fmt::format("rank: {}", to_string(rr.status)));
+    }
+    fmt::print(
+        "rank B = {} (certified: {} <= rank <= {}), rank dPhi = {} (numerical), {} = {}: "
+        "{}\n",
+        rr.rank_B.lower, rr.rank_B.lower, rr.rank_B.upper,
+        rr.rank_J ? std::to_string(rr.rank_J->rank) : std::string("-"),
+        per_edge ? "d - h" : "d - h_sym", rr.expected, to_string(rr.status));
+  } else {
+    const RankCertificate cert =
+        t.time("rank", [&] { return certify_rank(net, rank_options(opts.compute)); });
+    if (!cert.certified() || (per_edge && cert.lower != cert.expected)) {
+      failed.push_back(cert.certified() ? "Theorem 1 does not hold" : "rank(B) not certified");
+    }
+    fmt::print(
+        "rank B = {} (certified: {} <= rank <= {}), {} = {}: {}; rank dPhi: see "
+        "`pathlift rank` (d = {} is large for an SVD here)\n",
+        cert.lower, cert.lower, cert.upper, per_edge ? "d - h" : "d - h_sym", cert.expected,
+        cert.certified() && cert.lower == cert.expected
+            ? "holds"
+            : (per_edge ? "DOES NOT HOLD" : "below the symmetry bound"),
+        d);
+  }
+}
+
 void run_report(const ReportOptions& opts) {
   // Named, not a structured binding: lambdas capture net (clang 14 cannot capture a binding).
   const LoadedNetwork loaded = load_network(opts.network, opts.compute);
@@ -199,39 +240,7 @@ void run_report(const ReportOptions& opts) {
       }
     }
 
-    // Theorem 1 on this network: rank(B) certified; rank(dPhi) numerically while d x d is small.
-    fmt::print("\ntheorem   ");
-    if (d <= k_numerical_rank_max_d) {
-      const RankReport rr = t.time("rank", [&] {
-        const RankOptions ro = rank_options(opts.compute);
-        NumericalRankOptions no;
-        no.engine.max_memory = max_memory;
-        return check_rank_theorem(net, theta.theta, ro, no);
-      });
-      if (is_failure(rr.status)) {
-        failed.push_back(fmt::format("rank: {}", to_string(rr.status)));
-      }
-      fmt::print(
-          "rank B = {} (certified: {} <= rank <= {}), rank dPhi = {} (numerical), {} = {}: "
-          "{}\n",
-          rr.rank_B.lower, rr.rank_B.lower, rr.rank_B.upper,
-          rr.rank_J ? std::to_string(rr.rank_J->rank) : std::string("-"),
-          per_edge ? "d - h" : "d - h_sym", rr.expected, to_string(rr.status));
-    } else {
-      const RankCertificate cert =
-          t.time("rank", [&] { return certify_rank(net, rank_options(opts.compute)); });
-      if (!cert.certified() || (per_edge && cert.lower != cert.expected)) {
-        failed.push_back(cert.certified() ? "Theorem 1 does not hold" : "rank(B) not certified");
-      }
-      fmt::print(
-          "rank B = {} (certified: {} <= rank <= {}), {} = {}: {}; rank dPhi: see "
-          "`pathlift rank` (d = {} is large for an SVD here)\n",
-          cert.lower, cert.lower, cert.upper, per_edge ? "d - h" : "d - h_sym", cert.expected,
-          cert.certified() && cert.lower == cert.expected
-              ? "holds"
-              : (per_edge ? "DOES NOT HOLD" : "below the symmetry bound"),
-          d);
-    }
+    report_theorem(net, theta.theta, opts, t, failed);
 
     // Proposition 1: f = L Phi on a small random batch.
     const Eigen::MatrixXd batch = random_data(net, 8, 0);

@@ -119,9 +119,7 @@ class KernelProducts {
   mutable std::mutex m_mutex;
 };
 
-}  // namespace
-
-void bind_kernel(py::module_& m) {
+void bind_kernel_sums(py::module_& m) {
   m.def(
       "kernel_diagonal",
       [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress,
@@ -187,7 +185,9 @@ theta: d finite numbers, or None for the stored weights. For repeated products u
 kernel_operator (which keeps those sums). ValueError for a wrong size or a non-finite entry;
 RangeError (an ArithmeticError) when an entry of K v overflows float64 or is subnormal.
 threads: 0 = all cores. The GIL is released.)doc");
+}
 
+void bind_kernel_matrices(py::module_& m) {
   py::class_<KernelProducts>(m, "_KernelProducts",
                              "K on a network, kept across products: the engine of "
                              "pathlift.kernel_operator (use that).")
@@ -278,7 +278,9 @@ modulo a prime is a certified lower bound of rank(B) (certify_rank_from_gram).
 prime: a prime below 2^63, default 2^61 - 1.
 ValueError otherwise; TooLarge (MemoryError) when d x d residues exceed max_memory.
 Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
+}
 
+void bind_kernel_eigenpairs(py::module_& m) {
   py::class_<KernelEigenvalues> eigenvalues(m, "KernelEigenvalues",
                                             "The largest eigenvalues of the path kernel "
                                             "(kernel_top_eigenvalues) and how they were obtained.");
@@ -381,6 +383,14 @@ not an exception, when the iteration does not converge. ValueError unless 1 <= c
 for a bad theta; TooLarge (MemoryError) when the method needs more than max_memory. progress:
 a callable(phase, fraction); both iterations report their residual's way down to the
 tolerance. The GIL is released.)doc");
+}
+
+}  // namespace
+
+void bind_kernel(py::module_& m) {
+  bind_kernel_sums(m);
+  bind_kernel_matrices(m);
+  bind_kernel_eigenpairs(m);
 }
 
 }  // namespace pathlift::python

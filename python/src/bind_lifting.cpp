@@ -180,9 +180,7 @@ constexpr const char* engine_doc =
     "max_memory: bytes, 0 = half of physical RAM; work over the limit raises TooLarge "
     "(MemoryError) with P, nnz and the bytes needed. The GIL is released while computing.";
 
-}  // namespace
-
-void bind_lifting(py::module_& m) {
+void bind_lifting_paths(py::module_& m) {
   // Each function takes a PathSet or a Network. pybind11 tries overloads in the order they are
   // defined, and a failed try costs about 0.6 us: the PathSet form, the one called in loops
   // (theta changing, paths fixed), comes first.
@@ -268,6 +266,9 @@ an int32 copy while nnz < 2^31, made once per path set). dense=True returns a de
 Complexity: O(nnz). )doc") +
        engine_doc)
           .c_str());
+}
+
+void bind_lifting_jacobians(py::module_& m) {
   m.def(
       "jacobian",
       [](const PathSetPtr& paths, const py::object& theta, const py::object& dtype, bool dense,
@@ -341,6 +342,13 @@ length, a non-1-D theta or a NaN/inf entry. Complexity: O(nnz). )doc") +
       py::arg("dense") = false, py::arg("threads") = 0, py::arg("progress") = py::none(),
       py::arg("max_memory") = 0,
       "diag(Phi) B diag(1/theta) for a network: enumerates the paths and computes Phi first.");
+}
+
+}  // namespace
+
+void bind_lifting(py::module_& m) {
+  bind_lifting_paths(m);
+  bind_lifting_jacobians(m);
 }
 
 }  // namespace pathlift::python

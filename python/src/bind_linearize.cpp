@@ -53,9 +53,7 @@ constexpr const char* check_doc =
     "are compared with central finite differences of forward() (chosen by seed). threads: 0 = "
     "all cores; max_memory: bytes, 0 = half of RAM (TooLarge over it). The GIL is released.";
 
-}  // namespace
-
-void bind_linearize(py::module_& m) {
+void bind_linearization_types(py::module_& m) {
   py::class_<Linearization, LinearizationPtr>(m, "Linearization", R"doc(
 A forward pass, its activation pattern and the map L of Proposition 1 (linearize).
 L is a scipy.sparse.csr_matrix of shape (n q) x P: row i q + j (sample i, output j), column p
@@ -121,7 +119,9 @@ to_dict() gives the CLI's `linearize --json` object.
             "<pathlift.LinearizationCheck: {}, max_err_f {:.3g}, max_err_grad {:.3g}>",
             to_string(c.status), c.max_err_f, c.max_err_grad);
       });
+}
 
+void bind_linearize_functions(py::module_& m) {
   m.def(
       "linear_map",
       [](const NetworkArg& arg, const py::object& X, const ActivationPattern& pattern, int threads,
@@ -243,6 +243,13 @@ one call (what `pathlift linearize` and `report` run): a LinearizationCheck; .to
 the CLI's JSON. X: n x r data; theta: d finite numbers or None for the stored weights.)doc") +
        check_doc)
           .c_str());
+}
+
+}  // namespace
+
+void bind_linearize(py::module_& m) {
+  bind_linearization_types(m);
+  bind_linearize_functions(m);
 }
 
 }  // namespace pathlift::python

@@ -316,47 +316,7 @@ auto node_view(F get) {
   };
 }
 
-}  // namespace
-
-void bind_network(py::module_& m) {
-  // A shared_ptr holder: a LayerNetwork hands out its cached DAG without a copy.
-  py::class_<Network, std::shared_ptr<Network>> cls(m, "Network", R"doc(
-An immutable, validated DAG ReLU network (docs/conventions.md#network): named nodes, edges in
-parameter order (edge k carries theta[k]; parallel edges allowed), inputs (nodes without
-incoming edge; bias inputs have value 1), outputs (sinks plus designated nodes), hidden nodes
-(the rest), one activation per node (defaults: hidden ReLU, inputs and outputs identity).
-
-Network(edges, nodes=None, *, outputs=None, bias=None, activations=None, weights=None)
-
-- edges: a sequence of (source, target) pairs, or an int array of shape (d, 2). A node is a
-  name (str) or a 0-based index (int).
-- nodes: the node names in node order, or a node count n (names "0".."n-1"). When omitted:
-  the names in order of first appearance (str references) or max index + 1 (int references).
-- outputs: designated output nodes (sinks are outputs anyway; an output may feed others).
-- bias: input nodes whose value is 1.
-- activations: {node: "relu" | "identity" | "leaky_relu:<slope>"} overriding the defaults.
-- weights: theta stored with the network (one per parameter), used when theta is omitted.
-- params: parameters distinct from edges (file format version 2): one int per edge, the
-  parameter it carries (several edges may share one), or -1 for a fixed edge whose weight is
-  fixed_weights[k] (default 1). num_params: d (default: the largest parameter + 1). Without
-  params, edge k carries theta[k].
-
-Raises NetworkError (a ValueError) naming the culprits for a cycle, an isolated node, a
-designated output without incoming edge, ... Complexity: O(m + d).
-
-Example::
-
-    net = pathlift.Network([("a", "d"), ("a", "f"), ("c", "d"), ("c", "f"),
-                            ("d", "h"), ("f", "h"), ("g", "h")],
-                           nodes=["a", "c", "g", "d", "f", "h"], bias=["g"])
-)doc");
-  cls.def(py::init(&make_network), py::arg("edges"), py::arg("nodes") = py::none(), py::kw_only(),
-          py::arg("outputs") = py::none(), py::arg("bias") = py::none(),
-          py::arg("activations") = py::none(), py::arg("weights") = py::none(),
-          py::arg("params") = py::none(), py::arg("fixed_weights") = py::none(),
-          py::arg("num_params") = py::none(),
-          "Builds and validates a network (see the class docstring).");
-
+void bind_network_structure(py::class_<Network, std::shared_ptr<Network>>& cls) {
   cls.def_property_readonly(
          "nodes", [](const Network& n) { return n.node_names(); }, "Node names, in node order.")
       .def_property_readonly("num_nodes", &Network::num_nodes, "m, the number of nodes.")
@@ -459,7 +419,9 @@ Example::
       .def_property_readonly("edges_increase_along_paths", &Network::edges_increase_along_paths,
                              "True when edge indices increase along every path (feed-forward "
                              "networks in PyTorch order): B then shares the path arrays.");
+}
 
+void bind_network_queries(py::class_<Network, std::shared_ptr<Network>>& cls) {
   cls.def(
          "role", [](const Network& n, NodeId v) { return role_name(n.role(v)); }, py::arg("v"),
          "Role of node v: 'input', 'hidden' or 'output'. IndexError for a bad index.")
@@ -525,6 +487,51 @@ Example::
            })
       .def(py::pickle([](const Network& n) { return network_to_json(n); },
                       [](const std::string& text) { return parse_network(text); }));
+}
+
+}  // namespace
+
+void bind_network(py::module_& m) {
+  // A shared_ptr holder: a LayerNetwork hands out its cached DAG without a copy.
+  py::class_<Network, std::shared_ptr<Network>> cls(m, "Network", R"doc(
+An immutable, validated DAG ReLU network (docs/conventions.md#network): named nodes, edges in
+parameter order (edge k carries theta[k]; parallel edges allowed), inputs (nodes without
+incoming edge; bias inputs have value 1), outputs (sinks plus designated nodes), hidden nodes
+(the rest), one activation per node (defaults: hidden ReLU, inputs and outputs identity).
+
+Network(edges, nodes=None, *, outputs=None, bias=None, activations=None, weights=None)
+
+- edges: a sequence of (source, target) pairs, or an int array of shape (d, 2). A node is a
+  name (str) or a 0-based index (int).
+- nodes: the node names in node order, or a node count n (names "0".."n-1"). When omitted:
+  the names in order of first appearance (str references) or max index + 1 (int references).
+- outputs: designated output nodes (sinks are outputs anyway; an output may feed others).
+- bias: input nodes whose value is 1.
+- activations: {node: "relu" | "identity" | "leaky_relu:<slope>"} overriding the defaults.
+- weights: theta stored with the network (one per parameter), used when theta is omitted.
+- params: parameters distinct from edges (file format version 2): one int per edge, the
+  parameter it carries (several edges may share one), or -1 for a fixed edge whose weight is
+  fixed_weights[k] (default 1). num_params: d (default: the largest parameter + 1). Without
+  params, edge k carries theta[k].
+
+Raises NetworkError (a ValueError) naming the culprits for a cycle, an isolated node, a
+designated output without incoming edge, ... Complexity: O(m + d).
+
+Example::
+
+    net = pathlift.Network([("a", "d"), ("a", "f"), ("c", "d"), ("c", "f"),
+                            ("d", "h"), ("f", "h"), ("g", "h")],
+                           nodes=["a", "c", "g", "d", "f", "h"], bias=["g"])
+)doc");
+  cls.def(py::init(&make_network), py::arg("edges"), py::arg("nodes") = py::none(), py::kw_only(),
+          py::arg("outputs") = py::none(), py::arg("bias") = py::none(),
+          py::arg("activations") = py::none(), py::arg("weights") = py::none(),
+          py::arg("params") = py::none(), py::arg("fixed_weights") = py::none(),
+          py::arg("num_params") = py::none(),
+          "Builds and validates a network (see the class docstring).");
+
+  bind_network_structure(cls);
+  bind_network_queries(cls);
 }
 
 }  // namespace pathlift::python

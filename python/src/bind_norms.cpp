@@ -55,7 +55,9 @@ py::object scaled_result(const ScaledReal& x, bool scaled, std::string_view what
   return py::float_(x.value());
 }
 
-void bind_norms(py::module_& m) {
+namespace {
+
+void bind_norm_types(py::module_& m) {
   py::class_<ScaledReal>(m, "ScaledReal", R"doc(
 A real number that may lie outside double's range: mantissa * 2**exponent. The path-free
 computations return a plain float when the value fits in a double and a ScaledReal otherwise
@@ -143,7 +145,9 @@ every case, and `scaled` is the norm as a ScaledReal (mantissa and binary expone
       .def("__repr__", [](const PathNorm& n) {
         return fmt::format("<pathlift.PathNorm: s = {}, norm = {}>", n.s, scaled_string(n.norm));
       });
+}
 
+void bind_norm_functions(py::module_& m) {
   m.def(
       "path_norm",
       [](const NetworkArg& net, const py::object& theta, const py::object& s_arg, bool per_input,
@@ -234,6 +238,13 @@ differentiable there and ValueError names the parameter. RangeError (an Arithmet
 an entry overflows float64 or is subnormal (path_norm itself works at any magnitude). A LayerNetwork is not unrolled (a forward, a backward and a weight-gradient pass per
 layer). theta: d finite numbers; None uses the weights. threads: 0 = all cores. The GIL is
 released. Complexity: O(m + d), one forward and one backward pass.)doc");
+}
+
+}  // namespace
+
+void bind_norms(py::module_& m) {
+  bind_norm_types(m);
+  bind_norm_functions(m);
 }
 
 }  // namespace pathlift::python

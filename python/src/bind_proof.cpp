@@ -81,9 +81,7 @@ auto step_array(V ProofStep::*member) {
   return [member](const ProofStep& s) { return index_array(s.*member); };
 }
 
-}  // namespace
-
-void bind_proof(py::module_& m) {
+void bind_proof_matrices(py::module_& m) {
   py::class_<ProofIssue>(m, "ProofIssue", R"doc(
 A claim of the proof that failed (ProofCertificate.failure, ProofCheck.failure), or a claim
 of the paper that is false as stated while the step still stands (findings): the step, the
@@ -157,7 +155,9 @@ order the paper prints them in, and dense() the matrix in that order. set() chan
         return fmt::format("<pathlift.ProofMatrix {}: {} x {}, nnz {}>", p.name, p.matrix.rows(),
                            p.matrix.cols, p.matrix.nnz());
       });
+}
 
+void bind_proof_steps(py::module_& m) {
   py::class_<ProofStep>(m, "ProofStep", R"doc(
 One step of the induction on a network N_i (step 0: the user's network). kind 'induction':
 u (the last hidden node of a topological order, inputs first) becomes an output; k = the first
@@ -254,7 +254,9 @@ step's network (original_edge maps edges to the user's network).
             "<pathlift.ProofStep induction: u = {}, k = {}, e = {}, #E_end = {}, rank(B) = {}>",
             s.network.node_name(s.u), s.network.node_name(s.k), s.e, s.e_end.size(), s.rank);
       });
+}
 
+void bind_proof_certificates(py::module_& m) {
   py::class_<ProofCertificate>(m, "ProofCertificate", R"doc(
 The paper's proof of Theorem 1 executed on a network (prove_rank): h induction steps then the
 base case, each checked claim by claim. proved is True when every step went through; failure
@@ -308,7 +310,9 @@ false as stated where the step still stands.
         return c.failure ? fmt::format("<pathlift.ProofCheck: FAILED: {}>", c.failure->message)
                          : std::string("<pathlift.ProofCheck: ok>");
       });
+}
 
+void bind_proof_functions(py::module_& m) {
   m.def(
       "prove_rank",
       [](const NetworkArg& arg, bool keep_matrices, bool check_rank_after, std::uint64_t prime,
@@ -368,6 +372,15 @@ Example::
         return out;
       },
       "The claims the proof checks: {id: statement as the paper states it}.");
+}
+
+}  // namespace
+
+void bind_proof(py::module_& m) {
+  bind_proof_matrices(m);
+  bind_proof_steps(m);
+  bind_proof_certificates(m);
+  bind_proof_functions(m);
 }
 
 }  // namespace pathlift::python

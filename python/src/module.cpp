@@ -21,6 +21,7 @@
   X(modular)                       \
   X(checks)                        \
   X(magnitude)                     \
+  X(rank_results)                  \
   X(rank)                          \
   X(proof)                         \
   X(forward)                       \
