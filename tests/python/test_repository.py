@@ -29,9 +29,40 @@ def test_the_library_names_no_cli_flag():
     assert not hits, "\n".join(hits)
 
 
-def test_no_library_file_is_over_700_lines():
-    long = {str(p.relative_to(ROOT)): n for p in LIBRARY
+def test_no_source_file_is_over_700_lines():
+    sources = LIBRARY + [p for d in ("cli", "python") for p in (ROOT / d).rglob("*")
+                         if p.suffix in (".cpp", ".hpp", ".py")]
+    long = {str(p.relative_to(ROOT)): n for p in sources
             if (n := len(p.read_text().splitlines())) > 700}
+    assert not long, long
+
+
+def test_no_function_of_the_faces_is_over_150_lines():
+    """The CLI and the bindings are thin layers: a function of theirs (a command, a bind_*)
+    longer than 150 lines holds several concepts."""
+    header = re.compile(r"^[A-Za-z][\w:<>,*& \[\]]* [\w:~]+\(")
+    long = []
+    for p in [p for d in ("cli", "python/src") for p in (ROOT / d).rglob("*.cpp")]:
+        lines = re.sub(r'R"(\w*)\(.*?\)\1"', lambda m: "\n" * m.group(0).count("\n"),
+                       p.read_text(), flags=re.S).split("\n")
+        i = 0
+        while i < len(lines):
+            j = i
+            while header.match(lines[i]) and j < len(lines) and not lines[j].rstrip().endswith(
+                    ("{", ";")):
+                j += 1
+            if header.match(lines[i]) and j < len(lines) and lines[j].rstrip().endswith("{"):
+                depth, k = 0, j
+                while True:
+                    depth += lines[k].count("{") - lines[k].count("}")
+                    if depth == 0:
+                        break
+                    k += 1
+                if k - i + 1 > 150:
+                    long.append(f"{p.relative_to(ROOT)}:{i + 1} ({k - i + 1} lines)")
+                i = k + 1
+            else:
+                i += 1
     assert not long, long
 
 
