@@ -28,6 +28,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/options.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
@@ -64,9 +65,7 @@ inline bool is_sum(LayerKind kind) {
 }
 
 inline bool has_bias(const Layer& layer) {
-  return (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-          layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm) &&
-         layer.bias_offset >= 0;
+  return has_parameters(layer.kind) && layer.bias_offset >= 0;
 }
 
 /// What the unrolling of a graph can reach, from its layers' sizes alone (O(layers)), before any

@@ -19,6 +19,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_unroll.hpp"
 #include "src/rank/detail/symmetry_layer_view.hpp"
 #include "src/rank/detail/symmetry_system.hpp"
@@ -30,6 +31,8 @@ namespace {
 using detail::Channels;
 using detail::k_no_entry;
 using detail::k_split;
+using detail::param_kind;
+using detail::ParamKind;
 using detail::SymmetryClasses;
 using detail::Unroller;
 using detail::Window;
@@ -339,8 +342,12 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   void constrain(std::size_t l) {
     const Layer& ly = layer(l);
     const Index pin = m_cls.find(m_pin);
-    switch (ly.kind) {
-      case LayerKind::linear: {
+    const auto kind = param_kind(ly.kind);
+    if (!kind) {
+      return;  // no parameters
+    }
+    switch (*kind) {
+      case ParamKind::linear: {
         const Index f = entries(op(l));
         std::vector<Index> src(static_cast<std::size_t>(f));
         for (Index j = 0; j < f; ++j) {
@@ -364,7 +371,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
         }
         return;
       }
-      case LayerKind::batch_norm: {
+      case ParamKind::batch_norm: {
         const std::vector<Index>& out = channel_roots(l);
         const std::vector<Index>& in = channel_roots(op(l));
         const Channels ch = channels(l);
@@ -389,21 +396,9 @@ class LayerSymmetry : private detail::SymmetryLayerView {
         }
         return;
       }
-      case LayerKind::conv:
-      case LayerKind::conv_transpose:
+      case ParamKind::conv:
+      case ParamKind::conv_transpose:
         constrain_conv(l, pin);
-        return;
-      case LayerKind::input:
-      case LayerKind::max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-      case LayerKind::activation:
-      case LayerKind::add:
-      case LayerKind::sub:
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-      case LayerKind::scale:
         return;
     }
   }

@@ -29,8 +29,8 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
   // Zeros where a kind may leave entries unwritten (a zero block, col2im adding); a batch
   // norm scales every entry.
   TensorPtr x = make_tensor(n_in, 0, ly.kind != LayerKind::batch_norm);
-  switch (ly.kind) {
-    case LayerKind::linear: {
+  switch (param_kind_of(ly, "param_transpose")) {
+    case ParamKind::linear: {
       const Index out = plan.entries(l);
       const ParamTransform w(spec, ly.weight_offset, out * n_in, threads);
       if (!w.zero()) {
@@ -39,7 +39,7 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = w.exp() + y.exp;
       break;
     }
-    case LayerKind::conv: {
+    case ParamKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
       const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
       if (!wb->zero && out_cls != nullptr) {
@@ -52,7 +52,7 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = wb->exp + y.exp;
       break;
     }
-    case LayerKind::conv_transpose: {
+    case ParamKind::conv_transpose: {
       // The adjoint convolution's forward pass.
       const ConvShape c = conv_shape(plan.window(l));
       const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
@@ -64,7 +64,7 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = wb->exp + y.exp;
       break;
     }
-    case LayerKind::batch_norm: {
+    case ParamKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_in / channels;
       const BlockPtr a = weights_of(ly, channels, spec, threads);
@@ -72,18 +72,6 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = a->exp + y.exp;
       break;
     }
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
-      throw std::logic_error("param_transpose: not a parameter layer");
   }
   normalize(*x, threads);
   return x;

@@ -76,8 +76,8 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
   const double b = ly.bias_offset >= 0 ? bias_value : 0.0;
   Index channels = n_out;
   Index positions = 1;
-  switch (ly.kind) {
-    case LayerKind::linear: {
+  switch (param_kind_of(ly, "ones_forward")) {
+    case ParamKind::linear: {
       double acc = 0;
       for (const double v : x.value) {
         acc += v;
@@ -85,7 +85,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       std::fill(y->value.begin(), y->value.end(), acc);
       break;
     }
-    case LayerKind::conv: {
+    case ParamKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
       const Window& w = *c.w;
       channels = w.channels_out;
@@ -112,7 +112,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       }
       break;
     }
-    case LayerKind::conv_transpose: {
+    case ParamKind::conv_transpose: {
       // The adjoint convolution's window read backwards: the group's channel sum at each of
       // its outputs, then per output position the sum over the (output, tap) pairs reading it.
       const ConvShape c = conv_shape(plan.window(l));
@@ -138,23 +138,11 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
       }
       break;
     }
-    case LayerKind::batch_norm:
+    case ParamKind::batch_norm:
       channels = plan.shape(l)[0];
       positions = n_out / channels;
       std::copy(x.value.begin(), x.value.end(), y->value.begin());
       break;
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
-      throw std::logic_error("ones_forward: not a parameter layer");
   }
   Block bias;
   if (b != 0) {
@@ -180,8 +168,8 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
     return ones_forward(plan, l, x, bias_value);
   }
   TensorPtr y = make_tensor(n_out, 0, false);
-  switch (ly.kind) {
-    case LayerKind::linear: {
+  switch (param_kind_of(ly, "param_forward")) {
+    case ParamKind::linear: {
       const Index f = plan.entries(plan.input(l));
       const ParamTransform w(spec, ly.weight_offset, n_out * f, threads);
       if (w.zero()) {
@@ -193,7 +181,7 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       add_bias(*y, *bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
       return y;
     }
-    case LayerKind::conv: {
+    case ParamKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
       const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
       if (wb->zero) {
@@ -209,7 +197,7 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
                n_out / c.w->channels_out, bias_value, threads);
       return y;
     }
-    case LayerKind::conv_transpose: {
+    case ParamKind::conv_transpose: {
       // The adjoint convolution's transposed pass, with the same weight block.
       const ConvShape c = conv_shape(plan.window(l));
       const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
@@ -222,7 +210,7 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
                bias_value, threads);
       return y;
     }
-    case LayerKind::batch_norm: {
+    case ParamKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       const Index positions = n_out / channels;
       const BlockPtr a = weights_of(ly, channels, spec, threads);
@@ -231,18 +219,6 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       add_bias(*y, *bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
       return y;
     }
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
-      break;
   }
   throw std::logic_error("param_forward: not a parameter layer");
 }
@@ -305,11 +281,6 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
   }
   throw std::logic_error(
       fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
-}
-
-bool has_parameters(const Layer& layer) {
-  return layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-         layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm;
 }
 
 namespace {

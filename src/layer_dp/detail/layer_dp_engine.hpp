@@ -27,6 +27,7 @@
 #include "pathlift/scaled_real.hpp"
 #include "pathlift/types.hpp"
 #include "src/core/eigen_threads.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
@@ -246,9 +247,6 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
 /// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller).
 void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
                   bool transpose);
-
-/// True for the layers that carry parameters (linear, conv, batch_norm).
-bool has_parameters(const Layer& layer);
 
 /// Eigen's own GEMM threads are set to 1 for the guard's lifetime (EigenSingleThread: the engine
 /// splits the work itself, in blocks of fixed shapes), then restored. Every entry point of the

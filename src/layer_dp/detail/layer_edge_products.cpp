@@ -177,8 +177,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       merge_block(ly.bias_offset, sums.data(), channels, t.y->exp);
     }
   };
-  switch (ly.kind) {
-    case LayerKind::linear: {
+  switch (param_kind_of(ly, "edge_products")) {
+    case ParamKind::linear: {
       // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer may
       // hold most of theta).
       const Index out = plan.entries(l);
@@ -198,7 +198,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       bias(out, 1);
       return;
     }
-    case LayerKind::conv: {
+    case ParamKind::conv: {
       const ConvShape c = conv_shape(plan.window(l));
       std::vector<ProductTerm> products;
       for (const EdgeTerm& t : terms) {
@@ -213,7 +213,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
       return;
     }
-    case LayerKind::conv_transpose: {
+    case ParamKind::conv_transpose: {
       // The adjoint convolution's edges: its input is this layer's output, its output this
       // layer's input.
       const ConvShape c = conv_shape(plan.window(l));
@@ -222,7 +222,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       bias(c.w->channels_in, c.n_in);
       return;
     }
-    case LayerKind::batch_norm: {
+    case ParamKind::batch_norm: {
       const Index channels = plan.shape(l)[0];
       // On classes: x per class against y summed over the class.
       const double* yv = y.value.data();
@@ -242,18 +242,6 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       bias(channels, n);
       return;
     }
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
-      throw std::logic_error("edge_products: not a parameter layer");
   }
 }
 

@@ -30,11 +30,6 @@ Index checked_entries(const std::vector<Index>& shape, std::string_view what) {
   return n;
 }
 
-bool has_parameters(LayerKind kind) {
-  return kind == LayerKind::linear || kind == LayerKind::conv ||
-         kind == LayerKind::conv_transpose || kind == LayerKind::batch_norm;
-}
-
 std::vector<Index> LayerChecker::check() const {
   check_inputs();
   switch (m_layer.kind) {
@@ -87,13 +82,17 @@ std::vector<Index> LayerChecker::check() const {
 Blocks LayerChecker::blocks() const {
   const std::vector<Index>& x = in(0);
   Blocks b;
-  switch (m_layer.kind) {
-    case LayerKind::linear:
+  const auto kind = param_kind(m_layer.kind);
+  if (!kind) {
+    return b;  // no parameter block
+  }
+  switch (*kind) {
+    case ParamKind::linear:
       b.weight = m_layer.out_features * x[0];
       b.bias = m_layer.out_features;
       b.weight_shape = {m_layer.out_features, x[0]};
       break;
-    case LayerKind::conv: {
+    case ParamKind::conv: {
       b.weight_shape = {m_layer.out_channels, x[0] / m_layer.groups};
       b.weight_shape.insert(b.weight_shape.end(), m_layer.kernel.begin(), m_layer.kernel.end());
       b.weight = 1;
@@ -103,7 +102,7 @@ Blocks LayerChecker::blocks() const {
       b.bias = m_layer.out_channels;
       break;
     }
-    case LayerKind::conv_transpose: {
+    case ParamKind::conv_transpose: {
       b.weight_shape = {x[0], m_layer.out_channels / m_layer.groups};
       b.weight_shape.insert(b.weight_shape.end(), m_layer.kernel.begin(), m_layer.kernel.end());
       b.weight = 1;
@@ -113,21 +112,9 @@ Blocks LayerChecker::blocks() const {
       b.bias = m_layer.out_channels;
       break;
     }
-    case LayerKind::batch_norm:
+    case ParamKind::batch_norm:
       b.weight = b.bias = x[0];
       b.weight_shape = {x[0]};
-      break;
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
       break;
   }
   return b;

@@ -11,6 +11,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
+#include "src/layers/layer_kinds.hpp"
 
 namespace pathlift::detail {
 
@@ -38,9 +39,6 @@ struct Blocks {
   Index bias = 0;
   std::vector<Index> weight_shape;
 };
-
-/// Whether layers of `kind` read parameters from theta.
-bool has_parameters(LayerKind kind);
 
 /// Validates one layer against the output shapes of the layers before it and returns its
 /// output shape.

@@ -10,6 +10,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_unroll.hpp"
 
 namespace pathlift::detail {
@@ -116,29 +117,21 @@ class SymmetryLayerView {
   [[nodiscard]] std::pair<Index, Index> block_sizes(std::size_t l) const {
     const Layer& ly = layer(l);
     const bool bias = ly.bias_offset >= 0;
-    switch (ly.kind) {
-      case LayerKind::linear:
+    const auto kind = param_kind(ly.kind);
+    if (!kind) {
+      return {0, 0};
+    }
+    switch (*kind) {
+      case ParamKind::linear:
         return {ly.out_features * entries(op(l)), bias ? ly.out_features : 0};
-      case LayerKind::conv:
-      case LayerKind::conv_transpose: {
+      case ParamKind::conv:
+      case ParamKind::conv_transpose: {
         const Window& w = m_plan.window(l);
         const ConvLayout c = conv_layout(l);
         return {c.out * c.in_group * w.h.kernel * w.w.kernel, bias ? c.out : 0};
       }
-      case LayerKind::batch_norm:
+      case ParamKind::batch_norm:
         return {channels(l).count, bias ? channels(l).count : 0};
-      case LayerKind::input:
-      case LayerKind::max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-      case LayerKind::activation:
-      case LayerKind::add:
-      case LayerKind::sub:
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-      case LayerKind::scale:
-        return {0, 0};
     }
     throw std::logic_error("block_sizes: not a layer kind");
   }
