@@ -172,14 +172,15 @@ def switches(text: str):
 
 
 def test_no_switch_over_a_layer_kind_has_a_default():
-    """With every kind named, -Wswitch (an error here) lists each switch a new LayerKind must
-    join: a `default:` would take it silently (docs/adding-a-layer-kind.md)."""
+    """With every kind named, -Wswitch (an error here) lists each switch a new LayerKind (or a
+    new ParamKind, src/layers/layer_kinds.hpp) must join: a `default:` would take it silently
+    (docs/adding-a-layer-kind.md)."""
     sources = [p for d in ("src", "include", "cli", "python/src") for p in (ROOT / d).rglob("*")
                if p.suffix in (".cpp", ".hpp")]
     found, wrong = 0, []
     for p in sources:
         for line, body in switches(p.read_text()):
-            if "case LayerKind::" in body:
+            if "case LayerKind::" in body or "case ParamKind::" in body:
                 found += 1
                 if re.search(r"\bdefault:", body):
                     wrong.append(f"{p.relative_to(ROOT)}:{line}")
