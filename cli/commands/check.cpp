@@ -33,23 +33,9 @@ void run_check(const CheckCommandOptions& opts) {
   co.tolerance = opts.tolerance;
   co.engine = engine_options(opts.compute, "checks");
   const auto results = check_identities(net, theta.theta, co);
-  const bool ok = all_passed(results);
   if (opts.json) {
     nlohmann::ordered_json j = json_header("check", 1, description, theta.source);
-    nlohmann::ordered_json checks = nlohmann::ordered_json::array();
-    for (const auto& r : results) {
-      checks.push_back({{"name", r.name},
-                        {"claim", r.claim},
-                        {"applicable", r.applicable},
-                        {"passed", r.passed},
-                        {"status", to_string(r.status)},
-                        {"max_error", r.max_error},
-                        {"tolerance", r.tolerance},
-                        {"entries", r.entries},
-                        {"note", r.note}});
-    }
-    j["checks"] = checks;
-    j["passed"] = ok;
+    j.update(nlohmann::ordered_json::parse(to_json(results, -1)));
     j["status"] = to_string(checks_status(results));
     print_json(j);
   } else {

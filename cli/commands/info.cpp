@@ -155,22 +155,7 @@ void run_info(const InfoOptions& opts) {
     j["h_sym"] = sum.h_sym ? nlohmann::ordered_json(*sum.h_sym) : nlohmann::ordered_json(nullptr);
     j["d_minus_h_sym"] =
         sum.h_sym ? nlohmann::ordered_json(d - *sum.h_sym) : nlohmann::ordered_json(nullptr);
-    j["P"] = count_json(counts.paths);
-    j["P_exact"] = counts.paths.exact();
-    j["log10_P"] = counts.paths.log10();
-    j["nnz"] = count_json(counts.nnz);
-    j["nnz_exact"] = counts.nnz.exact();
-    j["max_path_length"] = counts.max_path_length >= 0
-                               ? nlohmann::ordered_json(counts.max_path_length)
-                               : nlohmann::ordered_json(nullptr);
-    nlohmann::ordered_json hist = nlohmann::ordered_json::object();
-    for (std::size_t l = 0; l < counts.length_histogram.size(); ++l) {
-      if (!counts.length_histogram[l].is_zero()) {
-        hist[std::to_string(l)] = count_json(counts.length_histogram[l]);
-      }
-    }
-    j["length_histogram"] =
-        counts.length_histogram_refused.empty() ? hist : nlohmann::ordered_json(nullptr);
+    j.update(nlohmann::ordered_json::parse(to_json(counts, -1)));
     if (!counts.length_histogram_refused.empty()) {
       j["length_histogram_refused"] = counts.length_histogram_refused + refusal_note(counts);
     }

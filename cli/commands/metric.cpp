@@ -55,13 +55,8 @@ void run_metric(const MetricOptions& opts) {
     auto j = json_header("metric", 1, model.description, theta.source);
     j["theta2"] = "--theta2 " + opts.theta2_file;
     j["d"] = model.model.num_params();
-    j["metric"] = scaled_value_json(metric.value);
-    j["log10_metric"] = scaled_log10_json(metric.value);
-    j["exact"] = metric.exact;
-    j["lipschitz_constant"] = scaled_value_json(bound.constant);
-    j["log10_lipschitz_constant"] = scaled_log10_json(bound.constant);
-    j["lipschitz_exact"] = bound.exact;
-    j["sign_changes"] = bound.sign_changes;
+    j.update(nlohmann::ordered_json::parse(to_json(metric, -1)));
+    j.update(nlohmann::ordered_json::parse(to_json(bound, -1)));
     print_json(j);
     return;
   }

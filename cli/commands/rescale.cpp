@@ -54,12 +54,7 @@ void run_rescale(const RescaleOptions& opts) {
     j["method"] = method;
     j["output"] = opts.output;
     j["d"] = model.model.num_params();
-    j["classes"] = r.classes;
-    j["sweeps"] = r.sweeps;
-    j["converged"] = r.converged;
-    j["criterion_before"] = r.criterion_before;
-    j["criterion_after"] = r.criterion_after;
-    j["stationarity"] = r.stationarity;
+    j.update(nlohmann::ordered_json::parse(to_json(r, -1)));
     print_json(j);
     return;
   }

@@ -9,6 +9,7 @@
 /// docs/balance.md.
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "pathlift/model.hpp"
@@ -40,6 +41,10 @@ struct BalanceReport {
   /// path_cond, enorm).
   double stationarity = 0;
 };
+
+/// The report as JSON: classes, sweeps, converged, criterion_before, criterion_after and
+/// stationarity (theta and log_scales, d and class-many numbers, are the caller's to write).
+std::string to_json(const BalanceReport& report, int indent = 2);
 
 /// Throws std::invalid_argument naming the option when max_sweeps < 0 or the tolerance is not a
 /// finite number >= 0 (path_cond and enorm check their options with it; a caller may check them

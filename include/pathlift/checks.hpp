@@ -63,6 +63,10 @@ std::vector<CheckResult> check_identities(const Network& net, std::span<const do
 /// True when every applicable check passed (false when one is out of range).
 bool all_passed(const std::vector<CheckResult>& results);
 
+/// The results as JSON: {"checks": [{name, claim, applicable, passed, status, max_error
+/// (null when not finite), tolerance, entries, note}, ...], "passed": all_passed(results)}.
+std::string to_json(const std::vector<CheckResult>& results, int indent = 2);
+
 /// True when a check could not be run because of the magnitudes at theta.
 bool any_out_of_range(const std::vector<CheckResult>& results);
 

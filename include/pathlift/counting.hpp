@@ -33,6 +33,12 @@ struct PathCounts {
   int max_path_length = 0;
 };
 
+/// The counts as JSON: P (exact, else its double; null beyond double's range), P_exact,
+/// log10_P, nnz, nnz_exact, max_path_length (null when -1), length_histogram (length -> count,
+/// the non-zero ones; null when refused) and, when refused, length_histogram_refused. The
+/// per-output, per-input and per-edge counts are left out (as many entries as the network has).
+std::string to_json(const PathCounts& counts, int indent = 2);
+
 /// Counts paths by dynamic programming: forward counts F(v) (partial paths input -> v) and
 /// backward counts G(v) = [v output] + sum_{v->w} G(w). Overflow is detected, never wrapped.
 /// The length histogram holds, for each node still to be read by a successor, its counts over

@@ -11,6 +11,7 @@
 /// path_free.hpp.
 
 #include <span>
+#include <string>
 
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
@@ -56,6 +57,9 @@ struct LipschitzBound {
   Index sign_changes = 0;  ///< coordinates where theta and theta2 have opposite signs
 };
 
+/// The metric as JSON: metric (null beyond double's range), log10_metric, exact.
+std::string to_json(const PathMetric& metric, int indent = 2);
+
 /// C for any pair. When the signs agree (coordinate by coordinate, 0 agreeing with both),
 /// C = path_metric(theta, theta2). Otherwise through theta0 = theta with the disagreeing
 /// coordinates set to 0, which agrees in sign with both (the triangle inequality):
@@ -63,5 +67,9 @@ struct LipschitzBound {
 /// theta2). Same errors and complexity as path_metric (twice with sign changes).
 LipschitzBound lipschitz_bound(const Network& net, std::span<const double> theta,
                                std::span<const double> theta2, const EngineOptions& options = {});
+
+/// The bound as JSON: lipschitz_constant (null beyond double's range), log10_lipschitz_constant,
+/// lipschitz_exact, sign_changes (keys that sit beside the metric's in one object).
+std::string to_json(const LipschitzBound& bound, int indent = 2);
 
 }  // namespace pathlift

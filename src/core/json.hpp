@@ -13,7 +13,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "pathlift/count.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/scaled_real.hpp"
 
 namespace pathlift::detail {
 
@@ -22,6 +24,21 @@ using Json = nlohmann::ordered_json;
 /// x, or null when x is not finite.
 inline Json number_or_null(double x) {
   return std::isfinite(x) ? Json(x) : Json(nullptr);
+}
+
+/// A ScaledReal's value when it fits a double, else null (its log10 goes beside it).
+inline Json scaled_value_json(const ScaledReal& x) {
+  return x.fits_double() ? Json(x.value()) : Json(nullptr);
+}
+
+/// log10 |x|, or null for 0.
+inline Json scaled_log10_json(const ScaledReal& x) {
+  return number_or_null(x.log10());
+}
+
+/// A count: exact when it is, else its double (null beyond double's range).
+inline Json count_json(const Count& c) {
+  return c.exact() ? Json(c.value()) : number_or_null(c.approx());
 }
 
 /// *x, or null when x is empty.

@@ -10,6 +10,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "src/core/checked.hpp"
+#include "src/core/json.hpp"
 #include "src/dp/detail/ring_log10_counts.hpp"
 #include "src/dp/path_totals.hpp"
 #include "src/network/dag_dp.hpp"
@@ -280,6 +281,29 @@ PathCounts count_paths(const Network& net, const EngineOptions& options) {
     out.length_histogram_refused = e.what();
   }
   return out;
+}
+
+std::string to_json(const PathCounts& counts, int indent) {
+  using detail::count_json;
+  using detail::Json;
+  Json j;
+  j["P"] = count_json(counts.paths);
+  j["P_exact"] = counts.paths.exact();
+  j["log10_P"] = counts.paths.log10();
+  j["nnz"] = count_json(counts.nnz);
+  j["nnz_exact"] = counts.nnz.exact();
+  j["max_path_length"] = counts.max_path_length >= 0 ? Json(counts.max_path_length) : Json(nullptr);
+  Json hist = Json::object();
+  for (std::size_t l = 0; l < counts.length_histogram.size(); ++l) {
+    if (!counts.length_histogram[l].is_zero()) {
+      hist[std::to_string(l)] = count_json(counts.length_histogram[l]);
+    }
+  }
+  j["length_histogram"] = counts.length_histogram_refused.empty() ? hist : Json(nullptr);
+  if (!counts.length_histogram_refused.empty()) {
+    j["length_histogram_refused"] = counts.length_histogram_refused;
+  }
+  return j.dump(indent);
 }
 
 }  // namespace pathlift

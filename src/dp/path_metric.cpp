@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "src/core/json.hpp"
 #include "src/dp/dp_scaled.hpp"
 #include "src/dp/path_metric_rules.hpp"
 #include "src/network/dag.hpp"
@@ -77,6 +78,23 @@ LipschitzBound lipschitz_bound(const Network& net, std::span<const double> theta
                                     [&](std::span<const double> a, std::span<const double> b) {
                                       return path_metric(net, a, b, options);
                                     });
+}
+
+std::string to_json(const PathMetric& metric, int indent) {
+  detail::Json j;
+  j["metric"] = detail::scaled_value_json(metric.value);
+  j["log10_metric"] = detail::scaled_log10_json(metric.value);
+  j["exact"] = metric.exact;
+  return j.dump(indent);
+}
+
+std::string to_json(const LipschitzBound& bound, int indent) {
+  detail::Json j;
+  j["lipschitz_constant"] = detail::scaled_value_json(bound.constant);
+  j["log10_lipschitz_constant"] = detail::scaled_log10_json(bound.constant);
+  j["lipschitz_exact"] = bound.exact;
+  j["sign_changes"] = bound.sign_changes;
+  return j.dump(indent);
 }
 
 }  // namespace pathlift

@@ -19,6 +19,7 @@
 
 #include "pathlift/path_free.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/core/json.hpp"
 #include "src/rank/detail/balance_descent.hpp"
 
 namespace pathlift {
@@ -385,6 +386,17 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
   }  // the incidence, the weights and the flags released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "path_cond");
   return r;
+}
+
+std::string to_json(const BalanceReport& report, int indent) {
+  detail::Json j;
+  j["classes"] = report.classes;
+  j["sweeps"] = report.sweeps;
+  j["converged"] = report.converged;
+  j["criterion_before"] = report.criterion_before;
+  j["criterion_after"] = report.criterion_after;
+  j["stationarity"] = report.stationarity;
+  return j.dump(indent);
 }
 
 }  // namespace pathlift

@@ -13,6 +13,7 @@
 #include "pathlift/magnitude.hpp"
 #include "pathlift/path_memory.hpp"
 #include "src/core/enum_names.hpp"
+#include "src/core/json.hpp"
 #include "src/core/random.hpp"
 
 namespace pathlift {
@@ -282,6 +283,25 @@ std::string_view to_string(CheckStatus status) {
       detail::EnumName<CheckStatus>{CheckStatus::not_applicable, "not_applicable"},
       detail::EnumName<CheckStatus>{CheckStatus::out_of_range, "out_of_range"}};
   return detail::enum_name(k_names, status);
+}
+
+std::string to_json(const std::vector<CheckResult>& results, int indent) {
+  detail::Json checks = detail::Json::array();
+  for (const CheckResult& r : results) {
+    checks.push_back({{"name", r.name},
+                      {"claim", r.claim},
+                      {"applicable", r.applicable},
+                      {"passed", r.passed},
+                      {"status", std::string(to_string(r.status))},
+                      {"max_error", detail::number_or_null(r.max_error)},
+                      {"tolerance", r.tolerance},
+                      {"entries", r.entries},
+                      {"note", r.note}});
+  }
+  detail::Json j;
+  j["checks"] = std::move(checks);
+  j["passed"] = all_passed(results);
+  return j.dump(indent);
 }
 
 }  // namespace pathlift
