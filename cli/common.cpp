@@ -166,16 +166,13 @@ LoadedModel read_model(const NetworkOptions& opts, std::size_t max_memory) {
     }
     try {
       return {load_model(file, mo), file};
-    } catch (const FormatError& e) {
-      const std::string what = e.what();
-      if (opts.input_shape.empty() && what.find("give the input shape") != std::string::npos) {
-        throw FormatError(what + " with --input-shape");
-      }
-      throw;
-    } catch (const std::invalid_argument& e) {
-      if (std::string_view(e.what()).starts_with("an input shape is for ONNX models")) {
+    } catch (const InputShapeError& e) {
+      if (!e.needed()) {
         throw std::invalid_argument(
             fmt::format("--input-shape goes with an ONNX model: {}", e.what()));
+      }
+      if (opts.input_shape.empty()) {
+        throw InputShapeError(std::string(e.what()) + " with --input-shape", true);
       }
       throw;
     }

@@ -115,8 +115,7 @@ Summary summarise(const LoadedModel& model, const ComputeOptions& compute) {
 
 /// memory_note() after a refusal for memory; nothing after one for work.
 std::string refusal_note(const PathCounts& counts) {
-  return counts.length_histogram_refused.find("memory limit") != std::string::npos ? memory_note()
-                                                                                   : "";
+  return counts.length_histogram_memory_bound ? memory_note() : "";
 }
 
 void run_info(const InfoOptions& opts) {

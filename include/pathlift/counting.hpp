@@ -28,6 +28,9 @@ struct PathCounts {
   /// Empty when length_histogram was computed; else why it was not: the TooLarge message with
   /// the bytes it needs and the memory limit. The other counts are computed regardless.
   std::string length_histogram_refused;
+  /// The histogram was refused for the memory limit (a larger limit computes it), not for its
+  /// work.
+  bool length_histogram_memory_bound = false;
   /// Longest input-to-output path (edges); -1 on a layer graph whose histogram was not
   /// computed (length_histogram_refused: it comes from the histogram there).
   int max_path_length = 0;

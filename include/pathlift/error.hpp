@@ -24,6 +24,18 @@ class FormatError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// A model's input shape: needed and not given (an ONNX input with symbolic or missing
+/// per-sample dimensions: needed() is true), or given for a model whose input is fixed (a
+/// pathlift-network or pathlift-layers file: needed() is false). A face names its own option.
+class InputShapeError : public FormatError {
+ public:
+  InputShapeError(const std::string& what, bool needed) : FormatError(what), m_needed(needed) {}
+  [[nodiscard]] bool needed() const noexcept { return m_needed; }
+
+ private:
+  bool m_needed;
+};
+
 /// A model (ONNX, PyTorch) with operations pathlift cannot represent; the message lists every
 /// one of them (name and type), not only the first.
 class UnsupportedModel : public std::invalid_argument {
@@ -50,7 +62,8 @@ class CountOverflow : public std::overflow_error {
 class TooLarge : public std::length_error {
  public:
   /// Why: the memory limit (raise it), or too many paths (P, nnz or a count beyond 64 bits or
-  /// beyond an index type: no limit helps, the path-free computations do not enumerate).
+  /// beyond an index type) or too much work (the layer graph's path-length histogram): no
+  /// limit helps; the path-free computations do not enumerate.
   enum class Reason : unsigned char { memory_limit, too_many_paths };
 
   explicit TooLarge(const std::string& what, Reason reason = Reason::memory_limit)

@@ -279,6 +279,7 @@ PathCounts count_paths(const Network& net, const EngineOptions& options) {
     out.length_histogram = by_length.compute();
   } catch (const TooLarge& e) {
     out.length_histogram_refused = e.what();
+    out.length_histogram_memory_bound = e.reason() == TooLarge::Reason::memory_limit;
   }
   return out;
 }

@@ -231,14 +231,18 @@ PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
                               "split by path length)",
                               plan.size()));
     if (cost.work > k_histogram_work) {
-      throw TooLarge(fmt::format(
-          "the path-length histogram on the layer graph would take {:.3g} multiply-adds, {:.0f} "
-          "times one counting pass (up to {} path lengths at a layer), more than the {:.0g} it is "
-          "given",
-          cost.work, cost.work / std::max(cost.forward_work, 1.0), cost.lengths, k_histogram_work));
+      throw TooLarge(fmt::format("the path-length histogram on the layer graph would take {:.3g} "
+                                 "multiply-adds, {:.0f} "
+                                 "times one counting pass (up to {} path lengths at a layer), more "
+                                 "than the {:.0g} it is "
+                                 "given",
+                                 cost.work, cost.work / std::max(cost.forward_work, 1.0),
+                                 cost.lengths, k_histogram_work),
+                     TooLarge::Reason::too_many_paths);
     }
   } catch (const TooLarge& e) {
     c.length_histogram_refused = e.what();
+    c.length_histogram_memory_bound = e.reason() == TooLarge::Reason::memory_limit;
     c.nnz = scaled_count(detail::total_path_length(plan, nodes, {0.3, 1}));
     c.max_path_length = -1;
     return c;

@@ -305,6 +305,8 @@ LayerGraph read_onnx(const std::string& path, const std::vector<Index>& input_sh
     // A pipe or a device cannot be read by ranges: its bytes, within the bound.
     const std::string bytes = file.read_all(StreamFormat::onnx);
     return import(detail::OnnxModel(bytes), input_shape, options);
+  } catch (const InputShapeError& e) {
+    throw InputShapeError(fmt::format("{}: {}", printable(path, 200), e.what()), e.needed());
   } catch (const FormatError& e) {
     throw FormatError(fmt::format("{}: {}", printable(path, 200), e.what()));
   } catch (const UnsupportedModel& e) {

@@ -132,6 +132,10 @@ template <class E>
   throw E(fmt::format("{}: {}", printable(path, 200), e.what()));
 }
 
+[[noreturn]] void rethrow_naming(const std::string& path, const InputShapeError& e) {
+  throw InputShapeError(fmt::format("{}: {}", printable(path, 200), e.what()), e.needed());
+}
+
 }  // namespace
 
 std::string to_string(ModelFormat format) {
@@ -253,9 +257,11 @@ ModelFormat model_format(std::string_view bytes) {
 Model parse_model(std::string_view bytes, const ModelOptions& options) {
   const ModelFormat format = model_format(bytes);
   if (format != ModelFormat::onnx && !options.input_shape.empty()) {
-    throw std::invalid_argument(fmt::format(
-        "an input shape is for ONNX models; this is a pathlift-{} file, whose input is fixed",
-        format == ModelFormat::layers ? "layers" : "network"));
+    throw InputShapeError(
+        fmt::format(
+            "an input shape is for ONNX models; this is a pathlift-{} file, whose input is fixed",
+            format == ModelFormat::layers ? "layers" : "network"),
+        false);
   }
   switch (format) {
     case ModelFormat::network:
@@ -285,6 +291,8 @@ Model load_model(const std::string& path, const ModelOptions& options) {
                                             "model file", StreamFormat::json_or_onnx);
   try {
     return parse_model(bytes, options);
+  } catch (const InputShapeError& e) {
+    rethrow_naming(path, e);
   } catch (const FormatError& e) {
     rethrow_naming(path, e);
   } catch (const UnsupportedModel& e) {

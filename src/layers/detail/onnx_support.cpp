@@ -150,12 +150,14 @@ void Importer::read_input(const std::vector<Index>& input_shape) {
     }
     model_shape = input_shape;
   } else if (!has_shape || dims.size() < 2 || !symbolic.empty()) {
-    throw FormatError(fmt::format(
-        "the model's input '{}' has {}: give the input shape (per sample, without the batch "
-        "dimension)",
-        printable(m_input),
-        symbolic.empty() ? std::string("no per-sample shape")
-                         : fmt::format("symbolic dimensions ({})", fmt::join(symbolic, ", "))));
+    throw InputShapeError(
+        fmt::format(
+            "the model's input '{}' has {}: give the input shape (per sample, without the batch "
+            "dimension)",
+            printable(m_input),
+            symbolic.empty() ? std::string("no per-sample shape")
+                             : fmt::format("symbolic dimensions ({})", fmt::join(symbolic, ", "))),
+        true);
   }
   if (model_shape.size() > 3) {
     throw UnsupportedModel(
