@@ -361,14 +361,20 @@ LoadedTheta choose_theta(Index d, const std::optional<std::span<const double>>& 
                          const std::function<void(std::size_t)>& check_size,
                          const ComputeOptions& opts) {
   if (!opts.theta_file.empty()) {
-    std::vector<double> theta =
-        read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
+    std::vector<double> theta = [&] {
+      try {
+        return read_vector(opts.theta_file, true, parse_memory_size(opts.max_memory));
+      } catch (const FormatError& e) {  // the reader names the file; this names the option
+        throw FormatError(fmt::format("{}: {}", opts.theta_flag, e.what()));
+      }
+    }();
     try {
       check_size(theta.size());
     } catch (const std::invalid_argument& e) {  // the count's message, with the file's name
-      throw std::invalid_argument(fmt::format("--theta {}: {}", opts.theta_file, e.what()));
+      throw std::invalid_argument(
+          fmt::format("{} {}: {}", opts.theta_flag, opts.theta_file, e.what()));
     }
-    return {std::move(theta), "--theta " + opts.theta_file};
+    return {std::move(theta), opts.theta_flag + " " + opts.theta_file};
   }
   if (opts.seed) {
     return {normal_weights(d, *opts.seed), fmt::format("--seed {}", *opts.seed)};
@@ -384,7 +390,8 @@ LoadedTheta choose_theta(Index d, const std::optional<std::span<const double>>& 
 LoadedTheta load_theta(const Network& net, const ComputeOptions& opts) {
   const auto stored = net.has_weights() ? std::optional(net.weights()) : std::nullopt;
   return choose_theta(
-      net.num_params(), stored, [&](std::size_t n) { check_theta_size(net, n); }, opts);
+      net.num_params(), stored, [&](std::size_t n) { check_theta_size(net, n, opts.theta_name); },
+      opts);
 }
 
 LoadedTheta load_theta(const LoadedModel& loaded, const ComputeOptions& opts) {
@@ -398,8 +405,8 @@ LoadedTheta load_theta(const LoadedModel& loaded, const ComputeOptions& opts) {
       d, stored,
       [&](std::size_t n) {
         if (n != static_cast<std::size_t>(d)) {
-          throw std::invalid_argument(
-              fmt::format("theta has {} entries but the network has {} parameters", n, d));
+          throw std::invalid_argument(fmt::format(
+              "{} has {} entries but the network has {} parameters", opts.theta_name, n, d));
         }
       },
       opts);

@@ -129,6 +129,10 @@ std::vector<Index> parse_input_shape(const std::string& text);
 /// --seed 0 (standard normal). --threads and --max-memory for the engine.
 struct ComputeOptions {
   std::string theta_file;
+  /// The option and the vector's name in messages: --theta and theta, or a command's second
+  /// vector (metric: --theta2 and theta2).
+  std::string theta_flag = "--theta";
+  std::string theta_name = "theta";
   std::optional<std::uint64_t> seed;
   int threads = 0;
   std::string max_memory;

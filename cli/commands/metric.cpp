@@ -32,22 +32,9 @@ void run_metric(const MetricOptions& opts) {
   ComputeOptions second = opts.compute;
   second.theta_file = opts.theta2_file;
   second.seed.reset();
-  const LoadedTheta theta2 = [&] {
-    try {
-      return load_theta(model, second);
-    } catch (const std::invalid_argument& e) {
-      // load_theta's message names --theta and theta: here they are --theta2 and theta2.
-      std::string what = e.what();
-      for (const auto& [from, to] : {std::pair<std::string, std::string>{"--theta ", "--theta2 "},
-                                     {"theta has", "theta2 has"}}) {
-        if (const auto at = what.find(from); at != std::string::npos) {
-          what.replace(at, from.size(), to);
-        }
-      }
-      throw std::invalid_argument(
-          what.find("--theta2") == std::string::npos ? fmt::format("--theta2: {}", what) : what);
-    }
-  }();
+  second.theta_flag = "--theta2";
+  second.theta_name = "theta2";
+  const LoadedTheta theta2 = load_theta(model, second);
   const EngineOptions engine = engine_options(opts.compute, "path-metric");
   const PathMetric metric = path_metric(model.model, theta.theta, theta2.theta, engine);
   const LipschitzBound bound = lipschitz_bound(model.model, theta.theta, theta2.theta, engine);

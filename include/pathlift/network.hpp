@@ -326,8 +326,8 @@ class Network {
 
 /// The size half of check_theta, for callers that check the values themselves (the scaled
 /// DPs do it in their pass). Throws std::invalid_argument "theta has N entries but the network
-/// has d edges".
-void check_theta_size(const Network& net, std::size_t theta_size);
+/// has d edges", the vector named `what`.
+void check_theta_size(const Network& net, std::size_t theta_size, std::string_view what = "theta");
 
 /// The one check of a parameter vector: `values` has d entries and each is finite. `what`
 /// names the vector in the message ("theta", "v"). Throws std::invalid_argument

@@ -591,8 +591,8 @@ template void check_parameters(std::span<const float>, Index, const Network*, st
 
 }  // namespace detail
 
-void check_theta_size(const Network& net, std::size_t theta_size) {
-  detail::check_parameter_count(theta_size, net.num_params(), "theta",
+void check_theta_size(const Network& net, std::size_t theta_size, std::string_view what) {
+  detail::check_parameter_count(theta_size, net.num_params(), what,
                                 net.one_parameter_per_edge() ? "edges" : "parameters");
 }
 

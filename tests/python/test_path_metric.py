@@ -161,6 +161,10 @@ def test_cli_metric(pl, run_cli, tmp_path):
     assert bad.returncode == 2 and "--theta2" in bad.stderr
     missing = run_cli("metric", "--ff", "3,4,4,2")
     assert missing.returncode != 0 and "--theta2" in missing.stderr
+    np.save(tmp_path / "short.npy", theta2[:2])
+    short = run_cli("metric", "--ff", "3,4,4,2", "--theta2", tmp_path / "short.npy")
+    assert short.returncode == 2 and f"--theta2 {tmp_path / 'short.npy'}: theta2 has 2 entries" \
+        in short.stderr, short.stderr
 
 
 def test_the_pruning_example_runs(build_dir):
