@@ -60,13 +60,17 @@ std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
                                  printable(name), n, k_max_constant_entries));
       return nullptr;
     }
-    default:
+    case Kind::data:
+    case Kind::transposed:
+    case Kind::pad:
+    case Kind::view:
       unsupported(
           i, fmt::format(
                  "its input '{}' is {}not a constant", printable(name),
                  t.kind == Kind::data || t.kind == Kind::view ? "computed from the data, " : ""));
       return nullptr;
   }
+  return nullptr;
 }
 
 bool Importer::slice_args(int i, SliceArgs& out) {
