@@ -13,7 +13,13 @@
 #include "pathlift/builtins.hpp"
 #include "pathlift/checks.hpp"
 #include "pathlift/counting.hpp"
+#include "pathlift/model.hpp"
+#include "pathlift/norms.hpp"
 #include "pathlift/path_metric.hpp"
+#include "pathlift/proof.hpp"
+#include "pathlift/summary.hpp"
+#include "pathlift/symmetry.hpp"
+#include "tests/layer_zoo.hpp"
 
 namespace pathlift {
 namespace {
@@ -86,6 +92,112 @@ TEST(JsonForms, BalanceAndChecksHoldTheirFields) {
   EXPECT_EQ(c["checks"][1]["status"], std::string(to_string(CheckStatus::failed)));
   EXPECT_TRUE(c["checks"][1]["max_error"].is_null());  // NaN: null
   EXPECT_FALSE(c["passed"].get<bool>());
+}
+
+TEST(JsonForms, ASummaryOfALayerGraphIsThatOfItsUnrolledNetwork) {
+  // Counted without unrolling, then checked against the unrolled DAG's own summary.
+  const Model cnn(testing::zoo_cnn());
+  const ModelSummary s = summarise(cnn);
+  const Model dag(*cnn.unrolled());
+  const ModelSummary u = summarise(dag);
+  const Json j = Json::parse(to_json(s));
+  const Json k = Json::parse(to_json(u));
+  EXPECT_EQ(j["layers"].get<Index>(), static_cast<Index>(cnn.layer_graph()->layers.size()));
+  EXPECT_FALSE(k.contains("layers"));
+  for (const char* key : {"nodes", "inputs", "bias", "hidden", "outputs", "d", "edges", "h",
+                          "h_sym", "d_minus_h_sym", "P", "nnz", "max_path_length"}) {
+    EXPECT_EQ(j[key], k[key]) << key;
+  }
+  const Network& net = *cnn.unrolled();
+  EXPECT_EQ(k["nodes"].get<Index>(), net.num_nodes());
+  EXPECT_EQ(k["bias"].get<Index>(), static_cast<Index>(net.bias_nodes().size()));
+  EXPECT_EQ(k["hidden"].get<Index>(), net.num_hidden());
+  EXPECT_EQ(k["h_sym"].get<Index>(), rescaling_symmetry_dimension(net).h_sym);
+  EXPECT_EQ(k["d_minus_h_sym"].get<Index>(), net.num_params() - k["h_sym"].get<Index>());
+  // Shared convolution weights: d - h is not Theorem 1's rank here.
+  EXPECT_TRUE(j["d_minus_h"].is_null());
+  EXPECT_EQ(j["P"].get<std::uint64_t>(), count_paths(net).paths.value());
+  EXPECT_TRUE(j["warnings"].empty());
+}
+
+TEST(JsonForms, ASummaryWithOneParameterPerEdgeGivesTheoremOnesRank) {
+  const Network net = feed_forward(3, {4, 5}, 2);
+  const Json j = Json::parse(to_json(summarise(Model(net))));
+  // Hidden nodes 4 + 5; d = (3 + 1) 4 + (4 + 1) 5 + (5 + 1) 2 edges.
+  EXPECT_EQ(j["h"].get<Index>(), 9);
+  EXPECT_EQ(j["d"].get<Index>(), 4 * 4 + 5 * 5 + 6 * 2);
+  EXPECT_EQ(j["d_minus_h"].get<Index>(), 4 * 4 + 5 * 5 + 6 * 2 - 9);
+  EXPECT_EQ(j["h_sym"].get<Index>(), 9);  // with one parameter per edge h_sym = h
+  // An MLP layer graph has as many edges as parameters, and is unrolled to tell.
+  const Json m = Json::parse(to_json(summarise(Model(testing::zoo_mlp()))));
+  EXPECT_EQ(m["d_minus_h"].get<Index>(), m["d"].get<Index>() - m["h"].get<Index>());
+}
+
+TEST(JsonForms, NormsAreKeyedByTheirExponentWithTheNodesNamed) {
+  const Network net = feed_forward(2, {3}, 2);
+  const std::vector<double> theta = normal_weights(net.num_params(), 7);
+  std::vector<PathNorm> norms;
+  for (const double s : {1.0, 0.5, std::numeric_limits<double>::infinity()}) {
+    norms.push_back(path_norm(net, theta, s, PathNormDetail::inputs_and_outputs));
+  }
+  std::vector<std::string> outs;
+  for (const NodeId v : net.outputs()) {
+    outs.push_back(net.node_name(v));
+  }
+  std::vector<std::string> ins;
+  for (const NodeId v : net.inputs()) {
+    ins.push_back(net.node_name(v));
+  }
+  const Json j = Json::parse(to_json(norms, outs, ins));
+  // The L1 norm is the sum over paths of |Phi_p|: sum over outputs of |w2| (sum of |w1| + 1).
+  EXPECT_DOUBLE_EQ(j["norms"]["1"].get<double>(), norms[0].norm.value());
+  EXPECT_DOUBLE_EQ(j["norms"]["0.5"].get<double>(), norms[1].norm.value());
+  EXPECT_DOUBLE_EQ(j["norms"]["inf"].get<double>(), norms[2].norm.value());
+  EXPECT_NEAR(j["log10_norms"]["1"].get<double>(), std::log10(norms[0].norm.value()), 1e-14);
+  double sum = 0;  // per output, the L1 norms add up to the total
+  for (const std::string& o : outs) {
+    sum += std::pow(10.0, j["log10_per_output"]["1"][o].get<double>());
+  }
+  EXPECT_NEAR(sum, norms[0].norm.value(), 1e-12 * sum);
+  EXPECT_EQ(j["log10_per_input"]["1"].size(), ins.size());
+  // Without names the nodes are their indices; names of the wrong count are refused.
+  const Json k = Json::parse(to_json(norms));
+  EXPECT_EQ(k["log10_per_output"]["1"]["0"], j["log10_per_output"]["1"][outs[0]]);
+  EXPECT_THROW((void)to_json(norms, std::vector<std::string>{"y"}), std::invalid_argument);
+  // Norms without their parts have no per-node keys.
+  const Json t = Json::parse(to_json(std::vector<PathNorm>{path_norm(net, theta, 2.0)}, {}, {}));
+  EXPECT_FALSE(t.contains("log10_per_input"));
+}
+
+TEST(JsonForms, AProofCertificateHoldsEachStepAndItsMatrices) {
+  // The paper's sketch with h = 1: one induction step, then the base case; rank 5 = d - h.
+  ProveOptions keep;
+  keep.keep_matrices = true;
+  const ProofCertificate cert = prove_rank(sketch_h1(), keep);
+  ASSERT_TRUE(cert.proved());
+  const Json j = Json::parse(to_json(cert));
+  EXPECT_TRUE(j["proved"].get<bool>());
+  EXPECT_EQ(j["rank"].get<Index>(), cert.d - cert.h);
+  EXPECT_EQ(j["expected"].get<Index>(), cert.d - cert.h);
+  ASSERT_EQ(j["steps"].size(), cert.steps.size());
+  EXPECT_EQ(j["steps"][0]["kind"], "induction");
+  EXPECT_EQ(j["steps"].back()["kind"], "base");
+  EXPECT_EQ(j["steps"][0]["u"], cert.steps[0].network.node_name(cert.steps[0].u));
+  EXPECT_TRUE(j["failure"].is_null());
+  // Each kept matrix in print order: entry (i, j) is B[row_order[i], col_order[j]].
+  const ProofMatrix& m = cert.steps[0].matrices[0];
+  const Json& mj = j["steps"][0]["matrices"][m.name];
+  const auto dense = displayed(m);
+  ASSERT_EQ(mj["data"].size(), static_cast<std::size_t>(dense.rows()));
+  for (Index r = 0; r < dense.rows(); ++r) {
+    for (Index c = 0; c < dense.cols(); ++c) {
+      EXPECT_EQ(mj["data"][r][c].get<std::int64_t>(), dense(r, c));
+    }
+  }
+  // Without the matrices kept, no step has a "matrices" key.
+  const Json k = Json::parse(to_json(prove_rank(sketch_h1())));
+  EXPECT_FALSE(k["steps"][0].contains("matrices"));
+  EXPECT_EQ(k["steps"].size(), j["steps"].size());
 }
 
 }  // namespace

@@ -32,11 +32,6 @@ struct NormOptions {
 
 using Json = nlohmann::ordered_json;
 
-/// The JSON key of an exponent: "1", "2", "0.5" (shortest round-trip form).
-std::string s_key(double s) {
-  return fmt::format("{}", s);
-}
-
 /// What norm prints, from a DAG or from a layer graph.
 struct NormResults {
   Count paths;
@@ -104,36 +99,10 @@ void run_norm(const NormOptions& opts) {
   if (opts.json) {
     Json j = json_header("norm", 1, description, theta.source);
     j["P"] = count_json(p);
-    Json values = Json::object();
-    Json logs = Json::object();
-    for (const auto& n : norms) {
-      values[s_key(n.s)] = scaled_value_json(n.norm);
-      logs[s_key(n.s)] = finite_or_null(n.norm.log10());
-    }
-    j["norms"] = values;
-    j["log10_norms"] = logs;
+    j.update(Json::parse(to_json(norms, results.output_names, results.input_names, -1)));
     j["P_exact"] = p.exact();
     j["log10_P"] = p.log10();
     j["d"] = model.model.num_params();
-    if (opts.per_node) {
-      // Per node: {"<s>": {"<node name>": log10 of the norm restricted to its paths}}.
-      Json per_output = Json::object();
-      Json per_input = Json::object();
-      for (const auto& n : norms) {
-        Json o = Json::object();
-        for (std::size_t i = 0; i < n.per_output.size(); ++i) {
-          o[results.output_names[i]] = finite_or_null(n.per_output[i].log10());
-        }
-        Json in = Json::object();
-        for (std::size_t i = 0; i < n.per_input.size(); ++i) {
-          in[results.input_names[i]] = finite_or_null(n.per_input[i].log10());
-        }
-        per_output[s_key(n.s)] = o;
-        per_input[s_key(n.s)] = in;
-      }
-      j["log10_per_output"] = per_output;
-      j["log10_per_input"] = per_input;
-    }
     print_json(j);
     return;
   }

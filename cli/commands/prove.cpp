@@ -21,10 +21,6 @@ struct ProveCommandOptions : NetworkCommandOptions {
   std::uint64_t prime = default_prime;
 };
 
-/// Matrices are printed only when they are small enough to read.
-constexpr Index max_printed_rows = 200;
-constexpr Index max_printed_cols = 60;
-
 std::string edge_list(const ProofStep& s, const std::vector<EdgeId>& edges) {
   std::string out;
   for (const EdgeId x : edges) {
@@ -36,7 +32,7 @@ std::string edge_list(const ProofStep& s, const std::vector<EdgeId>& edges) {
 void print_matrix(const ProofMatrix& m) {
   const Index rows = static_cast<Index>(m.row_order.size());
   const Index cols = static_cast<Index>(m.col_order.size());
-  if (rows > max_printed_rows || cols > max_printed_cols) {
+  if (!displayable(m)) {
     fmt::print("    {} ({} x {}): too large to print\n", m.name, rows, cols);
     return;
   }
@@ -90,71 +86,6 @@ void print_step(const ProofStep& s, Index index, bool verbose) {
   }
 }
 
-nlohmann::ordered_json issue_json(const ProofIssue& i) {
-  nlohmann::ordered_json j;
-  j["step"] = i.step;
-  j["claim"] = std::string(claim_id(i.claim));
-  j["path"] = i.path >= 0 ? nlohmann::ordered_json(i.path) : nlohmann::ordered_json(nullptr);
-  j["edge"] = i.edge >= 0 ? nlohmann::ordered_json(i.edge) : nlohmann::ordered_json(nullptr);
-  j["message"] = i.message;
-  return j;
-}
-
-nlohmann::ordered_json step_json(const ProofStep& s, Index index, bool verbose) {
-  const Network& n = s.network;
-  nlohmann::ordered_json j;
-  j["step"] = index;
-  j["kind"] = s.kind == ProofStepKind::base ? "base" : "induction";
-  j["d"] = s.d;
-  j["h"] = s.h;
-  j["paths"] = s.num_paths;
-  j["rank"] = s.rank;
-  j["original_edge"] = s.original_edge;
-  if (s.kind == ProofStepKind::induction) {
-    j["u"] = n.node_name(s.u);
-    j["k"] = n.node_name(s.k);
-    j["e"] = s.e;
-    j["E_minus_u"] = s.e_minus_u;
-    j["E_plus_u"] = s.e_plus_u;
-    j["E_minus_k"] = s.e_minus_k;
-    j["E_end"] = s.e_end;
-    j["reduced_rank"] = s.reduced_rank;
-    j["null_rows"] = s.null_rows;
-    j["repeated_rows"] = s.repeated_rows;
-    nlohmann::ordered_json dropped = nlohmann::ordered_json::array();
-    for (const NodeId v : s.dropped_nodes) {
-      dropped.push_back(n.node_name(v));
-    }
-    j["dropped_nodes"] = dropped;
-  }
-  j["row_operations"] = s.row_operations.size();
-  j["rank_after"] =
-      s.rank_after >= 0 ? nlohmann::ordered_json(s.rank_after) : nlohmann::ordered_json(nullptr);
-  if (verbose) {
-    nlohmann::ordered_json mats = nlohmann::ordered_json::object();
-    for (const ProofMatrix& m : s.matrices) {
-      nlohmann::ordered_json mj;
-      mj["rows"] = m.row_order;
-      mj["cols"] = m.col_order;
-      if (static_cast<Index>(m.row_order.size()) <= max_printed_rows &&
-          static_cast<Index>(m.col_order.size()) <= max_printed_cols) {
-        const auto dense = displayed(m);
-        nlohmann::ordered_json data = nlohmann::ordered_json::array();
-        for (Index r = 0; r < dense.rows(); ++r) {
-          std::vector<std::int64_t> row(dense.row(r).begin(), dense.row(r).end());
-          data.push_back(row);
-        }
-        mj["data"] = data;
-      } else {
-        mj["data"] = nullptr;
-      }
-      mats[m.name] = mj;
-    }
-    j["matrices"] = mats;
-  }
-  return j;
-}
-
 void run_prove(const ProveCommandOptions& opts) {
   const LoadedNetwork loaded = load_network(opts.network, opts.compute);
   const Network& net = *loaded.dag;
@@ -169,22 +100,7 @@ void run_prove(const ProveCommandOptions& opts) {
 
   if (opts.json) {
     nlohmann::ordered_json j = json_header("prove", 1, description, std::nullopt);
-    j["d"] = cert.d;
-    j["h"] = cert.h;
-    j["expected"] = cert.d - cert.h;
-    j["proved"] = cert.proved();
-    j["rank"] = cert.proved() ? nlohmann::ordered_json(cert.rank) : nlohmann::ordered_json(nullptr);
-    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < cert.steps.size(); ++i) {
-      steps.push_back(step_json(cert.steps[i], static_cast<Index>(i), opts.verbose));
-    }
-    j["steps"] = steps;
-    nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-    for (const auto& f : cert.findings) {
-      findings.push_back(issue_json(f));
-    }
-    j["findings"] = findings;
-    j["failure"] = cert.failure ? issue_json(*cert.failure) : nlohmann::ordered_json(nullptr);
+    j.update(nlohmann::ordered_json::parse(to_json(cert, -1)));
     print_json(j);
   } else {
     fmt::print("network {}: d = {}, h = {}, d - h = {}\n", description, cert.d, cert.h,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "pathlift/network.hpp"
@@ -60,6 +61,17 @@ enum class PathNormDetail : std::uint8_t {
 /// \endcode
 PathNorm path_norm(const Network& net, std::span<const double> theta, double s,
                    PathNormDetail parts = PathNormDetail::outputs);
+
+/// The JSON key of an exponent s: its shortest round-trip form ("1", "2", "0.5", "inf").
+std::string s_key(double s);
+
+/// Norms as JSON, keyed by s_key: "norms" (each norm's value, null beyond double's range) and
+/// "log10_norms" (null for 0); then, when the norms hold them, "log10_per_output" and
+/// "log10_per_input": {s: {name: log10 of the norm restricted to that node's paths}}, with the
+/// nodes named by `output_names` / `input_names` (their indices when those are empty). Throws
+/// std::invalid_argument when a non-empty list of names does not match a norm's entries.
+std::string to_json(std::span<const PathNorm> norms, std::span<const std::string> output_names = {},
+                    std::span<const std::string> input_names = {}, int indent = 2);
 
 /// The gradient of the L^s path-norm ||Phi(theta)||_s with respect to theta (d entries), for
 /// s > 0 (a path-norm regularizer's gradient):

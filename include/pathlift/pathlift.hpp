@@ -35,6 +35,7 @@
 #include "pathlift/rescaling.hpp"
 #include "pathlift/scaled_real.hpp"
 #include "pathlift/sparse.hpp"
+#include "pathlift/summary.hpp"
 #include "pathlift/symmetry.hpp"
 #include "pathlift/types.hpp"
 #include "pathlift/version.hpp"

@@ -87,6 +87,13 @@ struct ProofMatrix {
 Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> displayed(
     const ProofMatrix& m, const EngineOptions& options = {});
 
+/// The largest matrix the proof's printed forms (to_json, `pathlift prove --verbose`) show entry
+/// by entry; a larger one shows its row and column orders only.
+inline constexpr Index proof_matrix_displayed_rows = 200;
+inline constexpr Index proof_matrix_displayed_cols = 60;
+/// Whether `m` is within those limits.
+bool displayable(const ProofMatrix& m);
+
 enum class ProofStepKind : std::uint8_t { base, induction };
 
 /// One step of the induction on a network N_i (the user's network for step 0).
@@ -169,6 +176,16 @@ struct ProveOptions {
 ///   // cert.proved(), cert.rank == 5, cert.steps[0].matrices[3].name == "B~"
 /// \endcode
 ProofCertificate prove_rank(const Network& net, const ProveOptions& options = {});
+
+/// The certificate as JSON: "d", "h", "expected" (d - h), "proved", "rank" (null unless
+/// proved), "steps" (each: "step", "kind" ("base" or "induction"), "d", "h", "paths", "rank",
+/// "original_edge"; an induction step also "u", "k" (node names), "e", "E_minus_u", "E_plus_u",
+/// "E_minus_k", "E_end", "reduced_rank", "null_rows", "repeated_rows", "dropped_nodes"; then
+/// "row_operations" (their number), "rank_after" (null when not computed) and, when the
+/// matrices were kept, "matrices": {name: {"rows", "cols", "data" (rows of entries in print
+/// order; null beyond the display limits)}}), "findings" and "failure" (null when proved), each
+/// issue as {"step", "claim" (claim_id), "path", "edge" (null when none), "message"}.
+std::string to_json(const ProofCertificate& cert, int indent = 2);
 
 /// The verdict of check_proof().
 struct ProofCheck {

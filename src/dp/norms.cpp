@@ -7,6 +7,7 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "src/core/json.hpp"
 #include "src/dp/dp_scaled.hpp"
 #include "src/dp/norm_gradient.hpp"
 #include "src/network/parameters.hpp"
@@ -279,6 +280,57 @@ std::vector<double> detail::magnitude_from_gradient(std::span<const double> thet
 
 std::vector<double> path_magnitude(const Network& net, std::span<const double> theta) {
   return detail::magnitude_from_gradient(theta, path_norm_gradient(net, theta, 1.0));
+}
+
+std::string s_key(double s) {
+  return fmt::format("{}", s);
+}
+
+namespace {
+
+/// {name: log10 of each part}, the names those of `names` or the indices.
+detail::Json per_node_json(const std::vector<ScaledReal>& parts, std::span<const std::string> names,
+                           std::string_view what) {
+  if (!names.empty() && names.size() != parts.size()) {
+    throw std::invalid_argument(fmt::format("to_json: {} names for the {} norms per {} node",
+                                            names.size(), parts.size(), what));
+  }
+  detail::Json j = detail::Json::object();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    j[names.empty() ? std::to_string(i) : names[i]] = detail::scaled_log10_json(parts[i]);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string to_json(std::span<const PathNorm> norms, std::span<const std::string> output_names,
+                    std::span<const std::string> input_names, int indent) {
+  using detail::Json;
+  Json values = Json::object();
+  Json logs = Json::object();
+  Json per_output = Json::object();
+  Json per_input = Json::object();
+  for (const PathNorm& n : norms) {
+    values[s_key(n.s)] = detail::scaled_value_json(n.norm);
+    logs[s_key(n.s)] = detail::scaled_log10_json(n.norm);
+    if (!n.per_output.empty()) {
+      per_output[s_key(n.s)] = per_node_json(n.per_output, output_names, "output");
+    }
+    if (!n.per_input.empty()) {
+      per_input[s_key(n.s)] = per_node_json(n.per_input, input_names, "input");
+    }
+  }
+  Json j;
+  j["norms"] = values;
+  j["log10_norms"] = logs;
+  if (!per_output.empty()) {
+    j["log10_per_output"] = per_output;
+  }
+  if (!per_input.empty()) {
+    j["log10_per_input"] = per_input;
+  }
+  return j.dump(indent);
 }
 
 }  // namespace pathlift

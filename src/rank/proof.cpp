@@ -13,6 +13,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
+#include "src/core/json.hpp"
 #include "src/core/modular_field.hpp"
 #include "src/rank/detail/proof_checks.hpp"
 #include "src/rank/detail/proof_claims.hpp"
@@ -262,6 +263,104 @@ ProofCheck check_proof(const ProofCertificate& cert, std::uint64_t prime) {
   ProofCheckOptions options;
   options.prime = prime;
   return check_proof(cert, options);
+}
+
+bool displayable(const ProofMatrix& m) {
+  return static_cast<Index>(m.row_order.size()) <= proof_matrix_displayed_rows &&
+         static_cast<Index>(m.col_order.size()) <= proof_matrix_displayed_cols;
+}
+
+namespace {
+
+using detail::Json;
+
+Json issue_json(const ProofIssue& i) {
+  Json j;
+  j["step"] = i.step;
+  j["claim"] = std::string(claim_id(i.claim));
+  j["path"] = i.path >= 0 ? Json(i.path) : Json(nullptr);
+  j["edge"] = i.edge >= 0 ? Json(i.edge) : Json(nullptr);
+  j["message"] = i.message;
+  return j;
+}
+
+Json matrices_json(const std::vector<ProofMatrix>& matrices) {
+  Json mats = Json::object();
+  for (const ProofMatrix& m : matrices) {
+    Json mj;
+    mj["rows"] = m.row_order;
+    mj["cols"] = m.col_order;
+    if (displayable(m)) {
+      const auto dense = displayed(m);
+      Json data = Json::array();
+      for (Index r = 0; r < dense.rows(); ++r) {
+        data.push_back(std::vector<std::int64_t>(dense.row(r).begin(), dense.row(r).end()));
+      }
+      mj["data"] = data;
+    } else {
+      mj["data"] = nullptr;
+    }
+    mats[m.name] = mj;
+  }
+  return mats;
+}
+
+Json step_json(const ProofStep& s, Index index) {
+  const Network& n = s.network;
+  Json j;
+  j["step"] = index;
+  j["kind"] = s.kind == ProofStepKind::base ? "base" : "induction";
+  j["d"] = s.d;
+  j["h"] = s.h;
+  j["paths"] = s.num_paths;
+  j["rank"] = s.rank;
+  j["original_edge"] = s.original_edge;
+  if (s.kind == ProofStepKind::induction) {
+    j["u"] = n.node_name(s.u);
+    j["k"] = n.node_name(s.k);
+    j["e"] = s.e;
+    j["E_minus_u"] = s.e_minus_u;
+    j["E_plus_u"] = s.e_plus_u;
+    j["E_minus_k"] = s.e_minus_k;
+    j["E_end"] = s.e_end;
+    j["reduced_rank"] = s.reduced_rank;
+    j["null_rows"] = s.null_rows;
+    j["repeated_rows"] = s.repeated_rows;
+    Json dropped = Json::array();
+    for (const NodeId v : s.dropped_nodes) {
+      dropped.push_back(n.node_name(v));
+    }
+    j["dropped_nodes"] = dropped;
+  }
+  j["row_operations"] = s.row_operations.size();
+  j["rank_after"] = s.rank_after >= 0 ? Json(s.rank_after) : Json(nullptr);
+  if (!s.matrices.empty()) {
+    j["matrices"] = matrices_json(s.matrices);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string to_json(const ProofCertificate& cert, int indent) {
+  Json j;
+  j["d"] = cert.d;
+  j["h"] = cert.h;
+  j["expected"] = cert.d - cert.h;
+  j["proved"] = cert.proved();
+  j["rank"] = cert.proved() ? Json(cert.rank) : Json(nullptr);
+  Json steps = Json::array();
+  for (std::size_t i = 0; i < cert.steps.size(); ++i) {
+    steps.push_back(step_json(cert.steps[i], static_cast<Index>(i)));
+  }
+  j["steps"] = steps;
+  Json findings = Json::array();
+  for (const auto& f : cert.findings) {
+    findings.push_back(issue_json(f));
+  }
+  j["findings"] = findings;
+  j["failure"] = cert.failure ? issue_json(*cert.failure) : Json(nullptr);
+  return j.dump(indent);
 }
 
 }  // namespace pathlift
