@@ -19,11 +19,7 @@ namespace pathlift::cli {
 
 namespace {
 
-struct InfoOptions {
-  NetworkOptions network;
-  ComputeOptions compute;
-  bool json = false;
-};
+using InfoOptions = NetworkCommandOptions;
 
 /// memory_note() after a refusal for memory; nothing after one for work.
 std::string refusal_note(const PathCounts& counts) {
@@ -116,23 +112,17 @@ void run_info(const InfoOptions& opts) {
   fmt::print("\n");
 }
 
-}  // namespace
-
-namespace {
-
 void add_info_command(CLI::App& app) {
   auto opts = std::make_shared<InfoOptions>();
-  auto* cmd = app.add_subcommand(
-      "info",
+  auto* cmd = add_network_command(
+      app, "info",
       "Summary of the network and its path counts (by DP). An ONNX model or a pathlift-layers "
       "file is summarised without unrolling: its unrolled DAG's node and edge counts, and its "
-      "path counts layer by layer");
-  add_network_options(*cmd, opts->network);
-  add_engine_options(*cmd, opts->compute);
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#info: the header, then nodes, inputs, "
-                "hidden, outputs, d, edges, h, P, nnz, max_path_length, length_histogram; layers "
-                "for a layer graph)");
+      "path counts layer by layer",
+      *opts, TakesTheta::no,
+      "Print one JSON object (keys in docs/cli.md#info: the header, then nodes, inputs, hidden, "
+      "outputs, d, edges, h, P, nnz, max_path_length, length_histogram; layers for a layer "
+      "graph)");
   cmd->callback([opts] { run_info(*opts); });
 }
 

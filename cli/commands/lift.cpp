@@ -35,10 +35,19 @@ void report_written(const std::string& what, const std::string& output, double s
   }
 }
 
+/// The network, its description and theta (as given, and as T) of Phi and dPhi.
 template <class T>
-std::vector<T> cast_theta(std::span<const double> theta) {
-  return std::vector<T>(theta.begin(), theta.end());
-}
+struct LiftInput {
+  LoadedNetwork loaded;
+  LoadedTheta given;
+  std::vector<T> theta;
+
+  explicit LiftInput(const LiftOptions& opts)
+      : loaded(load_network(opts.network, opts.compute)),
+        given(load_theta(*loaded.dag, opts.compute)),
+        theta(given.theta.begin(), given.theta.end()) {}
+  [[nodiscard]] const Network& net() const { return *loaded.dag; }
+};
 
 /// The way out of a RangeError, ending its message.
 constexpr std::string_view k_log_hint =
@@ -121,24 +130,17 @@ void require_dense(const Network& net, const EngineOptions& engine, std::size_t 
 
 template <class T>
 void run_lift_t(const LiftOptions& opts) {
-  if (opts.log) {
-    run_log(opts, false);
-    return;
-  }
-  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
-  const Network& net = *loaded.dag;
-  const std::string& description = loaded.description;
-  const LoadedTheta given = load_theta(net, opts.compute);
-  const auto theta = cast_theta<T>(given.theta);
+  const LiftInput<T> in(opts);
+  const Network& net = in.net();
   const EngineOptions engine = engine_options(opts.compute, "Phi");
   output_format(opts.output, Content::vector);  // a bad extension is refused before the work
-  require_lifting_fits<T>(net, given.theta, false, "Phi", k_log_hint);
+  require_lifting_fits<T>(net, in.given.theta, false, "Phi", k_log_hint);
   const auto start = std::chrono::steady_clock::now();
-  const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(theta), engine);
+  const Buffer<T> phi = path_lifting<T>(net, std::span<const T>(in.theta), engine);
   const double elapsed = seconds_since(start);
   write_vector<T>(opts.output, std::span<const T>(phi.data(), phi.size()));
-  report_written(fmt::format("Phi ({} paths of {})", phi.size(), description), opts.output,
-                 elapsed);
+  report_written(fmt::format("Phi ({} paths of {})", phi.size(), in.loaded.description),
+                 opts.output, elapsed);
 }
 
 /// The output file's format against --dense, refused before the work with the way out.
@@ -171,20 +173,14 @@ void run_skeleton(const LiftOptions& opts) {
 
 template <class T>
 void run_jacobian_t(const LiftOptions& opts) {
-  if (opts.log) {
-    run_log(opts, true);
-    return;
-  }
-  const LoadedNetwork loaded = load_network(opts.network, opts.compute);
-  const Network& net = *loaded.dag;
-  const std::string& description = loaded.description;
-  const LoadedTheta given = load_theta(net, opts.compute);
-  const auto theta = cast_theta<T>(given.theta);
+  const LiftInput<T> in(opts);
+  const Network& net = in.net();
   const EngineOptions engine = engine_options(opts.compute, "dPhi");
   check_matrix_output(opts);  // before the work
-  require_lifting_fits<T>(net, given.theta, true, "dPhi", k_log_hint);
+  require_lifting_fits<T>(net, in.given.theta, true, "dPhi", k_log_hint);
   if (opts.paper_formula) {
-    require_lifting_fits<T>(net, given.theta, false, "Phi (for the paper's formula)", k_log_hint);
+    require_lifting_fits<T>(net, in.given.theta, false, "Phi (for the paper's formula)",
+                            k_log_hint);
   }
   if (opts.dense) {
     require_dense(net, engine, sizeof(T));
@@ -193,11 +189,11 @@ void run_jacobian_t(const LiftOptions& opts) {
   CsrMatrix<T> j;
   if (opts.paper_formula) {
     const PathSet paths = enumerate_paths(net, engine);
-    const Buffer<T> phi = path_lifting<T>(paths, std::span<const T>(theta), engine);
+    const Buffer<T> phi = path_lifting<T>(paths, std::span<const T>(in.theta), engine);
     j = jacobian_paper_formula<T>(paths, std::span<const T>(phi.data(), phi.size()),
-                                  std::span<const T>(theta), engine);
+                                  std::span<const T>(in.theta), engine);
   } else {
-    j = jacobian<T>(net, std::span<const T>(theta), engine);
+    j = jacobian<T>(net, std::span<const T>(in.theta), engine);
   }
   const double elapsed = seconds_since(start);
   if (opts.dense) {
@@ -207,7 +203,7 @@ void run_jacobian_t(const LiftOptions& opts) {
     write_csr<T>(opts.output, j);
   }
   report_written(fmt::format("dPhi ({} x {}, nnz = {}{}) of {}", j.rows(), j.cols(), j.nnz(),
-                             opts.paper_formula ? ", paper's formula" : "", description),
+                             opts.paper_formula ? ", paper's formula" : "", in.loaded.description),
                  opts.output, elapsed);
 }
 
@@ -235,7 +231,11 @@ void add_lift_commands(CLI::App& app) {
     cmd->add_flag("--log", opts->log,
                   "Write sign and log10|Phi_p| (P x 2, dense: .npy, .txt, .csv), exact at any "
                   "magnitude (Phi beyond float64 is refused with exit 4 otherwise)");
-    cmd->callback([opts] { opts->float32 ? run_lift_t<float>(*opts) : run_lift_t<double>(*opts); });
+    cmd->callback([opts] {
+      opts->log       ? run_log(*opts, false)
+      : opts->float32 ? run_lift_t<float>(*opts)
+                      : run_lift_t<double>(*opts);
+    });
   }
   {
     auto opts = std::make_shared<LiftOptions>();
@@ -256,8 +256,11 @@ void add_lift_commands(CLI::App& app) {
                   "Write row, column, sign and log10|dPhi| of each entry (nnz x 4, dense: .npy, "
                   ".txt, .csv), exact at any magnitude (dPhi beyond float64 is refused with exit 4 "
                   "otherwise)");
-    cmd->callback(
-        [opts] { opts->float32 ? run_jacobian_t<float>(*opts) : run_jacobian_t<double>(*opts); });
+    cmd->callback([opts] {
+      opts->log       ? run_log(*opts, true)
+      : opts->float32 ? run_jacobian_t<float>(*opts)
+                      : run_jacobian_t<double>(*opts);
+    });
   }
 }
 

@@ -214,6 +214,26 @@ bool dp_forward_from_inputs(const DagView& g, const double* theta, const W& w, d
   return dp_forward(g, theta, w, g.num_inputs, m, k);
 }
 
+/// Makes v's backward sum final before its in-edges are scattered: its accumulator (m[v], k[v])
+/// plus 1 when v is an output, normalized, or recomputed from v's out-edges when the
+/// accumulation may have lost precision. Returns whether v has out-edges.
+template <class W>
+bool dp_backward_settle(const DagView& g, const double* theta, const W& w, NodeId v, double* m,
+                        std::int64_t* k) {
+  double acc = m[v];
+  const std::int64_t kv = k[v];
+  if (g.is_output[static_cast<std::size_t>(v)] != 0) {
+    acc += dp_ldexp(1.0, -kv);
+  }
+  const bool has_out = g.out_off[v + 1] > g.out_off[v];
+  if (has_out && dp_suspect(acc)) {
+    dp_backward_careful(g, theta, w, v, m, k);
+  } else {
+    dp_normalize(acc, kv, m[v], k[v]);
+  }
+  return has_out;
+}
+
 /// Backward sums G(v) = [v output] + sum_{e = (v -> y)} w(theta_e) G(y) for every node, in
 /// reverse topological order. Once G(v) is final, visit(v, G_m(v), G_k(v), i0, i1) is called
 /// with v's in-edges at in_list[i0, i1) (it loops over them itself, so its loop can be tight),
@@ -225,16 +245,7 @@ void dp_backward(const DagView& g, const double* theta, const W& w, double* m, s
   bool merged = false;  // some accumulator exponent is not 0
   for (Index pos = g.n - 1; pos >= 0; --pos) {
     const NodeId v = g.topo[pos];
-    double acc = m[v];
-    const std::int64_t kv = k[v];
-    if (g.is_output[static_cast<std::size_t>(v)] != 0) {
-      acc += dp_ldexp(1.0, -kv);
-    }
-    if (g.out_off[v + 1] > g.out_off[v] && dp_suspect(acc)) {
-      dp_backward_careful(g, theta, w, v, m, k);
-    } else {
-      dp_normalize(acc, kv, m[v], k[v]);
-    }
+    dp_backward_settle(g, theta, w, v, m, k);
     if (pos < g.num_inputs) {
       continue;
     }
@@ -399,17 +410,7 @@ void dp_backward_pair(const DagView& g, const double* theta, const double* dir, 
   bool merged = false;  // some accumulator exponent is not 0
   for (Index pos = g.n - 1; pos >= 0; --pos) {
     const NodeId v = g.topo[pos];
-    double acc = b[v];
-    const std::int64_t kv = kb[v];
-    if (g.is_output[static_cast<std::size_t>(v)] != 0) {
-      acc += dp_ldexp(1.0, -kv);
-    }
-    const bool has_out = g.out_off[v + 1] > g.out_off[v];
-    if (has_out && dp_suspect(acc)) {
-      dp_backward_careful(g, theta, DpPow2{}, v, b, kb);
-    } else {
-      dp_normalize(acc, kv, b[v], kb[v]);
-    }
+    const bool has_out = dp_backward_settle(g, theta, DpPow2{}, v, b, kb);
     if (has_out && dp_suspect(e[v])) {
       dp_deriv_careful(g.out_off, g.out_list, g.dst, theta, dir, v, b, kb, e, ke);
     } else {

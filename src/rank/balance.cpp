@@ -217,15 +217,34 @@ void check_balance_options(const BalanceOptions& options) {
   }
 }
 
-BalanceReport enorm(const Model& model, std::span<const double> theta,
-                    const BalanceOptions& options) {
+namespace {
+
+/// Where enorm and path_cond start: the options and theta checked, the parameter classes, the
+/// memory the descent needs (refused beyond the limit), and a report with every class at
+/// log-scale 0.
+struct BalanceStart {
+  ParameterClasses pc;
+  BalanceMemory memory;
+  BalanceReport report;
+};
+
+BalanceStart balance_start(const Model& model, std::span<const double> theta,
+                           const BalanceOptions& options, const char* what) {
   check_balance_options(options);
   check_theta(model, theta);
-  const ParameterClasses pc = classes_of(model, options.engine, "enorm");
-  const BalanceMemory memory = require_balance_memory(pc, options.engine, "enorm");
+  ParameterClasses pc = classes_of(model, options.engine, what);
+  const BalanceMemory memory = require_balance_memory(pc, options.engine, what);
   BalanceReport r;
   r.classes = pc.classes;
   r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
+  return {std::move(pc), memory, std::move(r)};
+}
+
+}  // namespace
+
+BalanceReport enorm(const Model& model, std::span<const double> theta,
+                    const BalanceOptions& options) {
+  auto [pc, memory, r] = balance_start(model, theta, options, "enorm");
   {
     std::vector<std::uint8_t> all(theta.size(), 1);
     Descent g{detail::incidence(pc, all), Weights::squares(theta)};
@@ -274,19 +293,13 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
     r.criterion_after = criterion();
   }  // the incidence and the weights released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "enorm");
-  return r;
+  return std::move(r);
 }
 
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options) {
-  check_balance_options(options);
-  check_theta(model, theta);
-  const ParameterClasses pc = classes_of(model, options.engine, "path_cond");
-  const BalanceMemory memory = require_balance_memory(pc, options.engine, "path_cond");
+  auto [pc, memory, r] = balance_start(model, theta, options, "path_cond");
   Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, memory.classes));
-  BalanceReport r;
-  r.classes = pc.classes;
-  r.log_scales.assign(static_cast<std::size_t>(pc.classes), 0.0);
   {
     std::vector<std::uint8_t> counted(diag.size(), 0);  // G_kk > 0; 2 once marked (log_rest)
     double count = 0;                                   // n
@@ -385,7 +398,7 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
     r.criterion_after = criterion();
   }  // the incidence, the weights and the flags released before the rescaled theta is made
   r.theta = rescaled(theta, pc, r.log_scales, "path_cond");
-  return r;
+  return std::move(r);
 }
 
 std::string to_json(const BalanceReport& report, int indent) {

@@ -89,29 +89,29 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
   const Classes* in_cls = out_cls != nullptr ? &*(*classes)[src] : nullptr;
   const Index n_src =
       in_cls != nullptr ? plan.shape(src)[0] * in_cls->positions() : plan.entries(src);
-  switch (ly.kind) {
-    case LayerKind::flatten:
-    case LayerKind::activation:  // on classes: the same classes as its input
+  switch (plain_kind_of(ly, "plain_transpose")) {
+    case PlainKind::flatten:
+    case PlainKind::activation:  // on classes: the same classes as its input
       return y;
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool: {
+    case PlainKind::max_pool:
+    case PlainKind::avg_pool:
+    case PlainKind::adaptive_avg_pool: {
       TensorPtr x = make_tensor(n_src, y->exp);
       pool_apply(ly, plan.window(l), spec, y->value.data(), x->value.data(), true, threads, in_cls,
                  out_cls);
       normalize(*x, threads);
       return x;
     }
-    case LayerKind::scale:
+    case PlainKind::scale:
       return combine({{y.get(), fixed(ly.factor, spec)}}, n_src, threads);
-    case LayerKind::gather: {
+    case PlainKind::gather: {
       TensorPtr x = make_tensor(n_src, y->exp);
       gather_apply(plan, l, y->value.data(), x->value.data(), true);
       normalize(*x, threads);
       return x;
     }
-    case LayerKind::add:
-    case LayerKind::sub: {
+    case PlainKind::add:
+    case PlainKind::sub: {
       const FixedWeight f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
       const TensorPtr t =
           f.value() == 1 ? y
@@ -119,7 +119,7 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
       // On classes: l's classes refine the input's.
       return out_cls != nullptr ? coarsen(t, plan.shape(src)[0], *out_cls, *in_cls, threads) : t;
     }
-    case LayerKind::concat: {
+    case PlainKind::concat: {
       // On classes (a concat along the channels): outer is 1 and each row counts classes.
       const Index per_channel = out_cls != nullptr ? out_cls->positions() : 0;
       Index outer = 1;
@@ -145,15 +145,9 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
       normalize(*x, threads);
       return out_cls != nullptr ? coarsen(x, plan.shape(src)[0], *out_cls, *in_cls, threads) : x;
     }
-    case LayerKind::input:
-    case LayerKind::linear:
-    case LayerKind::conv:
-    case LayerKind::batch_norm:
-    case LayerKind::conv_transpose:
-      break;
   }
   throw std::logic_error(
-      fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+      fmt::format("plain_transpose: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
 }
 
 /// slot += t (copy-on-write: a slot may share its tensor with a view).

@@ -228,30 +228,30 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   const Index n = plan.entries(l);
-  switch (ly.kind) {
-    case LayerKind::flatten:
-    case LayerKind::activation:
+  switch (plain_kind_of(ly, "plain_forward")) {
+    case PlainKind::flatten:
+    case PlainKind::activation:
       return sums[plan.input(l)];
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool: {
+    case PlainKind::max_pool:
+    case PlainKind::avg_pool:
+    case PlainKind::adaptive_avg_pool: {
       const Tensor& x = *sums[plan.input(l)];
       TensorPtr y = make_tensor(n, x.exp);
       pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
       normalize(*y, threads);
       return y;
     }
-    case LayerKind::scale:
+    case PlainKind::scale:
       return combine({{sums[plan.input(l)].get(), fixed(ly.factor, spec)}}, n, threads);
-    case LayerKind::gather: {
+    case PlainKind::gather: {
       const Tensor& x = *sums[plan.input(l)];
       TensorPtr y = make_tensor(n, x.exp, false);
       gather_apply(plan, l, x.value.data(), y->value.data(), false);
       normalize(*y, threads);
       return y;
     }
-    case LayerKind::add:
-    case LayerKind::sub: {
+    case PlainKind::add:
+    case PlainKind::sub: {
       std::vector<std::pair<const Tensor*, FixedWeight>> terms;
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
         const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
@@ -259,7 +259,7 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
       }
       return combine(terms, n, threads);
     }
-    case LayerKind::concat: {
+    case PlainKind::concat: {
       // Entries are the inputs' entries (no edge), side by side along the axis.
       Index outer = 1;
       for (Index i = 0; i < ly.axis; ++i) {
@@ -272,15 +272,9 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
       }
       return concat_tensors(parts, outer, threads);
     }
-    case LayerKind::input:
-    case LayerKind::linear:
-    case LayerKind::conv:
-    case LayerKind::batch_norm:
-    case LayerKind::conv_transpose:
-      break;
   }
   throw std::logic_error(
-      fmt::format("layer dynamic programme: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+      fmt::format("plain_forward: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
 }
 
 namespace {

@@ -183,6 +183,17 @@ std::vector<Index> LayerChecker::linear() const {
 }
 
 // A per-dimension list: empty (the default) or one value per spatial dimension, each >= lo.
+void LayerChecker::check_channels(Index in_channels) const {
+  if (m_layer.out_channels < 1 || m_layer.out_channels > k_max_dim) {
+    fail(fmt::format("out_channels must be in 1..{}, got {}", k_max_dim, m_layer.out_channels));
+  }
+  if (m_layer.groups < 1 || in_channels % m_layer.groups != 0 ||
+      m_layer.out_channels % m_layer.groups != 0) {
+    fail(fmt::format("groups {} must divide the input channels {} and out_channels {}",
+                     m_layer.groups, in_channels, m_layer.out_channels));
+  }
+}
+
 void LayerChecker::check_list(const char* what, const std::vector<Index>& v, std::size_t dims,
                               Index lo, bool required) const {
   if (v.empty() && !required) {
@@ -215,14 +226,7 @@ std::vector<Index> LayerChecker::window() const {
     check_list("dilation", m_layer.dilation, dims, 1, false);
   }
   if (conv) {
-    if (m_layer.out_channels < 1 || m_layer.out_channels > k_max_dim) {
-      fail(fmt::format("out_channels must be in 1..{}, got {}", k_max_dim, m_layer.out_channels));
-    }
-    if (m_layer.groups < 1 || x[0] % m_layer.groups != 0 ||
-        m_layer.out_channels % m_layer.groups != 0) {
-      fail(fmt::format("groups {} must divide the input channels {} and out_channels {}",
-                       m_layer.groups, x[0], m_layer.out_channels));
-    }
+    check_channels(x[0]);
   }
   if (m_layer.ceil_mode && m_layer.kind != LayerKind::max_pool &&
       m_layer.kind != LayerKind::avg_pool) {
@@ -277,14 +281,7 @@ std::vector<Index> LayerChecker::transposed_window() const {
   if (m_layer.ceil_mode) {
     fail("ceil_mode applies to max_pool and avg_pool only");
   }
-  if (m_layer.out_channels < 1 || m_layer.out_channels > k_max_dim) {
-    fail(fmt::format("out_channels must be in 1..{}, got {}", k_max_dim, m_layer.out_channels));
-  }
-  if (m_layer.groups < 1 || x[0] % m_layer.groups != 0 ||
-      m_layer.out_channels % m_layer.groups != 0) {
-    fail(fmt::format("groups {} must divide the input channels {} and out_channels {}",
-                     m_layer.groups, x[0], m_layer.out_channels));
-  }
+  check_channels(x[0]);
   std::vector<Index> out{m_layer.out_channels};
   for (std::size_t i = 0; i < dims; ++i) {
     const auto at = [&](const std::vector<Index>& v, Index fallback) {

@@ -65,6 +65,10 @@ class LayerChecker {
   void check_list(const char* what, const std::vector<Index>& v, std::size_t dims, Index lo,
                   bool required) const;
 
+  /// A convolution's out_channels (1..k_max_dim) and groups (dividing `in_channels` and
+  /// out_channels).
+  void check_channels(Index in_channels) const;
+
   std::vector<Index> window() const;
 
   /// A conv_transpose: its adjoint convolution's window, read backwards.

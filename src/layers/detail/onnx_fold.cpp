@@ -76,16 +76,32 @@ std::shared_ptr<const Constant> Importer::constant_input(int i, int k) {
 bool Importer::slice_args(int i, SliceArgs& out) {
   std::optional<std::vector<std::int64_t>> starts;
   std::optional<std::vector<std::int64_t>> ends;
+  std::optional<std::vector<std::int64_t>> axes;
+  std::optional<std::vector<std::int64_t>> steps;
   if (!ints_input(i, 1, "starts", starts) || !ints_input(i, 2, "ends", ends) ||
-      !ints_input(i, 3, "axes", out.axes) || !ints_input(i, 4, nullptr, out.steps)) {
+      !ints_input(i, 3, "axes", axes) || !ints_input(i, 4, nullptr, steps)) {
     return false;
   }
   if (!starts || !ends) {
     invalid(i, "starts and ends are required");
     return false;
   }
+  const std::size_t count = starts->size();
+  const auto sized = [&](const auto& v) { return !v || v->size() == count; };
+  if (ends->size() != count || !sized(axes) || !sized(steps)) {
+    invalid(i, "starts, ends, axes and steps must have one entry per sliced axis");
+    return false;
+  }
   out.starts = std::move(*starts);
   out.ends = std::move(*ends);
+  if (axes) {
+    out.axes = std::move(*axes);
+  } else {
+    for (std::size_t k = 0; k < count; ++k) {
+      out.axes.push_back(static_cast<std::int64_t>(k));
+    }
+  }
+  out.steps = steps ? std::move(*steps) : std::vector<std::int64_t>(count, 1);
   return true;
 }
 

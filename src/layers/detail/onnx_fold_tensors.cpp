@@ -25,26 +25,19 @@ void Importer::fold_slice(int i) {
   if (!slice_args(i, args)) {
     return;
   }
-  const std::vector<std::int64_t>* starts = &args.starts;
-  const std::vector<std::int64_t>* ends = &args.ends;
-  const std::optional<std::vector<std::int64_t>>& axes = args.axes;
-  const std::optional<std::vector<std::int64_t>>& steps = args.steps;
   const auto rank = static_cast<Index>(data->dims.size());
-  const std::size_t count = starts->size();
-  const auto sized = [&](const auto& v) { return !v || v->size() == count; };
-  if (rank == 0 || ends->size() != count || !sized(axes) || !sized(steps)) {
-    invalid(i, fmt::format("starts, ends, axes and steps must have one entry per sliced axis of "
-                           "the constant of shape {}",
-                           shape_text(data->dims)));
+  const std::size_t count = args.starts.size();
+  if (rank == 0) {
+    invalid(i, "a slice of a scalar constant");
     return;
   }
   // The entries kept along each axis, then the constant they pick.
   std::vector<std::vector<Index>> keep(static_cast<std::size_t>(rank));
   std::vector<bool> sliced(static_cast<std::size_t>(rank), false);
   for (std::size_t k = 0; k < count; ++k) {
-    const std::int64_t a = axes ? (*axes)[k] : static_cast<std::int64_t>(k);
+    const std::int64_t a = args.axes[k];
     const std::int64_t axis = a < 0 ? a + rank : a;
-    const std::int64_t step = steps ? (*steps)[k] : 1;
+    const std::int64_t step = args.steps[k];
     if (axis < 0 || axis >= rank || sliced[static_cast<std::size_t>(axis)] || step == 0) {
       invalid(i, step == 0 ? std::string("a step of 0")
                            : fmt::format("axis {} is repeated or out of range for a constant of "
@@ -53,8 +46,8 @@ void Importer::fold_slice(int i) {
       return;
     }
     sliced[static_cast<std::size_t>(axis)] = true;
-    keep[static_cast<std::size_t>(axis)] =
-        slice_indices((*starts)[k], (*ends)[k], step, data->dims[static_cast<std::size_t>(axis)]);
+    keep[static_cast<std::size_t>(axis)] = slice_indices(
+        args.starts[k], args.ends[k], step, data->dims[static_cast<std::size_t>(axis)]);
   }
   Constant c;
   c.real = data->real;
@@ -145,23 +138,9 @@ void Importer::fold_transpose(int i) {
     return;
   }
   const auto rank = static_cast<Index>(data->dims.size());
-  std::vector<Index> perm;
-  if (const auto p = ints_attr(n, "perm")) {
-    perm = *p;
-  } else {
-    for (Index d = rank - 1; d >= 0; --d) {
-      perm.push_back(d);  // the default reverses the dimensions
-    }
-  }
-  std::vector<Index> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  bool valid = std::cmp_equal(sorted.size(), rank);
-  for (Index d = 0; valid && d < rank; ++d) {
-    valid = sorted[static_cast<std::size_t>(d)] == d;
-  }
-  if (!valid) {
-    invalid(i, fmt::format("perm [{}] is not a permutation of the {} dimensions of shape {}",
-                           fmt::join(perm, ", "), rank, shape_text(data->dims)));
+  const std::vector<Index> perm =
+      transpose_perm(i, rank, fmt::format("of shape {}", shape_text(data->dims)));
+  if (perm.empty()) {
     return;
   }
   Constant c;

@@ -329,6 +329,16 @@ class Importer {
   /// ONNX's axis `axis` of a rank-`rank` tensor (the batch included) as a non-negative axis, or
   /// -1 after recording why not (`what` names the attribute).
   Index onnx_axis(int i, std::int64_t axis, Index rank, const char* what);
+  /// Node i's "axis" attribute on an input of per-sample shape `shape`, as an axis past the
+  /// batch (>= 1), or -1 after recording why not (out of range, or the batch itself).
+  Index sample_axis(int i, const std::vector<Index>& shape);
+  /// Whether an output of per-sample shape `out_shape` has at most k_max_dim entries (else
+  /// recorded as invalid).
+  bool output_fits(int i, const std::vector<Index>& out_shape);
+  /// Node i's "perm" (by default the dimensions reversed) for a tensor of `rank` dimensions,
+  /// or empty after recording that it is not a permutation (`of` ends the message: "of shape
+  /// [2, 3]").
+  std::vector<Index> transpose_perm(int i, Index rank, std::string_view of);
   void transpose(int i);
   void slice(int i);
   void split(int i);
@@ -354,9 +364,10 @@ class Importer {
   bool ints_input(int i, int k, const char* attr, std::optional<std::vector<std::int64_t>>& out);
   /// Slice's starts, ends, axes and steps (inputs 1..4 from opset 10, attributes before);
   /// false, with the problem recorded, when one cannot be read or starts or ends is missing.
+  /// A Slice's inputs, one entry per sliced axis: axes and steps filled with their defaults
+  /// (0, 1, ... and 1), axes as written (possibly negative).
   struct SliceArgs {
-    std::vector<std::int64_t> starts, ends;
-    std::optional<std::vector<std::int64_t>> axes, steps;
+    std::vector<std::int64_t> starts, ends, axes, steps;
   };
   bool slice_args(int i, SliceArgs& out);
   void fold_constant_node(int i);

@@ -289,14 +289,8 @@ void Importer::resize(int i) {
     resized.push_back({axes[k] - 1, in, out, s, value.f});
     out_shape[static_cast<std::size_t>(axes[k] - 1)] = out;
   }
-  Index entries = 1;
-  for (const Index d : out_shape) {
-    if (d > k_max_dim / entries) {
-      invalid(i, fmt::format("its output of per-sample shape {} has more than {} entries",
-                             shape_text(out_shape), k_max_dim));
-      return;
-    }
-    entries *= d;
+  if (!output_fits(i, out_shape)) {
+    return;
   }
   std::vector<std::pair<Index, std::vector<Index>>> picks;
   for (const Axis& a : resized) {

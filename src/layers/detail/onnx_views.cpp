@@ -297,22 +297,36 @@ Index Importer::onnx_axis(int i, std::int64_t axis, Index rank, const char* what
   return axis < 0 ? axis + rank : axis;
 }
 
-void Importer::transpose(int i) {
-  const NodeProto& n = m_g.node(i);
-  Index x = -1;
-  std::shared_ptr<const EntryView> view;
-  if (!data_or_view(i, x, &view)) {
-    return;
+bool Importer::output_fits(int i, const std::vector<Index>& out_shape) {
+  Index entries = 1;
+  for (const Index d : out_shape) {
+    if (d > k_max_dim / entries) {
+      invalid(i, fmt::format("its output of per-sample shape {} has more than {} entries",
+                             shape_text(out_shape), k_max_dim));
+      return false;
+    }
+    entries *= d;
   }
-  std::shared_ptr<EntryView> v =
-      view ? std::make_shared<EntryView>(*view) : identity_view(x, m_builder->shape(x), i);
-  const auto rank = static_cast<Index>(v->dims.size()) + 1;
+  return true;
+}
+
+Index Importer::sample_axis(int i, const std::vector<Index>& shape) {
+  const std::int64_t written = int_attr(m_g.node(i), "axis", 0);
+  const Index axis = onnx_axis(i, written, static_cast<Index>(shape.size()) + 1, "axis");
+  if (axis == 0) {
+    unsupported(i, fmt::format("along the batch dimension (axis {})", written));
+    return -1;
+  }
+  return axis;
+}
+
+std::vector<Index> Importer::transpose_perm(int i, Index rank, std::string_view of) {
   std::vector<Index> perm;
-  if (const auto p = ints_attr(n, "perm")) {
+  if (const auto p = ints_attr(m_g.node(i), "perm")) {
     perm = *p;
   } else {
     for (Index d = rank - 1; d >= 0; --d) {
-      perm.push_back(d);
+      perm.push_back(d);  // the default reverses the dimensions
     }
   }
   std::vector<Index> sorted = perm;
@@ -322,9 +336,27 @@ void Importer::transpose(int i) {
     valid = sorted[static_cast<std::size_t>(d)] == d;
   }
   if (!valid) {
-    invalid(i, fmt::format("perm [{}] is not a permutation of the {} dimensions of its input "
-                           "(the batch, then the per-sample shape {})",
-                           fmt::join(perm, ", "), rank, shape_text(v->shape())));
+    invalid(i, fmt::format("perm [{}] is not a permutation of the {} dimensions {}",
+                           fmt::join(perm, ", "), rank, of));
+    return {};
+  }
+  return perm;
+}
+
+void Importer::transpose(int i) {
+  Index x = -1;
+  std::shared_ptr<const EntryView> view;
+  if (!data_or_view(i, x, &view)) {
+    return;
+  }
+  std::shared_ptr<EntryView> v =
+      view ? std::make_shared<EntryView>(*view) : identity_view(x, m_builder->shape(x), i);
+  const auto rank = static_cast<Index>(v->dims.size()) + 1;
+  const std::vector<Index> perm =
+      transpose_perm(i, rank,
+                     fmt::format("of its input (the batch, then the per-sample shape {})",
+                                 shape_text(v->shape())));
+  if (perm.empty()) {
     return;
   }
   if (perm[0] != 0) {
@@ -351,26 +383,17 @@ void Importer::slice(int i) {
   if (!slice_args(i, args)) {
     return;
   }
-  const std::vector<std::int64_t>* starts = &args.starts;
-  const std::vector<std::int64_t>* ends = &args.ends;
-  const std::optional<std::vector<std::int64_t>>& axes = args.axes;
-  const std::optional<std::vector<std::int64_t>>& steps = args.steps;
   const std::vector<Index> shape = m_builder->shape(x);
   const auto rank = static_cast<Index>(shape.size()) + 1;
-  const std::size_t count = starts->size();
-  const auto sized = [&](const auto& v) { return !v || v->size() == count; };
-  if (ends->size() != count || !sized(axes) || !sized(steps)) {
-    invalid(i, "starts, ends, axes and steps must have one entry per sliced axis");
-    return;
-  }
+  const std::size_t count = args.starts.size();
   std::vector<std::pair<Index, std::vector<Index>>> picks;
   std::vector<bool> seen(static_cast<std::size_t>(rank), false);
   for (std::size_t k = 0; k < count; ++k) {
-    const Index axis = onnx_axis(i, axes ? (*axes)[k] : static_cast<std::int64_t>(k), rank, "axis");
+    const Index axis = onnx_axis(i, args.axes[k], rank, "axis");
     if (axis < 0) {
       return;
     }
-    const std::int64_t step = steps ? (*steps)[k] : 1;
+    const std::int64_t step = args.steps[k];
     if (seen[static_cast<std::size_t>(axis)] || step == 0) {
       invalid(
           i, step == 0 ? std::string("a step of 0") : fmt::format("axis {} is sliced twice", axis));
@@ -379,20 +402,20 @@ void Importer::slice(int i) {
     seen[static_cast<std::size_t>(axis)] = true;
     if (axis == 0) {
       // The whole batch, as torch writes x[:, ...] when it writes the batch at all.
-      if ((*starts)[k] != 0 || step != 1 || (*ends)[k] < k_max_dim) {
-        unsupported(i, fmt::format("it slices the batch dimension ([{}:{}:{}])", (*starts)[k],
-                                   (*ends)[k], step));
+      if (args.starts[k] != 0 || step != 1 || args.ends[k] < k_max_dim) {
+        unsupported(i, fmt::format("it slices the batch dimension ([{}:{}:{}])", args.starts[k],
+                                   args.ends[k], step));
         return;
       }
       continue;
     }
     count_indices(i, shape[static_cast<std::size_t>(axis - 1)]);
-    std::vector<Index> keep =
-        slice_indices((*starts)[k], (*ends)[k], step, shape[static_cast<std::size_t>(axis - 1)]);
+    std::vector<Index> keep = slice_indices(args.starts[k], args.ends[k], step,
+                                            shape[static_cast<std::size_t>(axis - 1)]);
     if (keep.empty()) {
       unsupported(i, fmt::format("an empty slice ([{}:{}:{}]) of dimension {} of per-sample shape "
                                  "{}",
-                                 (*starts)[k], (*ends)[k], step, axis, shape_text(shape)));
+                                 args.starts[k], args.ends[k], step, axis, shape_text(shape)));
       return;
     }
     picks.emplace_back(axis - 1, std::move(keep));
@@ -412,13 +435,8 @@ void Importer::split(int i) {
     return;
   }
   const std::vector<Index> shape = m_builder->shape(x);
-  const auto rank = static_cast<Index>(shape.size()) + 1;
-  const Index axis = onnx_axis(i, int_attr(n, "axis", 0), rank, "axis");
+  const Index axis = sample_axis(i, shape);
   if (axis < 0) {
-    return;
-  }
-  if (axis == 0) {
-    unsupported(i, "along the batch dimension");
     return;
   }
   std::optional<std::vector<std::int64_t>> sizes;
@@ -479,7 +497,6 @@ void Importer::split(int i) {
 }
 
 void Importer::gather(int i) {
-  const NodeProto& n = m_g.node(i);
   Index x = -1;
   if (!data_input(i, 0, x)) {
     return;
@@ -489,13 +506,8 @@ void Importer::gather(int i) {
     return;
   }
   const std::vector<Index> shape = m_builder->shape(x);
-  const auto rank = static_cast<Index>(shape.size()) + 1;
-  const Index axis = onnx_axis(i, int_attr(n, "axis", 0), rank, "axis");
+  const Index axis = sample_axis(i, shape);
   if (axis < 0) {
-    return;
-  }
-  if (axis == 0) {
-    unsupported(i, "along the batch dimension");
     return;
   }
   if (idx->dims.size() != 1 || idx->real) {
@@ -560,14 +572,8 @@ void Importer::copy_pad(int i, Index x, const std::string& mode,
     }
     out_shape[static_cast<std::size_t>(axes[k] - 1)] = b + size + e;
   }
-  Index entries = 1;
-  for (const Index d : out_shape) {
-    if (d > k_max_dim / entries) {
-      invalid(i, fmt::format("its output of per-sample shape {} has more than {} entries",
-                             shape_text(out_shape), k_max_dim));
-      return;
-    }
-    entries *= d;
+  if (!output_fits(i, out_shape)) {
+    return;
   }
   std::vector<std::pair<Index, std::vector<Index>>> picks;
   for (std::size_t k = 0; k < axes.size(); ++k) {
