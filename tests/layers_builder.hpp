@@ -33,21 +33,35 @@ class GraphBuilder {
     return push(std::move(l));
   }
 
-  Index conv(const std::string& name, Index in, Index out, std::vector<Index> kernel,
-             std::vector<Index> stride = {}, std::vector<Index> padding = {},
-             std::vector<Index> dilation = {}, Index groups = 1, bool bias = true) {
-    Layer l = base(LayerKind::conv, name, {in});
+  /// A convolution's fields (its parameters are the caller's).
+  Layer convolution(LayerKind kind, const std::string& name, Index in, Index out,
+                    std::vector<Index> kernel, std::vector<Index> stride,
+                    std::vector<Index> padding, std::vector<Index> dilation, Index groups) {
+    Layer l = base(kind, name, {in});
     l.out_channels = out;
     l.groups = groups;
-    Index k = 1;
-    for (const Index x : kernel) {
-      k *= x;
-    }
     l.kernel = std::move(kernel);
     l.stride = std::move(stride);
     l.padding = std::move(padding);
     l.dilation = std::move(dilation);
-    params(l, out * (shape(in)[0] / groups) * k, bias ? out : 0);
+    return l;
+  }
+
+  /// The taps of a layer's kernel.
+  static Index taps(const Layer& l) {
+    Index k = 1;
+    for (const Index x : l.kernel) {
+      k *= x;
+    }
+    return k;
+  }
+
+  Index conv(const std::string& name, Index in, Index out, std::vector<Index> kernel,
+             std::vector<Index> stride = {}, std::vector<Index> padding = {},
+             std::vector<Index> dilation = {}, Index groups = 1, bool bias = true) {
+    Layer l = convolution(LayerKind::conv, name, in, out, std::move(kernel), std::move(stride),
+                          std::move(padding), std::move(dilation), groups);
+    params(l, out * (shape(in)[0] / groups) * taps(l), bias ? out : 0);
     return push(std::move(l));
   }
 
@@ -55,19 +69,10 @@ class GraphBuilder {
                        std::vector<Index> stride = {}, std::vector<Index> padding = {},
                        std::vector<Index> output_padding = {}, std::vector<Index> dilation = {},
                        Index groups = 1, bool bias = true) {
-    Layer l = base(LayerKind::conv_transpose, name, {in});
-    l.out_channels = out;
-    l.groups = groups;
-    Index k = 1;
-    for (const Index x : kernel) {
-      k *= x;
-    }
-    l.kernel = std::move(kernel);
-    l.stride = std::move(stride);
-    l.padding = std::move(padding);
+    Layer l = convolution(LayerKind::conv_transpose, name, in, out, std::move(kernel),
+                          std::move(stride), std::move(padding), std::move(dilation), groups);
     l.output_padding = std::move(output_padding);
-    l.dilation = std::move(dilation);
-    params(l, shape(in)[0] * (out / groups) * k, bias ? out : 0);
+    params(l, shape(in)[0] * (out / groups) * taps(l), bias ? out : 0);
     return push(std::move(l));
   }
 

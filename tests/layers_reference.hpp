@@ -25,21 +25,35 @@ inline double apply(const Activation& a, double z) {
   return z > 0 ? z : a.negative_slope * z;
 }
 
+/// The sizes of a window layer's input {C, L} or {C, H, W} (a 1-D input as height 1).
+struct ReferenceDims {
+  bool one_d;
+  Index c_in, h_in, w_in, kh, kw;
+};
+
+inline ReferenceDims reference_dims(const Layer& ly, const Tensor& x) {
+  const bool one_d = x.shape.size() == 2;
+  return {
+      one_d,           x.shape[0], one_d ? 1 : x.shape[1], x.shape.back(), one_d ? 1 : ly.kernel[0],
+      ly.kernel.back()};
+}
+
+/// Entry i (0: height, 1: width) of a per-dimension list, `dflt` when it is empty or for the
+/// height of a 1-D layer.
+inline Index per_axis(const std::vector<Index>& v, std::size_t i, Index dflt, bool one_d) {
+  if (v.empty()) {
+    return dflt;
+  }
+  return one_d ? (i == 0 ? dflt : v[0]) : v[i];
+}
+
 /// Conv / pools on a {C, L} or {C, H, W} tensor, naively. mode: 0 conv, 1 max, 2 avg.
 inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const double> theta,
                                int mode) {
-  const bool one_d = x.shape.size() == 2;
-  const Index c_in = x.shape[0];
-  const Index h_in = one_d ? 1 : x.shape[1];
-  const Index w_in = x.shape.back();
+  const auto [one_d, c_in, h_in, w_in, kh, kw] = reference_dims(ly, x);
   const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
-    if (v.empty()) {
-      return dflt;
-    }
-    return one_d ? (i == 0 ? dflt : v[0]) : v[i];
+    return per_axis(v, i, dflt, one_d);
   };
-  const Index kh = one_d ? 1 : ly.kernel[0];
-  const Index kw = ly.kernel.back();
   const Index sh = get(ly.stride, 0, mode == 0 ? 1 : kh);
   const Index sw = get(ly.stride, 1, mode == 0 ? 1 : kw);
   const Index ph = one_d ? 0 : get(ly.padding, 0, 0);
@@ -115,18 +129,10 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
 /// at i stride - padding + k dilation, weight (in channel, out channel in group, tap).
 inline Tensor reference_conv_transpose(const Layer& ly, const Tensor& x,
                                        std::span<const double> theta) {
-  const bool one_d = x.shape.size() == 2;
-  const Index c_in = x.shape[0];
-  const Index h_in = one_d ? 1 : x.shape[1];
-  const Index w_in = x.shape.back();
+  const auto [one_d, c_in, h_in, w_in, kh, kw] = reference_dims(ly, x);
   const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
-    if (v.empty()) {
-      return dflt;
-    }
-    return one_d ? (i == 0 ? dflt : v[0]) : v[i];
+    return per_axis(v, i, dflt, one_d);
   };
-  const Index kh = one_d ? 1 : ly.kernel[0];
-  const Index kw = ly.kernel.back();
   const Index sh = get(ly.stride, 0, 1);
   const Index sw = get(ly.stride, 1, 1);
   const Index ph = one_d ? 0 : get(ly.padding, 0, 0);

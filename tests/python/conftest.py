@@ -71,6 +71,12 @@ def pathlift_module():
 
 
 @pytest.fixture(scope="session")
+def pl(pathlift_module):
+    """pathlift_module under the short name the tests use."""
+    return pathlift_module
+
+
+@pytest.fixture(scope="session")
 def build_dir():
     """The build directory under test ($PATHLIFT_BUILD_DIR)."""
     return BUILD

@@ -11,11 +11,6 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def cnn():
     torch.manual_seed(0)
     return nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Conv2d(2, 2, 3), nn.ReLU(),

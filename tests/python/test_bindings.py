@@ -22,11 +22,6 @@ scipy_sparse = pytest.importorskip("scipy.sparse")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def small_networks(pl):
     """Networks covering the model: the paper's examples, feed-forward with and without bias,
     random DAGs with parallel edges, designated outputs and shuffled order."""

@@ -14,11 +14,6 @@ FF = "3,5,4,2"
 SEED = 3
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def python_matrix(pl, command, flags, tmp_path):
     """The matrix that `command flags` writes, from the Python API (the independent side)."""
     net = pl.builtin_network(f"ff:{FF}")

@@ -20,11 +20,6 @@ F = torch.nn.functional
 BatchNorm = nn.modules.batchnorm._BatchNorm
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 # --- models ----------------------------------------------------------------------------------
 
 

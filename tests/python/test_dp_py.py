@@ -13,11 +13,6 @@ import pytest
 scipy_sparse = pytest.importorskip("scipy.sparse")
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def dp_networks(pl):
     nets = [pl.fig1(), pl.sketch_h0(), pl.sketch_h1(), pl.feed_forward(3, [5, 4], 2),
             pl.feed_forward(2, [3, 3, 3], 3, bias=False), pl.feed_forward(4, [], 2)]

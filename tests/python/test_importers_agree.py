@@ -28,11 +28,6 @@ F = torch.nn.functional
 from test_cnn import LeNet5, conv1d_net, prepare, tiny_resnet, vgg_like  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 # --- the corpus ----------------------------------------------------------------------------------
 
 

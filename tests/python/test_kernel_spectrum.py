@@ -16,11 +16,6 @@ nn = torch.nn
 from test_cnn import prepare  # noqa: E402  (float64, eval mode, random weights and statistics)
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def small_cnn():
     """Weights scaled by 2: K's top eigenvalues then lie above the eigenvalue 1 of each output
     bias (a path of one edge), whose multiplicity single-vector Lanczos (eigsh) cannot see."""

@@ -22,11 +22,6 @@ ONNX_SHAPES = {name: tuple(v["input_shape"]) for name, v in
                json.loads((DATA / "onnx_reference.json").read_text()).items()}
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 # --- models ----------------------------------------------------------------------------------
 
 

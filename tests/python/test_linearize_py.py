@@ -18,11 +18,6 @@ from test_torch import MODELS, input_width, make, mlp  # noqa: E402
 CLI_LINEARIZE_KEYS = ["n", "q", "P", "nnz_L", "margin", "max_err_f", "max_err_grad", "status"]
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 @pytest.fixture(params=MODELS, ids=[name for name, _ in MODELS])
 def model(request):
     return make(request.param[1], seed=3 + len(request.param[0]))

@@ -27,11 +27,6 @@ nn = torch.nn
 F = torch.nn.functional
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def export(model, shape, path, opset=13, fold=True, keep_batch_norm=False):
     """model (float64, eval mode) exported to path with a symbolic batch; path returned."""
     model = model.double().eval()

@@ -21,11 +21,6 @@ onnx = pytest.importorskip("onnx", reason="onnx (Debian: python3-onnx) is needed
 nn = torch.nn
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def export(model, shape, opset=None, fold=True, dynamic=True, **kwargs):
     """The model (float64, eval mode) as ONNX bytes, as torch.onnx.export writes it."""
     buffer = io.BytesIO()

@@ -10,11 +10,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def doc_script():
     spec = importlib.util.spec_from_file_location("onnx_operators_doc",
                                                   ROOT / "scripts" / "onnx_operators_doc.py")

@@ -11,11 +11,6 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def small_cnn(seed):
     torch.manual_seed(seed)
     return nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),

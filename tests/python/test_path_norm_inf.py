@@ -11,11 +11,6 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def test_inf_is_the_largest_path_product(pl):
     cases = []
     for widths in ([4], [5, 3], [2, 2, 2, 2]):

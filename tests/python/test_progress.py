@@ -12,11 +12,6 @@ import pytest
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 
 
-@pytest.fixture
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def record():
     calls = []
     return calls, lambda phase, fraction: calls.append((phase, fraction))

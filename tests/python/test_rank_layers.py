@@ -16,11 +16,6 @@ nn = torch.nn
 
 
 @pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
-@pytest.fixture(scope="module")
 def resnet18_onnx(tmp_path_factory):
     """torchvision's resnet18 as a user exports it: untrained, eval mode (BatchNorm folded into
     the convolutions, whose biases are then exactly 0)."""

@@ -23,11 +23,6 @@ CLI_RANK_KEYS = ["d", "h", "h_sym", "expected", "rank_B", "rank_B_lower", "rank_
                  "rank_J_sigma_expected", "rank_J_condition", "rank_J_non_finite", "rank_J_note"]
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def engine_networks(pl):
     """The paper's examples, feed-forward with and without bias, random DAGs with parallel
     edges and designated outputs that feed other nodes."""

@@ -11,11 +11,6 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def rank_json(run_cli, *args):
     result = run_cli("rank", *args, "--json")
     return result.returncode, json.loads(result.stdout), result.stderr

@@ -13,11 +13,6 @@ torch = pytest.importorskip("torch")
 scipy_sparse = pytest.importorskip("scipy.sparse")
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def mlp(seed=0):
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 6),

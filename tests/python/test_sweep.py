@@ -21,11 +21,6 @@ nn = torch.nn
 QUANTITIES = ["norm:1", "norm:2", "norm:inf", "kernel_trace", "top_eig:2", "rank"]
 
 
-@pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
 def digits_cnn():
     return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(), nn.Flatten(),

@@ -15,11 +15,6 @@ sp = pytest.importorskip("scipy.sparse")
 
 
 @pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
-@pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))

@@ -31,11 +31,6 @@ from test_cnn import prepare, tiny_resnet  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
-@pytest.fixture(scope="module")
 def pt(pathlift_module):
     import pathlift.torch
 

@@ -18,11 +18,6 @@ global_hooks = torch.nn.modules.module
 
 
 @pytest.fixture(scope="module")
-def pl(pathlift_module):
-    return pathlift_module
-
-
-@pytest.fixture(scope="module")
 def pt(pathlift_module):
     import pathlift.torch
 
