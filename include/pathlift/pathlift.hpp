@@ -11,6 +11,7 @@
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/forward.hpp"
+#include "pathlift/generalization.hpp"
 #include "pathlift/gram.hpp"
 #include "pathlift/io.hpp"
 #include "pathlift/kernel.hpp"

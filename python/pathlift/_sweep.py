@@ -19,6 +19,8 @@ The quantities, by name (one home: ``QUANTITIES``)::
     rank            the certified rank of dPhi: rank, rank:expected, rank:status
     metric:<ref>    the path-metric to the weights of <ref> (a .npy theta, a model file, or a
                     checkpoint of the same constructor): metric:<ref>, metric:<ref>:log10
+    bound:<n>:<B>   the path-norm toolkit's generalization bound for n samples with
+                    ||x||_inf <= B: bound:<n>:<B>, its :log10, :coefficient and :D
 
 or a callable ``f(net, theta)`` (picklable, for other processes) returning a number (column
 ``f.__name__``) or a dict (columns ``f.__name__:key``). Every row also has ``item``, ``d``,
@@ -81,8 +83,9 @@ def _known() -> str:
     return ", ".join(QUANTITIES)
 
 
-QUANTITIES = ("norm:<s>", "kernel_trace", "top_eig:<k>", "rank", "metric:<reference item>")
-_NOT_YET = {"bound": "the generalization bound", "shares": "path-norm shares"}
+QUANTITIES = ("norm:<s>", "kernel_trace", "top_eig:<k>", "rank", "metric:<reference item>",
+              "bound:<n>:<B>")
+_NOT_YET = {"shares": "path-norm shares"}
 
 
 def parse_quantity(spec: Any) -> _Quantity:
@@ -118,6 +121,16 @@ def parse_quantity(spec: Any) -> _Quantity:
         if not arg:
             raise ValueError(f"quantity {spec!r}: name the reference item (metric:init.npy)")
         return _Quantity(spec, "metric", arg)
+    if head == "bound":
+        try:
+            n_text, b_text = arg.split(":")
+            n, b = float(n_text), float(b_text)
+        except ValueError:
+            raise ValueError(f"quantity {spec!r}: give the training samples n and the input "
+                             f"bound B (bound:60000:2.64)") from None
+        if not (n > 0 and math.isfinite(n) and b >= 0 and math.isfinite(b)):
+            raise ValueError(f"quantity {spec!r}: n must be > 0 and B >= 0, both finite")
+        return _Quantity(spec, "bound", (n, b))
     if head in _NOT_YET:
         raise ValueError(f"quantity {spec!r}: {_NOT_YET[head]} is not in pathlift yet; "
                          f"the quantities are {_known()}, or a callable f(net, theta)")
@@ -152,6 +165,11 @@ def _columns(q: _Quantity, net: Any, theta: np.ndarray, item: Any, threads: int,
         m = pl.path_metric(net, theta, theta2, max_memory=max_memory, threads=threads,
                            progress=False)
         return {q.name: float(m.value), f"{q.name}:log10": float(m.log10)}
+    if q.kind == "bound":
+        g = pl.generalization_bound(net, theta, n=q.arg[0], input_bound=q.arg[1],
+                                    max_memory=max_memory, threads=threads, progress=False)
+        return {q.name: float(g.bound), f"{q.name}:log10": float(g.log10_bound),
+                f"{q.name}:coefficient": float(g.coefficient), f"{q.name}:D": int(g.D)}
     out = q.arg(net, theta)
     if isinstance(out, dict):
         return {f"{q.name}:{k}": v for k, v in out.items()}

@@ -28,6 +28,7 @@
   X(linearize)                     \
   X(norms)                         \
   X(metric)                        \
+  X(generalization)                \
   X(balance)                       \
   X(rescaling)                     \
   X(kernel)

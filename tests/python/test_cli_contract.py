@@ -31,6 +31,7 @@ GOOD = {
     "linearize": ["--data", "{data}", "-o", "{out}.mtx"],
     "norm": [],
     "metric": ["--theta2", "{theta2}"],
+    "bound": ["--samples", "100", "--input-bound", "1"],
     "rescale": ["--enorm", "-o", "{out}.npy"],
     "kernel": ["--diag", "-o", "{out}.npy"],
     "bench": ["--grid", "5,2,2", "--reps", "1", "-o", "{out}.csv"],
@@ -46,6 +47,7 @@ JSON = {
     "linearize": (["--data", "{data}"], True),
     "norm": ([], True),
     "metric": (["--theta2", "{theta2}"], True),
+    "bound": (["--samples", "100", "--input-bound", "1"], True),
     "rescale": (["--path-cond", "-o", "{out}.npy"], True),
     "kernel": (["--trace"], True),
 }

@@ -18,7 +18,8 @@ torch = pytest.importorskip("torch")
 pd = pytest.importorskip("pandas")
 nn = torch.nn
 
-QUANTITIES = ["norm:1", "norm:2", "norm:inf", "kernel_trace", "top_eig:2", "rank"]
+QUANTITIES = ["norm:1", "norm:2", "norm:inf", "kernel_trace", "top_eig:2", "rank",
+              "bound:1797:16"]
 
 
 def digits_cnn():
@@ -76,6 +77,9 @@ def direct_loop(pl, checkpoints):
         r = pl.rank(net, theta)
         row["rank"], row["rank:expected"], row["rank:status"] = (r["rank_B"], r["expected"],
                                                                  r["status"])
+        g = pl.generalization_bound(net, theta, n=1797, input_bound=16)
+        row["bound:1797:16"], row["bound:1797:16:log10"] = g.bound, g.log10_bound
+        row["bound:1797:16:coefficient"], row["bound:1797:16:D"] = g.coefficient, g.D
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -178,7 +182,11 @@ def test_bad_requests_are_refused_before_any_work(pl, checkpoints, tmp_path):
     with pytest.raises(ValueError, match="unknown quantity 'norm1'"):
         pl.sweep(items, ["norm1"])
     with pytest.raises(ValueError, match="not in pathlift yet"):
+        pl.sweep(items, ["shares"])
+    with pytest.raises(ValueError, match=r"give the training samples n and the input bound B"):
         pl.sweep(items, ["bound"])
+    with pytest.raises(ValueError, match=r"n must be > 0 and B >= 0"):
+        pl.sweep(items, ["bound:0:1"])
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         pl.sweep(items, ["top_eig:0"])
     with pytest.raises(ValueError, match="given twice"):
