@@ -92,7 +92,7 @@ def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShap
     bound = 0.0
     loss = 0.0
     wrong = 0
-    shape: InputShape = input_shape
+    net = network_of(model, input_shape, what=what) if input_shape is not None else None
     try:
         with torch.no_grad():
             for i, batch in enumerate(batches):
@@ -100,9 +100,8 @@ def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShap
                     raise TypeError(f"{what}: each batch must be (inputs, labels), got "
                                     f"{type(batch).__name__}")
                 x, y = batch[0], batch[1]
-                if shape is None:
-                    shape = tuple(x.shape[1:])
-                    network_of(model, shape, what=what)  # refuses a training-mode module first
+                if net is None:  # traced on the first batch: a training-mode module refused
+                    net = network_of(model, tuple(x.shape[1:]), what=what)
                 out = model(x)
                 loss += float(nn.functional.cross_entropy(out.double(), y, reduction="sum"))
                 wrong += int((out.argmax(dim=1) != y).sum())
@@ -114,9 +113,8 @@ def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShap
         close = getattr(show, "close", None)
         if close is not None:
             close()
-    if n == 0:
+    if n == 0 or net is None:
         raise ValueError(f"{what}: the data holds no sample")
-    net = network_of(model, shape, what=what)
     report = _generalization_bound(net, n=float(n), input_bound=bound, threads=threads,
                                    progress=progress)
     return TrainingSetBound(report, loss / n, wrong / n)

@@ -85,6 +85,10 @@ CALLS = {
     "path_metric": lambda pl, n, ln, t, X: pl.path_metric(n, t, t * 0.5),
     "path_metric/layers": lambda pl, n, ln, t, X: pl.path_metric(ln, t, t * 0.5),
     "lipschitz_bound": lambda pl, n, ln, t, X: pl.lipschitz_bound(n, t, -t),
+    "generalization_bound": lambda pl, n, ln, t, X: pl.generalization_bound(
+        n, t, n=100, input_bound=2).bound,
+    "generalization_bound/layers": lambda pl, n, ln, t, X: pl.generalization_bound(
+        ln, t, n=100, input_bound=2).bound,
     "path_cond": lambda pl, n, ln, t, X: pl.path_cond(n, t).theta,
     "enorm": lambda pl, n, ln, t, X: pl.enorm(ln, t).theta,
     "path_magnitude": lambda pl, n, ln, t, X: pl.path_magnitude(n, t),
