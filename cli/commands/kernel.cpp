@@ -72,16 +72,11 @@ class KernelSource {
   KernelSource(const Model& model, std::span<const double> theta, const ComputeOptions& compute)
       : m_model(model), m_theta(theta), m_compute(compute) {}
 
-  /// f(options): the layer DP reports its progress; the DAG's passes report none, so the
-  /// seconds elapsed are shown instead.
+  /// f(options), with a progress display labelled `label` (the library reports it on either
+  /// kind of model).
   template <class F>
   decltype(auto) shown(const char* label, F&& f) const {
-    EngineOptions options = engine_options(m_compute, label);
-    if (m_model.is_layer_graph()) {
-      return f(options);
-    }
-    options.progress = {};
-    return with_progress(label, [&] { return f(options); });
+    return f(engine_options(m_compute, label));
   }
 
   [[nodiscard]] ScaledReal trace() const {

@@ -6,7 +6,9 @@
 /// only here, a model's kind picks the computation: a layer graph runs the layer DP
 /// (layer_dp.hpp) without unrolling, a DAG its own DP (counting.hpp, norms.hpp, kernel.hpp).
 /// Results are those of the DAG either way (to rounding), and the rules, errors and complexity
-/// those of the functions named.
+/// those of the functions named. Progress (options.progress): the layer DP reports its passes;
+/// a DAG pass that has no progress of its own reports its phase running with its extent unknown
+/// (fraction -1), then done (1).
 ///
 /// Example:
 /// \code

@@ -32,6 +32,25 @@ decltype(auto) on_model(const Model& model, OnLayers&& on_layers, OnDag&& on_dag
   return std::forward<OnDag>(on_dag)(*model.dag());
 }
 
+/// The same for a DAG pass that reports no progress of its own (one pass over the edges): the
+/// phase is reported running with its extent unknown (-1), then done (1), so that a caller's
+/// display shows the seconds elapsed on either kind of model.
+template <class OnLayers, class OnDag>
+auto on_model(const Model& model, const EngineOptions& options, std::string_view phase,
+              OnLayers&& on_layers, OnDag&& on_dag) {
+  if (const LayerGraph* graph = model.layer_graph()) {
+    return std::forward<OnLayers>(on_layers)(*graph);
+  }
+  if (options.progress) {
+    options.progress(phase, -1.0);
+  }
+  auto result = std::forward<OnDag>(on_dag)(*model.dag());
+  if (options.progress) {
+    options.progress(phase, 1.0);
+  }
+  return result;
+}
+
 }  // namespace
 
 PathCounts count_paths(const Model& model, const EngineOptions& options) {
@@ -42,14 +61,15 @@ PathCounts count_paths(const Model& model, const EngineOptions& options) {
 
 Count count_paths_total(const Model& model, const EngineOptions& options) {
   return on_model(
-      model, [&](const LayerGraph& g) { return count_paths_total(g, options); },
+      model, options, "counting paths",
+      [&](const LayerGraph& g) { return count_paths_total(g, options); },
       [&](const Network& net) { return count_paths_total(net); });
 }
 
 PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
                    PathNormDetail detail, const EngineOptions& options) {
   return on_model(
-      model,
+      model, options, "path-norm",
       [&](const LayerGraph& g) {
         if (std::isinf(s)) {
           // The max-plus DP runs on the DAG: unrolled within options.max_memory (TooLarge with
@@ -70,7 +90,8 @@ PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
 std::vector<double> path_norm_gradient(const Model& model, std::span<const double> theta, double s,
                                        const EngineOptions& options) {
   std::vector<double> gradient = on_model(
-      model, [&](const LayerGraph& g) { return path_norm_gradient(g, theta, s, options); },
+      model, options, "path-norm gradient",
+      [&](const LayerGraph& g) { return path_norm_gradient(g, theta, s, options); },
       [&](const Network& net) { return path_norm_gradient(net, theta, s); });
   require_representable(gradient, "the path-norm gradient");
   return gradient;
@@ -79,7 +100,8 @@ std::vector<double> path_norm_gradient(const Model& model, std::span<const doubl
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options) {
   return on_model(
-      model, [&](const LayerGraph& g) { return path_magnitude(g, theta, options); },
+      model, options, "path magnitudes",
+      [&](const LayerGraph& g) { return path_magnitude(g, theta, options); },
       [&](const Network& net) { return path_magnitude(net, theta); });
 }
 
@@ -100,7 +122,8 @@ LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options) {
   Buffer<double> diag = on_model(
-      model, [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
+      model, options, "diag(K)",
+      [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
       [&](const Network& net) { return kernel_diagonal(net, theta); });
   const std::span<const double> values(diag.data(), diag.size());
   require_representable(values, "diag(K)");
@@ -133,14 +156,16 @@ Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
                         const EngineOptions& options) {
   return on_model(
-      model, [&](const LayerGraph& g) { return kernel_trace(g, theta, options); },
+      model, options, "trace(K)",
+      [&](const LayerGraph& g) { return kernel_trace(g, theta, options); },
       [&](const Network& net) { return kernel_trace(net, theta); });
 }
 
 Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options) {
   Eigen::VectorXd kv = on_model(
-      model, [&](const LayerGraph& g) { return kernel_matvec(g, theta, v, options); },
+      model, options, "K v",
+      [&](const LayerGraph& g) { return kernel_matvec(g, theta, v, options); },
       [&](const Network& net) { return kernel_matvec(net, theta, v); });
   require_representable(std::span<const double>(kv.data(), static_cast<std::size_t>(kv.size())),
                         "K v");

@@ -42,6 +42,19 @@ def test_the_layer_dp_and_unrolling_report(pl):
     assert calls[-1] == ("unrolling the layer graph", 1.0)
 
 
+def test_a_dag_pass_without_fractions_reports_running_then_done(pl):
+    """A DAG's one-pass DPs (the path-free functions of path_free.hpp) have no fractions: the
+    phase is heard running with its extent unknown, then done, as on a layer graph."""
+    net = pl.feed_forward(5, [16, 16], 2)
+    theta = pl.normal_weights(net.d, 2)
+    for call, phase in [(lambda p: pl.kernel_trace(net, theta, progress=p), "trace(K)"),
+                        (lambda p: pl.kernel_diagonal(net, theta, progress=p), "diag(K)"),
+                        (lambda p: pl.path_norm(net, theta, 1, progress=p), "path-norm")]:
+        calls, progress = record()
+        call(progress)
+        assert calls == [(phase, -1.0), (phase, 1.0)]
+
+
 def test_a_failing_callback_does_not_break_the_call(pl):
     net = pl.feed_forward(5, [16, 16], 2)
     theta = pl.normal_weights(net.d, 1)
