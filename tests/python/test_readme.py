@@ -69,6 +69,8 @@ def test_readme_python_examples(pathlift_module):
     assert printed[5] == "359 359 verified"
     # the training block: dPhi as a torch sparse CSR tensor, P x d
     assert printed[7] == "torch.sparse_csr (98, 66)"
+    # the generalization bound of the MLP 5 -> 8 -> 2: depth 2, n = 32 samples
+    assert printed[8] == "2 32 True True"
 
 
 def test_readme_cpp_example_is_the_consumer_built_by_the_tests():
