@@ -87,8 +87,8 @@ struct ProofMatrix {
 Eigen::Matrix<std::int64_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> displayed(
     const ProofMatrix& m, const EngineOptions& options = {});
 
-/// The largest matrix the proof's printed forms (to_json, `pathlift prove --verbose`) show entry
-/// by entry; a larger one shows its row and column orders only.
+/// The largest matrix the proof's printed forms (to_json and any text form of the matrices) show
+/// entry by entry; a larger one shows its row and column orders only.
 inline constexpr Index proof_matrix_displayed_rows = 200;
 inline constexpr Index proof_matrix_displayed_cols = 60;
 /// Whether `m` is within those limits.

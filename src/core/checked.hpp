@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "pathlift/error.hpp"
+#include "pathlift/types.hpp"
 
 namespace pathlift::detail {
 
@@ -59,6 +61,18 @@ template <class T>
 [[nodiscard]] inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
   std::uint64_t r = 0;
   return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/// The product of a shape's dims (its entries), or -1 when one is negative or the product
+/// overflows 64 bits.
+inline Index entries_of(const std::vector<Index>& dims) {
+  Index n = 1;
+  for (const Index d : dims) {
+    if (d < 0 || mul_overflows(n, d, n)) {
+      return -1;
+    }
+  }
+  return n;
 }
 
 }  // namespace pathlift::detail

@@ -11,6 +11,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/path_free.hpp"
+#include "src/core/checked.hpp"
 #include "src/core/json.hpp"
 #include "src/layer_dp/detail/layer_depth.hpp"
 #include "src/layers/layers_geometry.hpp"
@@ -57,14 +58,6 @@ void dag_constants(const Network& net, GeneralizationBound& g) {
   g.outputs = static_cast<Index>(net.outputs().size());
 }
 
-Index entries(const std::vector<Index>& shape) {
-  Index n = 1;
-  for (const Index d : shape) {
-    n *= d;
-  }
-  return n;
-}
-
 /// The most inputs of one output of a max_pool layer: its windows' taps inside the input.
 Index pool_kernel(const Layer& layer, const std::vector<Index>& in) {
   const detail::Window w = detail::window_of(layer, in);
@@ -100,9 +93,9 @@ void layer_constants(const Model& model, const LayerGraph& graph, const EngineOp
     const auto u = static_cast<std::size_t>(o);
     g.depth = std::max(g.depth, depths.depth[u] + 1);  // the edges into the output nodes
     g.max_pools_on_a_path = std::max(g.max_pools_on_a_path, depths.max_pools[u]);
-    g.outputs += entries(shapes[u]);
+    g.outputs += detail::entries_of(shapes[u]);
   }
-  g.inputs = entries(graph.input_shape);
+  g.inputs = detail::entries_of(graph.input_shape);
   const PathCounts counts = count_paths(model, options);
   g.depth_exact = counts.max_path_length >= 0;
   if (g.depth_exact) {

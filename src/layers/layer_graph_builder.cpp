@@ -24,19 +24,7 @@ using detail::LayerChecker;
 using detail::LayerProblem;
 using detail::shape_text;
 
-namespace {
-
-Index entries(const std::vector<Index>& shape) {
-  Index n = 1;
-  for (const Index x : shape) {
-    if (x < 0 || detail::mul_overflows(n, x, n)) {
-      return -1;
-    }
-  }
-  return n;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // The builder
@@ -174,23 +162,23 @@ void LayerGraphBuilder::check_blocks(Index index, const LayerParameters* paramet
   if (parameters != nullptr) {
     const std::vector<Index>& x = m_shapes[static_cast<std::size_t>(l.inputs[0])];
     if (const auto& w = parameters->weight;
-        w && (bn ? entries(w->shape) != b.weight : w->shape != b.weight_shape)) {
+        w && (bn ? detail::entries_of(w->shape) != b.weight : w->shape != b.weight_shape)) {
       checker.fail(
           bn ? fmt::format("scale '{}' of shape {} has {} entries, but the input of shape {} has "
                            "{} channels",
-                           printable(w->name), shape_text(w->shape), entries(w->shape),
+                           printable(w->name), shape_text(w->shape), detail::entries_of(w->shape),
                            shape_text(x), b.weight)
              : fmt::format("weight '{}' of shape {} does not fit an input of shape {}: the layer "
                            "needs a weight of shape {}",
                            printable(w->name), shape_text(w->shape), shape_text(x),
                            shape_text(b.weight_shape)));
     }
-    if (const auto& bias = parameters->bias; bias && entries(bias->shape) != b.bias) {
+    if (const auto& bias = parameters->bias; bias && detail::entries_of(bias->shape) != b.bias) {
       checker.fail(fmt::format(
           "bias '{}' of shape {} has {} entries, but the layer has {} output "
           "channels",
 
-          printable(bias->name), shape_text(bias->shape), entries(bias->shape), b.bias));
+          printable(bias->name), shape_text(bias->shape), detail::entries_of(bias->shape), b.bias));
     }
   }
   if (!m_num_params_known) {

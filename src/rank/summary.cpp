@@ -2,22 +2,16 @@
 
 #include "pathlift/summary.hpp"
 
-#include <functional>
-#include <numeric>
-
 #include "pathlift/error.hpp"
 #include "pathlift/path_free.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/core/checked.hpp"
 #include "src/core/json.hpp"
 #include "src/layers/layer_kinds.hpp"
 
 namespace pathlift {
 
 namespace {
-
-Index entries(const std::vector<Index>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), Index{1}, std::multiplies<>());
-}
 
 /// The nodes of a layer graph's unrolled DAG by role, without unrolling.
 void count_nodes(const Model& model, const LayerGraph& graph, const EngineOptions& options,
@@ -29,10 +23,10 @@ void count_nodes(const Model& model, const LayerGraph& graph, const EngineOption
   for (const Layer& layer : graph.layers) {
     s.bias += detail::has_parameters(layer) && layer.bias_offset >= 0 ? 1 : 0;
   }
-  s.inputs = entries(graph.input_shape) + s.bias;
+  s.inputs = detail::entries_of(graph.input_shape) + s.bias;
   const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
   for (const Index o : graph.outputs) {
-    s.outputs += entries(shapes[static_cast<std::size_t>(o)]);
+    s.outputs += detail::entries_of(shapes[static_cast<std::size_t>(o)]);
   }
   s.hidden = s.nodes - s.inputs - s.outputs;
   if (s.edges == s.d) {

@@ -61,17 +61,6 @@ std::string string_attr(const NodeProto& n, std::string_view name, const char* f
 std::string type_name(int data_type);
 bool is_floating(int data_type);
 
-/// The product of dims, or -1 when one is negative or the product overflows 64 bits.
-inline Index entries_of(const std::vector<Index>& dims) {
-  Index n = 1;
-  for (const Index d : dims) {
-    if (d < 0 || mul_overflows(n, d, n)) {
-      return -1;
-    }
-  }
-  return n;
-}
-
 /// t's dims, each checked non-negative, and their product checked against overflow.
 std::vector<Index> tensor_dims(const TensorProto& t);
 Index tensor_entries(const TensorProto& t);

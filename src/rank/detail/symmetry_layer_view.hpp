@@ -10,6 +10,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
+#include "src/core/checked.hpp"
 #include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_unroll.hpp"
 
@@ -24,14 +25,6 @@ struct Channels {
 inline Channels channels_of(const std::vector<Index>& shape, Index entries) {
   const Index c = shape.empty() ? 1 : shape[0];
   return {c, c > 0 ? entries / c : 0};
-}
-
-inline Index entries_of(const std::vector<Index>& shape) {
-  Index n = 1;
-  for (const Index x : shape) {
-    n *= x;
-  }
-  return n;
 }
 
 inline constexpr Index k_no_entry = -2;  // a channel without a live entry
