@@ -47,12 +47,15 @@ Brute brute_force(const Network& net) {
     }
     b.max_pools = std::max(b.max_pools, maxes);
   }
+  std::vector<Index> orders;  // the k of each k-max-pooling neuron
   for (NodeId v = 0; v < net.num_nodes(); ++v) {
     if (net.activation(v).kind == ActivationKind::max && !net.is_input(v)) {
-      b.types = 1;
+      orders.push_back(net.activation(v).order);
       b.kernel = std::max(b.kernel, static_cast<Index>(net.in_edges(v).size()));
     }
   }
+  std::sort(orders.begin(), orders.end());
+  b.types = std::unique(orders.begin(), orders.end()) - orders.begin();
   b.inputs = static_cast<Index>(net.data_inputs().size());
   b.outputs = static_cast<Index>(net.outputs().size());
   return b;

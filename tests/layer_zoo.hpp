@@ -135,11 +135,40 @@ inline LayerGraph zoo_global_pools() {
   return b.graph({h1, h2, side});
 }
 
+/// The order statistics and the interpolations of the path-norm toolkit: a 2-max pool with
+/// padding and ceil_mode, GroupSort (g = 3, descending) and MaxMin (g = 2) whose maxima alone are
+/// kept (a gather: the minima are dead), bilinear upsampling with and without align_corners (by
+/// a scale factor of 2 and to an odd size), and linear interpolation on a Conv1d branch.
+inline LayerGraph zoo_toolkit_kinds() {
+  GraphBuilder b({2, 7, 6});
+  const Index e = b.act("tr1", b.conv("tc1", 0, 6, {3, 3}, {1, 1}, {1, 1}));  // 6 x 7 x 6
+  const Index k = b.k_max_pool("kmax", e, 2, {3, 3}, {2, 2}, {1, 1}, true);   // 6 x 4 x 3
+  const Index g = b.group_sort("gsort", k, 3, true);
+  const Index up = b.interpolate("up", g, {8, 6}, false, {2.0, 2.0});  // 6 x 8 x 6
+  const Index mm =
+      b.gather("maxima", b.group_sort("maxmin", b.conv("tc2", up, 4, {3, 3}), 2, false), 0,
+               {1, 3});  // the larger of each pair (ascending): 2 x 6 x 4
+  const Index odd = b.interpolate("odd", mm, {5, 7}, true);
+  return b.graph({b.linear("tfc", b.op(LayerKind::flatten, "tflat", {odd}), 3)});
+}
+
+/// The same on {C, L} data: linear interpolation (by a factor of 3, and down to an odd size
+/// with align_corners), a k-max pool and an ascending GroupSort, a second output.
+inline LayerGraph zoo_toolkit_1d() {
+  GraphBuilder b({2, 9});
+  const Index c = b.act("lr1", b.conv("lc1", 0, 4, {3}, {1}, {1}));  // 4 x 9
+  const Index up = b.interpolate("lup", c, {27}, false, {3.0});
+  const Index k = b.k_max_pool("lkmax", up, 3, {4}, {3});  // 4 x 8
+  const Index g = b.group_sort("lsort", k, 4, false);
+  const Index down = b.interpolate("ldown", b.conv("lc2", g, 3, {2}), {5}, true);
+  return b.graph({b.linear("lfc", b.op(LayerKind::flatten, "lflat", {down}), 2), g});
+}
+
 /// Every zoo graph above, and a small resnet18.
 inline std::vector<LayerGraph> layer_zoo() {
   return {zoo_cnn(),         zoo_conv1d(),          zoo_mlp(),          zoo_shared_parallel(),
           zoo_relu_chains(), zoo_encoder_decoder(), zoo_global_pools(), resnet18(20, 5, 4),
-          zoo_wide_linear()};
+          zoo_wide_linear(), zoo_toolkit_kinds(),   zoo_toolkit_1d()};
 }
 
 }  // namespace pathlift::testing

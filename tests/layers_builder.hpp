@@ -110,6 +110,32 @@ class GraphBuilder {
     return push(std::move(l));
   }
 
+  /// A k_max_pool: a max pool's window and the k-th largest.
+  Index k_max_pool(const std::string& name, Index in, Index k, std::vector<Index> kernel,
+                   std::vector<Index> stride = {}, std::vector<Index> padding = {},
+                   bool ceil_mode = false) {
+    const Index l = pool(LayerKind::k_max_pool, name, in, std::move(kernel), std::move(stride),
+                         std::move(padding), {}, true, ceil_mode);
+    m_graph.layers[static_cast<std::size_t>(l)].k = k;
+    return l;
+  }
+
+  Index group_sort(const std::string& name, Index in, Index group_size, bool descending) {
+    Layer l = base(LayerKind::group_sort, name, {in});
+    l.group_size = group_size;
+    l.descending = descending;
+    return push(std::move(l));
+  }
+
+  Index interpolate(const std::string& name, Index in, std::vector<Index> size, bool align_corners,
+                    std::vector<double> scales = {}) {
+    Layer l = base(LayerKind::interpolate, name, {in});
+    l.output_size = std::move(size);
+    l.align_corners = align_corners;
+    l.scales = std::move(scales);
+    return push(std::move(l));
+  }
+
   Index adaptive(const std::string& name, Index in, std::vector<Index> size) {
     Layer l = base(LayerKind::adaptive_avg_pool, name, {in});
     l.output_size = std::move(size);

@@ -5,9 +5,12 @@
 // ReLU, leaky ReLU, max nodes), so that unroll() is checked against neither's code.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "pathlift/layers.hpp"
@@ -82,7 +85,8 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
     const Index g = co / cg_out;
     for (Index oh = 0; oh < h_out; ++oh) {
       for (Index ow = 0; ow < w_out; ++ow) {
-        double acc = mode == 1 ? -std::numeric_limits<double>::infinity() : 0.0;
+        double acc = 0.0;
+        std::vector<double> seen;  // max: the window's values
         Index inside = 0;
         for (Index ci = 0; ci < (mode == 0 ? cg_in : 1); ++ci) {
           const Index c = mode == 0 ? g * cg_in + ci : co;
@@ -99,12 +103,16 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
                 const Index k = ly.weight_offset + ((co * cg_in + ci) * kh + a) * kw + b;
                 acc += theta[static_cast<std::size_t>(k)] * xv;
               } else if (mode == 1) {
-                acc = std::max(acc, xv);
+                seen.push_back(xv);
               } else {
                 acc += xv;
               }
             }
           }
+        }
+        if (mode == 1) {  // the k-th largest (k = 1 for max_pool): sorted, largest first
+          std::sort(seen.begin(), seen.end(), std::greater<>());
+          acc = seen[static_cast<std::size_t>(ly.kind == LayerKind::k_max_pool ? ly.k - 1 : 0)];
         }
         if (mode == 0 && ly.bias_offset >= 0) {
           acc += theta[static_cast<std::size_t>(ly.bias_offset + co)];
@@ -212,6 +220,79 @@ inline Tensor reference_adaptive(const Layer& ly, const Tensor& x) {
   return y;
 }
 
+/// PyTorch's upsample_linear1d / upsample_bilinear2d (aten/src/ATen/native/UpSample.h: the
+/// source index scale * (o + 0.5) - 0.5 clamped at 0, or scale * o with align_corners; the
+/// neighbours floor(src) and the next one unless at the end; an axis of unchanged size is
+/// copied), naively: a sum over the four neighbours of each output.
+inline Tensor reference_interpolate(const Layer& ly, const Tensor& x) {
+  const bool one_d = x.shape.size() == 2;
+  const Index c = x.shape[0];
+  const Index h_in = one_d ? 1 : x.shape[1];
+  const Index w_in = x.shape.back();
+  const Index h_out = one_d ? 1 : ly.output_size[0];
+  const Index w_out = ly.output_size.back();
+  // Per axis and output: (index, weight) of the two neighbours.
+  const auto neighbours = [&](Index in, Index out, std::size_t axis, Index o) {
+    if (in == out) {
+      return std::array<std::pair<Index, double>, 2>{{{o, 1.0}, {o, 0.0}}};
+    }
+    double scale = 0;
+    if (ly.align_corners) {
+      scale = out > 1 ? double(in - 1) / double(out - 1) : 0.0;
+    } else {
+      scale = ly.scales.empty() ? double(in) / double(out) : 1.0 / ly.scales[axis];
+    }
+    double src = ly.align_corners ? scale * double(o) : scale * (double(o) + 0.5) - 0.5;
+    src = ly.align_corners ? src : std::max(src, 0.0);
+    const auto i0 = static_cast<Index>(src);
+    const Index i1 = i0 < in - 1 ? i0 + 1 : i0;
+    const double l1 = src - double(i0);
+    return std::array<std::pair<Index, double>, 2>{{{i0, 1.0 - l1}, {i1, l1}}};
+  };
+  Tensor y;
+  y.shape = one_d ? std::vector<Index>{c, w_out} : std::vector<Index>{c, h_out, w_out};
+  for (Index ch = 0; ch < c; ++ch) {
+    for (Index oh = 0; oh < h_out; ++oh) {
+      const auto hs = one_d ? std::array<std::pair<Index, double>, 2>{{{0, 1.0}, {0, 0.0}}}
+                            : neighbours(h_in, h_out, 0, oh);
+      for (Index ow = 0; ow < w_out; ++ow) {
+        const auto ws = neighbours(w_in, w_out, one_d ? 0 : 1, ow);
+        double acc = 0;
+        for (const auto& [i, a] : hs) {
+          for (const auto& [j, b] : ws) {
+            acc += a * b * x.v[static_cast<std::size_t>((ch * h_in + i) * w_in + j)];
+          }
+        }
+        y.v.push_back(acc);
+      }
+    }
+  }
+  return y;
+}
+
+/// torch.sort of each group of group_size consecutive entries along axis 0, naively.
+inline Tensor reference_group_sort(const Layer& ly, const Tensor& x) {
+  Tensor y = x;
+  const Index g = ly.group_size;
+  const Index per = static_cast<Index>(x.v.size()) / x.shape[0];
+  for (Index c0 = 0; c0 < x.shape[0]; c0 += g) {
+    for (Index p = 0; p < per; ++p) {
+      std::vector<double> v;
+      for (Index j = 0; j < g; ++j) {
+        v.push_back(x.v[static_cast<std::size_t>((c0 + j) * per + p)]);
+      }
+      std::sort(v.begin(), v.end());
+      if (ly.descending) {
+        std::reverse(v.begin(), v.end());
+      }
+      for (Index j = 0; j < g; ++j) {
+        y.v[static_cast<std::size_t>((c0 + j) * per + p)] = v[static_cast<std::size_t>(j)];
+      }
+    }
+  }
+  return y;
+}
+
 /// The layer graph's outputs (concatenated) on one sample x (the flattened input).
 inline std::vector<double> reference_layers(const LayerGraph& g, std::span<const double> theta,
                                             std::span<const double> x) {
@@ -241,7 +322,14 @@ inline std::vector<double> reference_layers(const LayerGraph& g, std::span<const
         y = reference_window(ly, a, theta, 0);
         break;
       case LayerKind::max_pool:
+      case LayerKind::k_max_pool:
         y = reference_window(ly, a, theta, 1);
+        break;
+      case LayerKind::group_sort:
+        y = reference_group_sort(ly, a);
+        break;
+      case LayerKind::interpolate:
+        y = reference_interpolate(ly, a);
         break;
       case LayerKind::avg_pool:
         y = reference_window(ly, a, theta, 2);
@@ -356,12 +444,18 @@ inline std::vector<double> reference_network(const Network& net, std::span<const
     }
     const Activation& act = net.activation(v);
     const bool is_max = act.kind == ActivationKind::max;
-    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    double acc = 0.0;
+    std::vector<double> terms;  // max nodes: the k-th largest term
     for (const EdgeId e : net.in_edges(v)) {
       const Index k = net.edge_param(e);
       const double w = k == kFixedEdge ? net.fixed_weight(e) : theta[static_cast<std::size_t>(k)];
       const double t = w * value[static_cast<std::size_t>(net.source(e))];
-      acc = is_max ? std::max(acc, t) : acc + t;
+      acc += t;
+      terms.push_back(t);
+    }
+    if (is_max) {
+      std::sort(terms.begin(), terms.end(), std::greater<>());
+      acc = terms[static_cast<std::size_t>(act.order - 1)];
     }
     value[static_cast<std::size_t>(v)] = is_max ? acc : apply(act, acc);
   }

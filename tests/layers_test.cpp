@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
@@ -18,6 +19,7 @@
 #include "pathlift/layers.hpp"
 #include "src/layers/layers_unroll.hpp"
 #include "support.hpp"
+#include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/layers_reference.hpp"
 
@@ -94,7 +96,7 @@ std::vector<InEdge> in_edges(const Network& net, const std::string& name) {
 TEST(LayerKind, NamesRoundTrip) {
   // layer_kinds() holds every kind once, in declaration order; each name reads back.
   const std::vector<LayerKind> kinds = layer_kinds();
-  ASSERT_EQ(kinds.size(), static_cast<std::size_t>(LayerKind::scale) + 1) << "the last kind";
+  ASSERT_EQ(kinds.size(), static_cast<std::size_t>(LayerKind::interpolate) + 1) << "the last kind";
   for (std::size_t k = 0; k < kinds.size(); ++k) {
     EXPECT_EQ(static_cast<std::size_t>(kinds[k]), k);
     EXPECT_EQ(parse_layer_kind(to_string(kinds[k])), kinds[k]);
@@ -373,7 +375,7 @@ TEST(Layers, RearrangingLayersAreCheckedByName) {
   LayerGraph q = p.graph({p.conv("c", 0, 2, {2})});
   q.layers[1].ceil_mode = true;
   EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(q); }),
-                       "ceil_mode applies to max_pool and avg_pool only"));
+                       "ceil_mode applies to max_pool, k_max_pool and avg_pool only"));
 }
 
 TEST(Layers, ErrorsNameTheLayer) {
@@ -530,6 +532,113 @@ TEST(LayersJson, ErrorsNameTheKey) {
 }
 
 /// Timings of the sizes (run with --gtest_also_run_disabled_tests; no assertion on time).
+/// k-max pooling, GroupSort / MaxMin and linear / bilinear interpolation against the naive
+/// layers (PyTorch's definitions), with the k of each order-statistic node.
+TEST(Layers, ToolkitKindsMatchTheReference) {
+  for (const LayerGraph& g : {testing::zoo_toolkit_kinds(), testing::zoo_toolkit_1d()}) {
+    check_against_reference(g, 3);
+    EXPECT_EQ(parse_layer_graph(layer_graph_to_json(g)), g);
+  }
+  // (k, padded, ceil_mode): padded 3 x 3 windows hold at least 2 x 2 entries, ceil_mode ones 1.
+  for (const auto& [k, padded, ceil] :
+       {std::tuple{1, true, true}, std::tuple{2, true, false}, std::tuple{4, true, false},
+        std::tuple{6, false, false}, std::tuple{9, false, false}}) {
+    GraphBuilder b({2, 7, 6});
+    const Index r = b.act("r", b.conv("c", 0, 3, {2, 2}, {}, {1, 1}));  // 3 x 8 x 7
+    const Index p = b.k_max_pool("kp", r, k, {3, 3}, {2, 2},
+                                 padded ? std::vector<Index>{1, 1} : std::vector<Index>{}, ceil);
+    const Network net = check_against_reference(b.graph({p}), static_cast<std::uint64_t>(k));
+    EXPECT_EQ(net.activation(*net.find_node("kp[0,1,1]")), Activation::max(k));
+  }
+  for (const bool descending : {false, true}) {
+    for (const Index size : {1, 2, 3, 6}) {
+      GraphBuilder b({6, 3, 2});
+      const Index s = b.group_sort("gs", b.conv("c", 0, 6, {1, 1}), size, descending);
+      const Network net = check_against_reference(b.graph({s}), 7);
+      // Channel 1 holds the second smallest (ascending) or the second largest of its group.
+      const Index order = size == 1 ? 1 : descending ? 2 : size - 1;
+      EXPECT_EQ(net.activation(*net.find_node("gs[1,0,0]")), Activation::max(order));
+    }
+  }
+  for (const bool corners : {false, true}) {
+    GraphBuilder b({2, 5, 7});
+    const Index c = b.conv("c", 0, 2, {1, 1});
+    const Index twice = b.interpolate("twice", c, {10, 14}, corners, {2.0, 2.0});
+    const Index thrice = b.interpolate("thrice", c, {15, 21}, corners, {3.0, 3.0});
+    const Index odd = b.interpolate("odd", c, {8, 9}, corners);
+    const Index down = b.interpolate("down", c, {3, 4}, corners);
+    const Index uneven = b.interpolate("uneven", c, {12, 7}, corners, {2.5, 1.0});
+    check_against_reference(b.graph({twice, thrice, odd, down, uneven}), corners ? 8 : 9);
+    GraphBuilder b1({3, 7});
+    const Index c1 = b1.conv("c", 0, 2, {1});
+    check_against_reference(b1.graph({b1.interpolate("l", c1, {13}, corners),
+                                      b1.interpolate("l3", c1, {21}, corners, {3.0})}),
+                            10);
+  }
+}
+
+/// Interpolation weights: a zero weight is no edge, a copied axis has weight 1.
+TEST(Layers, InterpolationEdges) {
+  GraphBuilder b({1, 1, 3});
+  const LayerGraph g = b.graph({b.interpolate("up", 0, {1, 5}, true)});
+  const Network net = unroll(g);
+  // align_corners: sources 0, 0.5, 1, 1.5, 2: outputs 0, 2, 4 copy one input.
+  EXPECT_EQ(in_edges(net, "y0"), (std::vector<InEdge>{{"x[0,0,0]", kFixedEdge, 1.0}}));
+  EXPECT_EQ(in_edges(net, "y1"),
+            (std::vector<InEdge>{{"x[0,0,0]", kFixedEdge, 0.5}, {"x[0,0,1]", kFixedEdge, 0.5}}));
+  EXPECT_EQ(in_edges(net, "y4"), (std::vector<InEdge>{{"x[0,0,2]", kFixedEdge, 1.0}}));
+}
+
+TEST(Layers, ToolkitKindsAreCheckedByName) {
+  const auto err = [](const LayerGraph& g) {
+    return error_of<NetworkError>([&] { (void)layer_shapes(g); });
+  };
+  GraphBuilder b({3, 4, 4});
+  LayerGraph g = b.graph({b.k_max_pool("kp", 0, 5, {2, 2}, {2, 2}, {1, 1})});
+  EXPECT_TRUE(contains(err(g),
+                       "layer 1 'kp' (k_max_pool): k = 5 but a window (kernel 2,2) holds "
+                       "only 1 entries of the input {3, 4, 4}"));
+  g.layers[1].k = 0;
+  EXPECT_TRUE(contains(err(g), "k = 0 must be in 1.."));
+  GraphBuilder s({3, 4, 4});
+  g = s.graph({s.group_sort("gs", 0, 2, false)});
+  EXPECT_TRUE(contains(err(g),
+                       "layer 1 'gs' (group_sort): group_size 2 must divide the 3 "
+                       "entries of axis 0 of the input {3, 4, 4}"));
+  GraphBuilder i({3, 4, 4});
+  g = i.graph({i.interpolate("up", 0, {8}, false)});
+  EXPECT_TRUE(contains(err(g), "output_size has 1 entries but the input {3, 4, 4} has 2"));
+  g.layers[1].output_size = {8, 8};
+  g.layers[1].scales = {2.0, -1.0};
+  EXPECT_TRUE(contains(err(g), "scales 2,-1 must be finite and > 0"));
+  g.layers[1].scales = {2.0};
+  EXPECT_TRUE(contains(err(g), "scales has 1 entries but the input {3, 4, 4} has 2"));
+  GraphBuilder f({4});
+  g = f.graph({f.interpolate("up", 0, {8}, false)});
+  EXPECT_TRUE(contains(err(g), "needs a {C, L} or {C, H, W} input, got shape {4}"));
+}
+
+/// A k-max node names its k, is parsed back, and needs k incoming edges.
+TEST(Layers, KMaxActivationNames) {
+  EXPECT_EQ(Activation::max().name(), "max");
+  EXPECT_EQ(Activation::max(3).name(), "max:3");
+  EXPECT_EQ(Activation::parse("max:3"), Activation::max(3));
+  EXPECT_EQ(Activation::parse("max:1"), Activation::max());
+  EXPECT_TRUE(contains(error_of<FormatError>([] { (void)Activation::parse("max:0"); }),
+                       "unknown activation 'max:0'"));
+  GraphBuilder b({2, 1, 4});
+  const Network net = unroll(b.graph({b.group_sort("gs", 0, 2, true)}));
+  NetworkSpec spec = net.spec();
+  for (auto& [v, a] : spec.activations) {
+    if (v == *net.find_node("gs[0,0,0]")) {
+      a = Activation::max(3);
+    }
+  }
+  EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)Network(spec); }),
+                       "max node 'gs[0,0,0]' takes the 3-th largest of its incoming edges but "
+                       "has 2 of them"));
+}
+
 TEST(LayersTiming, DISABLED_PrintUnrollTimes) {
   const auto time = [](const char* what, const LayerGraph& g) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -8,7 +8,8 @@
 // pools, batch norms with and without bias, ReLU / leaky ReLU / identity (ReLU after ReLU, ReLU
 // after a concat of ReLU outputs), add and sub (residual branches, skips to older tensors),
 // concat, gathers (channel subsets with repeats, reflect / replicate / nearest / crop index
-// lists), scale (0 too, rarely), flatten then linear (bias on or off), several outputs; MLPs on
+// lists), k-max pools, GroupSort (MaxMin and its maxima), linear / bilinear interpolation,
+// scale (0 too, rarely), flatten then linear (bias on or off), several outputs; MLPs on
 // {F} inputs; and, in some graphs, a layer applied a second time (weights shared between two
 // layers, on parallel branches or in sequence). Every choice that layer_shapes refuses is
 // resampled, and so is a graph whose unrolled DAG would be too large.
@@ -313,11 +314,61 @@ class Generator {
           padding.push_back(m_rng.in(0, k / 2));  // PyTorch: at most half the kernel
         }
       }
+      if (max && m_rng.chance(0.3)) {  // k-max pooling: k up to the window
+        return b.k_max_pool(name("kmaxpool"), x, m_rng.in(1, 3), kernel, stride, padding,
+                            m_rng.chance(0.4));
+      }
       const std::vector<Index> dilation =
           max && m_rng.chance(0.3) ? per_dim(dims, 1, 2) : std::vector<Index>{};
       return b.pool(max ? LayerKind::max_pool : LayerKind::avg_pool,
                     name(max ? "maxpool" : "avgpool"), x, kernel, stride, padding, dilation,
                     m_rng.chance(0.6), m_rng.chance(0.4));
+    });
+  }
+
+  /// GroupSort along axis 0 (g = 2: MaxMin), ascending or descending; sometimes followed by a
+  /// gather of the maxima (MaxMin's usual layout, the other entries dead).
+  Index group_sort(Index x) {
+    Index y = retry(x, [&](GraphBuilder& b) {
+      const Index c = b.shape(x)[0];
+      std::vector<Index> sizes;
+      for (Index g = 1; g <= std::min<Index>(c, 4); ++g) {
+        if (c % g == 0) {
+          sizes.push_back(g);
+        }
+      }
+      return b.group_sort(name("groupsort"), x, m_rng.pick(sizes), m_rng.chance(0.5));
+    });
+    if (y != x && m_rng.chance(0.3)) {
+      y = retry(y, [&](GraphBuilder& b) {
+        const Index c = b.shape(y)[0];
+        const Index g = b.graph({}).layers[static_cast<std::size_t>(y)].group_size;
+        std::vector<Index> first;
+        for (Index i = 0; i < c; i += g) {
+          first.push_back(i);
+        }
+        return b.gather(name("gather"), y, 0, first);
+      });
+    }
+    return y;
+  }
+
+  /// Linear / bilinear interpolation to random sizes, align_corners either way, sometimes with
+  /// the scale factor that makes the size.
+  Index interpolate(Index x) {
+    return retry(x, [&](GraphBuilder& b) {
+      const std::vector<Index> s = b.shape(x);
+      std::vector<Index> size;
+      std::vector<double> scales;
+      const bool by_scale = m_rng.chance(0.4);
+      const Index factor = m_rng.in(2, 3);
+      for (std::size_t i = 1; i < s.size(); ++i) {
+        size.push_back(by_scale ? s[i] * factor : m_rng.in(1, std::min<Index>(2 * s[i] + 1, 9)));
+        if (by_scale) {
+          scales.push_back(static_cast<double>(factor));
+        }
+      }
+      return b.interpolate(name("interp"), x, size, m_rng.chance(0.5), scales);
     });
   }
 
@@ -533,7 +584,11 @@ class Generator {
   }
 
   Index spatial_step(Index x) {
-    switch (m_rng.in(0, 13)) {
+    switch (m_rng.in(0, 15)) {
+      case 13:
+        return group_sort(x);
+      case 14:
+        return interpolate(x);
       case 0:
       case 1:
         return act(conv(x));
@@ -567,9 +622,12 @@ class Generator {
   /// linear layers outputs sometimes).
   Index vector_body(Index x, Index steps, std::vector<Index>& outputs) {
     for (Index s = 0; s < steps; ++s) {
-      switch (m_rng.in(0, 9)) {
+      switch (m_rng.in(0, 10)) {
         case 0:
           x = batch_norm(x);
+          break;
+        case 9:
+          x = group_sort(x);
           break;
         case 1:
           x = gather(x);

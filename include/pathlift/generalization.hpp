@@ -39,8 +39,8 @@ struct GeneralizationBound {
   /// lengths were counted) or an upper bound from the layers (the bound stays valid: C grows
   /// with D).
   bool depth_exact = true;
-  Index max_pool_types = 0;       ///< P: 1 with max-pooling neurons, else 0
-  Index max_pool_kernel = 1;      ///< K: the most inputs of a max-pooling neuron (1: none)
+  Index max_pool_types = 0;       ///< P: the distinct k of the k-max-pooling neurons (max: k = 1)
+  Index max_pool_kernel = 1;      ///< K: the most inputs of a *-max-pooling neuron (1: none)
   Index max_pools_on_a_path = 0;  ///< M: the most max-pooling neurons on one path
   Index inputs = 0;               ///< d_in (bias nodes excluded)
   Index outputs = 0;              ///< d_out

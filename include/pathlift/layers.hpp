@@ -67,6 +67,11 @@ enum class LayerKind : std::uint8_t {
                       ///< indices[i] (repeats allowed: copies); no node, no edge of its own
   conv_transpose,     ///< ConvTranspose1d/2d: the transposed map of a convolution
   scale,              ///< y = factor x, entry-wise: fixed edges of weight `factor`
+  k_max_pool,         ///< the k-th largest of each window (k = 1: max_pool), a max:k node per entry
+  group_sort,         ///< each group of `group_size` consecutive entries along axis 0 sorted
+                      ///< (ascending; `descending`): an order-statistic node per entry
+  interpolate,        ///< linear (1-D) / bilinear (2-D) interpolation to output_size with
+                      ///< PyTorch's weights (align_corners, scales): fixed edges
 };
 
 /// "linear", "conv", "max_pool", ... (the JSON names); parse_layer_kind throws FormatError
@@ -93,13 +98,22 @@ struct Layer {
   std::vector<Index> kernel, stride, padding, dilation;
   // conv_transpose: PyTorch's output_padding (added at the end of each spatial dimension)
   std::vector<Index> output_padding;
-  // max_pool, avg_pool: PyTorch's ceil_mode (a last window that starts inside the input or the
-  // left padding is kept though it runs past the end)
+  // k_max_pool: which order statistic (1: the largest)
+  Index k = 1;
+  // group_sort: the group size g along axis 0 and the order
+  Index group_size = 0;
+  bool descending = false;
+  // interpolate: PyTorch's align_corners, and its scale_factor per spatial dimension when the
+  // caller gave one (the source coordinate then uses 1 / scale, not in / out; empty: in / out)
+  bool align_corners = false;
+  std::vector<double> scales;
+  // max_pool, k_max_pool, avg_pool: PyTorch's ceil_mode (a last window that starts inside the input
+  // or the left padding is kept though it runs past the end)
   bool ceil_mode = false;
   // avg_pool: PyTorch's count_include_pad (divide by the window clipped to the padded input,
   // padding included)
   bool count_include_pad = true;
-  // adaptive_avg_pool: the output spatial size
+  // adaptive_avg_pool, interpolate: the output spatial size
   std::vector<Index> output_size;
   // concat, gather: the dimension (0: channels)
   Index axis = 0;

@@ -33,12 +33,17 @@ struct Activation {
   static Activation relu() { return {ActivationKind::relu, 0.0}; }
   /// Leaky ReLU with slope `a` on negative inputs; `a` must be finite.
   static Activation leaky_relu(double a) { return {ActivationKind::leaky_relu, a}; }
-  /// A max-pooling node: its value is the largest of w_e v(u) over its incoming edges
-  /// e = (u -> v) (not their sum), which must all be fixed edges. In the linearization only the
-  /// arg-max edge is active; ties go to the incoming edge of smallest index.
-  static Activation max() { return {ActivationKind::max, 1.0}; }
+  /// k-th largest of max nodes (1: the largest); 1 for the other kinds.
+  Index order = 1;
 
-  /// "identity", "relu", "leaky_relu:<slope>" or "max".
+  /// A max-pooling node (order k = 1) or a k-max-pooling node (order k >= 2): its value is the
+  /// k-th largest of w_e v(u) over its incoming edges e = (u -> v), repeats counted (not their
+  /// sum); they must all be fixed edges, at least k of them. In the linearization only the
+  /// edge of the k-th largest is active: the incoming values ordered by decreasing value, ties
+  /// by increasing edge index (k = 1: the arg-max edge, ties to the smallest index).
+  static Activation max(Index k = 1) { return {ActivationKind::max, 1.0, k}; }
+
+  /// "identity", "relu", "leaky_relu:<slope>", "max" or "max:<k>" (k >= 2).
   [[nodiscard]] std::string name() const;
   /// Parses the names above; throws FormatError naming the text otherwise.
   static Activation parse(std::string_view text);

@@ -58,6 +58,11 @@ std::string layer_repr(const Layer& l) {
       {"axis", number(l.axis, d.axis)},
       {"indices", list(l.indices)},
       {"factor", l.factor == d.factor ? "" : fmt::format("{}", l.factor)},
+      {"k", number(l.k, d.k)},
+      {"group_size", number(l.group_size, d.group_size)},
+      {"descending", l.descending == d.descending ? "" : "True"},
+      {"align_corners", l.align_corners == d.align_corners ? "" : "True"},
+      {"scales", l.scales.empty() ? "" : fmt::format("[{}]", fmt::join(l.scales, ", "))},
       {"activation", l.activation == d.activation ? "" : "'" + l.activation.name() + "'"},
       {"weight_offset", number(l.weight_offset, d.weight_offset)},
       {"bias_offset", number(l.bias_offset, d.bias_offset)},
@@ -116,7 +121,8 @@ void bind_layer(py::module_& m) {
   py::class_<Layer> cls(m, "Layer", R"doc(
 One layer of a LayerGraph (layers.hpp): kind is one of layer_kinds() ('input', 'linear',
 'conv', 'max_pool', 'avg_pool', 'adaptive_avg_pool', 'batch_norm', 'activation', 'add', 'sub',
-'concat', 'flatten', 'gather', 'conv_transpose', 'scale'). Only the fields of its kind are read;
+'concat', 'flatten', 'gather', 'conv_transpose', 'scale', 'k_max_pool', 'group_sort',
+'interpolate'). Only the fields of its kind are read;
 the others keep their defaults. Shapes are per sample ({F}, {C, L} or {C, H, W}); parameter
 blocks start at weight_offset / bias_offset in theta (-1: none), row-major:
   linear          weight (out_features, in_features), bias (out_features)
@@ -127,53 +133,69 @@ blocks start at weight_offset / bias_offset in theta (-1: none), row-major:
 Layer(kind, name, inputs=(), *, out_features=0, out_channels=0, groups=1, kernel=(),
       stride=(), padding=(), dilation=(), output_padding=(), ceil_mode=False,
       count_include_pad=True, output_size=(), axis=0, indices=(), factor=1.0,
-      activation="identity", weight_offset=-1, bias_offset=-1)
+      activation="identity", weight_offset=-1, bias_offset=-1, k=1, group_size=0,
+      descending=False, align_corners=False, scales=())
+
+  k_max_pool      a max_pool's fields and k: the k-th largest of each window (k = 1: max_pool)
+  group_sort      group_size consecutive entries along axis 0 sorted (descending=True: largest
+                  first)
+  interpolate     output_size, align_corners, scales (PyTorch's scale_factor, or empty):
+                  linear (1-D) / bilinear (2-D) interpolation with PyTorch's weights
 
 Example::
 
     pathlift.Layer("conv", "conv1", [0], out_channels=6, kernel=[5, 5], weight_offset=0,
                    bias_offset=150)
 )doc");
-  cls.def(py::init([](const std::string& kind, std::string name, IndexList inputs,
-                      Index out_features, Index out_channels, Index groups, IndexList kernel,
-                      IndexList stride, IndexList padding, IndexList dilation,
-                      IndexList output_padding, bool ceil_mode, bool count_include_pad,
-                      IndexList output_size, Index axis, IndexList indices, double factor,
-                      const std::string& activation, Index weight_offset, Index bias_offset) {
-            Layer l;
-            l.kind = parse_layer_kind(kind);
-            l.name = std::move(name);
-            l.inputs = std::move(inputs);
-            l.out_features = out_features;
-            l.out_channels = out_channels;
-            l.groups = groups;
-            l.kernel = std::move(kernel);
-            l.stride = std::move(stride);
-            l.padding = std::move(padding);
-            l.dilation = std::move(dilation);
-            l.output_padding = std::move(output_padding);
-            l.ceil_mode = ceil_mode;
-            l.count_include_pad = count_include_pad;
-            l.output_size = std::move(output_size);
-            l.axis = axis;
-            l.indices = std::move(indices);
-            l.factor = factor;
-            l.activation = Activation::parse(activation);
-            l.weight_offset = weight_offset;
-            l.bias_offset = bias_offset;
-            return l;
-          }),
-          py::arg("kind"), py::arg("name"), py::arg("inputs") = IndexList{}, py::kw_only(),
-          py::arg("out_features") = 0, py::arg("out_channels") = 0, py::arg("groups") = 1,
-          py::arg("kernel") = IndexList{}, py::arg("stride") = IndexList{},
-          py::arg("padding") = IndexList{}, py::arg("dilation") = IndexList{},
-          py::arg("output_padding") = IndexList{}, py::arg("ceil_mode") = false,
-          py::arg("count_include_pad") = true, py::arg("output_size") = IndexList{},
-          py::arg("axis") = 0, py::arg("indices") = IndexList{}, py::arg("factor") = 1.0,
-          py::arg("activation") = "identity", py::arg("weight_offset") = -1,
-          py::arg("bias_offset") = -1,
-          "A layer (see the class docstring); activation is 'identity', 'relu' or "
-          "'leaky_relu:<slope>'.");
+  cls.def(
+      py::init([](const std::string& kind, std::string name, IndexList inputs, Index out_features,
+                  Index out_channels, Index groups, IndexList kernel, IndexList stride,
+                  IndexList padding, IndexList dilation, IndexList output_padding, bool ceil_mode,
+                  bool count_include_pad, IndexList output_size, Index axis, IndexList indices,
+                  double factor, const std::string& activation, Index weight_offset,
+                  Index bias_offset, Index k, Index group_size, bool descending, bool align_corners,
+                  std::vector<double> scales) {
+        Layer l;
+        l.kind = parse_layer_kind(kind);
+        l.name = std::move(name);
+        l.inputs = std::move(inputs);
+        l.out_features = out_features;
+        l.out_channels = out_channels;
+        l.groups = groups;
+        l.kernel = std::move(kernel);
+        l.stride = std::move(stride);
+        l.padding = std::move(padding);
+        l.dilation = std::move(dilation);
+        l.output_padding = std::move(output_padding);
+        l.ceil_mode = ceil_mode;
+        l.count_include_pad = count_include_pad;
+        l.output_size = std::move(output_size);
+        l.axis = axis;
+        l.indices = std::move(indices);
+        l.factor = factor;
+        l.activation = Activation::parse(activation);
+        l.weight_offset = weight_offset;
+        l.bias_offset = bias_offset;
+        l.k = k;
+        l.group_size = group_size;
+        l.descending = descending;
+        l.align_corners = align_corners;
+        l.scales = std::move(scales);
+        return l;
+      }),
+      py::arg("kind"), py::arg("name"), py::arg("inputs") = IndexList{}, py::kw_only(),
+      py::arg("out_features") = 0, py::arg("out_channels") = 0, py::arg("groups") = 1,
+      py::arg("kernel") = IndexList{}, py::arg("stride") = IndexList{},
+      py::arg("padding") = IndexList{}, py::arg("dilation") = IndexList{},
+      py::arg("output_padding") = IndexList{}, py::arg("ceil_mode") = false,
+      py::arg("count_include_pad") = true, py::arg("output_size") = IndexList{},
+      py::arg("axis") = 0, py::arg("indices") = IndexList{}, py::arg("factor") = 1.0,
+      py::arg("activation") = "identity", py::arg("weight_offset") = -1,
+      py::arg("bias_offset") = -1, py::arg("k") = 1, py::arg("group_size") = 0,
+      py::arg("descending") = false, py::arg("align_corners") = false,
+      py::arg("scales") = std::vector<double>{},
+      "A layer (see the class docstring); activation is 'identity', 'relu' or "
+      "'leaky_relu:<slope>'.");
   cls.def_property(
          "kind", [](const Layer& l) { return to_string(l.kind); },
          [](Layer& l, const std::string& kind) { l.kind = parse_layer_kind(kind); },
@@ -207,6 +229,16 @@ Example::
       .def_readwrite("indices", &Layer::indices,
                      "gather: the input index along axis of each output index.")
       .def_readwrite("factor", &Layer::factor, "scale: the fixed weight of y = factor x.")
+      .def_readwrite("k", &Layer::k, "k_max_pool: the k-th largest of each window (1: max).")
+      .def_readwrite("group_size", &Layer::group_size,
+                     "group_sort: the group size along axis 0 (2: MaxMin).")
+      .def_readwrite("descending", &Layer::descending,
+                     "group_sort: largest first (False: ascending, as torch.sort).")
+      .def_readwrite("align_corners", &Layer::align_corners,
+                     "interpolate: PyTorch's align_corners (False by default).")
+      .def_readwrite("scales", &Layer::scales,
+                     "interpolate: PyTorch's scale_factor per spatial dimension, or empty (in / "
+                     "out); a list, a copy.")
       .def_property(
           "activation", [](const Layer& l) { return l.activation.name(); },
           [](Layer& l, const std::string& name) { l.activation = Activation::parse(name); },

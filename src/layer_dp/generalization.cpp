@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "pathlift/layers.hpp"
@@ -14,6 +15,7 @@
 #include "src/core/checked.hpp"
 #include "src/core/json.hpp"
 #include "src/layer_dp/detail/layer_depth.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_geometry.hpp"
 #include "src/layers/layers_unroll.hpp"
 
@@ -24,7 +26,7 @@ namespace {
 [[noreturn]] void not_covered(const std::string& where, const Activation& a) {
   throw std::invalid_argument(fmt::format(
       "generalization_bound: {} has activation {}; Theorem 3.1 covers ReLU, identity and "
-      "max-pooling neurons only",
+      "*-max-pooling neurons only",
       where, a.name()));
 }
 
@@ -32,6 +34,7 @@ namespace {
 void dag_constants(const Network& net, GeneralizationBound& g) {
   std::vector<Index> depth(static_cast<std::size_t>(net.num_nodes()), 0);
   std::vector<Index> maxes(depth.size(), 0);
+  std::set<Index> orders;  // the k of the k-max-pooling neurons: P counts them
   for (const NodeId v : net.topological_order()) {
     const Activation& a = net.activation(v);
     if (a.kind == ActivationKind::leaky_relu) {
@@ -46,10 +49,11 @@ void dag_constants(const Network& net, GeneralizationBound& g) {
     }
     if (is_max) {
       maxes[u] += 1;
-      g.max_pool_types = 1;
+      orders.insert(a.order);
       g.max_pool_kernel = std::max(g.max_pool_kernel, static_cast<Index>(net.in_edges(v).size()));
     }
   }
+  g.max_pool_types = static_cast<Index>(orders.size());
   for (const NodeId o : net.outputs()) {
     g.depth = std::max(g.depth, depth[static_cast<std::size_t>(o)]);
     g.max_pools_on_a_path = std::max(g.max_pools_on_a_path, maxes[static_cast<std::size_t>(o)]);
@@ -77,18 +81,35 @@ Index pool_kernel(const Layer& layer, const std::vector<Index>& in) {
 void layer_constants(const Model& model, const LayerGraph& graph, const EngineOptions& options,
                      GeneralizationBound& g) {
   const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
-  for (const Layer& ly : graph.layers) {
+  const std::vector<std::vector<std::uint8_t>> nodes =
+      detail::Unroller(graph, options).node_entries();
+  std::set<Index> orders;  // the k of the k-max-pooling neurons that reach an output
+  for (std::size_t l = 1; l < graph.layers.size(); ++l) {
+    const Layer& ly = graph.layers[l];
     if (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::leaky_relu) {
       not_covered(fmt::format("layer '{}'", printable(ly.name)), ly.activation);
     }
-    if (ly.kind == LayerKind::max_pool) {
-      g.max_pool_types = 1;
-      g.max_pool_kernel = std::max(
-          g.max_pool_kernel, pool_kernel(ly, shapes[static_cast<std::size_t>(ly.inputs.front())]));
+    const std::vector<std::uint8_t>& flags = nodes[l];
+    if (!detail::makes_max_nodes(ly.kind) ||
+        std::find(flags.begin(), flags.end(), std::uint8_t{1}) == flags.end()) {
+      continue;
     }
+    const std::vector<Index>& in = shapes[static_cast<std::size_t>(ly.inputs.front())];
+    if (ly.kind == LayerKind::group_sort) {
+      const detail::Groups groups = detail::groups_of(ly, in);
+      for (std::size_t e = 0; e < flags.size(); ++e) {
+        if (flags[e] == 1) {
+          orders.insert(groups.order(static_cast<Index>(e) / groups.positions, ly.descending));
+        }
+      }
+      g.max_pool_kernel = std::max(g.max_pool_kernel, ly.group_size);
+      continue;
+    }
+    orders.insert(ly.kind == LayerKind::k_max_pool ? ly.k : 1);
+    g.max_pool_kernel = std::max(g.max_pool_kernel, pool_kernel(ly, in));
   }
-  const detail::LayerDepths depths =
-      detail::layer_depths(graph, detail::Unroller(graph, options).node_entries());
+  g.max_pool_types = static_cast<Index>(orders.size());
+  const detail::LayerDepths depths = detail::layer_depths(graph, nodes);
   for (const Index o : graph.outputs) {
     const auto u = static_cast<std::size_t>(o);
     g.depth = std::max(g.depth, depths.depth[u] + 1);  // the edges into the output nodes
@@ -131,7 +152,7 @@ LayerDepths layer_depths(const LayerGraph& graph,
     if (std::find(flags.begin(), flags.end(), std::uint8_t{1}) != flags.end()) {
       d.depth[l] += 1;
     }
-    if (ly.kind == LayerKind::max_pool) {
+    if (detail::makes_max_nodes(ly.kind)) {
       d.max_pools[l] += 1;
     }
   }
@@ -148,7 +169,8 @@ std::vector<std::string> generalization_assumptions() {
       "||Phi(theta)||_1 <= r, here r = this theta's L1 path-norm (the paper's Section 4 "
       "evaluation; a bound uniform over the data-dependent r needs a union bound over its "
       "values)",
-      "every neuron is a ReLU, identity or max-pooling one (no leaky ReLU)",
+      "every neuron is a ReLU, identity or *-max-pooling one (max pooling, k-max pooling, "
+      "GroupSort; no leaky ReLU)",
       "B enters as max(B, 1): the bias paths see the constant input 1"};
 }
 

@@ -32,7 +32,10 @@ enum class PlainKind : std::uint8_t {
   concat,
   flatten,
   gather,
-  scale
+  scale,
+  k_max_pool,
+  group_sort,
+  interpolate
 };
 
 /// A kind's place among the passes: its ParamKind, its PlainKind, or neither (the input).
@@ -74,6 +77,12 @@ constexpr KindSort sort_kind(LayerKind kind) {
       return {{}, PlainKind::gather};
     case LayerKind::scale:
       return {{}, PlainKind::scale};
+    case LayerKind::k_max_pool:
+      return {{}, PlainKind::k_max_pool};
+    case LayerKind::group_sort:
+      return {{}, PlainKind::group_sort};
+    case LayerKind::interpolate:
+      return {{}, PlainKind::interpolate};
   }
   return {};
 }
@@ -86,6 +95,13 @@ constexpr std::optional<ParamKind> param_kind(LayerKind kind) {
 /// The plain kind of `kind`, or nullopt for the input and the parameter kinds.
 constexpr std::optional<PlainKind> plain_kind(LayerKind kind) {
   return sort_kind(kind).plain;
+}
+
+/// Whether the entries of layers of `kind` are max nodes (an order statistic of their inputs,
+/// over fixed edges 1): max_pool, k_max_pool, group_sort.
+constexpr bool makes_max_nodes(LayerKind kind) {
+  return kind == LayerKind::max_pool || kind == LayerKind::k_max_pool ||
+         kind == LayerKind::group_sort;
 }
 
 /// Whether layers of `kind` (of layer `ly`'s kind) read parameters from theta.

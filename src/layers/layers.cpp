@@ -33,7 +33,10 @@ constexpr std::array k_kind_names{
     detail::EnumName<LayerKind>{LayerKind::flatten, "flatten"},
     detail::EnumName<LayerKind>{LayerKind::gather, "gather"},
     detail::EnumName<LayerKind>{LayerKind::conv_transpose, "conv_transpose"},
-    detail::EnumName<LayerKind>{LayerKind::scale, "scale"}};
+    detail::EnumName<LayerKind>{LayerKind::scale, "scale"},
+    detail::EnumName<LayerKind>{LayerKind::k_max_pool, "k_max_pool"},
+    detail::EnumName<LayerKind>{LayerKind::group_sort, "group_sort"},
+    detail::EnumName<LayerKind>{LayerKind::interpolate, "interpolate"}};
 
 }  // namespace
 

@@ -7,6 +7,9 @@
 // conv_transpose's output and its output the conv_transpose's input, with the same weights.
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "pathlift/layers.hpp"
@@ -94,13 +97,18 @@ struct Window {
   [[nodiscard]] Index out_entries() const { return channels_out * h.out * w.out; }
 };
 
-inline bool is_window(LayerKind kind) {
-  return kind == LayerKind::conv || kind == LayerKind::conv_transpose ||
-         kind == LayerKind::max_pool || kind == LayerKind::avg_pool ||
-         kind == LayerKind::adaptive_avg_pool;
+/// max_pool and k_max_pool: windows whose outputs are max nodes over fixed edges 1.
+inline bool is_max_window(LayerKind kind) {
+  return kind == LayerKind::max_pool || kind == LayerKind::k_max_pool;
 }
 
-/// The window of `layer` (conv, conv_transpose, max_pool, avg_pool or adaptive_avg_pool) on an
+inline bool is_window(LayerKind kind) {
+  return kind == LayerKind::conv || kind == LayerKind::conv_transpose || is_max_window(kind) ||
+         kind == LayerKind::avg_pool || kind == LayerKind::adaptive_avg_pool;
+}
+
+/// The window of `layer` (conv, conv_transpose, max_pool, k_max_pool, avg_pool or
+/// adaptive_avg_pool) on an
 /// input of shape `in` ({C, L} or {C, H, W}), defaults filled in (stride = kernel for pools, 1
 /// for convolutions; padding 0; dilation 1). Output sizes are PyTorch's, ceil_mode included
 /// (a last window must start inside the input or the left padding). A conv_transpose's window is
@@ -152,17 +160,151 @@ inline Window window_of(const Layer& layer, const std::vector<Index>& in) {
   return win;
 }
 
-/// The fixed weight of a pool's output (oh, ow) before a pass's transform: 1 for a max pool,
+/// The fixed weight of a pool's output (oh, ow) before a pass's transform: 1 for a (k-)max pool,
 /// 1 / divisor for a mean with PyTorch's divisor (the window clipped to the padded input with
 /// count_include_pad, else the taps inside the input).
 inline double pool_weight(const Layer& layer, const Window& w, Index oh, Index ow) {
-  if (layer.kind == LayerKind::max_pool) {
+  if (is_max_window(layer.kind)) {
     return 1.0;
   }
   const bool padded = layer.kind == LayerKind::avg_pool && layer.count_include_pad;
   const Index divisor =
       padded ? w.h.padded_taps(oh) * w.w.padded_taps(ow) : w.h.taps(oh) * w.w.taps(ow);
   return 1.0 / static_cast<double>(divisor);
+}
+
+/// The fewest taps inside the input of one output of window `w` (k_max_pool's k must not exceed
+/// it).
+inline Index fewest_taps(const Window& w) {
+  Index h = w.h.in;
+  Index x = w.w.in;
+  for (Index o = 0; o < w.h.out; ++o) {
+    h = std::min(h, w.h.taps(o));
+  }
+  for (Index o = 0; o < w.w.out; ++o) {
+    x = std::min(x, w.w.taps(o));
+  }
+  return h * x;
+}
+
+/// One output coordinate of a linear interpolation along one axis: `count` (1 or 2) input
+/// indices, increasing, with their weights (> 0: a zero weight is dropped, two equal indices
+/// are one tap).
+struct LerpTaps {
+  std::array<Index, 2> index{0, 0};
+  std::array<double, 2> weight{0, 0};
+  int count = 0;
+};
+
+/// PyTorch's linear interpolation weights along one axis of `in` positions resized to `out`
+/// (aten's upsample_linear1d / upsample_bilinear2d on the CPU in double precision:
+/// area_pixel_compute_scale, area_pixel_compute_source_index, guard_index_and_lambda). `scale`
+/// is the caller's scale_factor (0: none; then in / out), read only when !align_corners; an
+/// axis whose size does not change is copied.
+inline std::vector<LerpTaps> lerp_axis(Index in, Index out, bool align_corners, double scale) {
+  std::vector<LerpTaps> taps(static_cast<std::size_t>(out));
+  double ratio = 0;
+  if (align_corners) {
+    ratio = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  } else {
+    ratio = scale > 0 ? 1.0 / scale : static_cast<double>(in) / static_cast<double>(out);
+  }
+  for (Index o = 0; o < out; ++o) {
+    LerpTaps& t = taps[static_cast<std::size_t>(o)];
+    if (in == out) {
+      t = {{o, o}, {1.0, 0.0}, 1};
+      continue;
+    }
+    double src = align_corners ? ratio * static_cast<double>(o)
+                               : ratio * (static_cast<double>(o) + 0.5) - 0.5;
+    if (!align_corners && src < 0) {
+      src = 0;
+    }
+    const Index i0 = std::min(static_cast<Index>(std::floor(src)), in - 1);
+    const double l1 = std::min(std::max(src - static_cast<double>(i0), 0.0), 1.0);
+    const double l0 = 1.0 - l1;
+    const Index i1 = i0 + (i0 < in - 1 ? 1 : 0);
+    if (i1 == i0) {
+      t = {{i0, i0}, {l0 + l1, 0.0}, 1};
+    } else if (l1 == 0) {
+      t = {{i0, i0}, {l0, 0.0}, 1};
+    } else if (l0 == 0) {
+      t = {{i1, i1}, {l1, 0.0}, 1};
+    } else {
+      t = {{i0, i1}, {l0, l1}, 2};
+    }
+  }
+  return taps;
+}
+
+/// The two axes of an interpolate layer on an input of shape `in` ({C, L}: h is a copy of
+/// height 1).
+struct Lerp {
+  Index channels = 1;
+  Index h_in = 1;
+  Index w_in = 1;
+  std::vector<LerpTaps> h;
+  std::vector<LerpTaps> w;
+
+  [[nodiscard]] Index h_out() const { return static_cast<Index>(h.size()); }
+  [[nodiscard]] Index w_out() const { return static_cast<Index>(w.size()); }
+  /// Calls f(input position, weight) for the taps of output position (oh, ow) (row-major
+  /// positions), by increasing input position.
+  template <class F>
+  void for_taps(Index oh, Index ow, const F& f) const {
+    const LerpTaps& a = h[static_cast<std::size_t>(oh)];
+    const LerpTaps& b = w[static_cast<std::size_t>(ow)];
+    for (int i = 0; i < a.count; ++i) {
+      for (int j = 0; j < b.count; ++j) {
+        f(a.index[static_cast<std::size_t>(i)] * w_in + b.index[static_cast<std::size_t>(j)],
+          a.weight[static_cast<std::size_t>(i)] * b.weight[static_cast<std::size_t>(j)]);
+      }
+    }
+  }
+};
+
+/// The interpolation of `layer` (interpolate, assumed valid) on an input of shape `in`.
+inline Lerp lerp_of(const Layer& layer, const std::vector<Index>& in) {
+  Lerp l;
+  l.channels = in[0];
+  const bool two = in.size() == 3;
+  const auto scale = [&](std::size_t i) { return layer.scales.empty() ? 0.0 : layer.scales[i]; };
+  if (two) {
+    l.h_in = in[1];
+    l.h = lerp_axis(in[1], layer.output_size[0], layer.align_corners, scale(0));
+  } else {
+    l.h = {LerpTaps{{0, 0}, {1.0, 0.0}, 1}};
+  }
+  l.w_in = in.back();
+  l.w = lerp_axis(in.back(), layer.output_size.back(), layer.align_corners, scale(two ? 1 : 0));
+  return l;
+}
+
+/// A group_sort layer on an input of shape `in`: groups of `size` consecutive indices along
+/// axis 0, each at `positions` positions (the product of the other dimensions). Entry
+/// (c, p) is c * positions + p; its group's entries are (g0 + j, p) for j < size.
+struct Groups {
+  Index size = 1;
+  Index channels = 1;
+  Index positions = 1;
+
+  [[nodiscard]] Index first_channel(Index c) const { return c - c % size; }
+  /// Which order statistic entry channel c holds: the k-th largest of its group.
+  [[nodiscard]] Index order(Index c, bool descending) const {
+    const Index j = c % size;
+    return descending ? j + 1 : size - j;
+  }
+};
+
+inline Groups groups_of(const Layer& layer, const std::vector<Index>& in) {
+  Groups g;
+  g.size = layer.group_size;
+  g.channels = in[0];
+  g.positions = 1;
+  for (std::size_t i = 1; i < in.size(); ++i) {
+    g.positions *= in[i];
+  }
+  return g;
 }
 
 }  // namespace pathlift::detail

@@ -130,8 +130,7 @@ template <bool Emit>
 void Unroller::run_layer(std::size_t l) {
   const Layer& ly = layer(l);
   const Index base = m_base[l];
-  if (is_window(ly.kind) || ly.kind == LayerKind::linear || ly.kind == LayerKind::batch_norm ||
-      ly.kind == LayerKind::scale) {
+  if (reads_node_values(ly.kind)) {
     std::vector<NodeId>& in = m_in_nodes[l];
     in.resize(static_cast<std::size_t>(m_entries[op(l)]));
     for (Index e = 0; e < m_entries[op(l)]; ++e) {
@@ -164,16 +163,23 @@ void Unroller::run_layer(std::size_t l) {
     }
     return;
   }
-  if (ly.kind == LayerKind::max_pool) {
+  if (makes_max_nodes(ly.kind)) {
+    const bool group = ly.kind == LayerKind::group_sort;
     for (Index e = 0; e < m_entries[l]; ++e) {
       if (live(l, e)) {
+        const Groups& g = m_groups[l];
+        const Index k = group ? g.order(e / g.positions, ly.descending) : ly.k;
         jobs.push_back(e);
-        dst.push_back(new_entry_node<Emit>(l, e, Activation::max()));
+        dst.push_back(new_entry_node<Emit>(l, e, Activation::max(k)));
         m_node[static_cast<std::size_t>(base + e)] = dst.back();
       }
     }
     batch<Emit>(dst, 1, [&](Index i, auto& sink) {
-      emit_window(l, jobs[static_cast<std::size_t>(i)], 0, sink, 1.0);
+      if (group) {
+        emit_group(l, jobs[static_cast<std::size_t>(i)], 0, sink);
+      } else {
+        emit_window(l, jobs[static_cast<std::size_t>(i)], 0, sink, 1.0);
+      }
     });
     return;
   }
@@ -282,6 +288,9 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
     case LayerKind::adaptive_avg_pool:
       emit_window(l, e, block, sink, 0.0);
       return;
+    case LayerKind::interpolate:
+      emit_lerp(l, e, block, sink);
+      return;
     case LayerKind::batch_norm: {
       const Index c = e / (m_entries[l] / m_shapes[l][0]);
       sink.term(block, in[static_cast<std::size_t>(e)], ly.weight_offset + c, 0.0);
@@ -303,12 +312,36 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
       return;
     case LayerKind::input:
     case LayerKind::max_pool:
+    case LayerKind::k_max_pool:
+    case LayerKind::group_sort:
     case LayerKind::activation:
     case LayerKind::concat:
     case LayerKind::flatten:
     case LayerKind::gather:
       return;
   }
+}
+
+template <class Sink>
+void Unroller::emit_group(std::size_t l, Index e, int block, Sink& sink) const {
+  const Groups& g = m_groups[l];
+  const Index p = e % g.positions;
+  const Index c0 = g.first_channel(e / g.positions);
+  for (Index c = c0; c < c0 + g.size; ++c) {
+    sink.term(block, m_in_nodes[l][static_cast<std::size_t>(c * g.positions + p)], kFixedEdge, 1.0);
+  }
+}
+
+template <class Sink>
+void Unroller::emit_lerp(std::size_t l, Index e, int block, Sink& sink) const {
+  const Lerp& t = m_lerp[l];
+  const Index n_out = t.h_out() * t.w_out();
+  const Index c = e / n_out;
+  const Index o = e % n_out;
+  const std::vector<NodeId>& in = m_in_nodes[l];
+  t.for_taps(o / t.w_out(), o % t.w_out(), [&](Index i, double weight) {
+    sink.term(block, in[static_cast<std::size_t>(c * t.h_in * t.w_in + i)], kFixedEdge, weight);
+  });
 }
 
 template <class Sink>

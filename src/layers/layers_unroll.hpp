@@ -52,9 +52,12 @@ inline bool is_sum(LayerKind kind) {
     case LayerKind::adaptive_avg_pool:
     case LayerKind::add:
     case LayerKind::sub:
+    case LayerKind::interpolate:
       return true;
     case LayerKind::input:
     case LayerKind::max_pool:
+    case LayerKind::k_max_pool:
+    case LayerKind::group_sort:
     case LayerKind::activation:
     case LayerKind::concat:
     case LayerKind::flatten:
@@ -62,6 +65,14 @@ inline bool is_sum(LayerKind kind) {
       return false;
   }
   throw std::logic_error("is_sum: not a layer kind");
+}
+
+/// The kinds whose terms read their operand's entries as node values (a fixed or parameter
+/// edge from each entry's node): the unroller makes those entries nodes.
+inline bool reads_node_values(LayerKind kind) {
+  return is_window(kind) || kind == LayerKind::linear || kind == LayerKind::batch_norm ||
+         kind == LayerKind::scale || kind == LayerKind::group_sort ||
+         kind == LayerKind::interpolate;
 }
 
 inline bool has_bias(const Layer& layer) {
@@ -113,6 +124,10 @@ class Unroller {
   [[nodiscard]] bool is_live(Index g) const { return m_live[static_cast<std::size_t>(g)] != 0; }
   /// The window of a window layer (window_of()).
   [[nodiscard]] const Window& window(std::size_t l) const { return m_window[l]; }
+  /// The interpolation of an interpolate layer (lerp_of()).
+  [[nodiscard]] const Lerp& lerp(std::size_t l) const { return m_lerp[l]; }
+  /// The groups of a group_sort layer (groups_of()).
+  [[nodiscard]] const Groups& groups(std::size_t l) const { return m_groups[l]; }
 
  private:
   [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
@@ -143,6 +158,9 @@ class Unroller {
 
   /// Marks the inputs a window layer reads for its live outputs.
   void mark_window(std::size_t l);
+  /// The same for group_sort and interpolate.
+  void mark_groups(std::size_t l);
+  void mark_lerp(std::size_t l);
   /// The same for a conv_transpose (its inputs are its adjoint convolution's outputs).
   void mark_transposed_window(std::size_t l);
 
@@ -200,6 +218,14 @@ class Unroller {
   template <class Sink>
   void emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const;
 
+  /// group_sort: fixed edges 1 from the entries of entry e's group.
+  template <class Sink>
+  void emit_group(std::size_t l, Index e, int block, Sink& sink) const;
+
+  /// interpolate: fixed edges from the taps of entry e, by increasing input entry.
+  template <class Sink>
+  void emit_lerp(std::size_t l, Index e, int block, Sink& sink) const;
+
   const LayerGraph& m_graph;
   std::vector<std::vector<Index>> m_shapes;
   UnrollBounds m_bounds;
@@ -207,6 +233,8 @@ class Unroller {
   std::vector<Index> m_base;               // per layer: its first global entry, -1 for a view
   std::vector<std::vector<Index>> m_refs;  // per view layer: the global entry of each entry
   std::vector<Window> m_window;            // per window layer
+  std::vector<Lerp> m_lerp;                // per interpolate layer
+  std::vector<Groups> m_groups;            // per group_sort layer
   std::vector<int> m_blocks;               // per layer: term blocks of an entry's value
   std::vector<int> m_own_blocks;           // per layer: term blocks of an entry's sum
   std::vector<std::int32_t> m_owner;       // per global entry: its layer

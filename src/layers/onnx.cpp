@@ -158,11 +158,16 @@ std::string Importer::pad_problem(int i) const {
 
 std::string Importer::resize_problem(int i) const {
   const NodeProto& n = m_g.node(i);
-  if (string_attr(n, "mode", "nearest") != "nearest") {
-    return "mode " + printable(string_attr(n, "mode", "")) +
-           ", an interpolation: pathlift reads mode nearest, a copy of entries";
+  const std::string mode = string_attr(n, "mode", "nearest");
+  if (mode == "nearest") {
+    return {};
   }
-  return {};
+  if (mode == "linear" && n.op_type() == "Resize" && m_opset >= 11) {
+    return int_attr(n, "antialias", 0) != 0 ? "antialias 1 (a filter pathlift does not write)" : "";
+  }
+  return "mode " + printable(mode) +
+         ": pathlift reads mode nearest (a copy of entries) and, in Resize from opset 11, mode "
+         "linear (PyTorch's linear and bilinear interpolation)";
 }
 
 void Importer::activation(int i) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -28,7 +30,7 @@ std::string Activation::name() const {
     case ActivationKind::leaky_relu:
       return fmt::format("leaky_relu:{}", negative_slope);
     case ActivationKind::max:
-      return "max";
+      return order == 1 ? std::string("max") : fmt::format("max:{}", order);
   }
   return "identity";
 }
@@ -42,6 +44,14 @@ Activation Activation::parse(std::string_view text) {
   }
   if (text == "max") {
     return max();
+  }
+  if (text.starts_with("max:")) {
+    const std::string number(text.substr(4));
+    Index k = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), k);
+    if (ec == std::errc() && end == number.data() + number.size() && k >= 1) {
+      return max(k);
+    }
   }
   constexpr std::string_view leaky = "leaky_relu";
   if (text.starts_with(leaky)) {
@@ -64,8 +74,8 @@ Activation Activation::parse(std::string_view text) {
     }
   }
   throw FormatError(fmt::format(
-      "unknown activation '{}' (expected identity, relu, leaky_relu, leaky_relu:<slope> or "
-      "max)",
+      "unknown activation '{}' (expected identity, relu, leaky_relu, leaky_relu:<slope>, max "
+      "or max:<k> with k >= 1)",
       printable(text)));
 }
 

@@ -91,6 +91,12 @@ void Network::check_max_nodes() {
       continue;
     }
     m_has_max = true;
+    if (const Index in = m_in_offsets[v + 1] - m_in_offsets[v];
+        m_act[v].order < 1 || m_act[v].order > in) {
+      throw NetworkError(fmt::format(
+          "max node '{}' takes the {}-th largest of its incoming edges but has {} of them",
+          printable(m_nodes.names()[v]), m_act[v].order, in));
+    }
     for (Index c = m_in_offsets[v]; c < m_in_offsets[v + 1]; ++c) {
       const EdgeId e = m_in_edges[static_cast<std::size_t>(c)];
       if (edge_param(e) != kFixedEdge) {

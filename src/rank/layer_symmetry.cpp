@@ -29,8 +29,10 @@ namespace pathlift {
 namespace {
 
 using detail::Channels;
+using detail::Groups;
 using detail::k_no_entry;
 using detail::k_split;
+using detail::Lerp;
 using detail::param_kind;
 using detail::ParamKind;
 using detail::SymmetryClasses;
@@ -207,9 +209,16 @@ class LayerSymmetry : private detail::SymmetryLayerView {
         }
         return;
       case LayerKind::max_pool:
+      case LayerKind::k_max_pool:
       case LayerKind::avg_pool:
       case LayerKind::adaptive_avg_pool:
         merge_pool(l);
+        return;
+      case LayerKind::group_sort:
+        merge_group(l);
+        return;
+      case LayerKind::interpolate:
+        merge_lerp(l);
         return;
       case LayerKind::batch_norm: {
         const std::vector<Index>& in = channel_roots(op(l), true);
@@ -251,6 +260,36 @@ class LayerSymmetry : private detail::SymmetryLayerView {
             }
           }
         }
+      }
+    }
+  }
+
+  /// An order statistic of a group: every entry of the group is rescaled with it.
+  void merge_group(std::size_t l) {
+    const Groups& g = m_plan.groups(l);
+    for (Index e = 0; e < entries(l); ++e) {
+      if (!live(l, e)) {
+        continue;
+      }
+      const Index p = e % g.positions;
+      const Index c0 = g.first_channel(e / g.positions);
+      for (Index c = c0; c < c0 + g.size; ++c) {
+        m_cls.unite(at(l, e), at(op(l), c * g.positions + p));
+      }
+    }
+  }
+
+  /// Fixed edges from the taps: the entry's value is their weighted sum.
+  void merge_lerp(std::size_t l) {
+    const Lerp& t = m_plan.lerp(l);
+    const Index n_in = t.h_in * t.w_in;
+    const Index n_out = t.h_out() * t.w_out();
+    for (Index e = 0; e < entries(l); ++e) {
+      if (live(l, e)) {
+        const Index c = e / n_out;
+        const Index o = e % n_out;
+        t.for_taps(o / t.w_out(), o % t.w_out(),
+                   [&](Index i, double) { m_cls.unite(at(l, e), at(op(l), c * n_in + i)); });
       }
     }
   }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pathlift/error.hpp"
@@ -33,6 +35,23 @@ std::string data_input_names(const Network& net) {
     names += ", ...";
   }
   return names;
+}
+
+/// The k-th largest (k >= 2) of w_e v(u) over the in-edges of max node v, per sample of the
+/// block [r0, r0 + len), into out.
+template <class Theta>
+void kth_largest(const Network& net, const Theta& theta, NodeId v, Index k, const double* values,
+                 Index n, Index r0, Index len, double* out) {
+  const auto in = net.in_edges(v);
+  std::vector<double> c(in.size());
+  const auto kth = c.begin() + (k - 1);
+  for (Index i = 0; i < len; ++i) {
+    for (std::size_t j = 0; j < in.size(); ++j) {
+      c[j] = theta.data()[in[j]] * values[static_cast<Index>(net.source(in[j])) * n + r0 + i];
+    }
+    std::nth_element(c.begin(), kth, c.end(), std::greater<>());
+    out[i] = *kth;
+  }
 }
 
 }  // namespace
@@ -117,6 +136,9 @@ ForwardResult forward(const Network& net, std::span<const double> theta_in,
               pre[i] = std::max(pre[i], t * src[i]);
             }
           }
+          if (const Index k = net.activation(v).order; k > 1) {
+            kth_largest(net, theta, v, k, val_all, n, r0, len, pre);  // replaces the max
+          }
           std::copy(pre, pre + len, val);
           continue;
         }
@@ -156,29 +178,36 @@ ForwardResult forward(const Network& net, std::span<const double> theta_in,
 
 namespace {
 
-/// The arg-max edge of max node v on every sample (ties: smallest edge index; the in-edges
-/// are listed by increasing index) and the gap to the runner-up, merged into the margin.
+/// The edge of the k-th largest of max node v on every sample (the incoming values by
+/// decreasing value, ties by increasing edge index; the in-edges are listed by increasing
+/// index) and the gap to its neighbours in that order, merged into the margin.
 void max_node_pattern(const Network& net, const ForwardResult& fw, NodeId v,
                       ActivationPattern& pat) {
   const Index n = fw.values.rows();
   const auto in = net.in_edges(v);
+  const auto k = static_cast<std::size_t>(net.activation(v).order);
+  std::vector<std::pair<double, std::size_t>> c(in.size());
+  const auto before = [](const std::pair<double, std::size_t>& a,
+                         const std::pair<double, std::size_t>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   for (Index i = 0; i < n; ++i) {
-    double best = -std::numeric_limits<double>::infinity();
-    double second = -std::numeric_limits<double>::infinity();
-    EdgeId arg = -1;
-    for (const EdgeId e : in) {
-      const double c = net.fixed_weight(e) * fw.values(i, net.source(e));
-      if (c > best) {
-        second = best;
-        best = c;
-        arg = e;
-      } else if (c > second) {
-        second = c;
-      }
+    for (std::size_t j = 0; j < in.size(); ++j) {
+      c[j] = {net.fixed_weight(in[j]) * fw.values(i, net.source(in[j])), j};
     }
-    pat.max_edges(i, v) = arg;
-    if (in.size() > 1 && best - second < pat.margin) {
-      pat.margin = best - second;
+    // The k + 1 first in the order: the k-th and its neighbours.
+    const std::size_t head = std::min(c.size(), k + 1);
+    std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(head), c.end(), before);
+    pat.max_edges(i, v) = in[c[k - 1].second];
+    double gap = std::numeric_limits<double>::infinity();
+    if (k >= 2) {
+      gap = c[k - 2].first - c[k - 1].first;
+    }
+    if (k < c.size()) {
+      gap = std::min(gap, c[k - 1].first - c[k].first);
+    }
+    if (in.size() > 1 && gap < pat.margin) {
+      pat.margin = gap;
       pat.margin_sample = i;
       pat.margin_node = v;
     }

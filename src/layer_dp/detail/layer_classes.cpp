@@ -81,10 +81,12 @@ LayerClasses forward_classes(const LayerPlan& plan) {
       case LayerKind::activation:
       case LayerKind::batch_norm:
       case LayerKind::scale:
+      case LayerKind::group_sort:  // mixes channels at each position
         c = first;
         break;
       case LayerKind::conv:
       case LayerKind::max_pool:
+      case LayerKind::k_max_pool:
       case LayerKind::avg_pool:
       case LayerKind::adaptive_avg_pool:
         if (first && plan.entries(l) > 0) {
@@ -119,7 +121,8 @@ LayerClasses forward_classes(const LayerPlan& plan) {
       case LayerKind::linear:
       case LayerKind::flatten:
       case LayerKind::gather:
-      case LayerKind::conv_transpose:  // linear, flatten, gather, conv_transpose: on full tensors
+      case LayerKind::conv_transpose:  // linear, flatten, gather, conv_transpose, interpolate:
+      case LayerKind::interpolate:     // on full tensors
         break;
     }
     if (c && !all_distinct(*c)) {
@@ -188,9 +191,9 @@ LayerClasses backward_classes(const LayerPlan& plan) {
       const LayerKind kind = plan.layer(c).kind;
       if (averages_everything(plan, c)) {
         induced.push_back({one_class(shape.size() == 3 ? shape[1] : 1), one_class(shape.back())});
-      } else if (out[c] &&
-                 (kind == LayerKind::activation || kind == LayerKind::batch_norm ||
-                  kind == LayerKind::scale || kind == LayerKind::add || kind == LayerKind::sub)) {
+      } else if (out[c] && (kind == LayerKind::activation || kind == LayerKind::batch_norm ||
+                            kind == LayerKind::scale || kind == LayerKind::add ||
+                            kind == LayerKind::sub || kind == LayerKind::group_sort)) {
         induced.push_back(*out[c]);
       } else if (out[c] && kind == LayerKind::conv) {
         const Window& w = plan.window(c);
@@ -413,12 +416,20 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
     case LayerKind::conv:
       return param_forward(plan, l, *sums[src], spec, bias_value, &classes);
     case LayerKind::max_pool:
+    case LayerKind::k_max_pool:
     case LayerKind::avg_pool:
     case LayerKind::adaptive_avg_pool: {
       const Tensor& x = *sums[src];
       TensorPtr y = make_tensor(n, x.exp, false);
       pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads,
                  &*classes[src], &out);
+      normalize(*y, threads);
+      return y;
+    }
+    case LayerKind::group_sort: {  // on its input's classes
+      const Tensor& x = *sums[src];
+      TensorPtr y = make_tensor(n, x.exp, false);
+      group_apply(ly, spec, x.value.data(), y->value.data(), channels, out.positions(), threads);
       normalize(*y, threads);
       return y;
     }
@@ -449,6 +460,7 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
     case LayerKind::flatten:
     case LayerKind::gather:
     case LayerKind::conv_transpose:
+    case LayerKind::interpolate:
       break;
   }
   throw std::logic_error(

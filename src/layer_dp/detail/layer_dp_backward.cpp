@@ -93,7 +93,21 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
     case PlainKind::flatten:
     case PlainKind::activation:  // on classes: the same classes as its input
       return y;
+    case PlainKind::group_sort: {  // its own transpose; on classes: its input's classes
+      TensorPtr x = make_tensor(n_src, y->exp);
+      const Index channels = plan.shape(l)[0];
+      group_apply(ly, spec, y->value.data(), x->value.data(), channels, n_src / channels, threads);
+      normalize(*x, threads);
+      return x;
+    }
+    case PlainKind::interpolate: {
+      TensorPtr x = make_tensor(n_src, y->exp);
+      lerp_apply(ly, plan.shape(src), spec, y->value.data(), x->value.data(), true, threads);
+      normalize(*x, threads);
+      return x;
+    }
     case PlainKind::max_pool:
+    case PlainKind::k_max_pool:
     case PlainKind::avg_pool:
     case PlainKind::adaptive_avg_pool: {
       TensorPtr x = make_tensor(n_src, y->exp);

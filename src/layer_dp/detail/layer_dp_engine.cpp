@@ -233,11 +233,28 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
     case PlainKind::activation:
       return sums[plan.input(l)];
     case PlainKind::max_pool:
+    case PlainKind::k_max_pool:
     case PlainKind::avg_pool:
     case PlainKind::adaptive_avg_pool: {
       const Tensor& x = *sums[plan.input(l)];
       TensorPtr y = make_tensor(n, x.exp);
       pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
+      normalize(*y, threads);
+      return y;
+    }
+    case PlainKind::group_sort: {
+      const Tensor& x = *sums[plan.input(l)];
+      TensorPtr y = make_tensor(n, x.exp);
+      const Index channels = plan.shape(l)[0];
+      group_apply(ly, spec, x.value.data(), y->value.data(), channels, n / channels, threads);
+      normalize(*y, threads);
+      return y;
+    }
+    case PlainKind::interpolate: {
+      const Tensor& x = *sums[plan.input(l)];
+      TensorPtr y = make_tensor(n, x.exp);
+      lerp_apply(ly, plan.shape(plan.input(l)), spec, x.value.data(), y->value.data(), false,
+                 threads);
       normalize(*y, threads);
       return y;
     }

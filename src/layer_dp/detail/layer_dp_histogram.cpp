@@ -108,8 +108,13 @@ double layer_work(const LayerPlan& plan, std::size_t l) {
       return out * taps *
              static_cast<double>(plan.shape(plan.input(l))[0] / std::max<Index>(ly.groups, 1));
     case LayerKind::max_pool:
+    case LayerKind::k_max_pool:
     case LayerKind::avg_pool:
       return out * taps;
+    case LayerKind::group_sort:
+      return out * static_cast<double>(ly.group_size);
+    case LayerKind::interpolate:
+      return out * 4;
     case LayerKind::input:
     case LayerKind::adaptive_avg_pool:
     case LayerKind::batch_norm:
@@ -236,7 +241,7 @@ ScaledReal total_path_length(const LayerPlan& plan,
         }
         out = {plain_forward(plan, l, a, ones), plain_forward(plan, l, b, ones)};
       }
-      if (ly.kind == LayerKind::max_pool) {
+      if (makes_max_nodes(ly.kind)) {
         out = shifted(out, nullptr, plan.entries(l));
       } else if (!nodes[l].empty()) {
         out = shifted(out, &nodes[l], plan.entries(l));
@@ -332,7 +337,7 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
           slot = plain_forward(plan, l, args, ones);
         }
       }
-      if (ly.kind == LayerKind::max_pool) {
+      if (makes_max_nodes(ly.kind)) {
         out = shift(std::move(out), nullptr, plan.entries(l), threads);
       } else if (!nodes[l].empty()) {
         out = shift(std::move(out), &nodes[l], plan.entries(l), threads);

@@ -501,6 +501,58 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
   });
 }
 
+void group_apply(const Layer& ly, const WeightSpec& spec, const double* in, double* out,
+                 Index channels, Index positions, int threads) {
+  const Index g = ly.group_size;
+  const double f = fixed(1.0, spec).value();
+  for_tasks(channels / g, threads, [&](Index group) {
+    const Index c0 = group * g;
+    for (Index p = 0; p < positions; ++p) {
+      double acc = 0;
+      for (Index c = c0; c < c0 + g; ++c) {
+        acc += in[c * positions + p];
+      }
+      for (Index c = c0; c < c0 + g; ++c) {
+        out[c * positions + p] = f * acc;
+      }
+    }
+  });
+}
+
+void lerp_apply(const Layer& ly, const std::vector<Index>& in_shape, const WeightSpec& spec,
+                const double* in, double* out, bool transpose, int threads) {
+  const Lerp t = lerp_of(ly, in_shape);
+  const Index n_in = t.h_in * t.w_in;
+  const Index n_out = t.h_out() * t.w_out();
+  // The taps of every output position with their transformed weights, once for all channels.
+  std::vector<Index> first(static_cast<std::size_t>(n_out) + 1, 0);
+  std::vector<std::pair<Index, double>> taps;
+  for (Index oh = 0; oh < t.h_out(); ++oh) {
+    for (Index ow = 0; ow < t.w_out(); ++ow) {
+      t.for_taps(oh, ow, [&](Index i, double w) { taps.emplace_back(i, fixed(w, spec).value()); });
+      first[static_cast<std::size_t>(oh * t.w_out() + ow) + 1] = static_cast<Index>(taps.size());
+    }
+  }
+  for_tasks(t.channels, threads, [&](Index c) {
+    for (Index o = 0; o < n_out; ++o) {
+      const auto b = static_cast<std::size_t>(first[static_cast<std::size_t>(o)]);
+      const auto e = static_cast<std::size_t>(first[static_cast<std::size_t>(o) + 1]);
+      if (transpose) {
+        const double v = in[c * n_out + o];
+        for (std::size_t k = b; k < e; ++k) {
+          out[c * n_in + taps[k].first] += taps[k].second * v;
+        }
+      } else {
+        double acc = 0;
+        for (std::size_t k = b; k < e; ++k) {
+          acc += taps[k].second * in[c * n_in + taps[k].first];
+        }
+        out[c * n_out + o] = acc;
+      }
+    }
+  });
+}
+
 /// sum_k f_k t_k over tensors of one size, aligned to the largest exponent, normalised.
 TensorPtr combine(const std::vector<std::pair<const Tensor*, FixedWeight>>& terms, Index n,
                   int threads) {

@@ -261,6 +261,17 @@ void pool_apply(const Layer& ly, const Window& w, const WeightSpec& spec, const 
                 double* out, bool transpose, int threads, const Classes* in_cls = nullptr,
                 const Classes* out_cls = nullptr);
 
+/// group_sort's map in a pass (its own transpose): every entry of a group of `ly.group_size`
+/// consecutive channels gets t(1) times the group's sum, at each of the positions (channels x
+/// positions = the tensor's size: position classes too, the groups mix channels only).
+void group_apply(const Layer& ly, const WeightSpec& spec, const double* in, double* out,
+                 Index channels, Index positions, int threads);
+
+/// interpolate's map: transpose false: y[c, o] = sum over o's taps of t(w) x[c, i]; true:
+/// x[c, i] += t(w) y[c, o]. `in_shape` is the layer's input shape.
+void lerp_apply(const Layer& ly, const std::vector<Index>& in_shape, const WeightSpec& spec,
+                const double* in, double* out, bool transpose, int threads);
+
 /// out[c, p] = f[c] in[c, p] (a batch norm's scale, forward or transposed).
 void scale_channels(const double* f, const double* in, double* out, Index channels, Index positions,
                     int threads);

@@ -42,6 +42,12 @@ std::vector<Index> LayerChecker::check() const {
     case LayerKind::avg_pool:
     case LayerKind::adaptive_avg_pool:
       return window();
+    case LayerKind::k_max_pool:
+      return k_max_window();
+    case LayerKind::group_sort:
+      return group_sort();
+    case LayerKind::interpolate:
+      return interpolate();
     case LayerKind::conv_transpose:
       return transposed_window();
     case LayerKind::batch_norm:
@@ -150,6 +156,9 @@ void LayerChecker::check_inputs() const {
     case LayerKind::gather:
     case LayerKind::conv_transpose:
     case LayerKind::scale:
+    case LayerKind::k_max_pool:
+    case LayerKind::group_sort:
+    case LayerKind::interpolate:
       break;
   }
   const std::size_t n = m_layer.inputs.size();
@@ -228,9 +237,8 @@ std::vector<Index> LayerChecker::window() const {
   if (conv) {
     check_channels(x[0]);
   }
-  if (m_layer.ceil_mode && m_layer.kind != LayerKind::max_pool &&
-      m_layer.kind != LayerKind::avg_pool) {
-    fail("ceil_mode applies to max_pool and avg_pool only");
+  if (m_layer.ceil_mode && !is_max_window(m_layer.kind) && m_layer.kind != LayerKind::avg_pool) {
+    fail("ceil_mode applies to max_pool, k_max_pool and avg_pool only");
   }
   const Window win = window_of(m_layer, x);
   std::vector<Index> out{win.channels_out};
@@ -279,7 +287,7 @@ std::vector<Index> LayerChecker::transposed_window() const {
   check_list("dilation", m_layer.dilation, dims, 1, false);
   check_list("output_padding", m_layer.output_padding, dims, 0, false);
   if (m_layer.ceil_mode) {
-    fail("ceil_mode applies to max_pool and avg_pool only");
+    fail("ceil_mode applies to max_pool, k_max_pool and avg_pool only");
   }
   check_channels(x[0]);
   std::vector<Index> out{m_layer.out_channels};
@@ -329,6 +337,52 @@ std::vector<Index> LayerChecker::transposed_window() const {
   if (per_in > k_max_dim || x[0] > k_max_dim / per_in) {
     fail(fmt::format("{} weights per input channel is too many", per_in));
   }
+  checked_entries(out, "the output of shape");
+  return out;
+}
+
+std::vector<Index> LayerChecker::k_max_window() const {
+  if (m_layer.k < 1 || m_layer.k > k_max_dim) {
+    fail(fmt::format("k = {} must be in 1..{}", m_layer.k, k_max_dim));
+  }
+  std::vector<Index> out = window();
+  const Window win = window_of(m_layer, in(0));
+  if (const Index fewest = fewest_taps(win); m_layer.k > fewest) {
+    fail(fmt::format(
+        "k = {} but a window (kernel {}) holds only {} entries of the input {}: "
+        "its {}-th largest does not exist",
+        m_layer.k, fmt::join(m_layer.kernel, ","), fewest, shape_text(in(0)), m_layer.k));
+  }
+  return out;
+}
+
+std::vector<Index> LayerChecker::group_sort() const {
+  const std::vector<Index>& x = in(0);
+  if (m_layer.group_size < 1 || m_layer.group_size > x[0] || x[0] % m_layer.group_size != 0) {
+    fail(fmt::format("group_size {} must divide the {} entries of axis 0 of the input {}",
+                     m_layer.group_size, x[0], shape_text(x)));
+  }
+  return x;
+}
+
+std::vector<Index> LayerChecker::interpolate() const {
+  const std::vector<Index>& x = in(0);
+  if (x.size() != 2 && x.size() != 3) {
+    fail(fmt::format("needs a {{C, L}} or {{C, H, W}} input, got shape {}", shape_text(x)));
+  }
+  const std::size_t dims = x.size() - 1;
+  check_list("output_size", m_layer.output_size, dims, 1, true);
+  if (!m_layer.scales.empty() && m_layer.scales.size() != dims) {
+    fail(fmt::format("scales has {} entries but the input {} has {} spatial dimension{}",
+                     m_layer.scales.size(), shape_text(x), dims, dims == 1 ? "" : "s"));
+  }
+  for (const double f : m_layer.scales) {
+    if (!(std::isfinite(f) && f > 0)) {
+      fail(fmt::format("scales {} must be finite and > 0", fmt::join(m_layer.scales, ",")));
+    }
+  }
+  std::vector<Index> out{x[0]};
+  out.insert(out.end(), m_layer.output_size.begin(), m_layer.output_size.end());
   checked_entries(out, "the output of shape");
   return out;
 }

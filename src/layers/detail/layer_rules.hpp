@@ -74,6 +74,13 @@ class LayerChecker {
   /// A conv_transpose: its adjoint convolution's window, read backwards.
   std::vector<Index> transposed_window() const;
 
+  /// A k_max_pool: a window whose every output has at least k taps inside the input.
+  std::vector<Index> k_max_window() const;
+
+  std::vector<Index> group_sort() const;
+
+  std::vector<Index> interpolate() const;
+
   std::vector<Index> gather() const;
 
   std::vector<Index> concat() const;

@@ -13,6 +13,7 @@
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
 #include "src/core/json.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift {
 
@@ -33,6 +34,12 @@ std::vector<std::string_view> kind_keys(LayerKind kind) {
               "groups",       "output_padding", "weight_offset", "bias_offset"};
     case LayerKind::max_pool:
       return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
+    case LayerKind::k_max_pool:
+      return {"kernel", "stride", "padding", "dilation", "ceil_mode", "k"};
+    case LayerKind::group_sort:
+      return {"group_size", "descending"};
+    case LayerKind::interpolate:
+      return {"output_size", "align_corners", "scales"};
     case LayerKind::avg_pool:
       return {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"};
     case LayerKind::gather:
@@ -145,6 +152,27 @@ class Reader {
     return v.get<double>();
   }
 
+  /// A list of finite numbers (empty when absent).
+  std::vector<double> numbers(const char* key) const {
+    if (!has(key)) {
+      return {};
+    }
+    const Json& v = m_obj.at(key);
+    if (!v.is_array()) {
+      throw FormatError(
+          fmt::format("{}: expected a list of numbers, got {}", at(key), detail::excerpt(v)));
+    }
+    std::vector<double> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number() || !std::isfinite(v[i].get<double>())) {
+        throw FormatError(fmt::format("{}[{}]: expected a finite number, got {}", at(key), i,
+                                      detail::excerpt(v[i])));
+      }
+      out.push_back(v[i].get<double>());
+    }
+    return out;
+  }
+
   std::string string(const char* key) const {
     const Json& v = required(key);
     if (!v.is_string()) {
@@ -211,14 +239,21 @@ Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& name
   layer.out_channels = r.integer("out_channels", 1, 0, conv);
   layer.groups = r.integer("groups", 1, 1);
   layer.kernel = r.integers(
-      "kernel", 1, conv || layer.kind == LayerKind::max_pool || layer.kind == LayerKind::avg_pool);
+      "kernel", 1, conv || detail::is_max_window(layer.kind) || layer.kind == LayerKind::avg_pool);
   layer.stride = r.integers("stride", 1);
   layer.padding = r.integers("padding", 0);
   layer.dilation = r.integers("dilation", 1);
   layer.output_padding = r.integers("output_padding", 0);
   layer.ceil_mode = r.boolean("ceil_mode", false);
   layer.count_include_pad = r.boolean("count_include_pad", true);
-  layer.output_size = r.integers("output_size", 1, layer.kind == LayerKind::adaptive_avg_pool);
+  layer.output_size = r.integers(
+      "output_size", 1,
+      layer.kind == LayerKind::adaptive_avg_pool || layer.kind == LayerKind::interpolate);
+  layer.k = r.integer("k", 1, 1);
+  layer.group_size = r.integer("group_size", 1, 0, layer.kind == LayerKind::group_sort);
+  layer.descending = r.boolean("descending", false);
+  layer.align_corners = r.boolean("align_corners", false);
+  layer.scales = r.numbers("scales");
   layer.axis = r.integer("axis", 0, 0);
   layer.indices = r.integers("indices", 0, layer.kind == LayerKind::gather);
   layer.factor = r.number("factor", 1.0, layer.kind == LayerKind::scale);
@@ -265,6 +300,7 @@ Json layer_json(const Layer& layer) {
       j["groups"] = layer.groups;
       break;
     case LayerKind::max_pool:
+    case LayerKind::k_max_pool:
     case LayerKind::avg_pool:
       j["kernel"] = layer.kernel;
       list("stride", layer.stride);
@@ -275,6 +311,20 @@ Json layer_json(const Layer& layer) {
       }
       if (layer.kind == LayerKind::avg_pool) {
         j["count_include_pad"] = layer.count_include_pad;
+      }
+      if (layer.kind == LayerKind::k_max_pool) {
+        j["k"] = layer.k;
+      }
+      break;
+    case LayerKind::group_sort:
+      j["group_size"] = layer.group_size;
+      j["descending"] = layer.descending;
+      break;
+    case LayerKind::interpolate:
+      j["output_size"] = layer.output_size;
+      j["align_corners"] = layer.align_corners;
+      if (!layer.scales.empty()) {
+        j["scales"] = layer.scales;
       }
       break;
     case LayerKind::adaptive_avg_pool:

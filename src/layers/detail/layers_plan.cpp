@@ -69,6 +69,7 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
         break;
       case LayerKind::conv:
       case LayerKind::max_pool:
+      case LayerKind::k_max_pool:
       case LayerKind::avg_pool:
       case LayerKind::adaptive_avg_pool: {
         const Window w = window_of(ly, shapes[operand(0)]);
@@ -95,6 +96,12 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
         terms = 2;
         blocks[l] = std::min(blocks[operand(0)] + 1, layers);
         break;
+      case LayerKind::group_sort:
+        terms = static_cast<double>(ly.group_size);
+        break;
+      case LayerKind::interpolate:
+        terms = 4;  // two taps per axis
+        break;
       case LayerKind::input:
       case LayerKind::batch_norm:
       case LayerKind::activation:
@@ -108,8 +115,7 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
       terms += 1;
       blocks[l] = 2;
     }
-    const bool reads_values = is_window(ly.kind) || ly.kind == LayerKind::linear ||
-                              ly.kind == LayerKind::scale || ly.kind == LayerKind::batch_norm;
+    const bool reads_values = reads_node_values(ly.kind);
     b.max_edges += entries * terms;
     b.max_nodes += entries + (has_bias(ly) ? 1 : 0);
     // live, uses, value use, owner, node (per entry); the operand's nodes of a layer that
@@ -159,6 +165,8 @@ void Unroller::layout() {
   m_base.assign(n, -1);
   m_refs.resize(n);
   m_window.resize(n);
+  m_lerp.resize(n);
+  m_groups.resize(n);
   Index total = 0;
   for (std::size_t l = 0; l < n; ++l) {
     Index entries = 1;
@@ -169,6 +177,12 @@ void Unroller::layout() {
     const Layer& ly = layer(l);
     if (l > 0 && is_window(ly.kind)) {
       m_window[l] = detail::window_of(ly, m_shapes[op(l)]);
+    }
+    if (l > 0 && ly.kind == LayerKind::interpolate) {
+      m_lerp[l] = detail::lerp_of(ly, m_shapes[op(l)]);
+    }
+    if (l > 0 && ly.kind == LayerKind::group_sort) {
+      m_groups[l] = detail::groups_of(ly, m_shapes[op(l)]);
     }
     if (!is_view(ly)) {
       m_base[l] = total;
@@ -279,6 +293,36 @@ void Unroller::mark_window(std::size_t l) {
   }
 }
 
+void Unroller::mark_groups(std::size_t l) {
+  const Groups& g = m_groups[l];
+  for (Index c0 = 0; c0 < g.channels; c0 += g.size) {
+    for (Index p = 0; p < g.positions; ++p) {
+      bool alive = false;
+      for (Index c = c0; c < c0 + g.size && !alive; ++c) {
+        alive = live(l, c * g.positions + p);
+      }
+      for (Index c = c0; c < c0 + g.size && alive; ++c) {
+        mark(ref(op(l), c * g.positions + p), true);
+      }
+    }
+  }
+}
+
+void Unroller::mark_lerp(std::size_t l) {
+  const Lerp& t = m_lerp[l];
+  const Index n_in = t.h_in * t.w_in;
+  const Index n_out = t.h_out() * t.w_out();
+  for (Index c = 0; c < t.channels; ++c) {
+    for (Index oh = 0; oh < t.h_out(); ++oh) {
+      for (Index ow = 0; ow < t.w_out(); ++ow) {
+        if (live(l, c * n_out + oh * t.w_out() + ow)) {
+          t.for_taps(oh, ow, [&](Index i, double) { mark(ref(op(l), c * n_in + i), true); });
+        }
+      }
+    }
+  }
+}
+
 void Unroller::mark_transposed_window(std::size_t l) {
   // The adjoint convolution's input is this layer's output: an input entry (an adjoint output)
   // is read when a live output of its group is a position it reaches.
@@ -334,9 +378,16 @@ void Unroller::plan() {
         break;
       case LayerKind::conv:
       case LayerKind::max_pool:
+      case LayerKind::k_max_pool:
       case LayerKind::avg_pool:
       case LayerKind::adaptive_avg_pool:
         mark_window(l);
+        break;
+      case LayerKind::group_sort:
+        mark_groups(l);
+        break;
+      case LayerKind::interpolate:
+        mark_lerp(l);
         break;
       case LayerKind::conv_transpose:
         mark_transposed_window(l);

@@ -288,8 +288,11 @@ class Importer {
   void reshape(int i);
   void pad(int i);
 
-  // onnx_scale.cpp: fixed-weight maps.
+  // onnx_scale.cpp: fixed-weight maps and order statistics.
   void clip(int i);
+  /// Max and Min of computed tensors of one shape: a group_sort of the interleaved inputs.
+  void max_min(int i);
+  [[nodiscard]] std::string top_k_problem(int i) const;
   void mul_div(int i);
   void reduce(int i);
 

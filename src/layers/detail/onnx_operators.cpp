@@ -79,9 +79,14 @@ std::span<const Importer::Operator> Importer::operators() {
        "an "
        "initializer of shape `(N)` or `(1, N)` right after it as its bias",
        nullptr, F::never, nullptr, &I::matmul},
+      {"Max", 1, 1, m, 1, 1, "",
+       "of computed tensors of one shape: their `concat`, a `gather` interleaving them, a "
+       "descending `group_sort` of one entry per input, a `gather` of the largest",
+       nullptr, F::never, nullptr, &I::max_min},
       {"MaxPool", 1, 1, 1, 1, 2, "kernel_shape, strides, pads, dilations, auto_pad, ceil_mode",
        "`max_pool` (symmetric pads, `ceil_mode`; the indices output unused)", &I::max_pool_problem,
        F::never, nullptr, &I::conv_or_pool},
+      {"Min", 1, 1, m, 1, 1, "", "as `Max`, the smallest", nullptr, F::never, nullptr, &I::max_min},
       {"Mul", 1, 2, 2, 1, 1, "",
        "`scale` by a constant of one value (a `Constant`, an initializer, a folded constant: not "
        "a parameter)",
@@ -104,9 +109,12 @@ std::span<const Importer::Operator> Importer::operators() {
        "`gather`; of a constant evaluated",
        nullptr, F::of_constant, &I::fold_reshape, &I::reshape},
       {"Resize", 10, 1, 4, 1, 1,
-       "mode, coordinate_transformation_mode, nearest_mode, axes, keep_aspect_ratio_policy",
+       "mode, coordinate_transformation_mode, nearest_mode, axes, keep_aspect_ratio_policy, "
+       "antialias",
        "one `gather` per resized axis in mode `nearest`, scales or sizes, not resizing the batch "
-       "(opset 10: integer scales)",
+       "(opset 10: integer scales); `interpolate` in mode `linear` (opset 11 on; 1-D or 2-D, "
+       "the spatial axes; `half_pixel`, `pytorch_half_pixel` or `align_corners`; scales that "
+       "make whole sizes)",
        &I::resize_problem, F::never, nullptr, &I::resize},
       {"Shape", 1, 1, 1, 1, 1, "start, end",
        "evaluated at import (of a computed tensor: the batch size, then its shape)", nullptr,
@@ -122,6 +130,10 @@ std::span<const Importer::Operator> Importer::operators() {
        &I::fold_unsqueeze, &I::data_operand},
       {"Sub", 1, 2, 2, 1, 1, "", "`sub` of two computed tensors of the same shape", nullptr,
        F::all_constant, &I::fold_arithmetic, &I::add_sub_concat},
+      {"TopK", 1, 2, 2, 1, 2, "axis, largest, sorted",
+       "refused: a k-max pooling or a GroupSort is a `k_max_pool` or `group_sort` layer of the "
+       "layer JSON (or PyTorch's `sort` of grouped channels through `from_torch`)",
+       &I::top_k_problem, F::never, nullptr, &I::data_operand},
       {"Transpose", 1, 1, 1, 1, 1, "perm",
        "a `gather` when the reshapes around it permute entries within dimensions; of a 2-D "
        "initializer a weight; of a constant evaluated",

@@ -1,8 +1,9 @@
-// The ONNX importer's nearest resizing (onnx_import.hpp): Resize (opset 11 on: the coordinate
+// The ONNX importer's resizing (onnx_import.hpp): Resize (opset 11 on: the coordinate
 // transformation and the rounding of ONNX's formula, evaluated exactly in integers) and Upsample
 // / opset-10 Resize (integer scales: each entry repeated), in mode nearest, as one gather per
-// resized axis. Scales whose output entries the specification (scale = out / in) and the
-// runtimes (the given scale) take from different input entries are refused.
+// resized axis; Resize in mode linear as an interpolate layer (PyTorch's weights). Scales whose
+// output entries the specification (scale = out / in) and the runtimes (the given scale) take from
+// different input entries are refused.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -290,6 +291,48 @@ void Importer::resize(int i) {
     out_shape[static_cast<std::size_t>(axes[k] - 1)] = out;
   }
   if (!output_fits(i, out_shape)) {
+    return;
+  }
+  if (string_attr(n, "mode", "nearest") == "linear") {
+    // PyTorch's linear / bilinear interpolation: its source coordinate is half_pixel's
+    // (clamped at 0, as ONNX's edge padding reads it), or align_corners'.
+    const Transform tr = t->second;
+    if (tr != Transform::half_pixel && tr != Transform::pytorch_half_pixel &&
+        tr != Transform::align_corners) {
+      unsupported(i, fmt::format("coordinate_transformation_mode {} in mode linear: pathlift "
+                                 "reads half_pixel, pytorch_half_pixel and align_corners",
+                                 transform));
+      return;
+    }
+    if (shape.size() != 2 && shape.size() != 3) {
+      unsupported(i, fmt::format("mode linear on the per-sample shape {}: pathlift interpolates "
+                                 "{{C, L}} and {{C, H, W}} tensors",
+                                 shape_text(shape)));
+      return;
+    }
+    for (const Axis& a : resized) {
+      if (a.axis == 0) {
+        unsupported(i, "mode linear along the channels");
+        return;
+      }
+      if (scales && a.scale.num * a.in != Wide{a.out} * a.scale.den) {
+        unsupported(i, fmt::format("scale {} on dimension {} of size {}: an output of {} "
+                                   "entries, which is not scale x {}: pathlift interpolates by "
+                                   "scales that make whole sizes",
+                                   a.given, a.axis + 1, a.in, a.out, a.in));
+        return;
+      }
+      if (tr == Transform::pytorch_half_pixel && a.out == 1) {
+        unsupported(i, fmt::format("pytorch_half_pixel to one entry on dimension {}: its "
+                                   "coordinate 0 is not PyTorch's",
+                                   a.axis + 1));
+        return;
+      }
+    }
+    Layer l = make_layer(LayerKind::interpolate, node_name(i), {x});
+    l.output_size.assign(out_shape.begin() + 1, out_shape.end());
+    l.align_corners = tr == Transform::align_corners;
+    set_data(i, m_builder->add(std::move(l)));
     return;
   }
   std::vector<std::pair<Index, std::vector<Index>>> picks;

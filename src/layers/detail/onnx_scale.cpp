@@ -1,7 +1,8 @@
 // The ONNX importer's fixed-weight maps (onnx_import.hpp): Clip with min 0 and no max (a ReLU),
 // Mul and Div by a constant of one value (a scale layer; the constant is not a parameter), and
 // ReduceMean / ReduceSum over every spatial axis (a global average pool, times the number of
-// entries for a sum, then a flatten unless keepdims).
+// entries for a sum, then a flatten unless keepdims); the order statistics Max and Min of
+// several tensors (a group_sort of the inputs interleaved along the channels).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -160,6 +161,59 @@ void Importer::reduce(int i) {
     y = m_builder->add(make_layer(LayerKind::flatten, node_name(i), {y.layer}));
   }
   set_data(i, y);
+}
+
+void Importer::max_min(int i) {
+  const NodeProto& n = m_g.node(i);
+  std::vector<Index> in;
+  for (int k = 0; k < n.input_size(); ++k) {
+    Index x = -1;
+    if (!data_input(i, k, x)) {
+      return;
+    }
+    if (!in.empty() && m_builder->shape(x) != m_builder->shape(in[0])) {
+      unsupported(
+          i, fmt::format("operands of per-sample shapes {} and {}: broadcasting",
+                         shape_text(m_builder->shape(in[0])), shape_text(m_builder->shape(x))));
+      return;
+    }
+    in.push_back(x);
+  }
+  Index x = in[0];
+  if (in.size() > 1) {
+    // Input k's channel c at k C + c, interleaved to c g + k: groups of one entry per input.
+    const auto g = static_cast<Index>(in.size());
+    const Index channels = m_builder->shape(x)[0];
+    Layer cat = make_layer(LayerKind::concat, node_name(i), in);
+    const LayerOutput stacked = m_builder->add(std::move(cat));
+    x = stacked.layer;
+    std::vector<Index> interleave;
+    for (Index c = 0; c < channels; ++c) {
+      for (Index k = 0; k < g; ++k) {
+        interleave.push_back(k * channels + c);
+      }
+    }
+    if (!stacked.ok || !gather_along(i, x, 0, std::move(interleave))) {
+      return;
+    }
+    Layer sort = make_layer(LayerKind::group_sort, node_name(i), {x});
+    sort.group_size = g;
+    sort.descending = true;
+    const LayerOutput sorted = m_builder->add(std::move(sort));
+    x = sorted.layer;
+    std::vector<Index> pick;
+    for (Index c = 0; c < channels; ++c) {
+      pick.push_back(c * g + (n.op_type() == "Max" ? 0 : g - 1));
+    }
+    if (!sorted.ok || !gather_along(i, x, 0, std::move(pick))) {
+      return;
+    }
+  }
+  set_output(i, 0, x);
+}
+
+std::string Importer::top_k_problem(int) const {
+  return "TopK (the k largest entries along an axis) is not a layer pathlift imports from ONNX";
 }
 
 }  // namespace pathlift::detail
