@@ -20,16 +20,18 @@ from torch import nn
 from ._pathlift import (Layer, LayerGraph, LayerGraphBuilder, LayerOutput, NetworkError,
                         UnsupportedModelError)
 from ._torch_params import TorchParameters
-from ._torch_fx_views import _Rearrangements
+from ._torch_fx_kinds import _Orders, _Sorted
 from ._torch_fx_values import (_Arranged, _Batch, _Call, _Param, _Problem, _Shape, _UNKNOWN,
                                _conv_padding, _failed, _leaky, _number, _pair, _shape_of, _show,
                                _tensor)
 from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS, ADD_FUNCTIONS,
                            CAT_FUNCTIONS, CHUNK_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS,
                            CLAMP_MIN_FUNCTIONS, CLAMP_MIN_METHODS, CONV_TRANSPOSE_MODULES,
-                           DIV_FUNCTIONS, INT_FUNCTIONS, INTERPOLATE_FUNCTIONS, MEAN_FUNCTIONS,
-                           MUL_FUNCTIONS, PAD_FUNCTIONS, PAD_MODULES, PERMUTE_FUNCTIONS,
-                           SPLIT_FUNCTIONS, SUM_FUNCTIONS, TRANSPOSE_FUNCTIONS, UPSAMPLE_MODULES,
+                           DIV_FUNCTIONS, EXTREME_FUNCTIONS, INT_FUNCTIONS,
+                           INTERPOLATE_FUNCTIONS, KTHVALUE_FUNCTIONS, MEAN_FUNCTIONS,
+                           MUL_FUNCTIONS, PAD_FUNCTIONS, PAD_MODULES, PAIRWISE_FUNCTIONS,
+                           PERMUTE_FUNCTIONS, SORT_FUNCTIONS, SPLIT_FUNCTIONS, SUM_FUNCTIONS,
+                           TOPK_FUNCTIONS, TRANSPOSE_FUNCTIONS, UPSAMPLE_MODULES,
                            FLATTEN_FUNCTIONS, InputShape, LEAKY_FUNCTIONS,
                            LINEAR_FUNCTIONS, MAX_POOL_FUNCTIONS, RELU_FUNCTIONS, SUB_FUNCTIONS,
                            Traced, check_types, describe, input_shape_of,
@@ -40,7 +42,9 @@ SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTran
              "(output_size too), nn.MaxPool1d/2d, nn.AvgPool1d/2d (ceil_mode too), "
              "nn.AdaptiveAvgPool1d/2d, nn.BatchNorm1d/2d (eval mode), nn.ReLU, nn.LeakyReLU, "
              "nn.Identity, nn.Dropout (eval mode), nn.Flatten, nn.ChannelShuffle, "
-             "nn.ReflectionPad/ReplicationPad1d/2d, nn.Upsample/F.interpolate (mode 'nearest'), "
+             "nn.ReflectionPad/ReplicationPad1d/2d, nn.Upsample/nn.UpsamplingNearest2d/"
+             "nn.UpsamplingBilinear2d/F.interpolate (modes 'nearest', 'linear', 'bilinear', "
+             "align_corners either way, size or scale_factor), "
              "F.pad (reflect, replicate, circular; constant only to crop), "
              "F.relu/F.leaky_relu/F.linear, "
              "torch.clamp/clip/clamp_min with min=0 and no max (a ReLU), "
@@ -48,7 +52,12 @@ SUPPORTED = ("supported: nn.Linear, nn.Conv1d/2d (any padding_mode), nn.ConvTran
              "F.max_pool2d/F.avg_pool2d/F.adaptive_avg_pool2d, torch.flatten, torch.cat, "
              "chunk/split/slicing of non-batch dims, .view/.reshape/.transpose/.permute that "
              "keep the batch first and end in a supported shape (a channel shuffle, a flatten), "
-             "+ and - of tensors, * and / by a number (in place too)")
+             "+ and - of tensors, * and / by a number (in place too), "
+             "GroupSort (x.view(N, C // g, g, ...).sort(dim=2) or torch.sort, its values: [0] "
+             "or .values), MaxMin (torch.max/min/maximum/minimum of two tensors of one shape, "
+             "x.view(N, C // 2, 2, ...).max(dim=2)[0] and .min, torch.cat of both), k-max "
+             "pooling (x.unfold(2, kh, sh).unfold(3, kw, sw).flatten(-2) then .topk(k, "
+             "dim=-1).values[..., k - 1] or .kthvalue(j, dim=-1).values)")
 
 # --------------------------------------------------------------------------------------------
 # the walk into a LayerGraphBuilder
@@ -65,7 +74,7 @@ class Imported(NamedTuple):
     input_shape: Tuple[int, ...]
 
 
-class _Importer(_Rearrangements):
+class _Importer(_Orders):
     """Walks the traced graph once, adding one layer per operation to the builder."""
 
     def __init__(self, traced: Traced, input_shape: Tuple[int, ...]):
@@ -77,6 +86,7 @@ class _Importer(_Rearrangements):
         self.batch_norms: Dict[int, nn.Module] = {}
         self.values: Dict[torch.fx.Node, Any] = {placeholder: self.b.input()}
         self.changed: Dict[torch.fx.Node, Any] = {}  # in-place operation -> what it changed
+        self.cached: Dict[Tuple[Any, ...], LayerOutput] = {}  # group sorts, concats (_Orders)
         self.layout = TorchParameters(self.model, [])  # offsets and names
         self.params: Optional[TorchParameters] = None  # with the BatchNorms, after run()
 
@@ -218,10 +228,8 @@ class _Importer(_Rearrangements):
         if type(mod) in PAD_MODULES:
             return self.pad(name, x, list(mod.padding), PAD_MODULES[type(mod)])
         if isinstance(mod, UPSAMPLE_MODULES):
-            if mod.align_corners:
-                raise _Problem("align_corners is not used by mode 'nearest'")
-            return self.upsample(name, x, mod.size, mod.scale_factor,
-                                 getattr(mod, "recompute_scale_factor", None))
+            return self.resize(name, x, mod.size, mod.scale_factor, mod.mode, mod.align_corners,
+                               getattr(mod, "recompute_scale_factor", None))
         if type(mod) is nn.ChannelShuffle:
             channels = int(x.shape[0])
             g = int(mod.groups)
@@ -300,14 +308,39 @@ class _Importer(_Rearrangements):
         return self.flatten(c.node.name, c.arg(0, "input"), int(c.arg(1, "start_dim", 0)),
                             int(c.arg(2, "end_dim", -1)))
 
+    def extreme_call(self, c: _Call, what: str) -> Any:
+        """torch.max/min (over a dim: values and indices; of two tensors: entry-wise),
+        torch.amax/amin (over a dim: values), torch.maximum/minimum (entry-wise), and the
+        methods of those names."""
+        name, x = c.node.name, c.arg(0, "input")
+        largest = what in ("max", "amax", "maximum")
+        other = c.arg(1, "other") if what in ("maximum", "minimum") or "other" in c.kwargs \
+            else c.arg(1, "dim", () if what.startswith("a") else None)
+        label = f"{'.' if c.node.op == 'call_method' else 'torch.'}{what}"
+        if isinstance(other, (LayerOutput, _Arranged)):
+            return self.pairwise(name, x, other, largest, label)
+        if what in ("maximum", "minimum"):
+            raise _Problem(f"{label} of a tensor and {type(other).__name__}: only of two "
+                           "tensors of one shape")
+        if other is None or other == ():
+            raise _Problem(f"{label} over every entry (the batch included): only over one dim "
+                           "of each sample, or of two tensors")
+        values = self.extreme(name, x, other, c.arg(2, "keepdim", False), largest, label)
+        return values if what.startswith("a") else _Sorted(values, f"{label}(dim={other})")
+
     def flatten(self, name: str, x: Any, start_dim: int, end_dim: int) -> Any:
-        if isinstance(x, _Arranged):
+        if isinstance(x, _Arranged):  # any dims but the batch: a layer once the shape is one
             nd = x.idx.ndim + 1
-            if (start_dim + nd if start_dim < 0 else start_dim) != 1 or \
-                    (end_dim + nd if end_dim < 0 else end_dim) != nd - 1:
-                raise _Problem(f"flattening dims {start_dim}..{end_dim} of a rearranged "
-                               "tensor: only flatten to (batch, features) is supported")
-            return self.arranged(name, x.source, x.idx.reshape(-1))
+            s = start_dim + nd if start_dim < 0 else start_dim
+            e = end_dim + nd if end_dim < 0 else end_dim
+            if s == 0:
+                raise _Problem("flattening the batch dimension (start_dim=0)")
+            if not 1 <= s <= e < nd:
+                raise _Problem(f"flatten dims ({start_dim}, {end_dim}) do not fit a tensor of "
+                               f"{nd} dims")
+            shape = x.idx.shape
+            merged = (*shape[:s - 1], int(np.prod(shape[s - 1:e])), *shape[e:])
+            return self.arranged(name, x.source, x.idx.reshape(merged))
         x = _tensor(x)
         nd = len(x.shape) + 1  # with the batch dimension
         s = start_dim + nd if start_dim < 0 else start_dim
@@ -447,10 +480,26 @@ class _Importer(_Rearrangements):
                 raise _Problem(f"constant padding with value {c.arg(3, 'value')!r}")
             return self.pad(name, _tensor(x), c.arg(1, "pad"), mode)
         if t in INTERPOLATE_FUNCTIONS:
-            if c.arg(4, "align_corners") is not None:
-                raise _Problem("align_corners is not used by mode 'nearest'")
-            return self.upsample(name, _tensor(x), c.arg(1, "size"), c.arg(2, "scale_factor"),
-                                 c.arg(5, "recompute_scale_factor"))
+            return self.resize(name, _tensor(x), c.arg(1, "size"), c.arg(2, "scale_factor"),
+                               c.arg(3, "mode", "nearest"), c.arg(4, "align_corners"),
+                               c.arg(5, "recompute_scale_factor"))
+        if t is operator.getitem and isinstance(x, _Sorted):
+            return x.item(args[1])
+        if t is getattr and len(args) == 2 and isinstance(x, _Sorted):
+            return x.item(args[1])
+        if t in SORT_FUNCTIONS:
+            return self.sort(name, x, c.arg(1, "dim", -1), c.arg(2, "descending", False),
+                             "torch.sort")
+        if t in EXTREME_FUNCTIONS or t in PAIRWISE_FUNCTIONS:
+            return self.extreme_call(c, getattr(t, "__name__", "max"))
+        if t in TOPK_FUNCTIONS:
+            return self.topk(name, x, c.arg(1, "k"), c.arg(2, "dim", -1),
+                             c.arg(3, "largest", True), c.arg(4, "sorted", True))
+        if t in KTHVALUE_FUNCTIONS:
+            return self.kthvalue(name, x, c.arg(1, "k"), c.arg(2, "dim", -1),
+                                 c.arg(3, "keepdim", False))
+        if t is operator.getitem and isinstance(x, _Arranged):
+            return self.index_arranged(name, x, args[1])
         if t is operator.getitem and isinstance(x, (tuple, list)) and \
                 not isinstance(x, _Shape) and isinstance(args[1], int):
             if not -len(x) <= args[1] < len(x):  # a chunk of chunk() or split()
@@ -507,6 +556,8 @@ class _Importer(_Rearrangements):
             return _Shape(_shape_of(x))
         if t is operator.getitem and isinstance(x, _Shape) and isinstance(args[1], int):
             return _Batch() if args[1] == 0 else x.shape[args[1] - 1]
+        if t is operator.getitem and isinstance(x, _Shape) and isinstance(args[1], slice):
+            return tuple([_Batch(), *x.shape][args[1]])  # x.shape[2:]: sizes
         raise _Problem("not supported")
 
     def method(self, c: _Call) -> Any:
@@ -524,6 +575,20 @@ class _Importer(_Rearrangements):
             return self.flatten_call(c)
         if m == "size" and len(args) == 1:
             return _Shape(_shape_of(raw))
+        if m == "sort":
+            return self.sort(name, raw, c.arg(1, "dim", -1), c.arg(2, "descending", False),
+                             ".sort")
+        if m in ("max", "min", "amax", "amin", "maximum", "minimum"):
+            return self.extreme_call(c, m)
+        if m == "topk":
+            return self.topk(name, raw, c.arg(1, "k"), c.arg(2, "dim", -1),
+                             c.arg(3, "largest", True), c.arg(4, "sorted", True))
+        if m == "kthvalue":
+            return self.kthvalue(name, raw, c.arg(1, "k"), c.arg(2, "dim", -1),
+                                 c.arg(3, "keepdim", False))
+        if m == "unfold":
+            return self.unfold(name, raw, c.arg(1, "dimension"), c.arg(2, "size"),
+                               c.arg(3, "step"))
         if m in ("mul", "mul_", "div", "div_"):
             if c.kwargs.get("rounding_mode") is not None:
                 raise _Problem("a division with a rounding_mode is not linear")

@@ -30,14 +30,14 @@ class _Rearrangements:
         return self.add("gather", name, [x], axis=axis, indices=[int(i) for i in indices])
 
     def arranged(self, name: str, source: LayerOutput, idx: np.ndarray) -> Any:
-        """Entries idx of source as a layer when its shape is one (a permutation of whole
-        channels, a vector), else kept symbolic until a later view."""
+        """Entries idx of source as a layer when its shape is one (whole channels, permuted,
+        picked or repeated; a vector), else kept symbolic until a later view."""
         shape = tuple(source.shape)
         n = idx.size
         flat = idx.reshape(-1)
-        if idx.shape == shape:
-            per = n // shape[0]
-            rows = idx.reshape(shape[0], per)
+        if idx.ndim == len(shape) and idx.shape[1:] == shape[1:] and n:
+            per = int(np.prod(shape[1:]))
+            rows = idx.reshape(idx.shape[0], per)
             channels = rows[:, 0] // per
             if np.array_equal(rows, channels[:, None] * per + np.arange(per)):
                 return self.pick(name, source, 0, channels.tolist())

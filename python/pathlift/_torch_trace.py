@@ -59,8 +59,18 @@ CONV_TRANSPOSE_MODULES = (nn.ConvTranspose1d, nn.ConvTranspose2d)
 PAD_MODULES: Dict[type, str] = {nn.ReflectionPad1d: "reflect", nn.ReflectionPad2d: "reflect",
                                 nn.ReplicationPad1d: "replicate",
                                 nn.ReplicationPad2d: "replicate"}
-UPSAMPLE_MODULES = (nn.Upsample, nn.UpsamplingNearest2d)
+UPSAMPLE_MODULES = (nn.Upsample, nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d)
 SUB_FUNCTIONS = {operator.sub, operator.isub, torch.sub}
+# Order statistics (GroupSort, MaxMin, k-max pooling): a sort, a max or min over a dim or of
+# two tensors (entry-wise: maximum, minimum), topk and kthvalue: group_sort and k_max_pool
+# layers (with gathers and concats around them).
+SORT_FUNCTIONS = {torch.sort}
+EXTREME_FUNCTIONS = {torch.max, torch.min, torch.amax, torch.amin}
+PAIRWISE_FUNCTIONS = {torch.maximum, torch.minimum}
+TOPK_FUNCTIONS = {torch.topk}
+KTHVALUE_FUNCTIONS = {torch.kthvalue}
+ORDER_METHODS = {"sort", "max", "min", "amax", "amin", "maximum", "minimum", "topk",
+                 "kthvalue"}
 CAT_FUNCTIONS = {torch.cat} | ({torch.concat} if hasattr(torch, "concat") else set())
 FLATTEN_FUNCTIONS = {torch.flatten}
 LINEAR_FUNCTIONS = {F.linear}
@@ -74,8 +84,8 @@ SUPPORTED_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.MaxPool1d, nn.MaxPool2d
                      *UPSAMPLE_MODULES)
 SUPPORTED_METHODS = {"relu", "relu_", "add", "add_", "sub", "sub_", "flatten", "view",
                      "reshape", "size", "contiguous", "detach", "mean", "sum", "mul", "mul_",
-                     "div", "div_", "chunk", "split", "transpose", "permute"} | CLAMP_METHODS | \
-    CLAMP_MIN_METHODS
+                     "div", "div_", "chunk", "split", "transpose", "permute", "unfold"} | \
+    CLAMP_METHODS | CLAMP_MIN_METHODS | ORDER_METHODS
 SHAPE_READS = {"size", "dim"}  # methods that read a tensor's shape, not its values
 # Operations whose result may share entries with their first argument (PyTorch's view
 # operations, and reshape/flatten, which return a view when they can): an in-place operation
@@ -454,7 +464,8 @@ def _supported(node: torch.fx.Node, model: nn.Module) -> bool:
             ADAPTIVE_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_MIN_FUNCTIONS, MEAN_FUNCTIONS,
             SUM_FUNCTIONS, MUL_FUNCTIONS, DIV_FUNCTIONS, INT_FUNCTIONS, CHUNK_FUNCTIONS,
             SPLIT_FUNCTIONS, TRANSPOSE_FUNCTIONS, PERMUTE_FUNCTIONS, PAD_FUNCTIONS,
-            INTERPOLATE_FUNCTIONS)
+            INTERPOLATE_FUNCTIONS, SORT_FUNCTIONS, EXTREME_FUNCTIONS, PAIRWISE_FUNCTIONS,
+            TOPK_FUNCTIONS, KTHVALUE_FUNCTIONS)
         return any(t in group for group in groups) or t in (getattr, operator.getitem)
     if node.op == "call_method":
         return node.target in SUPPORTED_METHODS
@@ -473,12 +484,17 @@ def _pool_problem(divisor_override: Any, return_indices: Any) -> Optional[str]:
     return None
 
 
+INTERPOLATE_MODES = ("nearest", "linear", "bilinear")
+
+
 def _interpolate_problem(mode: Any, antialias: Any) -> Optional[str]:
-    if mode != "nearest":
-        return (f"mode {mode!r} is not supported (only 'nearest', which copies entries; "
-                "interpolating modes have fixed weights pathlift does not represent)")
+    if mode not in INTERPOLATE_MODES:
+        return (f"mode {mode!r} is not supported: not a piecewise-linear map pathlift "
+                "represents (only 'nearest', which copies entries, and 'linear' / 'bilinear', "
+                "PyTorch's fixed interpolation weights)")
     if antialias:
-        return "antialias=True is not supported"
+        return ("antialias=True is not supported (its filter is wider than the bilinear "
+                "weights pathlift represents)")
     return None
 
 

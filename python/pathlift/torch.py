@@ -47,6 +47,10 @@ The mapping, module by module (functional forms in parentheses):
   ``F.pad`` / pad modules in reflect, replicate or circular mode: ``gather`` layers (copies of
   entries, no node, no edge); ``x * c``, ``x / c`` for a number: ``scale`` (a fixed weight);
   ``torch.clamp(x, min=0)``: a ReLU;
+* linear and bilinear ``nn.Upsample`` / ``F.interpolate``: ``interpolate`` (PyTorch's
+  weights); GroupSort and MaxMin (``sort`` of grouped channels, ``torch.max`` / ``torch.min``
+  of two tensors): ``group_sort``; k-max pooling (``unfold`` then ``topk`` / ``kthvalue``):
+  ``k_max_pool``;
 * in-place forms (``nn.ReLU(inplace=True)``, ``.relu_()``, ``+=``, ``.add_()``): exactly, the
   change seen by every later reader of the tensor and of its aliases; one on a view (a slice,
   a piece of a chunk, a reshape) is refused by name when the tensor or another view sharing

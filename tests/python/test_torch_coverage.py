@@ -138,7 +138,7 @@ class ManyRefusals(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 4, 3)
-        self.up = nn.Upsample(scale_factor=2, mode="bilinear")  # interpolating weights
+        self.up = nn.Upsample(scale_factor=2, mode="bicubic")  # weights not represented
         self.pool1 = nn.MaxPool2d(2, return_indices=True)
         self.pool2 = nn.AvgPool2d(2, divisor_override=3)
         self.six = nn.ReLU6()
@@ -156,7 +156,7 @@ def test_every_problem_is_reported_at_once(pathlift_module):
         pl.from_torch(ManyRefusals().eval(), input_shape=(2, 12, 12))
     message = str(info.value)
     assert "6 problems" in message, message
-    for words in ("Upsample at 'up': mode 'bilinear' is not supported",
+    for words in ("Upsample at 'up': mode 'bicubic' is not supported",
                   "MaxPool2d at 'pool1': return_indices=True",
                   "AvgPool2d at 'pool2': divisor_override is not supported",
                   "ReLU6 at 'six': not supported",

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -413,6 +414,9 @@ class Importer {
   std::vector<std::string> m_invalid;
   std::vector<int> m_view_refused;  // nodes whose view was refused (each once)
   double m_indices = 0;             // gather indices made so far
+  // Max / Min: the sorted interleaving of each list of operands, shared by a Max and a Min of
+  // the same operands (MaxMin), as from_torch shares it.
+  std::map<std::vector<Index>, Index> m_sorted;
 };
 
 }  // namespace pathlift::detail

@@ -130,7 +130,7 @@ std::span<const Importer::Operator> Importer::operators() {
        &I::fold_unsqueeze, &I::data_operand},
       {"Sub", 1, 2, 2, 1, 1, "", "`sub` of two computed tensors of the same shape", nullptr,
        F::all_constant, &I::fold_arithmetic, &I::add_sub_concat},
-      {"TopK", 1, 2, 2, 1, 2, "axis, largest, sorted",
+      {"TopK", 1, 1, 2, 1, 2, "axis, largest, sorted",
        "refused: a k-max pooling or a GroupSort is a `k_max_pool` or `group_sort` layer of the "
        "layer JSON (or PyTorch's `sort` of grouped channels through `from_torch`)",
        &I::top_k_problem, F::never, nullptr, &I::data_operand},

@@ -181,31 +181,39 @@ void Importer::max_min(int i) {
   }
   Index x = in[0];
   if (in.size() > 1) {
-    // Input k's channel c at k C + c, interleaved to c g + k: groups of one entry per input.
     const auto g = static_cast<Index>(in.size());
     const Index channels = m_builder->shape(x)[0];
-    Layer cat = make_layer(LayerKind::concat, node_name(i), in);
-    const LayerOutput stacked = m_builder->add(std::move(cat));
-    x = stacked.layer;
-    std::vector<Index> interleave;
-    for (Index c = 0; c < channels; ++c) {
-      for (Index k = 0; k < g; ++k) {
-        interleave.push_back(k * channels + c);
+    if (const auto found = m_sorted.find(in); found != m_sorted.end()) {
+      x = found->second;
+    } else {
+      // Input k's channel c at k C + c, interleaved to c g + k: groups of one entry per input.
+      Layer cat = make_layer(LayerKind::concat, node_name(i), in);
+      const LayerOutput stacked = m_builder->add(std::move(cat));
+      x = stacked.layer;
+      std::vector<Index> interleave;
+      for (Index c = 0; c < channels; ++c) {
+        for (Index k = 0; k < g; ++k) {
+          interleave.push_back(k * channels + c);
+        }
       }
+      if (!stacked.ok || !gather_along(i, x, 0, std::move(interleave))) {
+        return;
+      }
+      Layer sort = make_layer(LayerKind::group_sort, node_name(i), {x});
+      sort.group_size = g;
+      sort.descending = true;
+      const LayerOutput sorted = m_builder->add(std::move(sort));
+      if (!sorted.ok) {
+        return;
+      }
+      x = sorted.layer;
+      m_sorted.emplace(in, x);
     }
-    if (!stacked.ok || !gather_along(i, x, 0, std::move(interleave))) {
-      return;
-    }
-    Layer sort = make_layer(LayerKind::group_sort, node_name(i), {x});
-    sort.group_size = g;
-    sort.descending = true;
-    const LayerOutput sorted = m_builder->add(std::move(sort));
-    x = sorted.layer;
     std::vector<Index> pick;
     for (Index c = 0; c < channels; ++c) {
       pick.push_back(c * g + (n.op_type() == "Max" ? 0 : g - 1));
     }
-    if (!sorted.ok || !gather_along(i, x, 0, std::move(pick))) {
+    if (!gather_along(i, x, 0, std::move(pick))) {
       return;
     }
   }
