@@ -39,9 +39,10 @@ void run_bound(const BoundOptions& opts) {
   fmt::print("network      {} (theta: {})\n", model.description, theta.source);
   fmt::print("D            {}  (longest input-to-output path, edges{})\n", r.depth,
              r.depth_exact ? "" : "; an upper bound from the layers");
-  fmt::print("P            {}  (kinds of max-pooling neurons)\n", r.max_pool_types);
-  fmt::print("K            {}  (most inputs of a max-pooling neuron)\n", r.max_pool_kernel);
-  fmt::print("M            {}  (most max-pooling neurons on one path)\n", r.max_pools_on_a_path);
+  fmt::print("P            {}  (distinct k of the k-max-pooling neurons, max pooling k = 1)\n",
+             r.max_pool_types);
+  fmt::print("K            {}  (most inputs of a *-max-pooling neuron)\n", r.max_pool_kernel);
+  fmt::print("M            {}  (most *-max-pooling neurons on one path)\n", r.max_pools_on_a_path);
   fmt::print("d_in, d_out  {}, {}\n", r.inputs, r.outputs);
   fmt::print("n, B         {}, {}\n", r.samples, r.input_bound);
   fmt::print("C            {:.10g}\n", r.constant);

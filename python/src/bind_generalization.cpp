@@ -13,8 +13,9 @@ void bind_generalization(py::module_& m) {
   py::class_<GeneralizationBound> cls(m, "GeneralizationBound", R"doc(
 The generalization bound of the path-norm toolkit (Gonon et al., ICLR 2024, Theorem 3.1 and
 Remark 3.1), each ingredient named as the paper names it: D (the longest input-to-output path,
-edges; D_exact False when it is an upper bound from the layers), P (kinds of max-pooling
-neurons), K (most inputs of a max-pooling neuron), M (most max-pooling neurons on one path),
+edges; D_exact False when it is an upper bound from the layers), P (the distinct k of the
+k-max-pooling neurons: max pooling k = 1, k-max pooling, GroupSort), K (most inputs of such a
+neuron), M (most of them on one path),
 d_in, d_out, n, B, C, coefficient = 4 C max(B, 1) / sqrt(n), l1_path_norm, bound = coefficient
 x l1_path_norm, and C_sharp, coefficient_sharp, bound_sharp (Remark 3.1). Large values are floats
 (inf beyond double's range) with their log10 beside them. assumptions: the theorem's hypotheses,
@@ -24,11 +25,11 @@ one sentence each. to_dict(): the JSON form `pathlift bound --json` prints.
              field("D_exact", &GeneralizationBound::depth_exact,
                    "False when D is an upper bound from the layers (the bound stays valid)."),
              field("P", &GeneralizationBound::max_pool_types,
-                   "Distinct kinds of max-pooling neurons (0 or 1)."),
+                   "The distinct k of the k-max-pooling neurons (max pooling: k = 1)."),
              field("K", &GeneralizationBound::max_pool_kernel,
-                   "The most inputs of a max-pooling neuron (1 without one)."),
+                   "The most inputs of a *-max-pooling neuron (1 without one)."),
              field("M", &GeneralizationBound::max_pools_on_a_path,
-                   "The most max-pooling neurons on one path (Remark 3.1)."),
+                   "The most *-max-pooling neurons on one path (Remark 3.1)."),
              field("d_in", &GeneralizationBound::inputs, "Input dimension (bias excluded)."),
              field("d_out", &GeneralizationBound::outputs, "Output dimension."),
              field("n", &GeneralizationBound::samples, "Training samples."),

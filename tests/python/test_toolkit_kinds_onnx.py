@@ -287,3 +287,17 @@ def test_generalization_constants(pl, kind, P, K):
     for model in (net, pl.unroll(net.layer_graph)):
         report = pl.generalization_bound(model, n=1000, input_bound=1.0)
         assert (report.P, report.K) == (P, K)
+
+
+@pytest.mark.parametrize("kind", ["k_max_pool", "group_sort", "maxima", "interpolate"])
+def test_the_linearization_picks_the_order_statistic(pl, kind):
+    """f(X) = L(X) Phi on the unrolled network: each k-max node's active edge is its k-th
+    largest input's, so the linearization reproduces the forward pass."""
+    net = toolkit_graph(pl, kind)
+    theta = np.asarray(net.weights)
+    dag = pl.unroll(net.layer_graph)
+    X = np.random.default_rng(7).standard_normal((20, 60))
+    lin = pl.linearize(dag, theta, X)
+    phi = np.asarray(pl.path_lifting(dag, theta))
+    f = pl.forward(dag, theta, X).outputs
+    np.testing.assert_allclose((lin.L @ phi).reshape(f.shape), f, rtol=1e-11, atol=1e-11)
