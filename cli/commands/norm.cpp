@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/norms.hpp"
 #include "pathlift/path_free.hpp"
+#include "pathlift/path_shares.hpp"
 
 namespace pathlift::cli {
 
@@ -28,6 +30,7 @@ struct NormOptions {
   std::vector<double> s{1.0, 2.0};
   bool json = false;
   bool per_node = false;
+  std::string shares;  // --shares parameter|node|channel|layer
 };
 
 using Json = nlohmann::ordered_json;
@@ -96,6 +99,12 @@ void run_norm(const NormOptions& opts) {
   const Count& p = results.paths;
   const std::vector<PathNorm>& norms = results.norms;
 
+  std::optional<PathNormShares> shares;
+  if (!opts.shares.empty()) {
+    const double s = opts.s.front();
+    shares = path_norm_shares(model.model, theta.theta, s, parse_shares_by(opts.shares),
+                              engine_options(opts.compute, "path-norm shares"));
+  }
   if (opts.json) {
     Json j = json_header("norm", 1, description, theta.source);
     j["P"] = count_json(p);
@@ -103,6 +112,9 @@ void run_norm(const NormOptions& opts) {
     j["P_exact"] = p.exact();
     j["log10_P"] = p.log10();
     j["d"] = model.model.num_params();
+    if (shares) {
+      j["shares"] = Json::parse(to_json(*shares, -1));
+    }
     print_json(j);
     return;
   }
@@ -121,6 +133,13 @@ void run_norm(const NormOptions& opts) {
     }
     for (std::size_t i = 0; i < n.per_input.size(); ++i) {
       fmt::print("  input  {:<12} {}\n", results.input_names[i], scaled_text(n.per_input[i]));
+    }
+  }
+  if (shares) {
+    fmt::print("shares      of ||Phi||_{}^{} by {}\n", s_key(shares->s), s_key(shares->s),
+               to_string(shares->by));
+    for (std::size_t i = 0; i < shares->names.size(); ++i) {
+      fmt::print("  {:<24} {:.6f}\n", shares->names[i], shares->shares[i]);
     }
   }
 }
@@ -142,6 +161,10 @@ void add_norm_command(CLI::App& app) {
   cmd->add_flag("--per-node", opts->per_node,
                 "Also the norm of the paths ending at each output and starting at each input (on "
                 "a layer graph, the per-input norms unroll it, within --max-memory)");
+  cmd->add_option("--shares", opts->shares,
+                  "Also each layer's, channel's, parameter's or node's share of ||Phi||_s^s for "
+                  "the first --s (layer, channel: a layer graph's, without unrolling)")
+      ->check(CLI::IsMember({"layer", "channel", "parameter", "node"}));
   cmd->add_flag(
       "--json", opts->json,
       "Print one JSON object (keys in docs/cli.md#norm: the header, then P, norms {\"1\": "

@@ -1,4 +1,6 @@
-// pathlift paths: the paths in canonical order, one a line (0-based edge ids, walk order).
+// pathlift paths: the paths in canonical order, one a line (0-based edge ids, walk order); with
+// --top K the K heaviest, with --sample N paths drawn by weight (heavy_paths.hpp: nothing
+// enumerated).
 
 #include <fmt/format.h>
 
@@ -10,6 +12,7 @@
 #include "../output_file.hpp"
 #include "../registry.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/heavy_paths.hpp"
 #include "pathlift/paths.hpp"
 
 namespace pathlift::cli {
@@ -21,12 +24,60 @@ struct PathsOptions {
   ComputeOptions compute;
   std::string output;
   bool nodes = false;
+  Index top = -1;     // --top K
+  Index sample = -1;  // --sample N
+  double s = 1;
+  std::uint64_t seed = 0;
+  bool json = false;
 };
 
+/// --top K and --sample N: the paths with their values, by name, on stdout (or --json).
+void run_heavy(const PathsOptions& opts) {
+  const LoadedModel loaded = load_model(opts.network, opts.compute);
+  const LoadedTheta theta = load_theta(loaded, opts.compute);
+  const bool top = opts.top >= 0;
+  const EngineOptions engine = engine_options(opts.compute, top ? "top paths" : "sampling paths");
+  const std::vector<WeightedPath> paths =
+      top ? top_paths(loaded.model, theta.theta, opts.top, opts.s, engine)
+          : sample_paths(loaded.model, theta.theta, opts.sample, opts.s, opts.seed, engine);
+  const Network& net = loaded.network(opts.compute);  // the DAG the paths are on (made once)
+  if (opts.json) {
+    nlohmann::ordered_json j = json_header("paths", 1, loaded.description, theta.source);
+    j["mode"] = top ? "top" : "sample";
+    j["s"] = opts.s;
+    if (!top) {
+      j["sample_seed"] = opts.seed;
+    }
+    j["paths"] = nlohmann::ordered_json::parse(to_json(std::span<const WeightedPath>(paths), net));
+    print_json(j);
+    return;
+  }
+  constexpr std::size_t whole = std::numeric_limits<std::size_t>::max();
+  for (const WeightedPath& p : paths) {
+    fmt::print("{:<24}", p.magnitude.fits_double() || p.magnitude.is_zero()
+                             ? fmt::format("{:.12g}", p.value())
+                             : fmt::format("{}1e{:.6f}", p.sign < 0 ? "-" : "", p.log10_abs()));
+    fmt::print(" {}", printable(net.node_name(p.nodes.front()), whole));
+    for (std::size_t i = 1; i < p.nodes.size(); ++i) {
+      fmt::print(" -> {}", printable(net.node_name(p.nodes[i]), whole));
+    }
+    fmt::print("\n");
+  }
+}
+
 void run_paths(const PathsOptions& opts) {
+  if (opts.top >= 0 || opts.sample >= 0) {
+    run_heavy(opts);
+    return;
+  }
+  if (opts.output.empty()) {
+    throw std::invalid_argument(
+        "paths: -o is required to write every path (or --top K, --sample N)");
+  }
   output_format(opts.output, Content::text);  // a wrong name is refused before the work
   const LoadedNetwork loaded = load_network(opts.network, opts.compute);
   const Network& net = *loaded.dag;
+  (void)load_theta(net, opts.compute);  // a bad --theta is refused, though the paths ignore it
   const std::string& description = loaded.description;
   const auto start = std::chrono::steady_clock::now();
   const PathSet paths = enumerate_paths(net, engine_options(opts.compute, "paths"));
@@ -63,12 +114,31 @@ void add_paths_command(CLI::App& app) {
   auto opts = std::make_shared<PathsOptions>();
   auto* cmd = app.add_subcommand(
       "paths",
-      "Write the paths in canonical order: one a line, its 0-based edge ids in walk order");
+      "Write the paths in canonical order: one a line, its 0-based edge ids in walk order; or "
+      "the K heaviest (--top K) or N drawn by weight (--sample N), without enumerating them");
   add_network_options(*cmd, opts->network);
+  add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
-  cmd->add_option("-o,--output", opts->output, "Output text file (.txt), or - for stdout")
-      ->required();
+  cmd->add_option("-o,--output", opts->output,
+                  "Output text file (.txt), or - for stdout (every path; required without --top "
+                  "and --sample)");
   cmd->add_flag("--nodes", opts->nodes, "Append the path's nodes as a '# a -> d -> h' comment");
+  auto* top = cmd->add_option("--top", opts->top,
+                              "The K paths of largest |Phi_p|, heaviest first (value, then its "
+                              "nodes), by a best-first search: nothing enumerated")
+                  ->check(CLI::NonNegativeNumber);
+  auto* sample = cmd->add_option("--sample", opts->sample,
+                                 "N paths drawn with probability |Phi_p|^s / ||Phi||_s^s")
+                     ->check(CLI::NonNegativeNumber)
+                     ->excludes(top);
+  cmd->add_option("--s", opts->s, "The exponent of --sample (default 1; 0: uniform)");
+  cmd->add_option("--sample-seed", opts->seed,
+                  "The seed of --sample (default 0; --seed draws theta)");
+  cmd->add_flag("--json", opts->json,
+                "With --top or --sample: one JSON object (docs/cli.md#paths: the header, mode, "
+                "s, paths: value, sign, log10_abs, nodes, edges, params)");
+  top->excludes("-o");
+  sample->excludes("-o");
   cmd->callback([opts] { run_paths(*opts); });
 }
 

@@ -84,8 +84,8 @@ def _known() -> str:
 
 
 QUANTITIES = ("norm:<s>", "kernel_trace", "top_eig:<k>", "rank", "metric:<reference item>",
-              "bound:<n>:<B>")
-_NOT_YET = {"shares": "path-norm shares"}
+              "bound:<n>:<B>", "shares:<layer|channel|parameter|node>")
+_NOT_YET: Dict[str, str] = {}
 
 
 def parse_quantity(spec: Any) -> _Quantity:
@@ -131,6 +131,11 @@ def parse_quantity(spec: Any) -> _Quantity:
         if not (n > 0 and math.isfinite(n) and b >= 0 and math.isfinite(b)):
             raise ValueError(f"quantity {spec!r}: n must be > 0 and B >= 0, both finite")
         return _Quantity(spec, "bound", (n, b))
+    if head == "shares":
+        if arg not in ("layer", "channel", "parameter", "node"):
+            raise ValueError(f"quantity {spec!r}: shares by layer, channel, parameter or node "
+                             f"(shares:layer)")
+        return _Quantity(spec, "shares", arg)
     if head in _NOT_YET:
         raise ValueError(f"quantity {spec!r}: {_NOT_YET[head]} is not in pathlift yet; "
                          f"the quantities are {_known()}, or a callable f(net, theta)")
@@ -170,6 +175,10 @@ def _columns(q: _Quantity, net: Any, theta: np.ndarray, item: Any, threads: int,
                                     max_memory=max_memory, threads=threads, progress=False)
         return {q.name: float(g.bound), f"{q.name}:log10": float(g.log10_bound),
                 f"{q.name}:coefficient": float(g.coefficient), f"{q.name}:D": int(g.D)}
+    if q.kind == "shares":
+        shares = pl.path_norm_shares(net, theta, 1.0, by=q.arg, max_memory=max_memory,
+                                     threads=threads, progress=False)
+        return {f"{q.name}:{name}": float(v) for name, v in zip(shares.names, shares.shares)}
     out = q.arg(net, theta)
     if isinstance(out, dict):
         return {f"{q.name}:{k}": v for k, v in out.items()}

@@ -29,6 +29,7 @@
   X(norms)                         \
   X(metric)                        \
   X(generalization)                \
+  X(heavy_paths)                   \
   X(balance)                       \
   X(rescaling)                     \
   X(kernel)

@@ -48,6 +48,7 @@ JSON = {
     "norm": ([], True),
     "metric": (["--theta2", "{theta2}"], True),
     "bound": (["--samples", "100", "--input-bound", "1"], True),
+    "paths": (["--top", "3"], True),
     "rescale": (["--path-cond", "-o", "{out}.npy"], True),
     "kernel": (["--trace"], True),
 }

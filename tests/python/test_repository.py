@@ -96,7 +96,7 @@ PUBLIC = {
     "network": ["network", "builtins", "io"],
     "layers": ["layers", "layer_graph_builder", "onnx"],
     "model": ["model"],
-    "layer_dp": ["layer_dp", "path_free", "generalization"],
+    "layer_dp": ["layer_dp", "path_free", "generalization", "heavy_paths", "path_shares"],
     "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory", "path_metric"],
     "walk": ["paths", "lifting", "linearize", "forward", "checks"],
     "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling",

@@ -181,7 +181,7 @@ def test_bad_requests_are_refused_before_any_work(pl, checkpoints, tmp_path):
     items = items_of(pl, checkpoints)
     with pytest.raises(ValueError, match="unknown quantity 'norm1'"):
         pl.sweep(items, ["norm1"])
-    with pytest.raises(ValueError, match="not in pathlift yet"):
+    with pytest.raises(ValueError, match="shares by layer, channel, parameter or node"):
         pl.sweep(items, ["shares"])
     with pytest.raises(ValueError, match=r"give the training samples n and the input bound B"):
         pl.sweep(items, ["bound"])

@@ -11,6 +11,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
+#include "src/layers/layer_blocks.hpp"
 #include "src/layers/layer_kinds.hpp"
 
 namespace pathlift::detail {
@@ -31,14 +32,6 @@ struct LayerProblem {
 /// The number of entries of `shape`, or a problem naming `what` when a dimension is out of
 /// 1..2^31 - 1 or the product exceeds it.
 Index checked_entries(const std::vector<Index>& shape, std::string_view what);
-
-/// The parameter blocks a layer reads from theta: its weight (batch_norm: a) and bias (b)
-/// sizes, and the shape of the tensor each is read as.
-struct Blocks {
-  Index weight = 0;
-  Index bias = 0;
-  std::vector<Index> weight_shape;
-};
 
 /// Validates one layer against the output shapes of the layers before it and returns its
 /// output shape.

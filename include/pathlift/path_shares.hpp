@@ -1,0 +1,63 @@
+#pragma once
+/// \file path_shares.hpp
+/// Each parameter's, node's, channel's and layer's share of the path-norm: the fraction of
+/// ||Phi||_s^s carried by the paths through it, by dynamic programming (no path enumerated; a
+/// layer graph's parameter, channel and layer shares without unrolling). docs/paths.md#shares.
+///
+/// Example:
+/// \code
+///   const auto by_layer = pathlift::path_norm_shares(model, theta, 1, pathlift::SharesBy::layer);
+///   for (std::size_t i = 0; i < by_layer.names.size(); ++i)
+///     fmt::print("{} {:.3f}\n", by_layer.names[i], by_layer.shares[i]);
+/// \endcode
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pathlift/model.hpp"
+#include "pathlift/options.hpp"
+#include "pathlift/scaled_real.hpp"
+
+namespace pathlift {
+
+/// What a share is taken over.
+enum class SharesBy : unsigned char {
+  parameter,  ///< theta_k: sum over the paths through k of |Phi_p|^s (once per edge carrying k)
+  node,       ///< a node v of the DAG: F(v) G(v), the paths through v
+  channel,    ///< an output channel of a parameter layer (a linear layer's output feature): its
+              ///< weights' and bias's parameter shares
+  layer       ///< a parameter layer: its weights' and biases' parameter shares
+};
+
+/// "parameter", "node", "channel", "layer"; parse_shares_by throws std::invalid_argument
+/// listing them.
+std::string to_string(SharesBy by);
+SharesBy parse_shares_by(std::string_view name);
+
+/// The shares: names[i] carries shares[i] of total = ||Phi||_s^s.
+struct PathNormShares {
+  double s = 1;
+  SharesBy by = SharesBy::parameter;
+  std::vector<std::string> names;  ///< "theta[k]", node names, "<layer>[c]", layer names
+  std::vector<double> shares;      ///< fractions of total, each in [0, 1]
+  ScaledReal total;                ///< ||Phi||_s^s
+};
+
+/// The shares of ||Phi(theta)||_s^s (s finite and > 0). A parameter's is
+/// theta_k d||Phi||_s / d theta_k / ||Phi||_s (the s-th power of its paths, with their
+/// multiplicity), 0 for theta_k = 0; a channel's and a layer's sum their parameters' (each path
+/// crosses a layer at most once when no parameter is shared between layers, so a layer's share
+/// is the fraction of the paths through it, and the layers of a cut every path crosses sum to 1);
+/// a node's is F(v) G(v) / ||Phi||_s^s on the DAG (a layer graph's nodes: on its unrolled DAG,
+/// within options.max_memory). Channels and layers are those of a layer graph (a DAG has none:
+/// std::invalid_argument). Throws what path_norm_gradient throws (s < 1 with a zero parameter),
+/// RangeError when ||Phi||_s^s is 0 or a share is beyond double's range.
+PathNormShares path_norm_shares(const Model& model, std::span<const double> theta, double s,
+                                SharesBy by, const EngineOptions& options = {});
+
+/// {"s", "by", "total", "log10_total", "shares": {name: share, ...}} in the order above.
+std::string to_json(const PathNormShares& shares, int indent = -1);
+
+}  // namespace pathlift

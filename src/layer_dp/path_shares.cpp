@@ -1,0 +1,216 @@
+// Each parameter's, node's, channel's and layer's share of the path-norm (path_shares.hpp).
+
+#include "pathlift/path_shares.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+#include "pathlift/error.hpp"
+#include "pathlift/layers.hpp"
+#include "pathlift/path_free.hpp"
+#include "src/core/enum_names.hpp"
+#include "src/core/json.hpp"
+#include "src/dp/dp_scaled.hpp"
+#include "src/layers/layer_blocks.hpp"
+#include "src/layers/layer_kinds.hpp"
+#include "src/network/dag.hpp"
+#include "src/network/parameters.hpp"
+
+namespace pathlift {
+
+namespace {
+
+constexpr std::array k_by_names{detail::EnumName<SharesBy>{SharesBy::parameter, "parameter"},
+                                detail::EnumName<SharesBy>{SharesBy::node, "node"},
+                                detail::EnumName<SharesBy>{SharesBy::channel, "channel"},
+                                detail::EnumName<SharesBy>{SharesBy::layer, "layer"}};
+
+/// x / total for x = m 2^k (m >= 0), total > 0.
+double ratio(double m, std::int64_t k, const ScaledReal& total) {
+  if (m == 0) {
+    return 0;
+  }
+  const double e = static_cast<double>(k - total.exponent);
+  return e < -1100 ? 0.0 : std::ldexp(m / total.mantissa, static_cast<int>(std::min(e, 1100.0)));
+}
+
+/// F(v) G(v) / S for every node of the DAG.
+template <class W>
+std::vector<double> node_shares(const Network& net, std::span<const double> theta, const W& w,
+                                const ScaledReal& total) {
+  const detail::DagView g(net);
+  const detail::EdgeTheta<double> t(net.parameter_map().get(), theta);
+  const auto n = static_cast<std::size_t>(g.n);
+  std::vector<double> fm(n, 0.0);
+  std::vector<std::int64_t> fk(n, 0);
+  std::vector<double> gm(n, 0.0);
+  std::vector<std::int64_t> gk(n, 0);
+  detail::dp_forward_from_inputs(g, t.data(), w, fm.data(), fk.data());
+  detail::dp_backward(g, t.data(), w, gm.data(), gk.data(),
+                      [](NodeId, double, std::int64_t, Index, Index) {});
+  std::vector<double> out(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    out[v] = ratio(fm[v] * gm[v], fk[v] + gk[v], total);
+  }
+  return out;
+}
+
+std::vector<double> node_shares(const Network& net, std::span<const double> theta, double s,
+                                const ScaledReal& total) {
+  if (s == 1) {
+    return node_shares(net, theta, detail::DpPow1{}, total);
+  }
+  if (s == 2) {
+    return node_shares(net, theta, detail::DpPow2{}, total);
+  }
+  return node_shares(net, theta, detail::DpPowS{s}, total);
+}
+
+/// The output channel of entry i of layer ly's weight block (shape `shape`).
+Index weight_channel(const Layer& ly, const std::vector<Index>& shape, Index i) {
+  Index rest = 1;  // the entries after the first dimension
+  for (std::size_t j = 1; j < shape.size(); ++j) {
+    rest *= shape[j];
+  }
+  switch (detail::param_kind_of(ly, "path_norm_shares")) {
+    case detail::ParamKind::linear:
+    case detail::ParamKind::conv:
+    case detail::ParamKind::batch_norm:
+      return i / rest;
+    case detail::ParamKind::conv_transpose: {
+      // (in, out / groups, taps...): in channel ci of group ci / (in / groups).
+      const Index per_out = shape[1];
+      const Index taps = rest / per_out;
+      const Index ci = i / rest;
+      const Index group = ci / (shape[0] / ly.groups);
+      return group * per_out + (i / taps) % per_out;
+    }
+  }
+  return 0;
+}
+
+/// Channel or layer shares of a layer graph from its parameter shares.
+void layer_shares(const LayerGraph& graph, const std::vector<double>& param, SharesBy by,
+                  PathNormShares& out) {
+  const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
+  for (std::size_t l = 1; l < graph.layers.size(); ++l) {
+    const Layer& ly = graph.layers[l];
+    if (!detail::has_parameters(ly)) {
+      continue;
+    }
+    const detail::Blocks b = detail::layer_blocks(graph, shapes, l);
+    const Index channels = ly.bias_offset >= 0 || b.bias > 0 ? b.bias : 1;
+    std::vector<double> sums(static_cast<std::size_t>(by == SharesBy::layer ? 1 : channels), 0.0);
+    for (Index i = 0; i < b.weight; ++i) {
+      const Index c = by == SharesBy::layer ? 0 : weight_channel(ly, b.weight_shape, i);
+      sums[static_cast<std::size_t>(c)] += param[static_cast<std::size_t>(ly.weight_offset + i)];
+    }
+    if (ly.bias_offset >= 0) {
+      for (Index c = 0; c < b.bias; ++c) {
+        sums[by == SharesBy::layer ? 0 : static_cast<std::size_t>(c)] +=
+            param[static_cast<std::size_t>(ly.bias_offset + c)];
+      }
+    }
+    for (std::size_t c = 0; c < sums.size(); ++c) {
+      out.names.push_back(by == SharesBy::layer ? ly.name : fmt::format("{}[{}]", ly.name, c));
+      out.shares.push_back(sums[c]);
+    }
+  }
+}
+
+}  // namespace
+
+std::string to_string(SharesBy by) {
+  return std::string(detail::enum_name(k_by_names, by));
+}
+
+SharesBy parse_shares_by(std::string_view name) {
+  for (const auto& e : k_by_names) {
+    if (e.name == name) {
+      return e.value;
+    }
+  }
+  throw std::invalid_argument(fmt::format(
+      "shares by '{}': expected parameter, node, channel or layer", printable(std::string(name))));
+}
+
+PathNormShares path_norm_shares(const Model& model, std::span<const double> theta, double s,
+                                SharesBy by, const EngineOptions& options) {
+  if (!(s > 0) || std::isinf(s)) {
+    throw std::invalid_argument(fmt::format("path_norm_shares: s = {} must be finite and > 0", s));
+  }
+  check_theta(model, theta);
+  const LayerGraph* graph = model.layer_graph();
+  if (graph == nullptr && (by == SharesBy::channel || by == SharesBy::layer)) {
+    throw std::invalid_argument(
+        fmt::format("path_norm_shares by {}: a DAG has no layers (shares by parameter or node)",
+                    to_string(by)));
+  }
+  PathNormShares out;
+  out.s = s;
+  out.by = by;
+  const PathNorm norm = path_norm(model, theta, s, PathNormDetail::outputs, options);
+  out.total = norm.sum;
+  if (norm.sum.is_zero()) {
+    throw RangeError("path_norm_shares: ||Phi||_s = 0: every path has weight 0, no share exists");
+  }
+  if (by == SharesBy::node) {
+    const auto net = model.unrolled(options);
+    out.shares = node_shares(*net, theta, s, norm.sum);
+    for (NodeId v = 0; v < net->num_nodes(); ++v) {
+      out.names.push_back(net->node_name(v));
+    }
+    return out;
+  }
+  // theta_k d||Phi||_s / d theta_k = S^(1/s - 1) sum_p |Phi_p|^s (with multiplicity): divided
+  // by ||Phi||_s = S^(1/s), the share of ||Phi||_s^s.
+  if (const auto zero = std::find(theta.begin(), theta.end(), 0.0); s < 1 && zero != theta.end()) {
+    throw std::invalid_argument(fmt::format(
+        "path_norm_shares by {} with s = {} < 1: theta[{}] = 0, where the shares by parameter, "
+        "channel and layer, read from the gradient of the norm, are not defined (|t|^s has an "
+        "infinite slope at 0); the shares by node are",
+        to_string(by), s, zero - theta.begin()));
+  }
+  const std::vector<double> gradient = path_norm_gradient(model, theta, s, options);
+  const double scale = norm.norm.value();
+  std::vector<double> param(theta.size());
+  for (std::size_t k = 0; k < theta.size(); ++k) {
+    param[k] = theta[k] == 0 ? 0.0 : theta[k] * gradient[k] / scale;
+    if (!std::isfinite(param[k])) {
+      throw RangeError(fmt::format(
+          "path_norm_shares: the share of parameter {} is beyond double's range (its gradient "
+          "{} for a path-norm of 10^{:.1f})",
+          k, gradient[k], norm.norm.log10()));
+    }
+  }
+  if (by == SharesBy::parameter) {
+    out.shares = std::move(param);
+    for (std::size_t k = 0; k < theta.size(); ++k) {
+      out.names.push_back(fmt::format("theta[{}]", k));
+    }
+    return out;
+  }
+  layer_shares(*graph, param, by, out);
+  return out;
+}
+
+std::string to_json(const PathNormShares& shares, int indent) {
+  using detail::Json;
+  Json j;
+  j["s"] = shares.s;
+  j["by"] = to_string(shares.by);
+  j["total"] = detail::scaled_value_json(shares.total);
+  j["log10_total"] = detail::scaled_log10_json(shares.total);
+  Json map = Json::object();
+  for (std::size_t i = 0; i < shares.names.size(); ++i) {
+    map[shares.names[i]] = shares.shares[i];
+  }
+  j["shares"] = std::move(map);
+  return j.dump(indent);
+}
+
+}  // namespace pathlift
