@@ -22,8 +22,8 @@ from ._pathlift import (Layer, LayerGraph, LayerGraphBuilder, LayerOutput, Netwo
 from ._torch_params import TorchParameters
 from ._torch_fx_kinds import _Orders, _Sorted
 from ._torch_fx_values import (_Arranged, _Batch, _Call, _Param, _Problem, _Shape, _UNKNOWN,
-                               _conv_padding, _failed, _leaky, _number, _pair, _shape_of, _show,
-                               _tensor)
+                               _conv_padding, _failed, _flatten_dims, _leaky, _number, _pair,
+                               _shape_of, _show, _tensor)
 from ._torch_trace import (ADAPTIVE_FUNCTIONS, ALIAS_METHODS, AVG_POOL_FUNCTIONS, ADD_FUNCTIONS,
                            CAT_FUNCTIONS, CHUNK_FUNCTIONS, CLAMP_FUNCTIONS, CLAMP_METHODS,
                            CLAMP_MIN_FUNCTIONS, CLAMP_MIN_METHODS, CONV_TRANSPOSE_MODULES,
@@ -330,26 +330,13 @@ class _Importer(_Orders):
 
     def flatten(self, name: str, x: Any, start_dim: int, end_dim: int) -> Any:
         if isinstance(x, _Arranged):  # any dims but the batch: a layer once the shape is one
-            nd = x.idx.ndim + 1
-            s = start_dim + nd if start_dim < 0 else start_dim
-            e = end_dim + nd if end_dim < 0 else end_dim
-            if s == 0:
-                raise _Problem("flattening the batch dimension (start_dim=0)")
-            if not 1 <= s <= e < nd:
-                raise _Problem(f"flatten dims ({start_dim}, {end_dim}) do not fit a tensor of "
-                               f"{nd} dims")
+            s, e = _flatten_dims(start_dim, end_dim, x.idx.ndim + 1)
             shape = x.idx.shape
             merged = (*shape[:s - 1], int(np.prod(shape[s - 1:e])), *shape[e:])
             return self.arranged(name, x.source, x.idx.reshape(merged))
         x = _tensor(x)
         nd = len(x.shape) + 1  # with the batch dimension
-        s = start_dim + nd if start_dim < 0 else start_dim
-        e = end_dim + nd if end_dim < 0 else end_dim
-        if s == 0:
-            raise _Problem("flattening the batch dimension (start_dim=0)")
-        if not 1 <= s <= e < nd:
-            raise _Problem(f"flatten dims ({start_dim}, {end_dim}) do not fit a tensor of "
-                           f"{nd} dims")
+        s, e = _flatten_dims(start_dim, end_dim, nd)
         if s == e or len(x.shape) == 1:
             return x
         if s != 1 or e != nd - 1:

@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._pathlift import LayerOutput
-from ._torch_fx_values import _Arranged, _Problem, _dim, _entries, _number, _shape_of, _show
+from ._torch_fx_values import (_Arranged, _Problem, _dim, _entries, _index_keys, _number,
+                               _shape_of, _show)
 from ._torch_fx_views import _Rearrangements
 
 GROUP_SORT = ("GroupSort: x.view(N, C // g, g, H, W).sort(dim=2), or .view(-1, F // g, g)"
@@ -340,15 +341,8 @@ class _Orders(_Rearrangements):
     def index_arranged(self, name: str, x: _Arranged, key: Any) -> Any:
         """x[:, ..., i] of a rearranged tensor (an unfold's windows, a topk's values): slices
         and integers of non-batch dims."""
-        keys = list(key) if isinstance(key, tuple) else [key]
         nd = x.idx.ndim + 1
-        if keys.count(Ellipsis) > 1:
-            raise _Problem("indexing with two ellipses")
-        if Ellipsis in keys:
-            at = keys.index(Ellipsis)
-            keys[at:at + 1] = [slice(None)] * (nd - len(keys) + 1)
-        if len(keys) > nd or not keys or keys[0] != slice(None):
-            raise _Problem(f"indexing {key!r}: the batch dimension must be taken whole")
+        keys = _index_keys(key, nd)
         if not all(isinstance(k, slice) or (_number(k) and isinstance(k, int)) for k in keys):
             raise _Problem(f"indexing with {key!r} (only slices and integers of non-batch dims "
                            "are supported)")

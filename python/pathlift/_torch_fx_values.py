@@ -105,6 +105,32 @@ def _dim(d: Any, nd: int, what: str) -> int:
     return k
 
 
+def _flatten_dims(start_dim: int, end_dim: int, nd: int) -> Tuple[int, int]:
+    """flatten's (start_dim, end_dim) of a tensor of nd dims (the batch included) as
+    1 <= s <= e < nd; flattening the batch, or dims out of range, refused."""
+    s = start_dim + nd if start_dim < 0 else start_dim
+    e = end_dim + nd if end_dim < 0 else end_dim
+    if s == 0:
+        raise _Problem("flattening the batch dimension (start_dim=0)")
+    if not 1 <= s <= e < nd:
+        raise _Problem(f"flatten dims ({start_dim}, {end_dim}) do not fit a tensor of {nd} dims")
+    return s, e
+
+
+def _index_keys(key: Any, nd: int) -> List[Any]:
+    """x[key] of a tensor of nd dims (the batch included) as one key per leading dim, the
+    ellipsis expanded; the batch must be taken whole."""
+    keys = list(key) if isinstance(key, tuple) else [key]
+    if keys.count(Ellipsis) > 1:
+        raise _Problem("indexing with two ellipses")
+    if Ellipsis in keys:
+        at = keys.index(Ellipsis)
+        keys[at:at + 1] = [slice(None)] * (nd - len(keys) + 1)
+    if len(keys) > nd or not keys or keys[0] != slice(None):
+        raise _Problem(f"indexing {key!r}: the batch dimension must be taken whole")
+    return keys
+
+
 def _pad_indices(size: int, lo: int, hi: int, mode: str) -> List[int]:
     """The input index of each output position of one padded dimension (negative pads crop):
     reflect (without the edge), replicate (the edge) or circular; constant only crops."""

@@ -10,8 +10,8 @@ from typing import Any, Sequence, Tuple
 import numpy as np
 
 from ._pathlift import LayerOutput
-from ._torch_fx_values import (_Arranged, _Batch, _Problem, _dim, _entries, _nearest_indices,
-                               _pad_indices, _shape_of, _show)
+from ._torch_fx_values import (_Arranged, _Batch, _Problem, _dim, _entries, _index_keys,
+                               _nearest_indices, _pad_indices, _shape_of, _show)
 
 
 class _Rearrangements:
@@ -111,15 +111,8 @@ class _Rearrangements:
 
     def index(self, name: str, x: LayerOutput, key: Any) -> LayerOutput:
         """x[:, a:b, ...]: slices of non-batch dims (gathers)."""
-        keys = list(key) if isinstance(key, tuple) else [key]
         nd = len(x.shape) + 1
-        if keys.count(Ellipsis) > 1:
-            raise _Problem("indexing with two ellipses")
-        if Ellipsis in keys:
-            at = keys.index(Ellipsis)
-            keys[at:at + 1] = [slice(None)] * (nd - len(keys) + 1)
-        if len(keys) > nd or not keys or keys[0] != slice(None):
-            raise _Problem(f"indexing {key!r}: the batch dimension must be taken whole")
+        keys = _index_keys(key, nd)
         out = x
         for axis, k in enumerate(keys[1:]):
             if not isinstance(k, slice):
