@@ -685,8 +685,9 @@ TEST(Onnx28, EveryProblemIsListedAtOnce) {
   EXPECT_TRUE(
       contains(msg,
                "2 problems:\n  - unsupported operations: Sigmoid at 'sig', Tanh at "
-               "'tanh', Upsample at 'up' (mode linear, an interpolation: pathlift reads "
-               "mode nearest, a copy of entries) (the ONNX operators pathlift reads: Add, "));
+               "'tanh', Upsample at 'up' (mode linear: pathlift reads mode nearest (a copy "
+               "of entries) and, in Resize from opset 11, mode linear (PyTorch's linear and "
+               "bilinear interpolation)) (the ONNX operators pathlift reads: Add, "));
   EXPECT_TRUE(contains(msg,
                        ", Upsample)\n  - ONNX node 'conv' (Conv): weight 'w' of shape {54} has "
                        "rank 1"));
@@ -710,10 +711,10 @@ TEST(Onnx, TheOperatorTableIsOneSortedListAndTheRefusalNamesIt) {
   // An operator of the table refused for its attributes does not list the table.
   NodeProto* conv = nullptr;
   Model m = conv_model(&conv);
-  attr(m.node("Resize", {"y"}, {"p"}, "up"), "mode", std::string("linear"));
+  attr(m.node("Resize", {"y"}, {"p"}, "up"), "mode", std::string("cubic"));
   m.output("p");
   const std::string known = refusal<UnsupportedModel>(m);
-  EXPECT_TRUE(contains(known, "Resize at 'up' (mode linear")) << known;
+  EXPECT_TRUE(contains(known, "Resize at 'up' (mode cubic")) << known;
   EXPECT_FALSE(contains(known, "operators pathlift reads")) << known;
 }
 
@@ -1071,7 +1072,8 @@ TEST(Onnx31, ResizeFollowsTheCoordinateTransformationExactly) {
   Model cubic = resize_model(3, 2, 0, "asymmetric", "floor");
   attr(*cubic.graph().mutable_node(1), "mode", std::string("cubic"));
   EXPECT_TRUE(contains(refusal<UnsupportedModel>(cubic),
-                       "Resize at 'resize' (mode cubic, an interpolation"));
+                       "Resize at 'resize' (mode cubic: pathlift reads mode nearest (a copy "
+                       "of entries) and, in Resize from opset 11, mode linear"));
 }
 
 TEST(Onnx31, ResizeKeepsTheAxesOfScaleOne) {

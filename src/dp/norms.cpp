@@ -9,6 +9,7 @@
 
 #include "src/core/json.hpp"
 #include "src/dp/dp_scaled.hpp"
+#include "src/dp/max_value.hpp"
 #include "src/dp/norm_gradient.hpp"
 #include "src/network/parameters.hpp"
 
@@ -60,23 +61,7 @@ void norm_passes(const detail::DagView& g, const double* theta, const W& w, Path
   }
 }
 
-/// A positive number as (mantissa in [0.5, 1), exponent), or 0 (mantissa 0): the max-plus
-/// values of the L^inf path-norm, exact products of doubles whatever their range.
-struct MaxValue {
-  double m = 0;
-  std::int64_t k = 0;
-  [[nodiscard]] bool less(const MaxValue& o) const {
-    return m == 0 ? o.m != 0 : (o.m != 0 && (k < o.k || (k == o.k && m < o.m)));
-  }
-  [[nodiscard]] MaxValue times(double w) const {
-    if (m == 0 || w == 0) {
-      return {};
-    }
-    int e = 0;
-    const double x = std::frexp(m * std::fabs(w), &e);
-    return {x, k + e};
-  }
-};
+using detail::MaxValue;
 
 /// max_p |Phi_p| by the max-plus DP: forward M(v) = max over in-edges of |w_e| M(src), 1 at the
 /// inputs; with per inputs, the backward maxima too. Every value is a product of |weights|:
@@ -87,7 +72,7 @@ void max_passes(const detail::DagView& g, const double* theta, PathNormDetail pa
   std::vector<MaxValue> f(static_cast<std::size_t>(g.n));
   for (Index pos = 0; pos < g.n; ++pos) {
     const NodeId v = g.topo[pos];
-    MaxValue best = pos < g.num_inputs ? MaxValue{0.5, 1} : MaxValue{};
+    MaxValue best = pos < g.num_inputs ? MaxValue::one() : MaxValue{};
     for (Index t = g.in_off[v]; t < g.in_off[v + 1]; ++t) {
       const EdgeId e = g.in_list[t];
       const MaxValue x = f[static_cast<std::size_t>(g.src[e])].times(theta[e]);
@@ -106,7 +91,7 @@ void max_passes(const detail::DagView& g, const double* theta, PathNormDetail pa
     std::vector<MaxValue> b(static_cast<std::size_t>(g.n));
     for (Index pos = g.n - 1; pos >= 0; --pos) {
       const NodeId v = g.topo[pos];
-      MaxValue best = net.is_output(v) ? MaxValue{0.5, 1} : MaxValue{};
+      MaxValue best = net.is_output(v) ? MaxValue::one() : MaxValue{};
       for (const EdgeId e : net.out_edges(v)) {
         const MaxValue x = b[static_cast<std::size_t>(net.target(e))].times(theta[e]);
         best = best.less(x) ? x : best;

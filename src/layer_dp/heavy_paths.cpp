@@ -16,6 +16,7 @@
 #include "src/core/parallel.hpp"
 #include "src/core/random.hpp"
 #include "src/dp/dp_scaled.hpp"
+#include "src/dp/max_value.hpp"
 #include "src/network/dag.hpp"
 #include "src/network/parameters.hpp"
 
@@ -31,45 +32,9 @@ double WeightedPath::log10_abs() const {
 
 namespace {
 
-/// A non-negative product of doubles as (mantissa in [0.5, 1), exponent), or 0: exact to the
-/// rounding of each multiplication whatever the range (the max-plus values).
-struct Mag {
-  double m = 0;
-  std::int64_t k = 0;
+using Mag = detail::MaxValue;
 
-  [[nodiscard]] bool less(const Mag& o) const {
-    return m == 0 ? o.m != 0 : (o.m != 0 && (k < o.k || (k == o.k && m < o.m)));
-  }
-  [[nodiscard]] bool same(const Mag& o) const { return m == o.m && (m == 0 || k == o.k); }
-  /// The value to 40 bits: a prefix's bound (its product times the best suffix, multiplied in
-  /// another order) and the finished path's product differ by a few units in the last place,
-  /// so that paths of one value compare equal and leave in the canonical order.
-  [[nodiscard]] Mag coarse() const {
-    if (m == 0) {
-      return {};
-    }
-    const double q = std::round(std::ldexp(m, 40));
-    return q == std::ldexp(1.0, 40) ? Mag{0.5, k + 1} : Mag{std::ldexp(q, -40), k};
-  }
-  [[nodiscard]] Mag times(double w) const {
-    if (m == 0 || w == 0) {
-      return {};
-    }
-    int e = 0;
-    const double x = std::frexp(m * std::fabs(w), &e);
-    return {x, k + e};
-  }
-  [[nodiscard]] Mag times(const Mag& o) const {
-    if (m == 0 || o.m == 0) {
-      return {};
-    }
-    int e = 0;
-    const double x = std::frexp(m * o.m, &e);
-    return {x, k + o.k + e};
-  }
-};
-
-constexpr Mag k_one{0.5, 1};
+constexpr Mag k_one = Mag::one();
 
 void check_arguments(const char* what, Index count, double s, bool finite) {
   if (count < 0) {
@@ -139,7 +104,7 @@ class TopSearch {
         continue;
       }
       if (m_net.is_output(r.node)) {
-        m_queue.push({r.prefix.coarse(), it.record, true});
+        m_queue.push({r.prefix.coarse(40), it.record, true});
       }
       for (const EdgeId e : m_net.out_edges(r.node)) {
         push_extend(add({it.record, m_net.target(e), e, r.prefix.times(weight(e))}));
@@ -179,7 +144,7 @@ class TopSearch {
 
   void push_extend(Index record) {
     const Record& r = m_records[static_cast<std::size_t>(record)];
-    const Mag bound = r.prefix.times(m_suffix[static_cast<std::size_t>(r.node)]).coarse();
+    const Mag bound = r.prefix.times(m_suffix[static_cast<std::size_t>(r.node)]).coarse(40);
     if (m_suffix[static_cast<std::size_t>(r.node)].m == 0 && !can_reach_output(r.node)) {
       return;  // no output below: no path
     }
