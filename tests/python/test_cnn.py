@@ -653,7 +653,7 @@ def test_layer_graph_bindings(pl):
     JSON and pickle round trips, validation naming the layer."""
     import pickle
 
-    assert pl.layer_kinds()[:3] == ["input", "linear", "conv"] and len(pl.layer_kinds()) == 15
+    assert pl.layer_kinds()[:3] == ["input", "linear", "conv"] and len(pl.layer_kinds()) == 18
     conv = pl.Layer("conv", "c", [0], out_channels=2, kernel=[2, 2], weight_offset=0,
                     bias_offset=8)
     assert conv.kind == "conv" and conv.stride == [] and conv.activation == "identity"
