@@ -138,8 +138,8 @@ void run_norm(const NormOptions& opts) {
   if (shares) {
     fmt::print("shares      of ||Phi||_{}^{} by {}\n", s_key(shares->s), s_key(shares->s),
                to_string(shares->by));
-    for (std::size_t i = 0; i < shares->names.size(); ++i) {
-      fmt::print("  {:<24} {:.6f}\n", shares->names[i], shares->shares[i]);
+    for (std::size_t i = 0; i < shares->shares.size(); ++i) {
+      fmt::print("  {:<24} {:.6f}\n", shares->name(i), shares->shares[i]);
     }
   }
 }

@@ -40,9 +40,14 @@ SharesBy parse_shares_by(std::string_view name);
 struct PathNormShares {
   double s = 1;
   SharesBy by = SharesBy::parameter;
-  std::vector<std::string> names;  ///< "theta[k]", node names, "<layer>[c]", layer names
-  std::vector<double> shares;      ///< fractions of total, each in [0, 1]
-  ScaledReal total;                ///< ||Phi||_s^s
+  /// Node names, "<layer>[c]", layer names; empty by parameter (share k is theta_k's: d names
+  /// would cost more than the shares themselves).
+  std::vector<std::string> names;
+  std::vector<double> shares;  ///< fractions of total, each in [0, 1]
+  ScaledReal total;            ///< ||Phi||_s^s
+
+  /// The name of share i: names[i], or "theta[i]" by parameter.
+  [[nodiscard]] std::string name(std::size_t i) const;
 };
 
 /// The shares of ||Phi(theta)||_s^s (s finite and > 0). A parameter's is

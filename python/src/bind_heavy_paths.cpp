@@ -71,7 +71,16 @@ as_dict() maps each name to its share; to_dict() is the JSON form.)doc");
       .def_property_readonly(
           "by", [](const PathNormShares& r) { return to_string(r.by); },
           "'parameter', 'node', 'channel' or 'layer'.")
-      .def_readonly("names", &PathNormShares::names, "The names (a list, a copy).")
+      .def_property_readonly(
+          "names",
+          [](const PathNormShares& r) {
+            std::vector<std::string> names;
+            for (std::size_t i = 0; i < r.shares.size(); ++i) {
+              names.push_back(r.name(i));
+            }
+            return names;
+          },
+          "The names (a list): node names, '<layer>[c]', layer names, 'theta[k]'.")
       .def_property_readonly(
           "shares",
           [](const PathNormShares& r) { return owning_array(std::vector<double>(r.shares)); },
@@ -86,15 +95,15 @@ as_dict() maps each name to its share; to_dict() is the JSON form.)doc");
           "as_dict",
           [](const PathNormShares& r) {
             py::dict d;
-            for (std::size_t i = 0; i < r.names.size(); ++i) {
-              d[py::str(r.names[i])] = r.shares[i];
+            for (std::size_t i = 0; i < r.shares.size(); ++i) {
+              d[py::str(r.name(i))] = r.shares[i];
             }
             return d;
           },
           "{name: share} in order.");
   def_to_dict(cls, "The JSON form (pathlift norm --shares --json).");
   cls.def("__repr__", [](const PathNormShares& r) {
-    return fmt::format("<pathlift.PathNormShares: {} shares by {}, s={}>", r.names.size(),
+    return fmt::format("<pathlift.PathNormShares: {} shares by {}, s={}>", r.shares.size(),
                        to_string(r.by), r.s);
   });
 

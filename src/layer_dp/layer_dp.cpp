@@ -322,9 +322,9 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
   std::vector<double> out(theta.size(), 0.0);
   for (std::size_t k = 0; k < out.size(); ++k) {
     const double t = theta[k];
-    double sm = 0;
+    double sm = 1;  // |t|^(s - 1) = sm 2^sk: 1 for s = 1 (no pow per parameter)
     std::int64_t sk = 0;
-    if (sums.m[k] == 0 || t == 0 || !slope.exact(t, sm, sk)) {
+    if (sums.m[k] == 0 || t == 0 || (s != 1 && !slope.exact(t, sm, sk))) {
       continue;
     }
     const double x = (t < 0 ? -1.0 : 1.0) * sm * sums.m[k] * factor.mantissa;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 #include "pathlift/error.hpp"
@@ -105,9 +106,21 @@ void layer_shares(const LayerGraph& graph, const std::vector<double>& param, Sha
     const detail::Blocks b = detail::layer_blocks(graph, shapes, l);
     const Index channels = ly.bias_offset >= 0 || b.bias > 0 ? b.bias : 1;
     std::vector<double> sums(static_cast<std::size_t>(by == SharesBy::layer ? 1 : channels), 0.0);
-    for (Index i = 0; i < b.weight; ++i) {
-      const Index c = by == SharesBy::layer ? 0 : weight_channel(ly, b.weight_shape, i);
-      sums[static_cast<std::size_t>(c)] += param[static_cast<std::size_t>(ly.weight_offset + i)];
+    const double* w = param.data() + ly.weight_offset;
+    const bool rows = b.weight_shape.empty() || detail::param_kind_of(ly, "path_norm_shares") !=
+                                                    detail::ParamKind::conv_transpose;
+    if (by == SharesBy::layer) {
+      sums[0] = std::accumulate(w, w + b.weight, 0.0);
+    } else if (rows) {  // (out, ...): each output channel's weights are one row
+      const Index rest = b.weight / std::max<Index>(b.weight_shape.front(), 1);
+      for (std::size_t c = 0; c < sums.size(); ++c) {
+        sums[c] = std::accumulate(w + static_cast<Index>(c) * rest,
+                                  w + static_cast<Index>(c + 1) * rest, 0.0);
+      }
+    } else {
+      for (Index i = 0; i < b.weight; ++i) {
+        sums[static_cast<std::size_t>(weight_channel(ly, b.weight_shape, i))] += w[i];
+      }
     }
     if (ly.bias_offset >= 0) {
       for (Index c = 0; c < b.bias; ++c) {
@@ -123,6 +136,10 @@ void layer_shares(const LayerGraph& graph, const std::vector<double>& param, Sha
 }
 
 }  // namespace
+
+std::string PathNormShares::name(std::size_t i) const {
+  return names.empty() ? fmt::format("theta[{}]", i) : names[i];
+}
 
 std::string to_string(SharesBy by) {
   return std::string(detail::enum_name(k_by_names, by));
@@ -189,9 +206,6 @@ PathNormShares path_norm_shares(const Model& model, std::span<const double> thet
   }
   if (by == SharesBy::parameter) {
     out.shares = std::move(param);
-    for (std::size_t k = 0; k < theta.size(); ++k) {
-      out.names.push_back(fmt::format("theta[{}]", k));
-    }
     return out;
   }
   layer_shares(*graph, param, by, out);
@@ -206,8 +220,8 @@ std::string to_json(const PathNormShares& shares, int indent) {
   j["total"] = detail::scaled_value_json(shares.total);
   j["log10_total"] = detail::scaled_log10_json(shares.total);
   Json map = Json::object();
-  for (std::size_t i = 0; i < shares.names.size(); ++i) {
-    map[shares.names[i]] = shares.shares[i];
+  for (std::size_t i = 0; i < shares.shares.size(); ++i) {
+    map[shares.name(i)] = shares.shares[i];
   }
   j["shares"] = std::move(map);
   return j.dump(indent);
