@@ -85,7 +85,6 @@ def _known() -> str:
 
 QUANTITIES = ("norm:<s>", "kernel_trace", "top_eig:<k>", "rank", "metric:<reference item>",
               "bound:<n>:<B>", "shares:<layer|channel|parameter|node>")
-_NOT_YET: Dict[str, str] = {}
 
 
 def parse_quantity(spec: Any) -> _Quantity:
@@ -136,9 +135,6 @@ def parse_quantity(spec: Any) -> _Quantity:
             raise ValueError(f"quantity {spec!r}: shares by layer, channel, parameter or node "
                              f"(shares:layer)")
         return _Quantity(spec, "shares", arg)
-    if head in _NOT_YET:
-        raise ValueError(f"quantity {spec!r}: {_NOT_YET[head]} is not in pathlift yet; "
-                         f"the quantities are {_known()}, or a callable f(net, theta)")
     raise ValueError(f"unknown quantity {spec!r}; the quantities are {_known()}, or a callable "
                      f"f(net, theta)")
 

@@ -62,20 +62,6 @@ void dag_constants(const Network& net, GeneralizationBound& g) {
   g.outputs = static_cast<Index>(net.outputs().size());
 }
 
-/// The most inputs of one output of a max_pool layer: its windows' taps inside the input.
-Index pool_kernel(const Layer& layer, const std::vector<Index>& in) {
-  const detail::Window w = detail::window_of(layer, in);
-  Index h = 0;
-  for (Index o = 0; o < w.h.out; ++o) {
-    h = std::max(h, w.h.taps(o));
-  }
-  Index x = 0;
-  for (Index o = 0; o < w.w.out; ++o) {
-    x = std::max(x, w.w.taps(o));
-  }
-  return std::max<Index>(h * x, 1);
-}
-
 /// On a layer graph: the layer-level depths (detail::layer_depths), made exact by the counted
 /// path lengths when they fit.
 void layer_constants(const Model& model, const LayerGraph& graph, const EngineOptions& options,
@@ -106,7 +92,8 @@ void layer_constants(const Model& model, const LayerGraph& graph, const EngineOp
       continue;
     }
     orders.insert(ly.kind == LayerKind::k_max_pool ? ly.k : 1);
-    g.max_pool_kernel = std::max(g.max_pool_kernel, pool_kernel(ly, in));
+    g.max_pool_kernel =
+        std::max({g.max_pool_kernel, detail::tap_range(detail::window_of(ly, in)).most, Index{1}});
   }
   g.max_pool_types = static_cast<Index>(orders.size());
   const detail::LayerDepths depths = detail::layer_depths(graph, nodes);

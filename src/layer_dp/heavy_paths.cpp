@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <queue>
 #include <stdexcept>
 
@@ -286,19 +287,14 @@ std::vector<WeightedPath> sample_with(const Network& net, const double* w, const
             ? 0.0
             : std::ldexp(gm[u], static_cast<int>(std::max<std::int64_t>(gk[u] - top, -1100)));
   }
+  const double start_total = std::accumulate(start.begin(), start.end(), 0.0);
   std::vector<WeightedPath> out(static_cast<std::size_t>(n));
   detail::run_team(threads, n > 64, [&] {
 #pragma omp for schedule(dynamic, 16)
     for (Index i = 0; i < n; ++i) {
       detail::SplitMix64 rng(seed ^ (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i + 1)));
       // The start: an input in proportion to G(input).
-      double u = rng.uniform() * [&] {
-        double t = 0;
-        for (const double x : start) {
-          t += x;
-        }
-        return t;
-      }();
+      double u = rng.uniform() * start_total;
       std::size_t a = 0;
       while (a + 1 < start.size() && (start[a] == 0 || u >= start[a])) {
         u -= start[a];

@@ -71,27 +71,34 @@ std::vector<double> node_shares(const Network& net, std::span<const double> thet
   return node_shares(net, theta, detail::DpPowS{s}, total);
 }
 
-/// The output channel of entry i of layer ly's weight block (shape `shape`).
-Index weight_channel(const Layer& ly, const std::vector<Index>& shape, Index i) {
-  Index rest = 1;  // the entries after the first dimension
-  for (std::size_t j = 1; j < shape.size(); ++j) {
-    rest *= shape[j];
-  }
+/// The sums of a parameter layer's weight shares `w` per output channel (the layer's bias size):
+/// rows of the weight block (linear (out, in), conv (out, ...), batch_norm (C)), or a
+/// conv_transpose's (in, out / groups, taps...) where output channel g (out / groups) + j of
+/// group g reads column j of the input channels of g.
+std::vector<double> channel_sums(const Layer& ly, const detail::Blocks& b, const double* w) {
+  std::vector<double> sums(static_cast<std::size_t>(b.bias), 0.0);
+  const Index rest = b.weight / b.weight_shape.front();  // the entries of one first index
   switch (detail::param_kind_of(ly, "path_norm_shares")) {
     case detail::ParamKind::linear:
     case detail::ParamKind::conv:
     case detail::ParamKind::batch_norm:
-      return i / rest;
+      for (std::size_t c = 0; c < sums.size(); ++c) {
+        const double* row = w + static_cast<Index>(c) * rest;
+        sums[c] = std::accumulate(row, row + rest, 0.0);
+      }
+      break;
     case detail::ParamKind::conv_transpose: {
-      // (in, out / groups, taps...): in channel ci of group ci / (in / groups).
-      const Index per_out = shape[1];
+      const Index per_out = b.weight_shape[1];
       const Index taps = rest / per_out;
-      const Index ci = i / rest;
-      const Index group = ci / (shape[0] / ly.groups);
-      return group * per_out + (i / taps) % per_out;
+      const Index in_group = b.weight_shape.front() / ly.groups;
+      for (Index i = 0; i < b.weight; ++i) {
+        const Index group = i / rest / in_group;
+        sums[static_cast<std::size_t>(group * per_out + (i / taps) % per_out)] += w[i];
+      }
+      break;
     }
   }
-  return 0;
+  return sums;
 }
 
 /// Channel or layer shares of a layer graph from its parameter shares.
@@ -104,24 +111,10 @@ void layer_shares(const LayerGraph& graph, const std::vector<double>& param, Sha
       continue;
     }
     const detail::Blocks b = detail::layer_blocks(graph, shapes, l);
-    const Index channels = ly.bias_offset >= 0 || b.bias > 0 ? b.bias : 1;
-    std::vector<double> sums(static_cast<std::size_t>(by == SharesBy::layer ? 1 : channels), 0.0);
     const double* w = param.data() + ly.weight_offset;
-    const bool rows = b.weight_shape.empty() || detail::param_kind_of(ly, "path_norm_shares") !=
-                                                    detail::ParamKind::conv_transpose;
-    if (by == SharesBy::layer) {
-      sums[0] = std::accumulate(w, w + b.weight, 0.0);
-    } else if (rows) {  // (out, ...): each output channel's weights are one row
-      const Index rest = b.weight / std::max<Index>(b.weight_shape.front(), 1);
-      for (std::size_t c = 0; c < sums.size(); ++c) {
-        sums[c] = std::accumulate(w + static_cast<Index>(c) * rest,
-                                  w + static_cast<Index>(c + 1) * rest, 0.0);
-      }
-    } else {
-      for (Index i = 0; i < b.weight; ++i) {
-        sums[static_cast<std::size_t>(weight_channel(ly, b.weight_shape, i))] += w[i];
-      }
-    }
+    std::vector<double> sums = by == SharesBy::layer
+                                   ? std::vector<double>{std::accumulate(w, w + b.weight, 0.0)}
+                                   : channel_sums(ly, b, w);
     if (ly.bias_offset >= 0) {
       for (Index c = 0; c < b.bias; ++c) {
         sums[by == SharesBy::layer ? 0 : static_cast<std::size_t>(c)] +=

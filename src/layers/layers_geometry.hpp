@@ -173,18 +173,24 @@ inline double pool_weight(const Layer& layer, const Window& w, Index oh, Index o
   return 1.0 / static_cast<double>(divisor);
 }
 
-/// The fewest taps inside the input of one output of window `w` (k_max_pool's k must not exceed
-/// it).
-inline Index fewest_taps(const Window& w) {
-  Index h = w.h.in;
-  Index x = w.w.in;
-  for (Index o = 0; o < w.h.out; ++o) {
-    h = std::min(h, w.h.taps(o));
-  }
-  for (Index o = 0; o < w.w.out; ++o) {
-    x = std::min(x, w.w.taps(o));
-  }
-  return h * x;
+/// The fewest and the most taps inside the input of one output of window `w` (k_max_pool's k
+/// must not exceed the fewest; the bound's K is the most).
+struct TapRange {
+  Index fewest = 0;
+  Index most = 0;
+};
+inline TapRange tap_range(const Window& w) {
+  const auto axis = [](const Axis& a) {
+    TapRange r{a.in, 0};
+    for (Index o = 0; o < a.out; ++o) {
+      r.fewest = std::min(r.fewest, a.taps(o));
+      r.most = std::max(r.most, a.taps(o));
+    }
+    return r;
+  };
+  const TapRange h = axis(w.h);
+  const TapRange x = axis(w.w);
+  return {h.fewest * x.fewest, h.most * x.most};
 }
 
 /// One output coordinate of a linear interpolation along one axis: `count` (1 or 2) input

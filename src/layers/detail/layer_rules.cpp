@@ -347,7 +347,7 @@ std::vector<Index> LayerChecker::k_max_window() const {
   }
   std::vector<Index> out = window();
   const Window win = window_of(m_layer, in(0));
-  if (const Index fewest = fewest_taps(win); m_layer.k > fewest) {
+  if (const Index fewest = tap_range(win).fewest; m_layer.k > fewest) {
     fail(fmt::format(
         "k = {} but a window (kernel {}) holds only {} entries of the input {}: "
         "its {}-th largest does not exist",
