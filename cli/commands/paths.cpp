@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "../common.hpp"
 #include "../matrix_io.hpp"
@@ -24,8 +25,8 @@ struct PathsOptions {
   ComputeOptions compute;
   std::string output;
   bool nodes = false;
-  Index top = -1;     // --top K
-  Index sample = -1;  // --sample N
+  std::optional<Index> top;     // --top K
+  std::optional<Index> sample;  // --sample N
   double s = 1;
   std::uint64_t seed = 0;
   bool json = false;
@@ -35,11 +36,11 @@ struct PathsOptions {
 void run_heavy(const PathsOptions& opts) {
   const LoadedModel loaded = load_model(opts.network, opts.compute);
   const LoadedTheta theta = load_theta(loaded, opts.compute);
-  const bool top = opts.top >= 0;
+  const bool top = opts.top.has_value();
   const EngineOptions engine = engine_options(opts.compute, top ? "top paths" : "sampling paths");
   const std::vector<WeightedPath> paths =
-      top ? top_paths(loaded.model, theta.theta, opts.top, opts.s, engine)
-          : sample_paths(loaded.model, theta.theta, opts.sample, opts.s, opts.seed, engine);
+      top ? top_paths(loaded.model, theta.theta, *opts.top, opts.s, engine)
+          : sample_paths(loaded.model, theta.theta, *opts.sample, opts.s, opts.seed, engine);
   const Network& net = loaded.network(opts.compute);  // the DAG the paths are on (made once)
   if (opts.json) {
     nlohmann::ordered_json j = json_header("paths", 1, loaded.description, theta.source);
@@ -66,7 +67,7 @@ void run_heavy(const PathsOptions& opts) {
 }
 
 void run_paths(const PathsOptions& opts) {
-  if (opts.top >= 0 || opts.sample >= 0) {
+  if (opts.top || opts.sample) {
     run_heavy(opts);
     return;
   }
@@ -125,11 +126,10 @@ void add_paths_command(CLI::App& app) {
   cmd->add_flag("--nodes", opts->nodes, "Append the path's nodes as a '# a -> d -> h' comment");
   auto* top = cmd->add_option("--top", opts->top,
                               "The K paths of largest |Phi_p|, heaviest first (value, then its "
-                              "nodes), by a best-first search: nothing enumerated")
-                  ->check(CLI::NonNegativeNumber);
+                              "nodes), by a best-first search: nothing enumerated");
   auto* sample = cmd->add_option("--sample", opts->sample,
                                  "N paths drawn with probability |Phi_p|^s / ||Phi||_s^s")
-                     ->check(CLI::NonNegativeNumber)
+
                      ->excludes(top);
   cmd->add_option("--s", opts->s, "The exponent of --sample (default 1; 0: uniform)");
   cmd->add_option("--sample-seed", opts->seed,
