@@ -26,9 +26,9 @@ namespace pathlift {
 enum class SharesBy : unsigned char {
   parameter,  ///< theta_k: sum over the paths through k of |Phi_p|^s (once per edge carrying k)
   node,       ///< a node v of the DAG: F(v) G(v), the paths through v
-  channel,    ///< an output channel of a parameter layer (a linear layer's output feature): its
-              ///< weights' and bias's parameter shares
-  layer       ///< a parameter layer: its weights' and biases' parameter shares
+  channel,    ///< an output channel of a parameter layer (a linear layer's output feature): the
+              ///< paths through its weights and bias, sum of F(v) G(v) over its entries
+  layer       ///< a parameter layer: the paths through its weights and biases
 };
 
 /// "parameter", "node", "channel", "layer"; parse_shares_by throws std::invalid_argument
@@ -52,13 +52,15 @@ struct PathNormShares {
 
 /// The shares of ||Phi(theta)||_s^s (s finite and > 0). A parameter's is
 /// theta_k d||Phi||_s / d theta_k / ||Phi||_s (the s-th power of its paths, with their
-/// multiplicity), 0 for theta_k = 0; a channel's and a layer's sum their parameters' (each path
-/// crosses a layer at most once when no parameter is shared between layers, so a layer's share
-/// is the fraction of the paths through it, and the layers of a cut every path crosses sum to 1);
-/// a node's is F(v) G(v) / ||Phi||_s^s on the DAG (a layer graph's nodes: on its unrolled DAG,
-/// within options.max_memory). Channels and layers are those of a layer graph (a DAG has none:
-/// std::invalid_argument). Throws what path_norm_gradient throws (s < 1 with a zero parameter),
-/// RangeError when ||Phi||_s^s is 0 or a share is beyond double's range.
+/// multiplicity), 0 for theta_k = 0; a channel's is the fraction through the entries of an output
+/// channel of a parameter layer (sum of F(v) G(v): its weights' and bias's parameter shares when
+/// no parameter is shared between layers), a layer's the sum of its channels' (each path crosses
+/// a layer at most once, so the layers of a cut every path crosses sum to 1), both from one
+/// forward and one backward pass of the layer DP (no per-parameter sums); a node's is
+/// F(v) G(v) / ||Phi||_s^s on the DAG (a layer graph's nodes: on its unrolled DAG, within
+/// options.max_memory). Channels and layers are those of a layer graph (a DAG has none:
+/// std::invalid_argument). Throws what path_norm_gradient throws (by parameter: s < 1 with a
+/// zero parameter), RangeError when ||Phi||_s^s is 0 or a share is beyond double's range.
 PathNormShares path_norm_shares(const Model& model, std::span<const double> theta, double s,
                                 SharesBy by, const EngineOptions& options = {});
 

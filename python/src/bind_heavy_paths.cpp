@@ -124,8 +124,9 @@ as_dict() maps each name to its share; to_dict() is the JSON form.)doc");
       R"doc(The fraction of ||Phi||_s^s (s finite > 0) through each parameter, node, channel or
 layer (by = 'parameter' | 'node' | 'channel' | 'layer'), by dynamic programming: a parameter's is
 theta_k d||Phi||_s/dtheta_k / ||Phi||_s (its paths' |Phi_p|^s, with multiplicity), a channel's
-(an output channel of a parameter layer: its weights and bias) and a layer's sum them (a
-LayerNetwork is not unrolled for these), a node's is F(v) G(v) / ||Phi||_s^s on the DAG (a
+(an output channel of a parameter layer: the paths through its weights and bias) is the sum of
+F(v) G(v) over its entries and a layer's the sum of its channels' (a LayerNetwork is not unrolled
+for these), a node's is F(v) G(v) / ||Phi||_s^s on the DAG (a
 LayerNetwork unrolled within max_memory). A batch norm is a layer of its own (its a and b).
 Returns a PathNormShares. ValueError for a bad s or by, channels or layers of a Network.
 docs/paths.md#shares.)doc");

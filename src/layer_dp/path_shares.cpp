@@ -16,7 +16,8 @@
 #include "src/core/enum_names.hpp"
 #include "src/core/json.hpp"
 #include "src/dp/dp_scaled.hpp"
-#include "src/layers/layer_blocks.hpp"
+#include "src/layer_dp/detail/layer_classes.hpp"
+#include "src/layer_dp/detail/layer_dp_engine.hpp"
 #include "src/layers/layer_kinds.hpp"
 #include "src/network/dag.hpp"
 #include "src/network/parameters.hpp"
@@ -71,59 +72,58 @@ std::vector<double> node_shares(const Network& net, std::span<const double> thet
   return node_shares(net, theta, detail::DpPowS{s}, total);
 }
 
-/// The sums of a parameter layer's weight shares `w` per output channel (the layer's bias size):
-/// rows of the weight block (linear (out, in), conv (out, ...), batch_norm (C)), or a
-/// conv_transpose's (in, out / groups, taps...) where output channel g (out / groups) + j of
-/// group g reads column j of the input channels of g.
-std::vector<double> channel_sums(const Layer& ly, const detail::Blocks& b, const double* w) {
-  std::vector<double> sums(static_cast<std::size_t>(b.bias), 0.0);
-  const Index rest = b.weight / b.weight_shape.front();  // the entries of one first index
-  switch (detail::param_kind_of(ly, "path_norm_shares")) {
-    case detail::ParamKind::linear:
-    case detail::ParamKind::conv:
-    case detail::ParamKind::batch_norm:
-      for (std::size_t c = 0; c < sums.size(); ++c) {
-        const double* row = w + static_cast<Index>(c) * rest;
-        sums[c] = std::accumulate(row, row + rest, 0.0);
-      }
-      break;
-    case detail::ParamKind::conv_transpose: {
-      const Index per_out = b.weight_shape[1];
-      const Index taps = rest / per_out;
-      const Index in_group = b.weight_shape.front() / ly.groups;
-      for (Index i = 0; i < b.weight; ++i) {
-        const Index group = i / rest / in_group;
-        sums[static_cast<std::size_t>(group * per_out + (i / taps) % per_out)] += w[i];
-      }
-      break;
-    }
-  }
-  return sums;
-}
-
-/// Channel or layer shares of a layer graph from its parameter shares.
-void layer_shares(const LayerGraph& graph, const std::vector<double>& param, SharesBy by,
-                  PathNormShares& out) {
-  const std::vector<std::vector<Index>> shapes = layer_shapes(graph);
-  for (std::size_t l = 1; l < graph.layers.size(); ++l) {
+/// The channel or layer shares of a layer graph without per-parameter sums: the paths through
+/// the edges into output channel c of parameter layer l (its weights' and bias's) are those
+/// through the entries of c, sum over them of F(v) G(v), with F the kept forward sums and G the
+/// backward sums, both on the position classes (G as sums over each class: the products summed
+/// over a class are the entries' own).
+void layer_shares(const LayerGraph& graph, std::span<const double> theta, double s, SharesBy by,
+                  const EngineOptions& options, PathNormShares& out) {
+  const detail::EigenSerial serial;
+  const detail::LayerPlan plan(graph, options);
+  const detail::LayerClasses classes = detail::forward_classes(plan);
+  plan.require_memory(1, 0, "the path-norm shares", &classes);
+  const detail::WeightSpec w{detail::Mode::power, s, theta, {}};
+  const std::vector<detail::TensorPtr> f =
+      detail::forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
+  // Per parameter layer: its channels' sums (m 2^k, one exponent a layer).
+  std::vector<std::vector<double>> sums(plan.size());
+  std::vector<std::int64_t> exps(plan.size(), 0);
+  detail::backward_pass(
+      plan, w, true, false, nullptr, nullptr,
+      [&](std::size_t l, const detail::Tensor& g) {
+        const detail::Tensor& a = *f[l];
+        const auto channels = static_cast<std::size_t>(plan.shape(l).front());
+        const std::size_t positions = a.value.size() / channels;
+        if (g.value.size() != a.value.size()) {
+          throw std::logic_error(
+              "path_norm_shares: forward and backward sums of a layer differ in size");
+        }
+        std::vector<double>& c = sums[l];
+        c.assign(channels, 0.0);
+        for (std::size_t ch = 0; ch < channels; ++ch) {
+          const double* x = a.value.data() + ch * positions;
+          const double* y = g.value.data() + ch * positions;
+          c[ch] = std::inner_product(x, x + positions, y, 0.0);
+        }
+        exps[l] = a.exp + g.exp;
+      },
+      {0.5, 1}, &classes);
+  for (std::size_t l = 1; l < plan.size(); ++l) {
     const Layer& ly = graph.layers[l];
     if (!detail::has_parameters(ly)) {
       continue;
     }
-    const detail::Blocks b = detail::layer_blocks(graph, shapes, l);
-    const double* w = param.data() + ly.weight_offset;
-    std::vector<double> sums = by == SharesBy::layer
-                                   ? std::vector<double>{std::accumulate(w, w + b.weight, 0.0)}
-                                   : channel_sums(ly, b, w);
-    if (ly.bias_offset >= 0) {
-      for (Index c = 0; c < b.bias; ++c) {
-        sums[by == SharesBy::layer ? 0 : static_cast<std::size_t>(c)] +=
-            param[static_cast<std::size_t>(ly.bias_offset + c)];
-      }
+    const auto channels = static_cast<std::size_t>(plan.shape(l).front());
+    std::vector<double> c = sums[l].empty() ? std::vector<double>(channels, 0.0) : sums[l];
+    if (by == SharesBy::layer) {
+      out.names.push_back(ly.name);
+      out.shares.push_back(ratio(std::accumulate(c.begin(), c.end(), 0.0), exps[l], out.total));
+      continue;
     }
-    for (std::size_t c = 0; c < sums.size(); ++c) {
-      out.names.push_back(by == SharesBy::layer ? ly.name : fmt::format("{}[{}]", ly.name, c));
-      out.shares.push_back(sums[c]);
+    for (std::size_t ch = 0; ch < channels; ++ch) {
+      out.names.push_back(fmt::format("{}[{}]", ly.name, ch));
+      out.shares.push_back(ratio(c[ch], exps[l], out.total));
     }
   }
 }
@@ -176,14 +176,18 @@ PathNormShares path_norm_shares(const Model& model, std::span<const double> thet
     }
     return out;
   }
+  if (by == SharesBy::channel || by == SharesBy::layer) {
+    layer_shares(*graph, theta, s, by, options, out);
+    return out;
+  }
   // theta_k d||Phi||_s / d theta_k = S^(1/s - 1) sum_p |Phi_p|^s (with multiplicity): divided
   // by ||Phi||_s = S^(1/s), the share of ||Phi||_s^s.
   if (const auto zero = std::find(theta.begin(), theta.end(), 0.0); s < 1 && zero != theta.end()) {
     throw std::invalid_argument(fmt::format(
-        "path_norm_shares by {} with s = {} < 1: theta[{}] = 0, where the shares by parameter, "
-        "channel and layer, read from the gradient of the norm, are not defined (|t|^s has an "
-        "infinite slope at 0); the shares by node are",
-        to_string(by), s, zero - theta.begin()));
+        "path_norm_shares by parameter with s = {} < 1: theta[{}] = 0, where a parameter's "
+        "share, read from the gradient of the norm, is not defined (|t|^s has an infinite "
+        "slope at 0); the shares by node, channel and layer are",
+        s, zero - theta.begin()));
   }
   const std::vector<double> gradient = path_norm_gradient(model, theta, s, options);
   const double scale = norm.norm.value();
@@ -197,11 +201,7 @@ PathNormShares path_norm_shares(const Model& model, std::span<const double> thet
           k, gradient[k], norm.norm.log10()));
     }
   }
-  if (by == SharesBy::parameter) {
-    out.shares = std::move(param);
-    return out;
-  }
-  layer_shares(*graph, param, by, out);
+  out.shares = std::move(param);
   return out;
 }
 

@@ -609,18 +609,24 @@ def test_parameter_and_node_shares_against_enumeration(pl, networks, name):
             assert got[[int(v) for v in dag.inputs]].sum() == pytest.approx(1.0, rel=1e-12)
 
 
-@pytest.mark.parametrize("by", ["parameter", "channel", "layer"])
-def test_shares_below_one_with_zero_weights_are_refused_by_name(pl, networks, by):
-    """Below s = 1 the shares by parameter, channel and layer come from the gradient of the
-    norm, which a zero weight makes infinite: refused, naming the zero; node shares work."""
+def test_shares_below_one_with_zero_weights(pl, networks):
+    """Below s = 1 a parameter's share comes from the gradient of the norm, which a zero weight
+    makes infinite: refused, naming the zero. The shares by node, channel and layer are sums of
+    F(v) G(v), defined there: equal to the enumerated sums."""
     net = networks["mlp_bias"]
     theta = theta_of(net, 13, zeros=True)
     zero = int(np.flatnonzero(theta == 0)[0])
     with pytest.raises(ValueError, match=rf"s = 0.5 < 1: theta\[{zero}\] = 0"):
-        pl.path_norm_shares(net, theta, s=0.5, by=by)
+        pl.path_norm_shares(net, theta, s=0.5, by="parameter")
     brute = Brute(pl, net, theta)
     node = pl.path_norm_shares(net, theta, s=0.5, by="node")
     np.testing.assert_allclose(node.shares, brute.node_shares(0.5), rtol=REL, atol=1e-15)
+    channels, layers = channel_blocks(pl, net)
+    for by, blocks in (("channel", channels), ("layer", layers)):
+        got = pl.path_norm_shares(net, theta, s=0.5, by=by).as_dict()
+        assert list(got) == list(blocks)
+        for block, idx in blocks.items():
+            assert got[block] == pytest.approx(brute.share_of(idx, 0.5)[0], rel=REL, abs=1e-15)
 
 
 def channel_blocks(pl, net):
@@ -678,12 +684,22 @@ def test_channel_and_layer_shares_against_enumeration(pl, networks, name):
                 got = check_share_object(sh, by, s, brute, list(blocks))
                 for (block, idx), share in zip(blocks.items(), got):
                     want, mult = brute.share_of(idx, s)
-                    assert share == pytest.approx(want, rel=REL, abs=1e-15), (by, block)
-                    assert share == pytest.approx(sum(params[k] for k in idx), rel=1e-12,
-                                                  abs=1e-15)
                     # without shared parameters a path crosses a channel / layer at most once
-                    assert (mult <= 1) == (name != "shared_layer" or block == "out" or
-                                           block.startswith("out[")), (block, mult)
+                    shared = name == "shared_layer" and not block.startswith("out")
+                    assert (mult <= 1) == (not shared), (block, mult)
+                    if shared:
+                        # a layer's share is the paths through its own edges (into the relu
+                        # after it), not those through the other layer that shares its theta
+                        relu = "r1" if block.startswith("fc[") or block == "fc" else "r2"
+                        nodes = [v for v in range(brute.dag.num_nodes)
+                                 if brute.dag.node_name(v).startswith(relu + "[") and
+                                 (by == "layer" or brute.dag.node_name(v) ==
+                                  relu + block[block.index("["):])]
+                        want = brute.node_shares(s)[nodes].sum()
+                    assert share == pytest.approx(want, rel=REL, abs=1e-15), (by, block)
+                    if not shared:
+                        assert share == pytest.approx(sum(params[k] for k in idx), rel=1e-12,
+                                                      abs=1e-15)
             # a layer's share is the sum of its channels'
             ch = pl.path_norm_shares(net, theta, s=s, by="channel").as_dict()
             for layer, share in pl.path_norm_shares(net, theta, s=s, by="layer").as_dict().items():

@@ -437,9 +437,4 @@ std::vector<Index> LayerChecker::concat() const {
   return out;
 }
 
-Blocks layer_blocks(const LayerGraph& graph, const std::vector<std::vector<Index>>& shapes,
-                    std::size_t l) {
-  return LayerChecker(graph.layers[l], static_cast<Index>(l), shapes).blocks();
-}
-
 }  // namespace pathlift::detail

@@ -11,10 +11,18 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
-#include "src/layers/layer_blocks.hpp"
 #include "src/layers/layer_kinds.hpp"
 
 namespace pathlift::detail {
+
+/// A layer's parameter blocks: its weight (batch_norm: a) and bias (b) sizes, and the shape of
+/// the tensor its weight is read as (linear (out, in); conv (out, in / groups, k...);
+/// conv_transpose (in, out / groups, k...); batch_norm (C)).
+struct Blocks {
+  Index weight = 0;
+  Index bias = 0;
+  std::vector<Index> weight_shape;
+};
 
 // Every size, stride, padding and dilation is at most this, and so is every entry count, so
 // that no window arithmetic (products of two of them) can overflow 64 bits and every entry is
