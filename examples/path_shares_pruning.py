@@ -7,9 +7,11 @@ scikit-learn's digits (8x8 images in [0, 1], shipped with scikit-learn: nothing 
 as in pruning_certificate.py. Then, on ``net = pathlift.from_torch(model, input_shape=(1, 8, 8))``:
 
 - ``pathlift.top_paths(net, k=10)``: the 10 paths of largest ``|Phi_p|`` (the product of the
-  weights along the path), each printed as its nodes ``x[0,3,4] -> relu1[2,3,4] -> ... -> y7``
-  and the model parameters on its edges (``conv1.weight[2, 0, 1, 1]``; max pooling's edges are
-  fixed, of weight 1). A path may start at a bias (``fc.bias -> y6``).
+  weights along the path), each printed as the entries it crosses
+  ``x[0,3,4] -> conv1[2,3,4] -> relu1[2,3,4] -> ... -> fc[7]`` and the weight of each step: the
+  model parameter it carries (the path's ``param_names``, ``conv1.weight[2, 0, 1, 1]``) or its
+  fixed weight (1 for a ReLU or a max pooling). A path may start at a bias
+  (``fc.bias[6] -> fc[6]``).
 - ``pathlift.path_norm_shares(net, s=1.0, by="layer")`` and ``by="channel"``: the fraction of
   ``||Phi||_1`` on the paths through each layer and each output channel (docs/paths.md#shares).
 - Pruning: for each fraction f, the f smallest output channels of conv1 and of conv2 (each
@@ -139,12 +141,11 @@ def main():
     print(f"trained: test accuracy {accuracy(model, xt, yt):.3f}")
 
     net = pathlift.from_torch(model, input_shape=(1, 8, 8))  # its weights: the model's, now
-    names = parameter_names(model)
     print("\nthe 10 heaviest paths (Phi_p, the product of the weights along the path):")
     for i, p in enumerate(pathlift.top_paths(net, k=10)):
         print(f"{i + 1:2d}. {p['value']: .6g}  {' -> '.join(p['nodes'])}")
-        print("      " + " * ".join(names[k] if k is not None else "1 (pool)"
-                                    for k in p["params"]))
+        print("      " + " * ".join(name if name is not None else f"{w:g}"
+                                    for name, w in zip(p["param_names"], p["weights"])))
 
     layers = pathlift.path_norm_shares(net, s=1.0, by="layer")
     print(f"\n||Phi||_1 = {layers.total:.6g}; share of each layer (the paths through it):")

@@ -41,7 +41,6 @@ void run_heavy(const PathsOptions& opts) {
   const std::vector<WeightedPath> paths =
       top ? top_paths(loaded.model, theta.theta, *opts.top, opts.s, engine)
           : sample_paths(loaded.model, theta.theta, *opts.sample, opts.s, opts.seed, engine);
-  const Network& net = loaded.network(opts.compute);  // the DAG the paths are on (made once)
   if (opts.json) {
     nlohmann::ordered_json j = json_header("paths", 1, loaded.description, theta.source);
     j["mode"] = top ? "top" : "sample";
@@ -49,18 +48,19 @@ void run_heavy(const PathsOptions& opts) {
     if (!top) {
       j["sample_seed"] = opts.seed;
     }
-    j["paths"] = nlohmann::ordered_json::parse(to_json(std::span<const WeightedPath>(paths), net));
+    j["paths"] =
+        nlohmann::ordered_json::parse(to_json(std::span<const WeightedPath>(paths), loaded.model));
     print_json(j);
     return;
   }
   constexpr std::size_t whole = std::numeric_limits<std::size_t>::max();
+  const PathNames names(loaded.model);
   for (const WeightedPath& p : paths) {
     fmt::print("{:<24}", p.magnitude.fits_double() || p.magnitude.is_zero()
                              ? fmt::format("{:.12g}", p.value())
                              : fmt::format("{}1e{:.6f}", p.sign < 0 ? "-" : "", p.log10_abs()));
-    fmt::print(" {}", printable(net.node_name(p.nodes.front()), whole));
-    for (std::size_t i = 1; i < p.nodes.size(); ++i) {
-      fmt::print(" -> {}", printable(net.node_name(p.nodes[i]), whole));
+    for (std::size_t j = 0; j < names.size(p); ++j) {
+      fmt::print("{}{}", j == 0 ? " " : " -> ", printable(names.node(p, j), whole));
     }
     fmt::print("\n");
   }

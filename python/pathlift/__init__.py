@@ -48,6 +48,8 @@ from typing import Sequence as _Sequence
 from . import _pathlift
 from ._pathlift import *  # noqa: F401,F403  (every public name of the engine)
 from ._pathlift import FormatError, UnsupportedModelError, __version__  # noqa: F401
+# The engine's top_paths and sample_paths, adding "param_names" on a from_torch network.
+from ._paths import PathList, sample_paths, top_paths  # noqa: F401,F811
 from ._theta_order import theta_permutation
 
 # K as a scipy LinearOperator: scipy.sparse.linalg is imported on first use (half a second).

@@ -16,6 +16,9 @@ from .torch import to_torch_sparse as to_torch_sparse
 from . import plot as plot
 from ._kernel_operator import KernelOperator as KernelOperator
 from ._kernel_operator import kernel_operator as kernel_operator
+from ._paths import PathList as PathList
+from ._paths import sample_paths as sample_paths
+from ._paths import top_paths as top_paths
 from ._theta_order import theta_permutation as theta_permutation
 from ._sweep import TorchCheckpoint as TorchCheckpoint
 from ._sweep import sweep as sweep

@@ -11,6 +11,7 @@ so theta is differentiable in the parameters and the map is inverted exactly).
 
 from __future__ import annotations
 
+import bisect
 import numbers
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -89,6 +90,49 @@ class TorchParameters:
 
     def name(self, p: nn.Parameter) -> str:
         return self._named[self._index[id(p)]][0]
+
+    def entry_name(self, k: int) -> str:
+        """The name of theta[k]: its parameter's name and its index in that parameter's shape,
+        ``"layer1.0.conv1.weight[12, 3, 1, 1]"``, ``"fc.bias[7]"`` (a 0-d parameter: its name
+        alone). A BatchNorm's ``weight[c]`` / ``bias[c]`` hold a and b in theta. IndexError
+        for k outside [0, d)."""
+        k = int(k)
+        if not 0 <= k < self.num_params:
+            raise IndexError(f"theta[{k}]: theta has d = {self.num_params} entries")
+        i = bisect.bisect_right(self.offsets, k) - 1  # the last block starting at or before k
+        name = self._named[i][0]
+        shape = self._shapes[i]
+        if not shape:
+            return name
+        # Row-major unravel by hand: np.unravel_index costs more than the rest for 10^5 names.
+        rest = k - self.offsets[i]
+        index = []
+        for n in reversed(shape):
+            rest, j = divmod(rest, n)
+            index.append(j)
+        return f"{name}[{', '.join(map(str, reversed(index)))}]"
+
+    def entry_names(self, ks: Sequence[int]) -> List[str]:
+        """entry_name of each k, vectorised over the parameter blocks (10^5 names in a
+        fraction of a second)."""
+        k = np.asarray(ks, dtype=np.int64)
+        if k.size and (k.min() < 0 or k.max() >= self.num_params):
+            bad = int(k[(k < 0) | (k >= self.num_params)][0])
+            raise IndexError(f"theta[{bad}]: theta has d = {self.num_params} entries")
+        block = np.searchsorted(np.asarray(self.offsets), k, side="right") - 1
+        out: List[str] = [""] * len(k)
+        for b in np.unique(block):
+            at = np.flatnonzero(block == b)
+            name, shape = self._named[int(b)][0], self._shapes[int(b)]
+            if not shape:
+                for i in at:
+                    out[i] = name
+                continue
+            index = np.unravel_index(k[at] - self.offsets[int(b)], shape)
+            rows = np.stack(index, axis=1).tolist()
+            for i, row in zip(at.tolist(), rows):
+                out[i] = f"{name}[{', '.join(map(str, row))}]"
+        return out
 
     def split(self, flat: torch.Tensor) -> List[torch.Tensor]:
         """A d-entry tensor cut into blocks shaped like the parameters."""

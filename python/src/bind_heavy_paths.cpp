@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <memory>
+
 #include "common.hpp"
 #include "pathlift/heavy_paths.hpp"
 #include "pathlift/path_shares.hpp"
@@ -12,36 +15,98 @@ namespace pathlift::python {
 
 namespace {
 
-/// The paths as a list of dicts (value, sign, log10_abs, nodes by name, edges, params).
-py::object paths_object(const NetworkArg& net, const std::vector<WeightedPath>& paths,
-                        std::size_t max_memory) {
-  const Network& dag = net.dag(max_memory);  // the DAG the search ran on (made once)
-  return from_json(to_json(std::span<const WeightedPath>(paths), dag));
-}
+/// The paths of one call, held in C++ (10,000 sampled paths of 60 nodes as Python dicts would
+/// be millions of objects, and Python's collector would walk them): pathlift.PathList (_paths.py)
+/// makes the dict of path i when it is read.
+class PathList {
+ public:
+  PathList(const NetworkArg& net, std::vector<WeightedPath> paths)
+      : m_model(std::make_shared<const Model>(net.model())),
+        m_names(*m_model),
+        m_paths(std::move(paths)) {}
+
+  [[nodiscard]] std::size_t size() const { return m_paths.size(); }
+
+  /// Path i as a dict with the keys of to_json (value, sign, log10_abs, nodes by name, entries
+  /// on a layer graph, edges, params, weights).
+  [[nodiscard]] py::dict path(std::size_t i) const {
+    const WeightedPath& p = m_paths.at(i);
+    py::dict d;
+    d["value"] = p.magnitude.fits_double() || p.magnitude.is_zero()
+                     ? py::object(py::float_(p.value()))
+                     : py::object(py::none());
+    d["sign"] = py::int_(p.sign);
+    const double lg = p.log10_abs();
+    d["log10_abs"] = std::isfinite(lg) ? py::object(py::float_(lg)) : py::object(py::none());
+    py::list nodes;
+    if (m_model->layer_graph() != nullptr) {
+      py::list entries;
+      for (const PathEntry& e : p.entries) {
+        const std::vector<Index> index = m_names.index(e);
+        nodes.append(py::str(m_names.name(e, index)));
+        py::tuple at(index.size());
+        for (std::size_t j = 0; j < index.size(); ++j) {
+          at[j] = py::int_(index[j]);
+        }
+        entries.append(py::make_tuple(m_names.layer(e), at));
+      }
+      d["nodes"] = nodes;
+      d["entries"] = entries;
+      d["edges"] = py::none();
+    } else {
+      for (std::size_t j = 0; j < p.nodes.size(); ++j) {
+        nodes.append(py::str(m_names.node(p, j)));
+      }
+      d["nodes"] = nodes;
+      d["edges"] = py::cast(p.edges);
+    }
+    py::list params;
+    for (const Index k : p.params) {
+      params.append(k < 0 ? py::object(py::none()) : py::object(py::int_(k)));
+    }
+    d["params"] = params;
+    d["weights"] = py::cast(p.weights);
+    return d;
+  }
+
+ private:
+  std::shared_ptr<const Model> m_model;  // on the heap: m_names points to it when moved
+  PathNames m_names;
+  std::vector<WeightedPath> m_paths;
+};
 
 }  // namespace
 
 void bind_heavy_paths(py::module_& m) {
+  py::class_<PathList>(m, "HeldPaths",
+                       "The paths of top_paths / sample_paths, held in C++ (pathlift.PathList "
+                       "reads them).")
+      .def("__len__", &PathList::size)
+      .def("path", &PathList::path, py::arg("i"), "Path i as a dict.");
   m.def(
       "top_paths",
       [](const NetworkArg& net, const py::object& theta, Index k, double s, int threads,
          const py::object& progress, std::size_t max_memory) {
         const EngineOptions o =
             engine_options(threads, net.unroll_limit(max_memory), progress, "top_paths");
-        const auto paths = with_theta(net, theta, [&](std::span<const double> t) {
+        auto paths = with_theta(net, theta, [&](std::span<const double> t) {
           return top_paths(net.model(), t, k, s, o);
         });
-        return paths_object(net, paths, max_memory);
+        // An object to the stub: pathlift.top_paths / sample_paths wrap it in a PathList.
+        return py::object(py::cast(PathList(net, std::move(paths))));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("k") = 10, py::arg("s") = 1.0,
       py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
       py::arg("max_memory") = 0,
       R"doc(The k paths of largest |Phi_p| in decreasing order (ties in the canonical path order),
 by a best-first search whose priority is exact (the prefix product times the largest suffix
-product): no path is enumerated. A list of dicts: value (Phi_p, None beyond double's range),
-sign, log10_abs, nodes (names: "x[0,3,4]", "conv1[12,3,4]", ..., "y7"), edges, params (the
-parameter of each edge, None for a fixed edge). A LayerNetwork runs on its unrolled DAG, within
-max_memory (MemoryError with the sizes beyond). ValueError for k < 0 or s < 0.
+product): no path is enumerated. A PathList (a sequence of dicts, each made when read): value (Phi_p, None beyond double's range),
+sign, log10_abs, nodes (names), edges, params (the parameter of each step, None for a fixed
+weight), weights (each step's). A LayerNetwork is never unrolled: the search runs backwards from
+its output entries over the layers' entries; its paths' nodes are entries ("x[0,3,4]",
+"conv1[12,3,4]", "conv1.bias[12]", ..., "fc[7]"), with entries ([layer, [i, j, k]]) and edges
+None; ties by output entry, then backwards. ValueError for k < 0 or s < 0; MemoryError beyond
+max_memory.
 docs/paths.md#heavy-paths.)doc");
 
   m.def(
@@ -50,10 +115,11 @@ docs/paths.md#heavy-paths.)doc");
          int threads, const py::object& progress, std::size_t max_memory) {
         const EngineOptions o =
             engine_options(threads, net.unroll_limit(max_memory), progress, "sample_paths");
-        const auto paths = with_theta(net, theta, [&](std::span<const double> t) {
+        auto paths = with_theta(net, theta, [&](std::span<const double> t) {
           return sample_paths(net.model(), t, n, s, seed, o);
         });
-        return paths_object(net, paths, max_memory);
+        // An object to the stub: pathlift.top_paths / sample_paths wrap it in a PathList.
+        return py::object(py::cast(PathList(net, std::move(paths))));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::arg("n") = 10, py::arg("s") = 1.0,
       py::arg("seed") = 0, py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
@@ -61,8 +127,10 @@ docs/paths.md#heavy-paths.)doc");
       R"doc(n paths drawn independently with probability |Phi_p|^s / ||Phi||_s^s (s finite >= 0;
 s = 0: uniform), exactly: one backward pass of the sums, then each walk chooses its start and, at
 each node, to stop (at an output) or an out-edge in proportion to |w|^s G(target). Never a path
-of weight 0 for s > 0; the same paths for a seed whatever the thread count. The dicts of
-top_paths. ArithmeticError when every path weighs 0. docs/paths.md#sampling.)doc");
+of weight 0 for s > 0; the same paths for a seed whatever the thread count. A LayerNetwork is
+never unrolled: an output entry is drawn in proportion to its forward sum, then, backwards, a
+term of each entry in proportion to |w|^s F_s(source). The dicts of top_paths. ArithmeticError
+when every path weighs 0. docs/paths.md#sampling.)doc");
 
   py::class_<PathNormShares> cls(m, "PathNormShares", R"doc(
 The shares of ||Phi||_s^s (path_norm_shares): names[i] carries shares[i]; total = ||Phi||_s^s.

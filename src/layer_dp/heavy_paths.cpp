@@ -18,6 +18,7 @@
 #include "src/core/random.hpp"
 #include "src/dp/dp_scaled.hpp"
 #include "src/dp/max_value.hpp"
+#include "src/layer_dp/detail/layer_paths.hpp"
 #include "src/network/dag.hpp"
 #include "src/network/parameters.hpp"
 
@@ -58,6 +59,7 @@ WeightedPath make_path(const Network& net, const double* w, NodeId start,
     p.edges.push_back(e);
     p.nodes.push_back(net.target(e));
     p.params.push_back(net.edge_param(e) == kFixedEdge ? -1 : net.edge_param(e));
+    p.weights.push_back(w[e]);
     mag = mag.times(w[e]);
     sign = w[e] < 0 ? -sign : sign;
   }
@@ -350,9 +352,12 @@ std::vector<WeightedPath> top_paths(const Model& model, std::span<const double> 
                                     double s, const EngineOptions& options) {
   check_arguments("top_paths", k, s, false);
   check_theta(model, theta);
-  const auto net = model.unrolled(options);
-  const detail::EdgeTheta<double> w(net->parameter_map().get(), theta);
-  TopSearch search(*net, w.data(), s, options.max_memory);
+  if (const LayerGraph* graph = model.layer_graph()) {
+    return detail::layer_top_paths(*graph, theta, k, s, options);
+  }
+  const Network& net = *model.dag();
+  const detail::EdgeTheta<double> w(net.parameter_map().get(), theta);
+  TopSearch search(net, w.data(), s, options.max_memory);
   return search.run(k);
 }
 
@@ -360,28 +365,94 @@ std::vector<WeightedPath> sample_paths(const Model& model, std::span<const doubl
                                        double s, std::uint64_t seed, const EngineOptions& options) {
   check_arguments("sample_paths", n, s, true);
   check_theta(model, theta);
-  const auto net = model.unrolled(options);
-  const detail::EdgeTheta<double> w(net->parameter_map().get(), theta);
-  // Each path holds at most (longest path + 1) nodes, edges and parameters.
-  const double longest = static_cast<double>(net->num_nodes());
-  require_bytes(static_cast<double>(n) * (96.0 + 24.0 * std::min(longest, 64.0)),
+  const LayerGraph* graph = model.layer_graph();
+  // Each path holds at most (longest path + 1) nodes, edges, parameters and weights.
+  const double longest = graph != nullptr ? static_cast<double>(graph->layers.size())
+                                          : static_cast<double>(model.dag()->num_nodes());
+  require_bytes(static_cast<double>(n) * (96.0 + 32.0 * std::min(longest, 64.0)),
                 options.max_memory, fmt::format("{} sampled paths", n));
+  if (graph != nullptr) {
+    return detail::layer_sample_paths(*graph, theta, n, s, seed, options);
+  }
+  const Network& net = *model.dag();
+  const detail::EdgeTheta<double> w(net.parameter_map().get(), theta);
   const int threads = resolve_threads(options.threads);
   if (s == 0) {
-    return sample_with(*net, w.data(), detail::DpPow0{}, n, seed, threads);
+    return sample_with(net, w.data(), detail::DpPow0{}, n, seed, threads);
   }
   if (s == 1) {
-    return sample_with(*net, w.data(), detail::DpPow1{}, n, seed, threads);
+    return sample_with(net, w.data(), detail::DpPow1{}, n, seed, threads);
   }
   if (s == 2) {
-    return sample_with(*net, w.data(), detail::DpPow2{}, n, seed, threads);
+    return sample_with(net, w.data(), detail::DpPow2{}, n, seed, threads);
   }
-  return sample_with(*net, w.data(), detail::DpPowS{s}, n, seed, threads);
+  return sample_with(net, w.data(), detail::DpPowS{s}, n, seed, threads);
 }
 
-std::string to_json(std::span<const WeightedPath> paths, const Network& net,
+PathNames::PathNames(const Model& model) : m_model(&model) {
+  if (const LayerGraph* graph = model.layer_graph()) {
+    m_shapes = layer_shapes(*graph);
+  }
+}
+
+std::size_t PathNames::size(const WeightedPath& p) const {
+  return m_model->layer_graph() != nullptr ? p.entries.size() : p.nodes.size();
+}
+
+std::string PathNames::layer(const PathEntry& e) const {
+  const std::string& name = m_model->layer_graph()->layers[static_cast<std::size_t>(e.layer)].name;
+  return e.bias ? name + ".bias" : e.layer == 0 ? std::string("x") : name;
+}
+
+std::vector<Index> PathNames::index(const PathEntry& e) const {
+  if (e.bias) {
+    return {e.entry};
+  }
+  const std::vector<Index>& shape = m_shapes[static_cast<std::size_t>(e.layer)];
+  std::vector<Index> index(shape.size());
+  Index x = e.entry;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    index[i] = x % shape[i];
+    x /= shape[i];
+  }
+  return index;
+}
+
+std::string PathNames::node(const WeightedPath& p, std::size_t i) const {
+  if (m_model->layer_graph() == nullptr) {
+    return m_model->dag()->node_name(p.nodes[i]);
+  }
+  const PathEntry& e = p.entries[i];
+  return name(e, index(e));
+}
+
+std::string PathNames::name(const PathEntry& e, std::span<const Index> index) const {
+  const LayerGraph& graph = *m_model->layer_graph();
+  fmt::memory_buffer b;
+  if (e.bias) {
+    fmt::format_to(std::back_inserter(b), "{}.bias[",
+                   graph.layers[static_cast<std::size_t>(e.layer)].name);
+  } else if (e.layer == 0) {
+    b.append(std::string_view("x["));
+  } else {
+    fmt::format_to(std::back_inserter(b), "{}[",
+                   graph.layers[static_cast<std::size_t>(e.layer)].name);
+  }
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (i > 0) {
+      b.push_back(',');
+    }
+    fmt::format_to(std::back_inserter(b), "{}", index[i]);
+  }
+  b.push_back(']');
+  return fmt::to_string(b);
+}
+
+std::string to_json(std::span<const WeightedPath> paths, const Model& model,
                     std::span<const std::string> param_names, int indent) {
   using detail::Json;
+  const PathNames names(model);
+  const bool layers = model.layer_graph() != nullptr;
   Json list = Json::array();
   for (const WeightedPath& p : paths) {
     Json j;
@@ -390,11 +461,20 @@ std::string to_json(std::span<const WeightedPath> paths, const Network& net,
     j["sign"] = p.sign;
     j["log10_abs"] = detail::scaled_log10_json(p.magnitude);
     Json nodes = Json::array();
-    for (const NodeId v : p.nodes) {
-      nodes.push_back(net.node_name(v));
+    for (std::size_t i = 0; i < names.size(p); ++i) {
+      nodes.push_back(names.node(p, i));
     }
     j["nodes"] = std::move(nodes);
-    j["edges"] = p.edges;
+    if (layers) {
+      Json entries = Json::array();
+      for (const PathEntry& e : p.entries) {
+        entries.push_back(Json::array({names.layer(e), names.index(e)}));
+      }
+      j["entries"] = std::move(entries);
+      j["edges"] = nullptr;
+    } else {
+      j["edges"] = p.edges;
+    }
     Json params = Json::array();
     for (const Index k : p.params) {
       if (k < 0) {
@@ -406,6 +486,7 @@ std::string to_json(std::span<const WeightedPath> paths, const Network& net,
       }
     }
     j["params"] = std::move(params);
+    j["weights"] = p.weights;
     list.push_back(std::move(j));
   }
   return list.dump(indent);

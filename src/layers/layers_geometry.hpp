@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "pathlift/layers.hpp"
@@ -311,6 +312,143 @@ inline Groups groups_of(const Layer& layer, const std::vector<Index>& in) {
     g.positions *= in[i];
   }
   return g;
+}
+
+/// The operand k and its entry that entry e of view layer l (flatten, concat, gather, an
+/// identity activation) shows, with `shapes` the layers' output shapes (layer_shapes): a
+/// flatten's or an activation's the same entry; a concatenation's along its axis; a gather's
+/// along its axis at the picked index.
+inline std::pair<std::size_t, Index> view_source(const LayerGraph& graph,
+                                                 const std::vector<std::vector<Index>>& shapes,
+                                                 std::size_t l, Index e) {
+  const Layer& ly = graph.layers[l];
+  const auto entries = [&](std::size_t x) {
+    Index n = 1;
+    for (const Index d : shapes[x]) {
+      n *= d;
+    }
+    return n;
+  };
+  const auto axis = static_cast<std::size_t>(ly.axis);
+  if (ly.kind == LayerKind::gather) {
+    // Outer blocks (dimensions before the axis), the picked index, inner rows.
+    const std::vector<Index>& in = shapes[static_cast<std::size_t>(ly.inputs[0])];
+    Index outer = 1;
+    for (std::size_t i = 0; i < axis; ++i) {
+      outer *= in[i];
+    }
+    const Index inner = entries(static_cast<std::size_t>(ly.inputs[0])) / (outer * in[axis]);
+    const auto picked = static_cast<Index>(ly.indices.size());
+    const Index j = ly.indices[static_cast<std::size_t>((e / inner) % picked)];
+    return {0, (e / (picked * inner) * in[axis] + j) * inner + e % inner};
+  }
+  if (ly.kind != LayerKind::concat) {
+    return {0, e};
+  }
+  // Outer blocks (dimensions before the axis) of each operand's rows in turn.
+  Index outer = 1;
+  for (std::size_t i = 0; i < axis; ++i) {
+    outer *= shapes[l][i];
+  }
+  const Index row = entries(l) / outer;
+  Index i = e % row;
+  for (std::size_t k = 0;; ++k) {
+    const Index part = entries(static_cast<std::size_t>(ly.inputs[k])) / outer;
+    if (i < part) {
+      return {k, e / row * part + i};
+    }
+    i -= part;
+  }
+}
+
+// The terms of one output entry of a window, interpolate or group_sort layer, in the order the
+// unroller writes its edges and the path search reads them (docs/paths.md#layer-graphs): each
+// as the index of the entry of the layer's input tensor it reads, with its parameter or weight.
+
+/// A convolution's output entry e (co, oh, ow): f(input entry, parameter) by input channel of
+/// its group, then kernel row, then column; taps in the padding skipped. The bias is not a tap.
+template <class F>
+void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
+  const Index hw = w.h.out * w.w.out;
+  const Index co = e / hw;
+  const Index oh = (e % hw) / w.w.out;
+  const Index ow = e % w.w.out;
+  const Index cg = w.channels_in / w.groups;
+  const Index ci0 = (co / (w.channels_out / w.groups)) * cg;
+  const Index kh0 = w.h.first(oh);
+  const Index kh1 = w.h.last(oh);
+  const Index kw0 = w.w.first(ow);
+  const Index kw1 = w.w.last(ow);
+  for (Index ci = 0; ci < cg; ++ci) {
+    const Index p0 = ly.weight_offset + (co * cg + ci) * w.h.kernel * w.w.kernel;
+    const Index plane = (ci0 + ci) * w.h.in * w.w.in;
+    for (Index kh = kh0; kh < kh1; ++kh) {
+      const Index row = plane + w.h.input(oh, kh) * w.w.in;
+      const Index p = p0 + kh * w.w.kernel;
+      for (Index kw = kw0; kw < kw1; ++kw) {
+        f(row + w.w.input(ow, kw), p + kw);
+      }
+    }
+  }
+}
+
+/// A conv_transpose's output entry e (its adjoint convolution's input): f(input entry,
+/// parameter) for the adjoint's outputs that read it, by input channel, then tap. Parameter
+/// (ci, co mod cg_out, kh, kw).
+template <class F>
+void conv_transpose_taps(const Layer& ly, const Window& w, Index e, const F& f) {
+  const Index hw = w.h.in * w.w.in;
+  const Index co = e / hw;
+  const Index oh = (e % hw) / w.w.in;
+  const Index ow = e % w.w.in;
+  const Index cg_out = w.channels_in / w.groups;  // this layer's output channels per group
+  const Index cg_in = w.channels_out / w.groups;  // its input channels per group
+  const Index ci0 = (co / cg_out) * cg_in;
+  for (Index ci = ci0; ci < ci0 + cg_in; ++ci) {
+    const Index p0 = ly.weight_offset + (ci * cg_out + co % cg_out) * w.h.kernel * w.w.kernel;
+    const Index plane = ci * w.h.out * w.w.out;
+    w.h.readers(oh, [&](Index ih, Index kh) {
+      w.w.readers(
+          ow, [&](Index iw, Index kw) { f(plane + ih * w.w.out + iw, p0 + kh * w.w.kernel + kw); });
+    });
+  }
+}
+
+/// A pool's output entry e: f(input entry) for the taps of its window inside the input, row by
+/// row (the weight is pool_weight's).
+template <class F>
+void window_taps(const Window& w, Index e, const F& f) {
+  const Index hw = w.h.out * w.w.out;
+  const Index c = e / hw;
+  const Index oh = (e % hw) / w.w.out;
+  const Index ow = e % w.w.out;
+  const Index plane = c * w.h.in * w.w.in;
+  for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+    const Index row = plane + w.h.input(oh, kh) * w.w.in;
+    for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+      f(row + w.w.input(ow, kw));
+    }
+  }
+}
+
+/// An interpolate layer's output entry e: f(input entry, weight) for its taps, by increasing
+/// input entry.
+template <class F>
+void lerp_taps(const Lerp& t, Index e, const F& f) {
+  const Index n_out = t.h_out() * t.w_out();
+  const Index plane = (e / n_out) * t.h_in * t.w_in;
+  const Index o = e % n_out;
+  t.for_taps(o / t.w_out(), o % t.w_out(), [&](Index i, double weight) { f(plane + i, weight); });
+}
+
+/// A group_sort layer's output entry e: f(input entry) for the entries of its group.
+template <class F>
+void group_taps(const Groups& g, Index e, const F& f) {
+  const Index p = e % g.positions;
+  const Index c0 = g.first_channel(e / g.positions);
+  for (Index c = c0; c < c0 + g.size; ++c) {
+    f(c * g.positions + p);
+  }
 }
 
 }  // namespace pathlift::detail

@@ -324,23 +324,16 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
 
 template <class Sink>
 void Unroller::emit_group(std::size_t l, Index e, int block, Sink& sink) const {
-  const Groups& g = m_groups[l];
-  const Index p = e % g.positions;
-  const Index c0 = g.first_channel(e / g.positions);
-  for (Index c = c0; c < c0 + g.size; ++c) {
-    sink.term(block, m_in_nodes[l][static_cast<std::size_t>(c * g.positions + p)], kFixedEdge, 1.0);
-  }
+  const std::vector<NodeId>& in = m_in_nodes[l];
+  group_taps(m_groups[l], e,
+             [&](Index i) { sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, 1.0); });
 }
 
 template <class Sink>
 void Unroller::emit_lerp(std::size_t l, Index e, int block, Sink& sink) const {
-  const Lerp& t = m_lerp[l];
-  const Index n_out = t.h_out() * t.w_out();
-  const Index c = e / n_out;
-  const Index o = e % n_out;
   const std::vector<NodeId>& in = m_in_nodes[l];
-  t.for_taps(o / t.w_out(), o % t.w_out(), [&](Index i, double weight) {
-    sink.term(block, in[static_cast<std::size_t>(c * t.h_in * t.w_in + i)], kFixedEdge, weight);
+  lerp_taps(m_lerp[l], e, [&](Index i, double weight) {
+    sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, weight);
   });
 }
 
@@ -348,34 +341,18 @@ template <class Sink>
 void Unroller::emit_conv(std::size_t l, Index e, int block, Sink& sink) const {
   const Layer& ly = layer(l);
   const Window& w = m_window[l];
-  const Index hw = w.h.out * w.w.out;
-  const Index co = e / hw;
-  const Index oh = (e % hw) / w.w.out;
-  const Index ow = e % w.w.out;
-  const Index cg = w.channels_in / w.groups;
-  const Index ci0 = (co / (w.channels_out / w.groups)) * cg;
-  const Index kh0 = w.h.first(oh);
-  const Index kh1 = w.h.last(oh);
-  const Index kw0 = w.w.first(ow);
-  const Index kw1 = w.w.last(ow);
   if constexpr (Sink::count_only) {
-    sink.bulk(block, cg * std::max<Index>(0, kh1 - kh0) * std::max<Index>(0, kw1 - kw0));
+    const Index oh = (e % (w.h.out * w.w.out)) / w.w.out;
+    const Index ow = e % w.w.out;
+    sink.bulk(block, (w.channels_in / w.groups) * std::max<Index>(0, w.h.last(oh) - w.h.first(oh)) *
+                         std::max<Index>(0, w.w.last(ow) - w.w.first(ow)));
   } else {
     const std::vector<NodeId>& in = m_in_nodes[l];
-    for (Index ci = 0; ci < cg; ++ci) {
-      const Index p0 = ly.weight_offset + (co * cg + ci) * w.h.kernel * w.w.kernel;
-      const NodeId* plane = in.data() + (ci0 + ci) * w.h.in * w.w.in;
-      for (Index kh = kh0; kh < kh1; ++kh) {
-        const NodeId* row = plane + w.h.input(oh, kh) * w.w.in;
-        const Index p = p0 + kh * w.w.kernel;
-        for (Index kw = kw0; kw < kw1; ++kw) {
-          sink.term(block, row[w.w.input(ow, kw)], p + kw, 0.0);
-        }
-      }
-    }
+    conv_taps(ly, w, e,
+              [&](Index i, Index p) { sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0); });
   }
   if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + co, 0.0);
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e / (w.h.out * w.w.out), 0.0);
   }
 }
 
@@ -384,60 +361,38 @@ void Unroller::emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink
   const Layer& ly = layer(l);
   const Window& w = m_window[l];  // the adjoint convolution: its input is this layer's output
   const Index hw = w.h.in * w.w.in;
-  const Index co = e / hw;
-  const Index oh = (e % hw) / w.w.in;
-  const Index ow = e % w.w.in;
-  const Index cg_out = w.channels_in / w.groups;  // this layer's output channels per group
-  const Index cg_in = w.channels_out / w.groups;  // its input channels per group
-  const Index ci0 = (co / cg_out) * cg_in;
   if constexpr (Sink::count_only) {
     Index taps = 0;
-    w.h.readers(oh, [&](Index, Index) { w.w.readers(ow, [&](Index, Index) { ++taps; }); });
-    sink.bulk(block, cg_in * taps);
+    w.h.readers((e % hw) / w.w.in,
+                [&](Index, Index) { w.w.readers(e % w.w.in, [&](Index, Index) { ++taps; }); });
+    sink.bulk(block, (w.channels_out / w.groups) * taps);
   } else {
-    // Parameter (ci, co mod cg_out, kh, kw): increasing with ci, then kh, then kw.
     const std::vector<NodeId>& in = m_in_nodes[l];
-    for (Index ci = ci0; ci < ci0 + cg_in; ++ci) {
-      const Index p0 = ly.weight_offset + (ci * cg_out + co % cg_out) * w.h.kernel * w.w.kernel;
-      const NodeId* plane = in.data() + ci * w.h.out * w.w.out;
-      w.h.readers(oh, [&](Index ih, Index kh) {
-        w.w.readers(ow, [&](Index iw, Index kw) {
-          sink.term(block, plane[ih * w.w.out + iw], p0 + kh * w.w.kernel + kw, 0.0);
-        });
-      });
-    }
+    conv_transpose_taps(ly, w, e, [&](Index i, Index p) {
+      sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0);
+    });
   }
   if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + co, 0.0);
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e / hw, 0.0);
   }
 }
 
 template <class Sink>
 void Unroller::emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const {
-  const Layer& ly = layer(l);
   const Window& w = m_window[l];
   const Index hw = w.h.out * w.w.out;
-  const Index c = e / hw;
   const Index oh = (e % hw) / w.w.out;
   const Index ow = e % w.w.out;
-  const Index kh0 = w.h.first(oh);
-  const Index kh1 = w.h.last(oh);
-  const Index kw0 = w.w.first(ow);
-  const Index kw1 = w.w.last(ow);
-  const Index taps = (kh1 - kh0) * (kw1 - kw0);
   if constexpr (Sink::count_only) {
-    sink.bulk(block, taps);
+    sink.bulk(block, (w.h.last(oh) - w.h.first(oh)) * (w.w.last(ow) - w.w.first(ow)));
   } else {
     if (weight == 0.0) {
-      weight = pool_weight(ly, w, oh, ow);
+      weight = pool_weight(layer(l), w, oh, ow);
     }
-    const NodeId* plane = m_in_nodes[l].data() + c * w.h.in * w.w.in;
-    for (Index kh = kh0; kh < kh1; ++kh) {
-      const NodeId* row = plane + w.h.input(oh, kh) * w.w.in;
-      for (Index kw = kw0; kw < kw1; ++kw) {
-        sink.term(block, row[w.w.input(ow, kw)], kFixedEdge, weight);
-      }
-    }
+    const std::vector<NodeId>& in = m_in_nodes[l];
+    window_taps(w, e, [&](Index i) {
+      sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, weight);
+    });
   }
 }
 

@@ -547,9 +547,18 @@ def test_stub_file_matches_the_module(pl):
                 assert f"{a.arg}:" in doc, (node.name, a.arg)
 
 
+# Engine functions pathlift wraps in Python (pathlift/_paths.py: the same arguments and
+# results, plus "param_names" on a from_torch network).
+WRAPPED = {"top_paths", "sample_paths"}
+
+
 def test_package_reexports_the_engine(pl):
-    for name in public_members(pl._pathlift):
+    for name in public_members(pl._pathlift) - WRAPPED:
         assert getattr(pl, name) is getattr(pl._pathlift, name)
+    for name in WRAPPED:
+        wrapper, engine = getattr(pl, name), getattr(pl._pathlift, name)
+        assert wrapper is not engine and wrapper.__module__ == "pathlift._paths"
+        assert engine.__doc__.partition("\n\n")[2].strip() in wrapper.__doc__
     assert set(pl.__all__) >= public_members(pl._pathlift) | {"from_torch", "theta_from_torch",
                                                               "to_torch"}
     assert pl.__version__.count(".") == 2

@@ -6,8 +6,11 @@ product of the weights read back from theta and the fixed weights. Networks: ran
 parallel edges and designated outputs that feed others, MLPs with and without biases, shared
 parameters (a Network with params / fixed edges, a layer graph applying a layer twice), small
 CNNs covering conv, batch_norm, max / avg pools, add, scale, concat, gather, conv_transpose
-(groups), group_sort, k_max_pool and interpolate, and a from_torch CNN. Then the CLI: `pathlift
-paths --top / --sample` and `pathlift norm --shares`.
+(groups), group_sort, k_max_pool and interpolate, and a from_torch CNN. The path dicts are
+checked here on DAGs (edges); on a LayerNetwork the paths are its entries, searched on the layer
+graph without unrolling: tests/python/test_layer_paths.py checks them against the unrolled DAG
+(test_top_paths_layer_network_is_its_unrolled_dag here: the same values and parameters). Then
+the CLI: `pathlift paths --top / --sample` and `pathlift norm --shares`.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_heavy_paths.py
 """
@@ -172,6 +175,11 @@ def net_ids():
             "mlp_nobias", "cnn_a", "cnn_b", "cnn_chain", "shared_layer"]
 
 
+def dag_ids():
+    """The DAGs: their path dicts name edges (a LayerNetwork's: test_layer_paths.py)."""
+    return net_ids()[:10]
+
+
 @pytest.fixture(scope="module")
 def networks(pl):
     nets = dict(all_networks(pl))
@@ -285,6 +293,7 @@ class Brute:
         assert path["nodes"] == nodes
         assert path["params"] == [None if self.params[e] < 0 else int(self.params[e])
                                   for e in edges]
+        assert path["weights"] == [float(self.w[e]) for e in edges]
         if want != 0:
             assert path["sign"] == (1 if want > 0 else -1)
             assert path["log10_abs"] == pytest.approx(math.log10(abs(want)), rel=1e-12,
@@ -322,7 +331,7 @@ def top_ks(P):
     return sorted({0, 1, 5, min(40, P), P, P + 3}) if P <= 5000 else [0, 1, 5, 40, 400]
 
 
-@pytest.mark.parametrize("name", net_ids())
+@pytest.mark.parametrize("name", dag_ids())
 def test_top_paths_against_enumeration(pl, networks, name):
     net = networks[name]
     for zeros in (False, True):
@@ -343,7 +352,7 @@ def test_top_paths_against_enumeration(pl, networks, name):
             assert nz < brute.P or name == "ff_linear"
 
 
-@pytest.mark.parametrize("name", net_ids())
+@pytest.mark.parametrize("name", dag_ids())
 def test_top_paths_exact_ties_of_random_weights(pl, networks, name):
     """Random weights: paths whose |Phi| computed here are exactly equal (e.g. the same
     parameters through mirror-image interpolation weights) come in canonical order."""
@@ -370,23 +379,42 @@ def test_top_paths_exact_tie_minimal(pl):
 
 
 def test_top_paths_layer_network_is_its_unrolled_dag(pl, networks):
-    for name in ("cnn_a", "cnn_b", "shared_layer"):
+    """All the paths of a LayerNetwork (searched on its layer graph) against all those of its
+    unrolled DAG: the same values in the same order of |value|, and the same multiset of
+    (value, parameters carried) -- the fixed weights are composed otherwise in the DAG (and a
+    layer path has a step per layer), so they are left out of the comparison."""
+    def keyed(paths):
+        groups = {}
+        for p in paths:
+            key = tuple(k for k in p["params"] if k is not None)
+            groups.setdefault(key, []).append(p["value"])
+        return {key: sorted(values) for key, values in groups.items()}
+
+    for name in ("cnn_a", "cnn_b", "cnn_chain", "shared_layer"):
         net = networks[name]
         theta = theta_of(net, 3)
         dag = pl.unroll(net.layer_graph)
-        assert pl.top_paths(net, theta, k=25) == pl.top_paths(dag, theta, k=25)
-        assert pl.top_paths(net, theta, k=25, threads=1) == pl.top_paths(net, theta, k=25,
-                                                                          threads=2)
+        P = pl.count_paths(dag).paths
+        layer_top, dag_top = pl.top_paths(net, theta, k=P), pl.top_paths(dag, theta, k=P)
+        assert len(layer_top) == len(dag_top) == P
+        assert all(p["edges"] is None for p in layer_top)
+        np.testing.assert_allclose(np.abs([p["value"] for p in layer_top]),
+                                   np.abs([p["value"] for p in dag_top]), rtol=REL, atol=0)
+        got, want = keyed(layer_top), keyed(dag_top)
+        assert set(got) == set(want)
+        for key in want:
+            np.testing.assert_allclose(got[key], want[key], rtol=REL, atol=0, err_msg=str(key))
+        assert pl.top_paths(net, theta, k=25, threads=1) == layer_top[:25]
         # theta omitted: the graph's stored weights
-        brute = Brute(pl, net, np.asarray(net.layer_graph.weights))
-        check_top(brute, pl.top_paths(net, k=12), 12)
+        stored = np.asarray(net.layer_graph.weights)
+        assert pl.top_paths(net, k=12) == pl.top_paths(net, stored, k=12)
 
 
 def integer_theta(net, seed, values=(1.0, -1.0)):
     return np.random.default_rng(seed).choice(values, size=net.d)
 
 
-@pytest.mark.parametrize("name", net_ids())
+@pytest.mark.parametrize("name", dag_ids())
 def test_top_paths_ties_in_canonical_order(pl, networks, name):
     """Weights +-1 (and +-1, +-2): products exact, many exact ties, broken in canonical order;
     s = 0 ranks every path alike: the first k of enumerate_paths."""
@@ -497,16 +525,11 @@ def test_sample_paths_chi_square(pl, sampled_net, s):
         assert counts[brute.phi == 0].sum() > 0
 
 
-def test_sample_paths_chi_square_layer_network(pl, networks):
-    net = networks["cnn_a"]
-    theta = theta_of(net, 4, zeros=True)
-    brute = Brute(pl, net, theta)
-    for s in (1.0, 0.5):
-        p = chi_square_p(brute, pl.sample_paths(net, theta, n=20000, s=s, seed=11), s)
-        assert p > 1e-3, (s, p)
+# On a LayerNetwork: test_layer_paths.py::test_sample_paths_chi_square (paths keyed by their
+# parameters, start and output entry against the unrolled DAG's).
 
 
-@pytest.mark.parametrize("name", net_ids())
+@pytest.mark.parametrize("name", dag_ids())
 def test_sampled_paths_are_paths_of_their_weight(pl, networks, name):
     """Each sampled dict names a path, its value the product of its edges' weights read back
     from theta and the fixed weights; never a zero-weight path for s > 0."""
@@ -540,7 +563,7 @@ def test_sample_paths_reproducible(pl, networks, sampled_net):
             assert one == two
             assert one == pl.sample_paths(net, theta, n=3000, s=s, seed=21)
             other = pl.sample_paths(net, theta, n=3000, s=s, seed=22, threads=2)
-            assert [p["edges"] for p in other] != [p["edges"] for p in one]
+            assert [p["nodes"] for p in other] != [p["nodes"] for p in one]
             # a prefix of a longer draw: sample i has its own generator
             assert pl.sample_paths(net, theta, n=100, s=s, seed=21) == one[:100]
 
@@ -784,7 +807,10 @@ def test_from_torch_channel_shares_follow_torch_layouts(pl):
         for module in layers:
             idx = set().union(*[channels[k] for k in channels if k.startswith(module + "[")])
             assert layers[module] == pytest.approx(brute.share_of(idx, s)[0], rel=REL)
-    check_top(brute, pl.top_paths(net, theta, k=30), 30)
+    # the heaviest paths (on the layer graph): the enumerated ones' values
+    top = pl.top_paths(net, theta, k=30)
+    np.testing.assert_allclose(np.abs([p["value"] for p in top]),
+                               np.abs(brute.phi)[brute.top_order()[:30]], rtol=REL, atol=0)
 
 
 def test_shares_errors(pl, networks):
@@ -830,10 +856,11 @@ def test_cli_paths_top_text_and_json(pl, run_cli, tmp_path):
     assert j["format"] == "pathlift-paths" and j["mode"] == "top"
     assert len(j["paths"]) == 3
     for got, p in zip(j["paths"], top):
-        assert set(got) == {"value", "sign", "log10_abs", "nodes", "edges", "params"}
+        assert set(got) == {"value", "sign", "log10_abs", "nodes", "edges", "params", "weights"}
         assert got["value"] == pytest.approx(p["value"], rel=1e-15)
         assert (got["sign"], got["nodes"], got["edges"], got["params"]) == (
             p["sign"], p["nodes"], p["edges"], p["params"])
+        np.testing.assert_allclose(got["weights"], p["weights"], rtol=1e-15)
         assert got["log10_abs"] == pytest.approx(p["log10_abs"], rel=1e-15)
     # default theta: --seed 0 (the network has no weights)
     a = json.loads(run_cli("paths", "--top", "2", "--json", check=True).stdout)

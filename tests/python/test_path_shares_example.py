@@ -3,8 +3,9 @@ CNN, its layer and channel shares of the L1 path-norm, and the test accuracy aft
 channels of smallest share beside those of smallest weight norm.
 
 The example runs as a script (a few epochs, with --plot); and in-process, on an untrained
-instance of its CNN, each top path's value is the product of the model's parameters that the
-example names on its edges, read back from the model (max pooling's fixed edges weigh 1).
+instance of its CNN, each top path's param_names are the names the example gives theta's
+entries, and its value the product of the parameters they name, read back from the model (the
+fixed steps, ReLU and max pooling, weigh 1).
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_path_shares_example.py
 """
@@ -52,7 +53,7 @@ def test_the_example_runs(build_dir, tmp_path):
     assert all(a >= b for a, b in zip(values, values[1:])) and values[-1] > 0, values
     for _, _, nodes in paths:
         nodes = nodes.split(" -> ")
-        assert re.fullmatch(r"y\d", nodes[-1]) and len(nodes) >= 2, nodes
+        assert re.fullmatch(r"fc\[\d\]", nodes[-1]) and len(nodes) >= 2, nodes
 
     block = out.split("share of each layer", 1)[1].split("conv1's channels", 1)[0]
     layers = dict(re.findall(r"^\s+(\w+)\s+([0-9.]+)\s*$", block, re.M))
@@ -79,18 +80,18 @@ def test_each_path_is_the_product_of_its_weights_read_back(example, pl):
     # the names read back the model's parameters at the positions of theta
     assert all(example.parameter_value(model, names[k]) == theta[k] for k in range(net.d))
 
-    fixed = np.asarray(pl.unroll(net.layer_graph).fixed_weights)
     top = pl.top_paths(net, k=300)
     assert len(top) == 300
     assert any(p["nodes"][0].startswith("x[") for p in top)  # paths from the pixels ...
-    assert any(p["nodes"][0].endswith(".bias") for p in top)  # ... and from the biases
+    assert any(re.fullmatch(r"\w+\.bias\[\d+\]", p["nodes"][0]) for p in top)  # ... biases
     for p in top:
+        assert p["param_names"] == [None if k is None else names[k] for k in p["params"]]
         product = 1.0
-        for e, k in zip(p["edges"], p["params"]):
-            if k is None:
-                assert fixed[e] == 1.0  # max pooling's edges
+        for name, w in zip(p["param_names"], p["weights"]):
+            if name is None:
+                assert w == 1.0  # ReLU and max pooling
             else:
-                product *= example.parameter_value(model, names[k])
+                product *= example.parameter_value(model, name)
         assert math.isclose(p["value"], product, rel_tol=1e-12, abs_tol=0), (p, product)
     values = [abs(p["value"]) for p in top]
     assert all(a >= b * (1 - 1e-12) for a, b in zip(values, values[1:]))

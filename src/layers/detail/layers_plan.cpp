@@ -190,44 +190,10 @@ void Unroller::layout() {
       continue;
     }
     std::vector<Index>& refs = m_refs[l];
-    refs.reserve(static_cast<std::size_t>(entries));
-    if (ly.kind == LayerKind::gather) {
-      // Along `axis`: outer blocks (dimensions before it), the picked index, inner rows.
-      const auto axis = static_cast<std::size_t>(ly.axis);
-      const std::vector<Index>& in = m_shapes[op(l)];
-      Index outer = 1;
-      for (std::size_t i = 0; i < axis; ++i) {
-        outer *= in[i];
-      }
-      const Index inner = m_entries[op(l)] / (outer * in[axis]);
-      for (Index o = 0; o < outer; ++o) {
-        for (const Index j : ly.indices) {
-          for (Index i = 0; i < inner; ++i) {
-            refs.push_back(ref(op(l), (o * in[axis] + j) * inner + i));
-          }
-        }
-      }
-      continue;
-    }
-    if (ly.kind != LayerKind::concat) {
-      for (Index e = 0; e < entries; ++e) {
-        refs.push_back(ref(op(l), e));
-      }
-      continue;
-    }
-    // Concatenation along `axis`: outer blocks (dimensions before the axis) of inner rows.
-    const auto axis = static_cast<std::size_t>(ly.axis);
-    Index outer = 1;
-    for (std::size_t i = 0; i < axis; ++i) {
-      outer *= m_shapes[l][i];
-    }
-    for (Index o = 0; o < outer; ++o) {
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const Index row = m_entries[op(l, k)] / outer;
-        for (Index i = 0; i < row; ++i) {
-          refs.push_back(ref(op(l, k), o * row + i));
-        }
-      }
+    refs.resize(static_cast<std::size_t>(entries));
+    for (Index e = 0; e < entries; ++e) {
+      const auto [k, i] = view_source(m_graph, m_shapes, l, e);
+      refs[static_cast<std::size_t>(e)] = ref(op(l, k), i);
     }
   }
   m_live.assign(static_cast<std::size_t>(total), 0);
