@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -144,13 +145,51 @@ TEST(HeavyPaths, ALayerGraphsChannelsAddUpToItsLayersAndItsTopPathsAreItsDags) {
                 std::accumulate(params.shares.begin(), params.shares.end(), 0.0), 1e-12);
     EXPECT_NEAR(std::accumulate(channels.shares.begin(), channels.shares.end(), 0.0),
                 std::accumulate(layers.shares.begin(), layers.shares.end(), 0.0), 1e-12);
+    // The layer graph's search (never unrolled) and the unrolled DAG's give the same |Phi_p| in
+    // the same order (ties may come in another order: by output entry there, by start node
+    // here); each layer path is its entries, its value the product of its steps' weights.
     const Model dag(unroll(g));
     const auto a = top_paths(model, theta, 20);
     const auto b = top_paths(dag, theta, 20);
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
-      EXPECT_EQ(a[i].edges, b[i].edges);
-      EXPECT_EQ(a[i].value(), b[i].value());
+      EXPECT_NEAR(std::fabs(a[i].value()), std::fabs(b[i].value()),
+                  1e-12 * std::fabs(b[i].value()));
+      EXPECT_TRUE(a[i].edges.empty() && a[i].nodes.empty());
+      ASSERT_EQ(a[i].entries.size(), a[i].weights.size() + 1);
+      const double product =
+          std::accumulate(a[i].weights.begin(), a[i].weights.end(), 1.0, std::multiplies<>());
+      EXPECT_NEAR(product, a[i].value(), 1e-12 * std::fabs(product));
+      for (std::size_t j = 0; j < a[i].params.size(); ++j) {
+        if (a[i].params[j] >= 0) {
+          EXPECT_EQ(a[i].weights[j], theta[static_cast<std::size_t>(a[i].params[j])]);
+        }
+      }
+    }
+  }
+}
+
+TEST(HeavyPaths, ALayerGraphsSamplesArePathsOfTheirWeightsForAnyThreadCount) {
+  for (const LayerGraph& g : {testing::zoo_toolkit_kinds(), testing::zoo_cnn()}) {
+    const std::vector<double> theta = normal_weights(g.num_params, 5);
+    const Model model(g);
+    EngineOptions one;
+    one.threads = 1;
+    EngineOptions two;
+    two.threads = 2;
+    const auto a = sample_paths(model, theta, 500, 1.0, 7, one);
+    const auto b = sample_paths(model, theta, 500, 1.0, 7, two);
+    ASSERT_EQ(a.size(), 500U);
+    ASSERT_EQ(b.size(), 500U);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].entries, b[i].entries);
+      EXPECT_EQ(a[i].params, b[i].params);
+      ASSERT_EQ(a[i].entries.size(), a[i].weights.size() + 1);
+      EXPECT_NE(a[i].sign, 0);  // s > 0: never a path of weight 0
+      const double product =
+          std::accumulate(a[i].weights.begin(), a[i].weights.end(), 1.0, std::multiplies<>());
+      EXPECT_NEAR(product, a[i].value(), 1e-12 * std::fabs(product));
+      EXPECT_EQ(a[i].entries.front().layer == 0, !a[i].entries.front().bias);
     }
   }
 }

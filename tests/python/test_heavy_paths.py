@@ -525,6 +525,15 @@ def test_sample_paths_chi_square(pl, sampled_net, s):
         assert counts[brute.phi == 0].sum() > 0
 
 
+def test_sample_paths_chi_square_twenty_seeds(pl, sampled_net):
+    """The acceptance's test as stated: 100,000 samples for each of 20 seeds, p > 1e-3 (the
+    seeds are fixed, so the test is deterministic)."""
+    net, theta, brute = sampled_net
+    for seed in range(100, 120):
+        p = chi_square_p(brute, pl.sample_paths(net, theta, n=100_000, seed=seed), 1.0)
+        assert p > 1e-3, (seed, p)
+
+
 # On a LayerNetwork: test_layer_paths.py::test_sample_paths_chi_square (paths keyed by their
 # parameters, start and output entry against the unrolled DAG's).
 

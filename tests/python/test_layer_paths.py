@@ -534,6 +534,18 @@ def test_sample_paths_chi_square(pl, nets, name, s, seed, n):
         assert s == 0 or path["value"] != 0
 
 
+def test_sample_paths_chi_square_twenty_seeds(pl, nets):
+    """The acceptance's test as stated, on a layer graph never unrolled: 100,000 samples for each
+    of 20 seeds of an MLP with biases and zero weights, p > 1e-3 (fixed seeds: deterministic)."""
+    net = nets["mlp_bias"]
+    geo = Geometry(pl, net.layer_graph)
+    theta = theta_of(net, 4, zeros=True)
+    ref = Reference(pl, net, theta)
+    for seed in range(100, 120):
+        p = chi_square_p(ref, geo, pl.sample_paths(net, theta, n=100_000, seed=seed), 1.0)
+        assert p > 1e-3, (seed, p)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_sampled_paths_are_paths(pl, nets, name):
     """Each sampled dict is a path of the DAG of its value; never a zero path for s > 0; s = 0
@@ -800,3 +812,18 @@ def test_path_list_is_a_sequence_of_dicts(pl):
     top[0]["value"] = None
     assert top[0]["value"] == as_list[0]["value"] is not None
     assert len(pl.sample_paths(net, theta, n=0)) == 0
+
+
+def test_memory_limits_name_the_sizes(pl, nets):
+    """No O(edges) array: the per-entry maxima or sums, the search's suffixes and the sampled
+    paths are checked against max_memory before they are allocated, the sizes in the refusal."""
+    net = nets["cnn_b"]
+    theta = theta_of(net, 2)
+    with pytest.raises(MemoryError, match=r"heaviest prefixes of the layer entries \(\d+ entries"):
+        pl.top_paths(net, theta, k=10, max_memory=2000)
+    with pytest.raises(MemoryError, match=r"1000000 sampled paths needs"):
+        pl.sample_paths(net, theta, n=1_000_000, max_memory=1_000_000)
+    with pytest.raises(MemoryError, match=r"search for the heaviest paths \(\d+ path suffixes"):
+        pl.top_paths(net, theta, k=30_000, max_memory=3_000_000)
+    # within the limit the same call runs
+    assert len(pl.top_paths(net, theta, k=10, max_memory=10_000_000)) == 10
