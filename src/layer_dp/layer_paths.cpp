@@ -496,7 +496,11 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
   // same paths as walking it alone, for any thread count.
   std::vector<SplitMix64> rng;
   rng.reserve(static_cast<std::size_t>(n));
-  std::vector<std::vector<Record>> walks(static_cast<std::size_t>(n));
+  // The walks' steps in one array (each layer appends one step per sample that is there),
+  // linked to the step they came from; cur[i]: sample i's last step.
+  std::vector<Record> steps;
+  steps.reserve(static_cast<std::size_t>(n) * 4);
+  std::vector<Index> cur(static_cast<std::size_t>(n));
   std::vector<std::vector<std::pair<Index, Index>>> at(g.size());  // per layer: (entry, sample)
   for (Index i = 0; i < n; ++i) {
     rng.emplace_back(seed ^ (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(i + 1)));
@@ -507,10 +511,9 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
     while (a > 0 && cumulative[a] == cumulative[a - 1]) {
       --a;  // an entry of weight 0 is never drawn: its predecessor's interval ends there
     }
-    // One allocation a walk in most networks: its length is at most the layers crossed.
-    walks[static_cast<std::size_t>(i)].reserve(std::min<std::size_t>(g.size(), 64));
-    walks[static_cast<std::size_t>(i)].push_back({-1, static_cast<std::int32_t>(ends[a].first),
-                                                  false, ends[a].second, 0, -1, 1.0, Mag::one()});
+    cur[static_cast<std::size_t>(i)] = static_cast<Index>(steps.size());
+    steps.push_back({-1, static_cast<std::int32_t>(ends[a].first), false, ends[a].second, 0, -1,
+                     1.0, Mag::one()});
     at[ends[a].first].emplace_back(ends[a].second, i);
   }
   const int threads = resolve_threads(options.threads);
@@ -531,11 +534,14 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
     const SourceReader& read = readers[l];
     const double bias_factor = rescale(0, f[l].exp);
     const auto num_groups = static_cast<Index>(groups.size()) - 1;
+    const std::size_t base = steps.size();  // the sample at here[x] writes steps[base + x]
+    steps.resize(base + here.size());
     std::atomic<bool> failed{false};
     std::vector<std::vector<std::pair<std::size_t, std::pair<Index, Index>>>> moved(
         static_cast<std::size_t>(std::max(threads, 1)));
     run_team(threads, here.size() > 16, [&] {
       std::vector<double> mass;
+      std::vector<std::pair<std::size_t, std::size_t>> drawn;  // (term, position in here)
       auto& mine = moved[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 4)
       for (Index q = 0; q < num_groups; ++q) {
@@ -559,6 +565,8 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
           failed = true;  // not thrown inside the parallel region
           continue;
         }
+        // Each sample's term, then the drawn terms resolved in one more pass over the terms.
+        drawn.clear();
         for (std::size_t x = first; x < last; ++x) {
           const auto i = static_cast<std::size_t>(here[x].second);
           const double u = rng[i].uniform() * sum;
@@ -568,40 +576,38 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
           while (j > 0 && mass[j] == mass[j - 1]) {
             --j;  // a term of mass 0 is never drawn
           }
-          // The drawn term, resolved once.
-          std::size_t count = 0;
-          Record next{static_cast<Index>(walks[i].size()) - 1,
-                      static_cast<std::int32_t>(l),
-                      true,
-                      0,
-                      0,
-                      -1,
-                      0.0,
-                      Mag::one()};
-          g.raw_terms(
-              l, e, theta.data(),
-              [&](std::size_t k, Index y, Index param, double w) {
-                if (count++ == j) {
-                  const auto [sl, se] = g.resolve(g.op(l, k), y);
-                  next.layer = static_cast<std::int32_t>(sl);
-                  next.bias = false;
-                  next.entry = se;
-                  next.param = param;
-                  next.weight = w;
-                }
-              },
-              [&](Index c, Index param, double w) {
-                if (count++ == j) {
-                  next.entry = c;
-                  next.param = param;
-                  next.weight = w;
-                }
-              });
-          walks[i].push_back(next);
-          if (!next.bias && next.layer != 0) {
-            mine.push_back({static_cast<std::size_t>(next.layer), {next.entry, here[x].second}});
-          }
+          drawn.emplace_back(j, x);
         }
+        std::sort(drawn.begin(), drawn.end());
+        std::size_t count = 0;
+        std::size_t next = 0;
+        const auto take = [&](const Record& r) {
+          for (; next < drawn.size() && drawn[next].first == count; ++next) {
+            const std::size_t x = drawn[next].second;
+            const auto i = static_cast<std::size_t>(here[x].second);
+            Record& step = steps[base + x];
+            step = r;
+            step.parent = cur[i];
+            cur[i] = static_cast<Index>(base + x);
+            if (!r.bias && r.layer != 0) {
+              mine.push_back({static_cast<std::size_t>(r.layer), {r.entry, here[x].second}});
+            }
+          }
+          ++count;
+        };
+        g.raw_terms(
+            l, e, theta.data(),
+            [&](std::size_t k, Index y, Index param, double w) {
+              if (next < drawn.size() && drawn[next].first == count) {
+                const auto [sl, se] = g.resolve(g.op(l, k), y);
+                take({0, static_cast<std::int32_t>(sl), false, se, 0, param, w, Mag::one()});
+              } else {
+                ++count;
+              }
+            },
+            [&](Index c, Index param, double w) {
+              take({0, static_cast<std::int32_t>(l), true, c, 0, param, w, Mag::one()});
+            });
       }
     });
     if (failed) {
@@ -619,7 +625,7 @@ std::vector<WeightedPath> layer_sample_paths(const LayerGraph& graph, std::span<
   }
   std::vector<WeightedPath> out(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = path_of(walks[i], static_cast<Index>(walks[i].size()) - 1);
+    out[i] = path_of(steps, cur[i]);
   }
   return out;
 }
