@@ -215,29 +215,13 @@ const std::vector<double> k_nonzero = {-2, -1, 1, 2};
 const std::vector<double> k_small = {-2, -1, 0, 1, 2};
 const std::vector<double> k_sparse = {-2, -1, 0, 0, 0, 1, 2};
 
-/// A copy of `net` whose edges carry parameters from a random map (parameters_test's
-/// with_random_parameters, varied by the seed): some edges fixed (a random weight, 0 in some
-/// networks), the others sharing d < edges parameters (some of which no edge may carry).
+/// A copy of `net` whose edges carry parameters from a random map (varied by the seed): some
+/// edges fixed (a random weight, 0 in some networks), the others sharing d < edges parameters
+/// (some of which no edge may carry).
 Network with_shared_parameters(const Network& net, std::uint64_t seed) {
-  detail::SplitMix64 rng(seed * 31 + 5);
-  NetworkSpec s = net.spec();
-  s.weights.reset();
-  const auto ne = s.edges.size();
-  s.edge_params.assign(ne, kFixedEdge);
-  s.fixed_weights.assign(ne, 0.0);
   const Index variant = static_cast<Index>(seed % 4);
-  const Index d = std::max<Index>(1, static_cast<Index>(ne) * (variant == 1 ? 1 : 2) / 3);
-  for (std::size_t e = 0; e < ne; ++e) {
-    if (rng.next() % 5 == 0) {
-      s.fixed_weights[e] = variant == 2 && rng.next() % 3 == 0
-                               ? 0.0
-                               : (static_cast<double>(rng.next() % 7) - 3.0) / 2.0 + 0.25;
-    } else {
-      s.edge_params[e] = static_cast<Index>(rng.next() % static_cast<std::uint64_t>(d));
-    }
-  }
-  s.num_params = d;
-  return Network(std::move(s));
+  return testing::with_random_parameters(
+      net, {.rng_seed = seed * 31 + 5, .d_num = variant == 1 ? 1 : 2, .zero_fixed = variant == 2});
 }
 
 // ---------------------------------------------------------------------------------------------

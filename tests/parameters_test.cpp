@@ -30,26 +30,10 @@ namespace {
 
 using testing::ref_paths;
 
-/// A copy of `net` whose edges carry parameters from a random map: some edges fixed (random
-/// weight), the others sharing d < edges parameters. When `layered`, parameters are shared
-/// only between edges whose sources have equal longest-path depth (as in a convolution).
+/// A copy of `net` whose edges carry parameters from a random map: one edge in five fixed, the
+/// others sharing d = 2/3 of the edges' count of parameters.
 Network with_random_parameters(const Network& net, std::uint64_t seed) {
-  detail::SplitMix64 rng(seed);
-  NetworkSpec s = net.spec();
-  s.weights.reset();
-  const auto ne = s.edges.size();
-  s.edge_params.assign(ne, kFixedEdge);
-  s.fixed_weights.assign(ne, 0.0);
-  const Index d = std::max<Index>(1, static_cast<Index>(ne) * 2 / 3);
-  for (std::size_t e = 0; e < ne; ++e) {
-    if (rng.next() % 5 == 0) {
-      s.fixed_weights[e] = (static_cast<double>(rng.next() % 7) - 3.0) / 2.0 + 0.25;
-    } else {
-      s.edge_params[e] = static_cast<Index>(rng.next() % static_cast<std::uint64_t>(d));
-    }
-  }
-  s.num_params = d;
-  return Network(std::move(s));
+  return testing::with_random_parameters(net, {.rng_seed = seed});
 }
 
 std::vector<double> random_theta(Index d, std::uint64_t seed) {

@@ -13,6 +13,7 @@
 
 #include "pathlift/builtins.hpp"
 #include "pathlift/network.hpp"
+#include "src/core/random.hpp"
 
 namespace pathlift::testing {
 
@@ -255,6 +256,39 @@ inline Network random_network(std::uint64_t seed) {
   opts.parallel_edge_probability = (seed % 3 == 0) ? 0.0 : 0.2;
   opts.designated_output_probability = 0.25;
   return random_dag(m, p, seed, opts);
+}
+
+/// How with_random_parameters draws: one edge in `fixed_one_in` fixed (a random weight in
+/// {-1.25, ..., 1.75}, or, with `zero_fixed`, 0 one time in three), the others sharing
+/// d = max(1, edges x d_num / d_den) parameters (some of which no edge may carry).
+struct RandomParameters {
+  std::uint64_t rng_seed = 0;
+  std::uint64_t fixed_one_in = 5;
+  Index d_num = 2;
+  Index d_den = 3;
+  bool zero_fixed = false;
+};
+
+/// A copy of `net` whose edges carry parameters from a random map (RandomParameters).
+inline Network with_random_parameters(const Network& net, const RandomParameters& r) {
+  detail::SplitMix64 rng(r.rng_seed);
+  NetworkSpec s = net.spec();
+  s.weights.reset();
+  const auto ne = s.edges.size();
+  s.edge_params.assign(ne, kFixedEdge);
+  s.fixed_weights.assign(ne, 0.0);
+  const Index d = std::max<Index>(1, static_cast<Index>(ne) * r.d_num / r.d_den);
+  for (std::size_t e = 0; e < ne; ++e) {
+    if (rng.next() % r.fixed_one_in == 0) {
+      s.fixed_weights[e] = r.zero_fixed && rng.next() % 3 == 0
+                               ? 0.0
+                               : (static_cast<double>(rng.next() % 7) - 3.0) / 2.0 + 0.25;
+    } else {
+      s.edge_params[e] = static_cast<Index>(rng.next() % static_cast<std::uint64_t>(d));
+    }
+  }
+  s.num_params = d;
+  return Network(std::move(s));
 }
 
 /// A copy of `net` whose non-input nodes get random activations (ReLU, identity, leaky ReLU

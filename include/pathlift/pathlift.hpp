@@ -7,6 +7,7 @@
 #include "pathlift/builtins.hpp"
 #include "pathlift/certificate.hpp"
 #include "pathlift/checks.hpp"
+#include "pathlift/conservation.hpp"
 #include "pathlift/count.hpp"
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"

@@ -31,6 +31,7 @@
   X(generalization)                \
   X(heavy_paths)                   \
   X(balance)                       \
+  X(conservation)                  \
   X(rescaling)                     \
   X(kernel)
 

@@ -21,6 +21,7 @@
 #include "pathlift/symmetry.hpp"
 #include "src/core/json.hpp"
 #include "src/rank/detail/balance_descent.hpp"
+#include "src/rank/detail/model_classes.hpp"
 
 namespace pathlift {
 
@@ -72,23 +73,10 @@ EngineOptions leaving(const EngineOptions& engine, double held) {
   return out;
 }
 
-/// The classes of the model, refusing coupled ones. A layer graph's classes are merged per
-/// channel and tap, and may keep as constraints equalities that its unrolled network merges
-/// (one convolution without bias reading two layers' channels side by side, after a
-/// concatenation along a spatial axis: alpha(a_c) = alpha(b_c)); the unrolled network's classes
-/// are then taken where they are independent and it fits.
+/// The classes of the model (detail::independent_classes: a layer graph's, or its unrolled
+/// network's where only unrolling merges its constraints), refusing coupled ones.
 ParameterClasses classes_of(const Model& model, const EngineOptions& engine, const char* what) {
-  ParameterClasses pc = parameter_classes(model, engine);
-  if (pc.constraints > 0 && model.is_layer_graph()) {
-    try {
-      ParameterClasses merged = parameter_classes(*model.unrolled(engine), engine);
-      if (merged.constraints == 0) {
-        return merged;
-      }
-    } catch (const TooLarge&) {
-      // refused below, with the layer graph's count
-    }
-  }
+  ParameterClasses pc = detail::independent_classes(model, engine).classes;
   if (pc.constraints > 0) {
     throw std::invalid_argument(fmt::format(
         "{}: {} constraints couple the rescaling classes (a parameter whose edges join different "
