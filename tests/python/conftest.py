@@ -3,6 +3,7 @@
 The build directory is $PATHLIFT_BUILD_DIR (default: build/ at the repository root). The
 Python package is importable from <build>/python (the CMake build places it there).
 """
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -52,6 +53,29 @@ def run_cli(cli_path):
         if check and result.returncode != 0:
             raise AssertionError(f"pathlift {' '.join(map(str, args))} failed: {result!r}")
         return result
+
+    return run
+
+
+@pytest.fixture
+def run_example(build_dir):
+    """run_example("conservation_drift.py", "--steps", "100") -> its stdout: an example of
+    examples/ run as a user runs it (the built package on PYTHONPATH, matplotlib without a
+    display), skipped without torch, scikit-learn or matplotlib; fails on a non-zero exit."""
+
+    def run(script, *args, timeout=300):
+        pytest.importorskip("torch")
+        for name, package in (("sklearn", "python3-sklearn"),
+                              ("matplotlib", "python3-matplotlib")):
+            if importlib.util.find_spec(name) is None:
+                pytest.skip(f"{name} is not installed (Debian: {package})")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(build_dir / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            MPLBACKEND="Agg")
+        proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), *map(str, args)],
+                              capture_output=True, text=True, env=env, timeout=timeout)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
 
     return run
 

@@ -3,32 +3,16 @@ the laws' drift shrinks with eta, about as eta^2, and the plot is written.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_conservation_example.py
 """
-import importlib.util
-import os
 import re
-import subprocess
-import sys
-
-import pytest
 
 from conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "conservation_drift.py"
 
 
-def test_the_example_runs_and_the_drift_shrinks_with_eta(build_dir, tmp_path):
-    pytest.importorskip("torch")
-    for name, package in (("sklearn", "python3-sklearn"), ("matplotlib", "python3-matplotlib")):
-        if importlib.util.find_spec(name) is None:
-            pytest.skip(f"{name} is not installed (Debian: {package})")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(build_dir / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        MPLBACKEND="Agg")
+def test_the_example_runs_and_the_drift_shrinks_with_eta(run_example, tmp_path):
     plot = tmp_path / "drift.png"
-    proc = subprocess.run([sys.executable, str(EXAMPLE), "--steps", "100", "--plot", str(plot)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = run_example(EXAMPLE.name, "--steps", "100", "--plot", plot)
     assert "32 conservation laws" in out, out
     rows = {int(m[0]): [float(x) for x in re.findall(r"\|\s+(\S+)\s+\S+", m[1])]
             for m in re.findall(r"^\s+(\d+)\s+(\|.*)$", out, re.M)}

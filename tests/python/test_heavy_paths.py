@@ -562,19 +562,23 @@ def test_sampled_paths_are_paths_of_their_weight(pl, networks, name):
     assert pl.sample_paths(net, theta, n=0) == []
 
 
+def assert_reproducible(pl, net, theta, n):
+    """sample_paths gives the same paths for a seed at 1 and 2 threads, others for another seed,
+    and a prefix of a longer draw for fewer samples (sample i has its own generator)."""
+    for s in (1.0, 0.0):
+        one = pl.sample_paths(net, theta, n=n, s=s, seed=21, threads=1)
+        two = pl.sample_paths(net, theta, n=n, s=s, seed=21, threads=2)
+        assert one == two
+        assert one == pl.sample_paths(net, theta, n=n, s=s, seed=21)
+        other = pl.sample_paths(net, theta, n=n, s=s, seed=22, threads=2)
+        assert [p["nodes"] for p in other] != [p["nodes"] for p in one]
+        assert pl.sample_paths(net, theta, n=100, s=s, seed=21) == one[:100]
+
+
 def test_sample_paths_reproducible(pl, networks, sampled_net):
     for net, theta in [(sampled_net[0], sampled_net[1]),
-                       (networks["cnn_b"], theta_of(networks["cnn_b"], 1)),
                        (networks["random_dag_13_1"], theta_of(networks["random_dag_13_1"], 1))]:
-        for s in (1.0, 0.0):
-            one = pl.sample_paths(net, theta, n=3000, s=s, seed=21, threads=1)
-            two = pl.sample_paths(net, theta, n=3000, s=s, seed=21, threads=2)
-            assert one == two
-            assert one == pl.sample_paths(net, theta, n=3000, s=s, seed=21)
-            other = pl.sample_paths(net, theta, n=3000, s=s, seed=22, threads=2)
-            assert [p["nodes"] for p in other] != [p["nodes"] for p in one]
-            # a prefix of a longer draw: sample i has its own generator
-            assert pl.sample_paths(net, theta, n=100, s=s, seed=21) == one[:100]
+        assert_reproducible(pl, net, theta, 3000)
 
 
 def test_sample_paths_errors(pl, networks):

@@ -25,8 +25,8 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from test_heavy_paths import (Brute, build_layers, integer_theta, layer_networks, mlp_specs,
-                              theta_of)
+from test_heavy_paths import (Brute, assert_reproducible, build_layers, integer_theta,
+                              layer_networks, mlp_specs, theta_of)
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -571,15 +571,7 @@ def test_sampled_paths_are_paths(pl, nets, name):
 @pytest.mark.parametrize("name", ["cnn_b", "cnn_c", "shared_layer"])
 def test_sample_paths_reproducible(pl, nets, name):
     net = nets[name]
-    theta = theta_of(net, 1)
-    for s in (1.0, 0.0):
-        one = pl.sample_paths(net, theta, n=600, s=s, seed=21, threads=1)
-        two = pl.sample_paths(net, theta, n=600, s=s, seed=21, threads=2)
-        assert one == two
-        assert one == pl.sample_paths(net, theta, n=600, s=s, seed=21)
-        other = pl.sample_paths(net, theta, n=600, s=s, seed=22, threads=2)
-        assert [p["nodes"] for p in other] != [p["nodes"] for p in one]
-        assert pl.sample_paths(net, theta, n=100, s=s, seed=21) == one[:100]
+    assert_reproducible(pl, net, theta_of(net, 1), 600)
 
 
 def test_sample_paths_errors(pl, nets):

@@ -11,10 +11,7 @@ Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test
 """
 import importlib.util
 import math
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -33,19 +30,9 @@ def example():
     return module
 
 
-def test_the_example_runs(build_dir, tmp_path):
-    pytest.importorskip("torch")
-    for name, package in (("sklearn", "python3-sklearn"), ("matplotlib", "python3-matplotlib")):
-        if importlib.util.find_spec(name) is None:
-            pytest.skip(f"{name} is not installed (Debian: {package})")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(build_dir / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        MPLBACKEND="Agg")
+def test_the_example_runs(run_example, tmp_path):
     plot = tmp_path / "shares.png"
-    proc = subprocess.run([sys.executable, str(EXAMPLE), "--epochs", "2", "--plot", str(plot)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = run_example(EXAMPLE.name, "--epochs", "2", "--plot", plot)
 
     paths = re.findall(r"^\s*(\d+)\.\s+(\S+)\s+(\S.* -> .*\S)\s*$", out, re.M)
     assert [int(i) for i, _, _ in paths] == list(range(1, 11)), out
