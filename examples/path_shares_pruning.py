@@ -38,20 +38,10 @@ import torch
 from torch import nn
 
 import pathlift
+from pruning_certificate import digits, train  # the same data and training
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)
 CONVS = ("conv1", "conv2")
-
-
-def digits(seed):
-    """(X_train, y_train, X_test, y_test): 1x8x8 pixels in [0, 1], a quarter held out."""
-    from sklearn.datasets import load_digits
-    data = load_digits()
-    x = torch.tensor(data.images / 16.0, dtype=torch.float64).unsqueeze(1)
-    y = torch.tensor(data.target, dtype=torch.int64)
-    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
-    cut = len(y) // 4
-    return x[perm[cut:]], y[perm[cut:]], x[perm[:cut]], y[perm[:cut]]
 
 
 class CNN(nn.Module):
@@ -75,36 +65,6 @@ class CNN(nn.Module):
 
 def cnn():
     return CNN().double()
-
-
-def train(model, x, y, epochs, seed):
-    torch.manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(epochs):
-        for idx in torch.randperm(len(y)).split(64):
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-    return model.eval()
-
-
-def parameter_names(model):
-    """{theta index: "conv1.weight[2, 0, 1, 1]"}: theta is the model's parameters flattened in
-    model.parameters() order (pathlift.theta_from_torch), row-major within each tensor."""
-    names, offset = {}, 0
-    for name, p in model.named_parameters():
-        for i in range(p.numel()):
-            idx = np.unravel_index(i, tuple(p.shape))
-            names[offset + i] = f"{name}[{', '.join(str(int(j)) for j in idx)}]"
-        offset += p.numel()
-    return names
-
-
-def parameter_value(model, name):
-    """The model's parameter entry named as parameter_names names it."""
-    tensor, _, index = name.partition("[")
-    idx = tuple(int(j) for j in index.rstrip("]").split(","))
-    return dict(model.named_parameters())[tensor].detach()[idx].item()
 
 
 def accuracy(model, x, y):

@@ -463,15 +463,21 @@ def test_zero_path_has_sign_zero(pl):
     assert [p["sign"] for p in top if p["value"] == 0] == [0, 0, 0]
 
 
-def test_top_paths_errors(pl):
-    net = pl.fig1()
-    theta = np.ones(7)
+def assert_top_paths_errors(pl, net, theta):
+    """A negative k and a negative or NaN s are refused; k = 0 gives no path; a theta of the
+    wrong length is refused."""
     with pytest.raises(ValueError, match="negative"):
         pl.top_paths(net, theta, k=-1)
     for s in (-1.0, -1e-300, float("nan")):
         with pytest.raises(ValueError):
             pl.top_paths(net, theta, s=s)
     assert pl.top_paths(net, theta, k=0) == []
+    with pytest.raises(ValueError):
+        pl.top_paths(net, np.ones(len(theta) + 1))
+
+
+def test_top_paths_errors(pl):
+    assert_top_paths_errors(pl, pl.fig1(), np.ones(7))
 
 
 # --- sample_paths ------------------------------------------------------------------------------

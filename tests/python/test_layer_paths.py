@@ -25,8 +25,8 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from test_heavy_paths import (Brute, assert_reproducible, build_layers, integer_theta,
-                              layer_networks, mlp_specs, theta_of)
+from test_heavy_paths import (Brute, assert_reproducible, assert_top_paths_errors, build_layers,
+                              integer_theta, layer_networks, mlp_specs, theta_of)
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -479,15 +479,7 @@ def test_top_paths_beyond_double_range(pl):
 
 def test_top_paths_errors(pl, nets):
     net = nets["cnn_a"]
-    theta = theta_of(net, 0)
-    with pytest.raises(ValueError, match="negative"):
-        pl.top_paths(net, theta, k=-1)
-    for s in (-1.0, -1e-300, float("nan")):
-        with pytest.raises(ValueError):
-            pl.top_paths(net, theta, s=s)
-    assert pl.top_paths(net, theta, k=0) == []
-    with pytest.raises(ValueError):
-        pl.top_paths(net, np.ones(net.d + 1))
+    assert_top_paths_errors(pl, net, theta_of(net, 0))
 
 
 # --- sample_paths ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test
 import importlib.util
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ EXAMPLE = ROOT / "examples" / "path_shares_pruning.py"
 @pytest.fixture(scope="module")
 def example():
     pytest.importorskip("torch")
+    sys.path.insert(0, str(EXAMPLE.parent))  # its sibling pruning_certificate.py, as a script
     spec = importlib.util.spec_from_file_location("path_shares_pruning", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # main() runs only as a script
@@ -56,16 +58,35 @@ def test_the_example_runs(run_example, tmp_path):
     assert plot.is_file() and plot.stat().st_size > 1000
 
 
+def parameter_names(model):
+    """{theta index: "conv1.weight[2, 0, 1, 1]"}, independently of pathlift: theta is the
+    model's parameters flattened in model.parameters() order, row-major within each tensor."""
+    names, offset = {}, 0
+    for name, p in model.named_parameters():
+        for i in range(p.numel()):
+            idx = np.unravel_index(i, tuple(p.shape))
+            names[offset + i] = f"{name}[{', '.join(str(int(j)) for j in idx)}]"
+        offset += p.numel()
+    return names
+
+
+def parameter_value(model, name):
+    """The model's parameter entry named as parameter_names names it."""
+    tensor, _, index = name.partition("[")
+    idx = tuple(int(j) for j in index.rstrip("]").split(","))
+    return dict(model.named_parameters())[tensor].detach()[idx].item()
+
+
 def test_each_path_is_the_product_of_its_weights_read_back(example, pl):
     import torch
     torch.manual_seed(3)
     model = example.cnn().eval()  # untrained
     net = pl.from_torch(model, input_shape=(1, 8, 8))
-    names = example.parameter_names(model)
+    names = parameter_names(model)
     theta = pl.theta_from_torch(model)
     assert len(names) == net.d == len(theta)
     # the names read back the model's parameters at the positions of theta
-    assert all(example.parameter_value(model, names[k]) == theta[k] for k in range(net.d))
+    assert all(parameter_value(model, names[k]) == theta[k] for k in range(net.d))
 
     top = pl.top_paths(net, k=300)
     assert len(top) == 300
@@ -78,7 +99,7 @@ def test_each_path_is_the_product_of_its_weights_read_back(example, pl):
             if name is None:
                 assert w == 1.0  # ReLU and max pooling
             else:
-                product *= example.parameter_value(model, name)
+                product *= parameter_value(model, name)
         assert math.isclose(p["value"], product, rel_tol=1e-12, abs_tol=0), (p, product)
     values = [abs(p["value"]) for p in top]
     assert all(a >= b * (1 - 1e-12) for a, b in zip(values, values[1:]))
