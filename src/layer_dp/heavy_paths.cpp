@@ -461,18 +461,21 @@ std::string to_json(std::span<const WeightedPath> paths, const Model& model,
     j["sign"] = p.sign;
     j["log10_abs"] = detail::scaled_log10_json(p.magnitude);
     Json nodes = Json::array();
-    for (std::size_t i = 0; i < names.size(p); ++i) {
-      nodes.push_back(names.node(p, i));
-    }
-    j["nodes"] = std::move(nodes);
     if (layers) {
       Json entries = Json::array();
       for (const PathEntry& e : p.entries) {
-        entries.push_back(Json::array({names.layer(e), names.index(e)}));
+        const std::vector<Index> index = names.index(e);
+        nodes.push_back(names.name(e, index));
+        entries.push_back(Json::array({names.layer(e), index}));
       }
+      j["nodes"] = std::move(nodes);
       j["entries"] = std::move(entries);
       j["edges"] = nullptr;
     } else {
+      for (std::size_t i = 0; i < names.size(p); ++i) {
+        nodes.push_back(names.node(p, i));
+      }
+      j["nodes"] = std::move(nodes);
       j["edges"] = p.edges;
     }
     Json params = Json::array();

@@ -62,22 +62,6 @@ void check_layer_vector(const LayerGraph& g, std::span<const double> x, const ch
   }
 }
 
-}  // namespace detail
-
-namespace {
-
-using detail::check_layer_vector;
-using detail::layer_param_label;
-using detail::ParamSums;
-
-using detail::forward_pass;
-using detail::LayerPlan;
-using detail::Mode;
-using detail::Span;
-using detail::Tensor;
-using detail::TensorPtr;
-using detail::WeightSpec;
-
 /// The sum over every output entry, and each entry as a ScaledReal.
 ScaledReal outputs_total(const LayerPlan& plan, const std::vector<TensorPtr>& sums,
                          std::vector<ScaledReal>* each) {
@@ -113,6 +97,23 @@ ScaledReal outputs_total(const LayerPlan& plan, const std::vector<TensorPtr>& su
   }
   return r;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_layer_vector;
+using detail::layer_param_label;
+using detail::outputs_total;
+using detail::ParamSums;
+
+using detail::forward_pass;
+using detail::LayerPlan;
+using detail::Mode;
+using detail::Span;
+using detail::Tensor;
+using detail::TensorPtr;
+using detail::WeightSpec;
 
 /// A count computed in floating point: exact below 2^53 (every partial sum is then an integer
 /// held exactly), known by its log10 beyond.

@@ -31,6 +31,9 @@ constexpr std::array k_by_names{detail::EnumName<SharesBy>{SharesBy::parameter, 
                                 detail::EnumName<SharesBy>{SharesBy::channel, "channel"},
                                 detail::EnumName<SharesBy>{SharesBy::layer, "layer"}};
 
+constexpr const char* k_no_share =
+    "path_norm_shares: ||Phi||_s = 0: every path has weight 0, no share exists";
+
 /// x / total for x = m 2^k (m >= 0), total > 0.
 double ratio(double m, std::int64_t k, const ScaledReal& total) {
   if (m == 0) {
@@ -76,7 +79,7 @@ std::vector<double> node_shares(const Network& net, std::span<const double> thet
 /// the edges into output channel c of parameter layer l (its weights' and bias's) are those
 /// through the entries of c, sum over them of F(v) G(v), with F the kept forward sums and G the
 /// backward sums, both on the position classes (G as sums over each class: the products summed
-/// over a class are the entries' own).
+/// over a class are the entries' own); out.total from the same forward pass.
 void layer_shares(const LayerGraph& graph, std::span<const double> theta, double s, SharesBy by,
                   const EngineOptions& options, PathNormShares& out) {
   const detail::EigenSerial serial;
@@ -86,6 +89,10 @@ void layer_shares(const LayerGraph& graph, std::span<const double> theta, double
   const detail::WeightSpec w{detail::Mode::power, s, theta, {}};
   const std::vector<detail::TensorPtr> f =
       detail::forward_pass(plan, w, true, 1.0, nullptr, nullptr, {0, 0.5}, &classes);
+  out.total = detail::outputs_total(plan, detail::expand_outputs(plan, f, classes), nullptr);
+  if (out.total.is_zero()) {
+    throw RangeError(k_no_share);
+  }
   // Per parameter layer: its channels' sums (m 2^k, one exponent a layer).
   std::vector<std::vector<double>> sums(plan.size());
   std::vector<std::int64_t> exps(plan.size(), 0);
@@ -163,10 +170,14 @@ PathNormShares path_norm_shares(const Model& model, std::span<const double> thet
   PathNormShares out;
   out.s = s;
   out.by = by;
+  if (by == SharesBy::channel || by == SharesBy::layer) {
+    layer_shares(*graph, theta, s, by, options, out);  // the norm from its own forward pass
+    return out;
+  }
   const PathNorm norm = path_norm(model, theta, s, PathNormDetail::outputs, options);
   out.total = norm.sum;
   if (norm.sum.is_zero()) {
-    throw RangeError("path_norm_shares: ||Phi||_s = 0: every path has weight 0, no share exists");
+    throw RangeError(k_no_share);
   }
   if (by == SharesBy::node) {
     const auto net = model.unrolled(options);
@@ -174,10 +185,6 @@ PathNormShares path_norm_shares(const Model& model, std::span<const double> thet
     for (NodeId v = 0; v < net->num_nodes(); ++v) {
       out.names.push_back(net->node_name(v));
     }
-    return out;
-  }
-  if (by == SharesBy::channel || by == SharesBy::layer) {
-    layer_shares(*graph, theta, s, by, options, out);
     return out;
   }
   // theta_k d||Phi||_s / d theta_k = S^(1/s - 1) sum_p |Phi_p|^s (with multiplicity): divided

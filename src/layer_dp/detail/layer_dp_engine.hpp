@@ -248,6 +248,11 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
 void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
                   bool transpose);
 
+/// The sum over every output entry of a pass's sums (the output layers on their full positions:
+/// expand_outputs), and each entry as a ScaledReal when `each` is given.
+ScaledReal outputs_total(const LayerPlan& plan, const std::vector<TensorPtr>& sums,
+                         std::vector<ScaledReal>* each);
+
 /// Eigen's own GEMM threads are set to 1 for the guard's lifetime (EigenSingleThread: the engine
 /// splits the work itself, in blocks of fixed shapes), then restored. Every entry point of the
 /// layer DP holds one: when the outermost guard of a thread ends, the engine's reusable layer
