@@ -11,6 +11,7 @@
 #include "../common.hpp"
 #include "../registry.hpp"
 #include "pathlift/error.hpp"
+#include "pathlift/functional_dimension.hpp"
 #include "pathlift/rank.hpp"
 
 namespace pathlift::cli {
@@ -29,7 +30,74 @@ struct RankCommandOptions {
   bool enumerate = false;
   bool always_numerical = false;
   bool no_numerical = false;
+  std::string data;  ///< --data: the functional dimension on this batch instead
 };
+
+void print_functional_dimension(const FunctionalDimension& fd, const std::string& description,
+                                const std::string& theta_source) {
+  fmt::print("network      {}\n", description);
+  fmt::print("theta        {}\n", theta_source);
+  fmt::print("J_X          {} x {}  (n = {} samples x q = {} outputs, d = {} parameters)\n",
+             fd.rows, fd.d, fd.n, fd.q, fd.d);
+  fmt::print("rank(J_X)    {}  {}: {} <= rank(J_X) <= {}\n",
+             fd.rank() ? fmt::format("{}", *fd.rank()) : std::string("?"),
+             fd.certified() ? "certified" : "NOT certified", fd.lower, fd.upper);
+  fmt::print("             lower bound: rank mod p = {}{} of the first {} rows ({} eliminated)\n",
+             fd.prime, fd.prime == default_prime ? " (2^61 - 1)" : "", fd.rows_to_rank,
+             fd.rows_used);
+  fmt::print(
+      "             upper bounds: q x distinct samples {}, rank(dPhi) <= {}, d - known kernel "
+      "{}\n",
+      fd.upper_rows, fd.upper_dphi, fd.upper_kernel);
+  if (fd.numerical && fd.numerical->status != NumericalRankStatus::failed) {
+    const NumericalRank& j = *fd.numerical;
+    const Index next = fd.lower + 1;
+    fmt::print(
+        "numerical    rank {}: tolerance {:.3g}, gap {:.3g} ({}), sigma_max {:.3g}, "
+        "sigma_{} {:.3g}{}\n",
+        j.rank, j.tolerance, j.gap, to_string(j.status), j.sigma(1), fd.lower, j.sigma(fd.lower),
+        next <= static_cast<Index>(j.singular_values.size())
+            ? fmt::format(", sigma_{} {:.3g}", next, j.sigma(next))
+            : std::string());
+  } else if (fd.numerical) {
+    fmt::print("numerical    failed: {} singular values are not finite\n",
+               fd.numerical->non_finite);
+  } else {
+    fmt::print("numerical    {}\n", fd.numerical_note);
+  }
+  fmt::print("margin       {:.3g}{}\n", fd.margin,
+             fd.pattern_certified ? " (activation pattern certified)"
+                                  : " (activation pattern NOT certified)");
+  fmt::print("status       {}: {}\n", to_string(fd.status), fd.explanation);
+}
+
+void run_functional_dimension(const RankCommandOptions& opts, const LoadedModel& loaded) {
+  const Network& net = loaded.network(opts.compute);
+  const LoadedTheta theta = load_theta(loaded, opts.compute);
+  const Eigen::MatrixXd X = read_data(opts.data, net, loaded.description, opts.compute);
+  FunctionalDimensionOptions o;
+  o.prime = opts.rank.prime;
+  o.engine = engine_options(opts.compute, "rank");
+  o.engine.progress = phase_progress();
+  o.numerical.tolerance = opts.numerical.tolerance;
+  o.numerical.min_gap = opts.numerical.min_gap;
+  o.numerical.engine.max_memory = o.engine.max_memory;
+  if (opts.always_numerical) {
+    o.numerical.when = NumericalRankOptions::When::always;
+  } else if (opts.no_numerical) {
+    o.numerical.when = NumericalRankOptions::When::never;
+  }
+  FunctionalDimension fd = functional_dimension(loaded.model, theta.theta, X, o);
+  if (fd.numerical_skipped) {
+    fd.numerical_note += " (--numerical computes it)";
+  }
+  if (opts.json) {
+    print_json(json_header("functional-dimension", 1, loaded.description, theta.source),
+               to_json(fd));
+  } else {
+    print_functional_dimension(fd, loaded.description, theta.source);
+  }
+}
 
 void print_report(const RankReport& rep, const std::string& description,
                   const std::string& theta_source) {
@@ -123,6 +191,10 @@ void print_report(const RankReport& rep, const std::string& description,
 
 void run_rank(const RankCommandOptions& opts) {
   const LoadedModel loaded = load_model(opts.network, opts.compute);
+  if (!opts.data.empty()) {
+    run_functional_dimension(opts, loaded);
+    return;
+  }
   const std::string& description = loaded.description;
   const EngineOptions engine = engine_options(opts.compute, "rank");
   RankOptions ro = opts.rank;
@@ -183,10 +255,11 @@ void add_rank_command(CLI::App& app) {
       "automatically when the paths do not fit in memory, and with shared parameters unless "
       "the numerical rank of dPhi, which needs them, would run (within about 10 s, or "
       "--numerical)");
-  cmd->add_flag("--enumerate", opts->enumerate,
-                "Enumerate the paths (unrolling a layer graph): rank(B) from B, rank(dPhi) "
-                "exactly and numerically; TooLarge when they do not fit in --max-memory")
-      ->excludes(no_enumerate);
+  auto* enumerate =
+      cmd->add_flag("--enumerate", opts->enumerate,
+                    "Enumerate the paths (unrolling a layer graph): rank(B) from B, rank(dPhi) "
+                    "exactly and numerically; TooLarge when they do not fit in --max-memory")
+          ->excludes(no_enumerate);
   auto* numerical = cmd->add_flag("--numerical", opts->always_numerical,
                                   "Always compute the numerical rank of dPhi (by default it is "
                                   "skipped when its dense linear algebra would take more than "
@@ -194,6 +267,15 @@ void add_rank_command(CLI::App& app) {
   cmd->add_flag("--no-numerical", opts->no_numerical,
                 "Never compute the numerical rank of dPhi (only the exact ranks)")
       ->excludes(numerical);
+  auto* data =
+      cmd->add_option("--data", opts->data,
+                      "The functional dimension on this batch X instead (.npy or .csv/.txt, n x r: "
+                      "one sample a row, a layer graph's input flattened): the rank of J_X = d "
+                      "f(X) / d theta, certified between a rank mod p of its exact rows and "
+                      "min(q x distinct samples, rank(dPhi), d - the kernel known exactly) "
+                      "(docs/functional-dimension.md)");
+  data->excludes(no_enumerate);
+  data->excludes(enumerate);
   add_prime_option(*cmd, opts->rank.prime,
                    "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
   cmd->add_option("--method", opts->method,
@@ -202,10 +284,12 @@ void add_rank_command(CLI::App& app) {
                   "gram (B^T B, dense elimination), path-basis (d - h paths with distinct leading "
                   "columns, no enumeration), symmetry (d - h_sym, h_sym exact: ker B is the "
                   "rescaling changes)")
-      ->check(CLI::IsMember({"auto", "skeleton", "gram", "path-basis", "symmetry"}));
+      ->check(CLI::IsMember({"auto", "skeleton", "gram", "path-basis", "symmetry"}))
+      ->excludes(data);
   cmd->add_option("--jacobian-method", opts->jacobian_method,
                   "Singular values of dPhi: auto, svd (dense), eig (eigenvalues of dPhi^T dPhi)")
-      ->check(CLI::IsMember({"auto", "svd", "eig"}));
+      ->check(CLI::IsMember({"auto", "svd", "eig"}))
+      ->excludes(data);
   cmd->add_option("--tolerance", opts->numerical.tolerance,
                   "Absolute tolerance on the singular values of dPhi (default: relative to the "
                   "largest, see docs/rank.md)")

@@ -87,6 +87,38 @@ struct ActivationPattern {
 /// Complexity: O(n m).
 ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw);
 
+/// Whether an activation pattern is certain: the pattern the floating-point forward pass chose
+/// is that of the exact forward pass (exact arithmetic on the same theta and X, which are
+/// dyadic rationals), so that exact computations at the pattern (functional_dimension.hpp) are
+/// about the network itself.
+struct PatternCertificate {
+  /// Every kinked pre-activation is farther from 0 than its rounding error bound, or computed
+  /// exactly (then its sign is known, 0 included); every max node's chosen edge is ahead of
+  /// the others by more than twice their error bound, or computed exactly.
+  bool certified = true;
+  /// The (sample, node) pairs that are not certain.
+  Index uncertain = 0;
+  /// The first of them (sample order, then topological order); -1 when certified.
+  Index sample = -1;
+  NodeId node = -1;
+  /// Its pre-activation (a max node: its gap) and the error bound it did not clear.
+  double value = 0;
+  double error_bound = 0;
+};
+
+/// Bounds the rounding error of every pre-activation of `fw` (forward() on theta and X) by
+/// propagating, node by node, the a-priori bound gamma_k sum |w_e v(u)| of a k-term dot product
+/// in any order (with or without fused multiply-adds) plus sum |w_e| err(u), where a dot product
+/// whose terms are exact products on a common binary grid with sum |w_e v(u)| < 2^53 grid
+/// steps is exact (error 0: integer and dyadic networks are certified at every pre-activation,
+/// including exact zeros). Throws as activation_pattern() for mismatched shapes.
+/// Complexity: O(n E) time, O(m) memory per thread.
+PatternCertificate certify_activation_pattern(const Network& net, std::span<const double> theta,
+                                              const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                              const ForwardResult& fw,
+                                              const ActivationPattern& pattern,
+                                              const EngineOptions& options = {});
+
 /// A reproducible batch of n samples with standard normal entries (n x r, r =
 /// data_inputs().size()), for checks on random data (the report, tests).
 /// Complexity: O(n r).

@@ -5,6 +5,7 @@
 /// ranks). Singular values that are not finite make the computation `failed`; they are never
 /// counted.
 
+#include <Eigen/Core>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -87,5 +88,11 @@ struct NumericalRank {
 /// matrix needed exceeds the memory limit.
 /// Complexity: svd O(P d^2 + d^3); gram_eigenvalues O(sum len^2 + d^3).
 NumericalRank numerical_rank(const CsrMatrix<double>& j, const NumericalRankOptions& options = {});
+
+/// The numerical rank of a dense matrix, consumed (pass it with std::move): its singular values
+/// by LAPACK's dgesvd on it directly (which reduces a tall matrix by QR first), the tolerance
+/// max(rows, cols) eps sigma_max unless options.tolerance > 0; options.method is ignored.
+/// Complexity: O(rows cols min(rows, cols)).
+NumericalRank numerical_rank(Eigen::MatrixXd a, const NumericalRankOptions& options = {});
 
 }  // namespace pathlift

@@ -12,6 +12,7 @@
 #include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/forward.hpp"
+#include "pathlift/functional_dimension.hpp"
 #include "pathlift/generalization.hpp"
 #include "pathlift/gram.hpp"
 #include "pathlift/heavy_paths.hpp"

@@ -24,6 +24,7 @@
 #include "pathlift/lifting.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/rank.hpp"
+#include "rank_args.hpp"
 #include "results.hpp"
 
 namespace pathlift::python {
@@ -54,15 +55,6 @@ NumericalRankOptions numerical_options(const std::string& method, double toleran
   o.min_gap = min_gap;
   o.engine.max_memory = max_memory;
   return o;
-}
-
-/// NumericalRankOptions::when from None (automatic), True (always) or False (never).
-NumericalRankOptions::When numerical_when(const py::object& numerical) {
-  if (numerical.is_none()) {
-    return NumericalRankOptions::When::automatic;
-  }
-  return numerical.cast<bool>() ? NumericalRankOptions::When::always
-                                : NumericalRankOptions::When::never;
 }
 
 /// theta for the rank check: the argument, else the network's weights, else

@@ -6,6 +6,7 @@
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // every binding file converts std containers: one rule for all
 
 #include <Eigen/Core>
 #include <cstddef>

@@ -32,6 +32,7 @@
   X(heavy_paths)                   \
   X(balance)                       \
   X(conservation)                  \
+  X(functional_dimension)          \
   X(rescaling)                     \
   X(kernel)
 

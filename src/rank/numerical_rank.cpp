@@ -190,4 +190,20 @@ NumericalRank numerical_rank(const CsrMatrix<double>& j, const NumericalRankOpti
   return nr;
 }
 
+NumericalRank numerical_rank(Eigen::MatrixXd a, const NumericalRankOptions& options) {
+  NumericalRank nr;
+  nr.method = NumericalRankMethod::svd;
+  const double size = static_cast<double>(std::max(a.rows(), a.cols()));
+  if (a.rows() == 0 || a.cols() == 0) {
+    classify(nr, options.min_gap);
+    return nr;
+  }
+  nr.singular_values = lapack_singular_values(a);
+  nr.tolerance = options.tolerance > 0
+                     ? options.tolerance
+                     : size * std::numeric_limits<double>::epsilon() * nr.singular_values.front();
+  classify(nr, options.min_gap);
+  return nr;
+}
+
 }  // namespace pathlift

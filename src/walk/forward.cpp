@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -259,6 +260,169 @@ ActivationPattern activation_pattern(const Network& net, const ForwardResult& fw
   }
   pat.on_kink = pat.margin == 0.0;
   return pat;
+}
+
+namespace {
+
+constexpr double k_unit_roundoff = 0x1p-53;
+
+/// gamma_k = k u / (1 - k u), the relative error bound of a k-term dot product.
+double gamma(Index k) {
+  const double ku = static_cast<double>(k) * k_unit_roundoff;
+  return ku / (1 - ku);
+}
+
+/// The exponent of the lowest set bit of a non-zero finite x: x is an odd integer times 2^that.
+int low_exponent(double x) {
+  int e = 0;
+  const double f = std::frexp(std::abs(x), &e);  // |x| = f 2^e, f in [0.5, 1)
+  const auto mantissa = static_cast<std::uint64_t>(std::ldexp(f, 53));
+  return e - 53 + std::countr_zero(mantissa);
+}
+
+/// The rounding error bound of the dot product sum_t terms[t], whose terms' own products may
+/// have rounded (`exact_products` false) and whose sum has `abs_sum` = sum |terms|: 0 when
+/// every product is exact and every partial sum, in any order, lies on the terms' common
+/// binary grid below 2^53 steps; gamma_{k+1} abs_sum otherwise.
+double dot_rounding(std::span<const double> terms, bool exact_products, double abs_sum) {
+  const double bound = gamma(static_cast<Index>(terms.size()) + 1) * abs_sum;
+  if (!exact_products || abs_sum == 0) {
+    return abs_sum == 0 ? 0.0 : bound;
+  }
+  int grid = std::numeric_limits<int>::max();
+  for (const double t : terms) {
+    if (t != 0) {
+      grid = std::min(grid, low_exponent(t));
+    }
+  }
+  const double upper = abs_sum * (1 + gamma(static_cast<Index>(terms.size()) + 1));
+  return upper < std::ldexp(1.0, 53 + std::max(grid, -1000)) && grid > -1000 ? 0.0 : bound;
+}
+
+/// The slack of a bound computed in floating point: a few roundings of its own.
+double rounded_up(double bound, Index terms) {
+  return bound * (1 + gamma(2 * terms + 4));
+}
+
+}  // namespace
+
+PatternCertificate certify_activation_pattern(const Network& net, std::span<const double> theta_in,
+                                              const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                              const ForwardResult& fw,
+                                              const ActivationPattern& pattern,
+                                              const EngineOptions& options) {
+  check_theta(net, theta_in);
+  check_data(net, X);
+  const Index n = X.rows();
+  const Index m = net.num_nodes();
+  if (fw.values.rows() != n || fw.values.cols() != m || pattern.slopes.rows() != n ||
+      pattern.slopes.cols() != m) {
+    throw std::invalid_argument(fmt::format(
+        "the forward pass ({} x {}) and the pattern ({} x {}) must be n x m = {} x {}",
+        fw.values.rows(), fw.values.cols(), pattern.slopes.rows(), pattern.slopes.cols(), n, m));
+  }
+  const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
+  const double* w = theta.data();
+  const auto topo = net.topological_order();
+  std::vector<PatternCertificate> found(static_cast<std::size_t>(n));
+
+  detail::run_team(resolve_threads(options.threads), n * net.num_edges() > (Index{1} << 16), [&] {
+    std::vector<double> err(static_cast<std::size_t>(m), 0.0);
+    std::vector<double> terms;
+    std::vector<std::pair<double, double>> candidates;  // (value, error bound) of a max node
+    std::vector<double> sorted;
+#pragma omp for schedule(dynamic, 16)
+    for (Index i = 0; i < n; ++i) {
+      PatternCertificate& cert = found[static_cast<std::size_t>(i)];
+      const auto value = [&](NodeId u) { return fw.values(i, u); };
+      const auto note = [&](NodeId v, double x, double bound) {
+        if (cert.certified) {
+          cert = {.certified = false, .sample = i, .node = v, .value = x, .error_bound = bound};
+        }
+        ++cert.uncertain;
+      };
+      for (const NodeId v : topo) {
+        auto& e_v = err[static_cast<std::size_t>(v)];
+        if (net.is_input(v)) {
+          e_v = 0;
+          continue;
+        }
+        const auto in = net.in_edges(v);
+        const Activation& act = net.activation(v);
+        if (act.kind == ActivationKind::max) {
+          candidates.clear();
+          double worst = 0;
+          for (const EdgeId e : in) {
+            const NodeId u = net.source(e);
+            const double c = w[e] * value(u);
+            const bool exact = std::fma(w[e], value(u), -c) == 0;
+            const double bound = rounded_up(std::abs(w[e]) * err[static_cast<std::size_t>(u)] +
+                                                (exact ? 0.0 : k_unit_roundoff * std::abs(c)),
+                                            1);
+            candidates.emplace_back(c, bound);
+            worst = std::max(worst, bound);
+          }
+          e_v = worst;
+          if (worst > 0 && in.size() > 1) {
+            // The k-th largest and its neighbours in the order must be apart by more than two
+            // error bounds for the chosen edge to be the exact one.
+            sorted.resize(candidates.size());
+            std::transform(candidates.begin(), candidates.end(), sorted.begin(),
+                           [](const auto& c) { return c.first; });
+            std::sort(sorted.begin(), sorted.end(), std::greater<>());
+            const auto k = static_cast<std::size_t>(act.order);
+            double gap = std::numeric_limits<double>::infinity();
+            if (k >= 2) {
+              gap = sorted[k - 2] - sorted[k - 1];
+            }
+            if (k < sorted.size()) {
+              gap = std::min(gap, sorted[k - 1] - sorted[k]);
+            }
+            if (!(gap > 2 * worst)) {
+              note(v, gap, 2 * worst);
+            }
+          }
+          continue;
+        }
+        terms.clear();
+        bool exact_products = true;
+        double abs_sum = 0;
+        double propagated = 0;
+        for (const EdgeId e : in) {
+          const NodeId u = net.source(e);
+          const double t = w[e] * value(u);
+          exact_products = exact_products && std::fma(w[e], value(u), -t) == 0;
+          terms.push_back(t);
+          abs_sum += std::abs(t);
+          propagated += std::abs(w[e]) * err[static_cast<std::size_t>(u)];
+        }
+        const double pre_error =
+            rounded_up(dot_rounding(terms, exact_products, abs_sum) + propagated,
+                       static_cast<Index>(in.size()));
+        const double pre = fw.pre_activations(i, v);
+        const double a = detail::lin_negative_slope(act);
+        if (detail::lin_is_kinked(act) && pre_error > 0 && !(std::abs(pre) > pre_error)) {
+          note(v, pre, pre_error);
+          e_v = std::max(1.0, std::abs(a)) * pre_error;  // either piece
+        } else if (pre > 0 || a == 1.0) {
+          e_v = pre_error;
+        } else {
+          const bool exact = std::fma(a, pre, -(a * pre)) == 0;
+          e_v = rounded_up(
+              std::abs(a) * pre_error + (exact ? 0.0 : k_unit_roundoff * std::abs(a * pre)), 1);
+        }
+      }
+    }
+  });
+  PatternCertificate total;
+  for (const PatternCertificate& c : found) {
+    if (!c.certified && total.certified) {
+      total = c;
+      total.uncertain = 0;
+    }
+    total.uncertain += c.uncertain;
+  }
+  return total;
 }
 
 Eigen::MatrixXd random_data(const Network& net, Index n, std::uint64_t seed) {

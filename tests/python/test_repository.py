@@ -100,7 +100,7 @@ PUBLIC = {
     "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory", "path_metric"],
     "walk": ["paths", "lifting", "linearize", "forward", "checks"],
     "rank": ["certificate", "modular", "numerical_rank", "symmetry", "rank", "proof", "rescaling",
-             "balance", "summary", "conservation"],
+             "balance", "summary", "conservation", "functional_dimension"],
 }
 INCLUDE = re.compile(r'^#include "((?:pathlift|src)/[^"]+)"', re.M)
 

@@ -93,6 +93,8 @@ CALLS = {
     "enorm": lambda pl, n, ln, t, X: pl.enorm(ln, t).theta,
     "conservation_laws": lambda pl, n, ln, t, X: pl.conservation_laws(n, t).values,
     "conservation_laws/layers": lambda pl, n, ln, t, X: pl.conservation_laws(ln, t).values,
+    "functional_dimension": lambda pl, n, ln, t, X: pl.functional_dimension(
+        n, t, X).pivot_rows,
     "path_magnitude": lambda pl, n, ln, t, X: pl.path_magnitude(n, t),
     "top_paths": lambda pl, n, ln, t, X: [p["value"] for p in pl.top_paths(n, t, 3)],
     "top_paths/layers": lambda pl, n, ln, t, X: [p["value"] for p in pl.top_paths(ln, t, 3)],

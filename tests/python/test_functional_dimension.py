@@ -1,0 +1,99 @@
+"""pathlift.functional_dimension and `pathlift rank --data` (docs/functional-dimension.md): the
+faces agree with each other, a CNN's certified value agrees with PyTorch autograd's Jacobian
+of the module itself, and bad input is refused. The exact rational reference is in
+test_functional_dimension_exact.py."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+
+def cnn(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.AvgPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(3 * 2 * 2, 4), torch.nn.ReLU(),
+        torch.nn.Linear(4, 2)).double().eval()
+    return model
+
+
+def autograd_jacobian(model, X):
+    """J_X by torch.autograd on the module, rows sample-major, columns in parameters() order."""
+    rows = []
+    for x in X:
+        out = model(x[None])[0]
+        for j in range(out.shape[0]):
+            grads = torch.autograd.grad(out[j], list(model.parameters()), retain_graph=True)
+            rows.append(torch.cat([g.reshape(-1) for g in grads]).numpy())
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_cnn_agrees_with_autograd_on_the_module(pl, seed):
+    model = cnn(seed)
+    net = pl.from_torch(model, input_shape=(1, 4, 4))
+    X = torch.randn(12, 1, 4, 4, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(seed))
+    fd = pl.functional_dimension(net, None, X.reshape(12, -1).numpy(), numerical=True)
+    J = autograd_jacobian(model, X)
+    assert J.shape == (fd.rows, fd.d)
+    s = np.linalg.svd(J, compute_uv=False)
+    assert fd.numerical is not None
+    np.testing.assert_allclose(fd.numerical.singular_values, s, rtol=1e-9, atol=1e-12 * s[0])
+    rank = int(np.linalg.matrix_rank(J))
+    assert fd.lower <= rank <= fd.upper
+    if fd.status == "certified":
+        assert fd.rank == rank
+    # The first rows that reach the rank are independent, and a prefix already has it.
+    assert np.linalg.matrix_rank(J[fd.pivot_rows]) == fd.lower
+    assert np.linalg.matrix_rank(J[: fd.rows_to_rank]) == fd.lower
+
+
+def test_the_cli_prints_the_librarys_json(pl, run_cli, tmp_path):
+    net = pl.feed_forward(5, [8, 8], 3)
+    theta = pl.normal_weights(net.d, 0)
+    X = np.random.default_rng(0).standard_normal((40, 5))
+    np.save(tmp_path / "X.npy", X)
+    r = run_cli("rank", "--ff", "5,8,8,3", "--data", tmp_path / "X.npy", "--json", check=True)
+    got = json.loads(r.stdout)
+    assert got["format"] == "pathlift-functional-dimension"
+    want = pl.functional_dimension(net, theta, X).to_dict()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value) if isinstance(value, float) else got[key] == value
+    text = run_cli("rank", "--ff", "5,8,8,3", "--data", tmp_path / "X.npy", check=True).stdout
+    shown = want["lower"] if want["status"] == "certified" else "?"
+    assert f"rank(J_X)    {shown}  " in text
+    assert f"{want['lower']} <= rank(J_X) <= {want['upper']}" in text
+    assert f"status       {want['status']}: " in text
+
+
+def test_the_pattern_within_rounding_is_not_certified(pl):
+    net = pl.Network([("a", "h"), ("b", "h"), ("c", "h"), ("h", "y")],
+                     nodes=["a", "b", "c", "h", "y"])
+    fd = pl.functional_dimension(net, [0.1, 0.2, -0.3, 1.0], np.ones((1, 3)))
+    assert fd.status == "pattern_uncertain" and not fd.pattern_certified
+    assert "node h" in fd.pattern_note
+    exact = pl.functional_dimension(net, [1.0, 2.0, -3.0, 1.0], np.ones((1, 3)))
+    assert exact.status == "certified" and exact.on_kink and exact.rank == 0
+
+
+def test_refusals(pl, run_cli, tmp_path):
+    net = pl.feed_forward(3, [4], 2)
+    theta = pl.normal_weights(net.d, 0)
+    with pytest.raises(ValueError, match="odd"):
+        pl.functional_dimension(net, theta, np.ones((2, 3)), prime=2)
+    with pytest.raises(ValueError, match="prime"):
+        pl.functional_dimension(net, theta, np.ones((2, 3)), prime=15)
+    with pytest.raises(pl.FormatError, match="4 columns"):
+        pl.functional_dimension(net, theta, np.ones((2, 4)))
+    with pytest.raises(ValueError, match="not finite"):
+        pl.functional_dimension(net, theta, np.full((2, 3), np.nan))
+    with pytest.raises(MemoryError):
+        big = pl.feed_forward(30, [30, 30], 10)
+        pl.functional_dimension(big, pl.normal_weights(big.d, 0), np.ones((200, 30)),
+                                max_memory=100_000)
+    np.save(tmp_path / "X.npy", np.ones((2, 3)))
+    r = run_cli("rank", "--ff", "3,4,2", "--data", tmp_path / "X.npy", "--enumerate")
+    assert r.returncode == 2 and "excludes" in r.stderr
