@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 import torch
-from functorch import jacrev, make_functional, vmap
+from functorch import jacrev, make_functional_with_buffers, vmap
 from sklearn.datasets import load_digits
 
 import pathlift
@@ -51,10 +51,10 @@ def train(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, steps: int) 
 def torch_rank(model: torch.nn.Module, X: torch.Tensor) -> tuple[int, float]:
     """The numerical rank of J_X as a user would compute it: torch.func, then numpy."""
     t0 = time.perf_counter()
-    fmodel, params = make_functional(model)
+    fmodel, params, buffers = make_functional_with_buffers(model)
 
     def one(p, x):  # type: ignore[no-untyped-def]
-        return fmodel(p, x[None])[0]
+        return fmodel(p, buffers, x[None])[0]
 
     blocks = vmap(jacrev(one), in_dims=(None, 0))(params, X)
     n = X.shape[0]

@@ -80,7 +80,9 @@ struct FunctionalDimension {
   /// counted): the parameters on no path active on any sample (zero columns), and with one
   /// parameter per edge the symmetries of the batch's linear blocks: hidden nodes with the
   /// same sources, targets and slope on every sample act on the batch as one linear map, so
-  /// GL(|S|) acts on their weights without changing f(X) (rescalings when |S| = 1).
+  /// GL(|S|) acts on their weights without changing f(X) (rescalings when |S| = 1), a block
+  /// linear on the whole batch translates through its biases; and a node with more incoming
+  /// edges than distinct samples on which it is live has that excess of kernel on them.
   Index upper_kernel = 0;
   Index distinct_samples = 0;
   /// The lexicographically first independent rows of J_X (row i q + j), `lower` of them: row t

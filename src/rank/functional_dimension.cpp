@@ -174,8 +174,9 @@ class SampleRows {
   std::vector<typename R::Value> m_t;
 };
 
-/// Samples that equal an earlier one, row by row of X.
-Index distinct_samples(const Eigen::Ref<const Eigen::MatrixXd>& X) {
+/// Each sample's class among equal samples (equal rows of X), numbered 0, 1, ... in order of
+/// first appearance; the number of classes is the number of distinct samples.
+std::vector<Index> sample_classes(const Eigen::Ref<const Eigen::MatrixXd>& X, Index& distinct) {
   std::vector<Index> order(static_cast<std::size_t>(X.rows()));
   std::iota(order.begin(), order.end(), Index{0});
   const auto less = [&](Index a, Index b) {
@@ -186,18 +187,34 @@ Index distinct_samples(const Eigen::Ref<const Eigen::MatrixXd>& X) {
     }
     return false;
   };
-  std::sort(order.begin(), order.end(), less);
-  Index distinct = 0;
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<Index> leader(order.size());  // the first sample of each one's class
   for (std::size_t t = 0; t < order.size(); ++t) {
-    distinct += t == 0 || less(order[t - 1], order[t]) ? 1 : 0;
+    leader[static_cast<std::size_t>(order[t])] =
+        t > 0 && !less(order[t - 1], order[t]) ? leader[static_cast<std::size_t>(order[t - 1])]
+                                               : order[t];
   }
-  return distinct;
+  std::vector<Index> cls(order.size(), -1);
+  distinct = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto l = static_cast<std::size_t>(leader[i]);
+    cls[i] = l == i ? distinct++ : cls[l];
+  }
+  return cls;
 }
 
-/// The edges active on some sample: the source's value and the derivative of some output
-/// with respect to the target's pre-activation can be non-zero (structurally, at the pattern).
-/// The columns of J_X of the parameters without an active edge are exactly zero.
-std::vector<char> active_edges(const RowPlan& plan) {
+/// Where J_X can be non-zero, structurally at the pattern.
+struct Activity {
+  /// Per edge: active on some sample (the source's value and the derivative of some output
+  /// with respect to the target's pre-activation can be non-zero). The columns of J_X of the
+  /// parameters without an active edge are exactly zero.
+  std::vector<char> edges;
+  /// Per node: the distinct samples on which its slope is not 0 and some output sees it (the
+  /// rows of J_X its incoming edges' columns can be non-zero on, up to equal samples).
+  std::vector<Index> live_samples;
+};
+
+Activity activity(const RowPlan& plan, const std::vector<Index>& classes) {
   const Network& net = plan.net;
   const Index n = plan.X.rows();
   const Index m = net.num_nodes();
@@ -205,6 +222,13 @@ std::vector<char> active_edges(const RowPlan& plan) {
   std::vector<char> active(static_cast<std::size_t>(net.num_edges()), 0);
   std::vector<char> reach(static_cast<std::size_t>(m));
   std::vector<char> seen(static_cast<std::size_t>(m));
+  std::vector<Index> live(static_cast<std::size_t>(m), 0);
+  // Each node's classes of equal samples counted once (a bit per node and class), or, when
+  // that would be large, every sample counted (a weaker bound, still an upper one).
+  const Index num_classes =
+      classes.empty() ? 0 : *std::max_element(classes.begin(), classes.end()) + 1;
+  const bool by_class = static_cast<double>(m) * static_cast<double>(num_classes) <= 0x1p27;
+  std::vector<char> counted(by_class ? static_cast<std::size_t>(m * num_classes) : 0, 0);
   const auto passes = [&](Index i, NodeId v, EdgeId e) {  // e = (u -> v) carries a value
     if (net.activation(v).kind == ActivationKind::max) {
       return plan.pattern.max_edges(i, v) == e;
@@ -241,6 +265,20 @@ std::vector<char> active_edges(const RowPlan& plan) {
                 : 0;
       }
       seen[static_cast<std::size_t>(v)] = s;
+      const bool is_live =
+          s && !net.is_input(v) &&
+          (net.activation(v).kind == ActivationKind::max || plan.pattern.slopes(i, v) != 0);
+      if (is_live) {
+        char* bit = by_class ? &counted[static_cast<std::size_t>(
+                                   v * num_classes + classes[static_cast<std::size_t>(i)])]
+                             : nullptr;
+        if (bit == nullptr || *bit == 0) {
+          ++live[static_cast<std::size_t>(v)];
+        }
+        if (bit != nullptr) {
+          *bit = 1;
+        }
+      }
     }
     for (EdgeId e = 0; e < net.num_edges(); ++e) {
       if (reach[static_cast<std::size_t>(net.source(e))] &&
@@ -249,13 +287,12 @@ std::vector<char> active_edges(const RowPlan& plan) {
       }
     }
   }
-  return active;
+  return {std::move(active), std::move(live)};
 }
 
 /// The parameters that carry an active edge (the others' columns of J_X are zero).
-std::vector<char> active_params(const RowPlan& plan) {
+std::vector<char> active_params(const RowPlan& plan, const std::vector<char>& active) {
   const Network& net = plan.net;
-  const std::vector<char> active = active_edges(plan);
   std::vector<char> param_active(static_cast<std::size_t>(net.num_params()), 0);
   for (EdgeId e = 0; e < net.num_edges(); ++e) {
     if (active[static_cast<std::size_t>(e)] && net.edge_param(e) != kFixedEdge) {
@@ -385,8 +422,11 @@ void append_translations(const RowPlan& plan, const std::vector<NodeId>& block,
 ///   the pattern, every sample sees the block's values multiplied by M and undone by M^-1,
 ///   so f(X) is unchanged: J_X times the tangent is 0. a = b is the rescaling of a. A block
 ///   linear on the whole batch also has its translations (append_translations).
+/// With one parameter per edge, also d minus the rank of those vectors that avoid the incoming
+/// edges of the nodes with more incoming edges than live samples, minus that excess (the
+/// kernel of those nodes' data, known by its dimension alone); the smaller of the two.
 Index kernel_bound(const RowPlan& plan, const std::vector<char>& param_active,
-                   std::uint64_t prime) {
+                   const std::vector<Index>& live_samples, std::uint64_t prime) {
   const Network& net = plan.net;
   std::vector<std::vector<std::pair<Index, std::int64_t>>> vectors;
   for (Index k = 0; k < net.num_params(); ++k) {
@@ -435,14 +475,53 @@ Index kernel_bound(const RowPlan& plan, const std::vector<char>& param_active,
       }
     }
   }
-  const detail::ModularRowLoader load = [&](Index r, auto& out) {
-    const auto& v = vectors[static_cast<std::size_t>(r)];
-    out.assign(v.begin(), v.end());
-  };
-  const Index kernel = detail::modular_eliminate(static_cast<Index>(vectors.size()),
-                                                 net.num_params(), load, prime, {}, -1)
-                           .rank;
-  return net.num_params() - kernel;
+  const auto rank_of =
+      [&](const std::vector<const std::vector<std::pair<Index, std::int64_t>>*>& family) {
+        const detail::ModularRowLoader load = [&](Index r, auto& out) {
+          const auto& v = *family[static_cast<std::size_t>(r)];
+          out.assign(v.begin(), v.end());
+        };
+        return detail::modular_eliminate(static_cast<Index>(family.size()), net.num_params(), load,
+                                         prime, {}, -1)
+            .rank;
+      };
+  std::vector<const std::vector<std::pair<Index, std::int64_t>>*> all;
+  for (const auto& v : vectors) {
+    all.push_back(&v);
+  }
+  const Index bound = net.num_params() - rank_of(all);
+  if (!net.one_parameter_per_edge()) {
+    return bound;
+  }
+  // The second family: a node v whose incoming edges outnumber the distinct samples it is live
+  // on has at least |in(v)| - live(v) kernel vectors on its incoming edges (J_X restricted to
+  // them is diag(t(v)) V_v, V_v the live samples' values of v's sources). These spaces and the
+  // explicit vectors that avoid every such edge have disjoint supports: their dimensions add.
+  std::vector<char> taken(static_cast<std::size_t>(net.num_edges()), 0);
+  Index implicit = 0;
+  for (NodeId v = 0; v < net.num_nodes(); ++v) {
+    const auto in = net.in_edges(v);
+    const Index excess = static_cast<Index>(in.size()) - live_samples[static_cast<std::size_t>(v)];
+    if (net.is_input(v) || net.activation(v).kind == ActivationKind::max || excess <= 0) {
+      continue;
+    }
+    implicit += excess;
+    for (const EdgeId e : in) {
+      taken[static_cast<std::size_t>(e)] = 1;
+    }
+  }
+  if (implicit == 0) {
+    return bound;
+  }
+  std::vector<const std::vector<std::pair<Index, std::int64_t>>*> rest;
+  for (const auto& v : vectors) {
+    if (std::none_of(v.begin(), v.end(), [&](const auto& x) {
+          return taken[static_cast<std::size_t>(x.first)] != 0;
+        })) {
+      rest.push_back(&v);
+    }
+  }
+  return std::min(bound, net.num_params() - rank_of(rest) - implicit);
 }
 
 /// The certified upper bound of rank(dPhi(theta)), path-free.
@@ -709,11 +788,12 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
     plan.data_column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
   }
 
-  fd.distinct_samples = distinct_samples(X);
+  const std::vector<Index> classes = sample_classes(X, fd.distinct_samples);
   fd.upper_rows = fd.q * fd.distinct_samples;
   fd.upper_dphi = dphi_bound(model, theta, options);
-  const std::vector<char> param_active = active_params(plan);
-  fd.upper_kernel = kernel_bound(plan, param_active, options.prime);
+  const Activity act = activity(plan, classes);
+  const std::vector<char> param_active = active_params(plan, act.edges);
+  fd.upper_kernel = kernel_bound(plan, param_active, act.live_samples, options.prime);
   fd.upper = std::min({fd.upper_rows, fd.upper_dphi, fd.upper_kernel});
 
   const detail::ModField field(options.prime);

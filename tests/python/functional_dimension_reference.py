@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 Number = int | Fraction
 Matrix = list[list[Number]]
@@ -44,10 +44,9 @@ class RankProfile(NamedTuple):
 def _integer_row(row: Sequence[Any]) -> list[int]:
     """The row scaled to coprime integers (same span): times the lcm of the denominators,
     divided by the gcd of the entries."""
-    fr = [x if isinstance(x, int) else Fraction(x) for x in row]
-    den = math.lcm(*(1 if isinstance(f, int) else f.denominator for f in fr)) if fr else 1
-    ints = [f * den if isinstance(f, int) else f.numerator * (den // f.denominator) for f in fr]
-    return _primitive(ints)
+    fr = [Fraction(x) for x in row]
+    den = math.lcm(*(f.denominator for f in fr)) if fr else 1
+    return _primitive([f.numerator * (den // f.denominator) for f in fr])
 
 
 def _primitive(v: list[int]) -> list[int]:
@@ -129,6 +128,15 @@ def _exact(x: Any) -> Number:
     return f.numerator if f.denominator == 1 else f
 
 
+def min_abs(values: Iterable[Any]) -> Any:
+    """min |v| over the values (exact), None when there is none: the margin of a pattern."""
+    best: Any = None
+    for v in values:
+        if best is None or abs(v) < best:
+            best = abs(v)
+    return best
+
+
 def _slope(pre: Number, negative_slope: Number) -> Number:
     return 1 if pre > 0 else negative_slope
 
@@ -180,17 +188,15 @@ def mlp_jacobian(weights: Sequence[Sequence[Sequence[Any]]], biases: Sequence[Se
         if len(B[l]) != len(W[l]) or (l > 0 and any(len(r) != len(W[l - 1]) for r in W[l])):
             raise ValueError(f"layer {l}: shapes do not chain")
     rows: Matrix = []
+    q = len(W[-1])
     for x in X:
         acts = [[_exact(v) for v in x]]  # the input of each layer
         slopes = []  # the slope of each hidden unit at this sample (the pattern)
-        for l in range(L):
-            pre = [sum((w * v for w, v in zip(W[l][u], acts[l])), B[l][u]) for u in range(len(W[l]))]
-            if l < L - 1:
-                s = [_slope(p, a_neg) for p in pre]
-                slopes.append(s)
-                acts.append([si * p for si, p in zip(s, pre)])
-            else:
-                q = len(pre)
+        for l in range(L - 1):
+            pre = [sum((w * v for w, v in zip(W_row, acts[l])), b) for W_row, b in zip(W[l], B[l])]
+            s = [_slope(p, a_neg) for p in pre]
+            slopes.append(s)
+            acts.append([si * p for si, p in zip(s, pre)])
         for j in range(q):
             g: list[Number] = [0] * q  # adjoint of layer l's pre-activation
             g[j] = 1
@@ -414,6 +420,10 @@ def torch_batch_jacobian(model: Any, X: Any) -> tuple[Matrix, Number | None]:
             h.remove()
     J = torch.stack(rows).detach().numpy() if rows else np.zeros((0, 0))
     weights = [*params, *(b for b in model.buffers() if b.dtype.is_floating_point)]
+    # at most 2^10 nonzero terms per sum: fan-ins and fan-outs below a weight tensor's size,
+    # sums over positions below a sample's size
+    if any(w.numel() > 1024 for w in weights) or any(t[0].numel() > 1024 for t in recorded):
+        raise NotExact("a layer too large for the 2^10 terms per sum assumed")
     ka, ba = _grids([X, *recorded])
     kw, bw = _grids(weights)
     kg, bg = _grids(adjoints)
@@ -425,4 +435,4 @@ def torch_batch_jacobian(model: Any, X: Any) -> tuple[Matrix, Number | None]:
             raise NotExact(f"{what} sums may need {bits + 12} > 53 bits: float64 may round")
     _grid(J)  # and the Jacobian itself is dyadic, finite
     matrix: Matrix = [[_exact(float(v)) for v in row] for row in J]
-    return matrix, (min(margin) if margin else None)
+    return matrix, min_abs(margin)
