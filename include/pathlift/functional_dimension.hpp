@@ -82,7 +82,8 @@ struct FunctionalDimension {
   /// same sources, targets and slope on every sample act on the batch as one linear map, so
   /// GL(|S|) acts on their weights without changing f(X) (rescalings when |S| = 1), a block
   /// linear on the whole batch translates through its biases; and a node with more incoming
-  /// edges than distinct samples on which it is live has that excess of kernel on them.
+  /// edges than distinct samples on which it is live has that excess of kernel on them. With
+  /// shared parameters: the zero columns and the rescaling of each parameter class.
   Index upper_kernel = 0;
   Index distinct_samples = 0;
   /// The lexicographically first independent rows of J_X (row i q + j), `lower` of them: row t
@@ -137,7 +138,8 @@ struct FunctionalDimension {
 ///   const std::vector<double> theta = pathlift::normal_weights(m.num_params(), 0);
 ///   const Eigen::MatrixXd X = pathlift::random_data(*m.dag(), 50, 1);
 ///   const auto fd = pathlift::functional_dimension(m, theta, X);
-///   // fd.certified() && *fd.rank() == m.num_params() - 12   (d - h, 100 rows are enough)
+///   // fd.certified(), fd.lower == fd.upper == 72: d - h = 86 - 12 = 74, less two edges
+///   // whose target is inactive on every sample their source is active on (zero columns)
 /// \endcode
 FunctionalDimension functional_dimension(const Model& model, std::span<const double> theta,
                                          const Eigen::Ref<const Eigen::MatrixXd>& X,

@@ -84,7 +84,8 @@ same function: ``rescale(model, lambdas)`` (along a rescaling orbit) and
 ``fold_batchnorm(model)`` (each BatchNorm folded into the Conv or Linear before it).
 Balancing before training: ``path_cond(model)`` and ``enorm(model)`` rescale it in place
 (docs/balance.md); ``conservation_laws(model)``: what gradient flow of any loss conserves, one
-quantity per unit or channel class (docs/dynamics.md). Certificates:
+quantity per unit or channel class (docs/dynamics.md); ``functional_dimension(model, X)``: the
+rank of the batch Jacobian on X, certified (docs/functional-dimension.md). Certificates:
 ``lipschitz_bound(model, model2)`` bounds how far a pruned or quantized copy
 moves on any input (the path-metric, docs/path_metric.md); ``generalization_bound(model, loader)``
 is the path-norm toolkit's bound on the expected test loss, n and B read from the training set
@@ -94,7 +95,7 @@ The modules, each importing only those before it: ``_torch_params`` (theta <-> p
 ``_torch_trace`` (torch.fx, in-place operations), ``_torch_fx`` (the layers),
 ``_torch_network`` (TorchNetwork, from_torch, ...), ``_torch_autograd``, ``_torch_metric``,
 ``_torch_bound``,
-``_torch_rescale``, ``_torch_conservation``,
+``_torch_rescale``, ``_torch_conservation``, ``_torch_functional_dimension``,
 ``_torch_sequential`` (to_torch); this module re-exports them.
 """
 
@@ -109,6 +110,7 @@ from ._torch_bound import TrainingSetBound, generalization_bound
 from ._torch_metric import lipschitz_bound
 from ._torch_rescale import enorm, fold_batchnorm, path_cond, rescale
 from ._torch_conservation import conservation_laws
+from ._torch_functional_dimension import functional_dimension
 from ._torch_sequential import to_torch
 
 __all__ = ["from_torch", "theta_from_torch", "layer_graph_from_torch", "supports", "Support",
@@ -116,4 +118,5 @@ __all__ = ["from_torch", "theta_from_torch", "layer_graph_from_torch", "supports
            "kernel_diagonal", "PathSGD", "theta_tensor", "to_torch_sparse", "rescale",
            "load_theta", "fold_batchnorm", "TorchNetwork", "InputShape", "lipschitz_bound",
            "path_cond", "enorm", "kernel_operator", "TorchKernelOperator",
-           "generalization_bound", "TrainingSetBound", "conservation_laws"]
+           "generalization_bound", "TrainingSetBound", "conservation_laws",
+           "functional_dimension"]

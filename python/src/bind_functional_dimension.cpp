@@ -113,7 +113,7 @@ Example::
     net = pathlift.feed_forward(4, [6, 6], 2)
     theta = pathlift.normal_weights(net.d, 0)
     fd = pathlift.functional_dimension(net, theta, pathlift.random_data(net, 50, 1))
-    fd.rank   # d - h = 86 - 12 = 74)doc");
+    fd.rank   # 72: d - h = 86 - 12 = 74, less two edges that never carry a value)doc");
 }
 
 }  // namespace pathlift::python

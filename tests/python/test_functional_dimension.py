@@ -44,6 +44,12 @@ def test_a_cnn_agrees_with_autograd_on_the_module(pl, seed):
     np.testing.assert_allclose(fd.numerical.singular_values, s, rtol=1e-9, atol=1e-12 * s[0])
     rank = int(np.linalg.matrix_rank(J))
     assert fd.lower <= rank <= fd.upper
+    # The kernel bound counts each channel class's rescaling (shared parameters), and the
+    # zero columns beside them.
+    h_sym = pl.rank(net, enumerate=False)["h_sym"]
+    zero = int((np.abs(J).sum(0) == 0).sum())
+    assert fd.upper_kernel <= fd.d - h_sym
+    assert fd.upper_kernel <= fd.d - zero
     if fd.status == "certified":
         assert fd.rank == rank
     # The first rows that reach the rank are independent, and a prefix already has it.
@@ -97,3 +103,17 @@ def test_refusals(pl, run_cli, tmp_path):
     np.save(tmp_path / "X.npy", np.ones((2, 3)))
     r = run_cli("rank", "--ff", "3,4,2", "--data", tmp_path / "X.npy", "--enumerate")
     assert r.returncode == 2 and "excludes" in r.stderr
+
+
+def test_the_torch_face_flattens_the_batch(pl):
+    import pathlift.torch as pt
+    model = cnn(7)
+    X = torch.randn(10, 1, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    fd = pt.functional_dimension(model, X)
+    net = pl.from_torch(model, input_shape=(1, 4, 4))
+    want = pl.functional_dimension(net, None, X.reshape(10, -1).numpy())
+    assert (fd.lower, fd.upper, fd.pivot_rows) == (want.lower, want.upper, want.pivot_rows)
+    rank = int(np.linalg.matrix_rank(autograd_jacobian(model, X)))
+    assert fd.lower <= rank <= fd.upper
+    with pytest.raises(ValueError, match="batch"):
+        pt.functional_dimension(model, np.ones(16))

@@ -64,13 +64,15 @@ def test_readme_python_examples(pathlift_module):
     # the claims in the comments: P = 98, rank(B) = d - h, L Phi == model(X)
     assert printed[0].endswith(" 98")
     assert printed[1] == "True" and printed[2] == "True"
+    # the functional dimension on X: d - h = 66 - 8, certified
+    assert printed[4] == "certified 58 58"
     # the CNN block: forward equals the model, rank(B) = d - h_sym = 359 certified
-    assert printed[4] == "True"
-    assert printed[5] == "359 359 verified"
+    assert printed[5] == "True"
+    assert printed[6] == "359 359 verified"
     # the training block: dPhi as a torch sparse CSR tensor, P x d
-    assert printed[7] == "torch.sparse_csr (98, 66)"
+    assert printed[8] == "torch.sparse_csr (98, 66)"
     # the generalization bound of the MLP 5 -> 8 -> 2: depth 2, n = 32 samples
-    assert printed[8] == "2 32 True True"
+    assert printed[9] == "2 32 True True"
 
 
 def test_readme_cpp_example_is_the_consumer_built_by_the_tests():
