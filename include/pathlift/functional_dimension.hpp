@@ -48,7 +48,8 @@ struct FunctionalDimensionOptions {
   std::uint64_t prime = default_prime;
   /// The numerical rank of J_X beside the exact one: dense SVD (LAPACK dgesvd) of all N q rows.
   /// method and svd_max_entries are ignored; with when = automatic it is skipped (and the note
-  /// says so) above automatic_max_flops (2 N q d^2, here about 20 s of LAPACK on two cores).
+  /// says so) above automatic_max_flops (2 max(N q, d) min(N q, d)^2 + 6 min(N q, d)^3, here
+  /// about 20 s of LAPACK on two cores).
   NumericalRankOptions numerical = [] {
     NumericalRankOptions o;
     o.automatic_max_flops = 3e11;

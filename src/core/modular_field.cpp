@@ -1,5 +1,7 @@
 #include "src/core/modular_field.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -82,6 +84,26 @@ ModField::ModField(std::uint64_t p) : m_p(p), m_odd(p % 2 == 1) {
     m_r2 = mulmod_slow(r1, r1, p);
     m_one = r1;
   }
+}
+
+std::uint64_t ModField::from_dyadic(double x) const {
+  if (x == 0) {
+    return 0;
+  }
+  // x = m 2^(e - 53) with |m| < 2^53 an integer.
+  int e = 0;
+  const double frac = std::frexp(x, &e);
+  const auto m = static_cast<std::int64_t>(std::ldexp(frac, 53));
+  std::uint64_t r = from_int(m);
+  const int shift = e - 53;
+  std::uint64_t base = from_int(shift >= 0 ? 2 : static_cast<std::int64_t>((m_p + 1) / 2));
+  for (unsigned k = static_cast<unsigned>(shift >= 0 ? shift : -shift); k > 0; k >>= 1U) {
+    if ((k & 1U) != 0) {
+      r = mul(r, base);
+    }
+    base = mul(base, base);
+  }
+  return r;
 }
 
 std::uint64_t ModField::inv(std::uint64_t a) const {

@@ -52,6 +52,10 @@ class ModField {
   [[nodiscard]] std::uint64_t mul(std::uint64_t a, std::uint64_t b) const {
     return m_odd ? redc(static_cast<u128>(a) * b) : (a * b) % m_p;
   }
+  /// The image of a finite double x = m 2^e (m an integer) under Z[1/2] -> Z/pZ, in internal
+  /// form; p must be odd (2 invertible) and x finite, which the caller has checked
+  /// (dyadic_residue, mod_p.hpp, is the checked form). Complexity: O(log |e|).
+  [[nodiscard]] std::uint64_t from_dyadic(double x) const;
   /// The inverse of a non-zero element (Fermat: a^(p-2)).
   [[nodiscard]] std::uint64_t inv(std::uint64_t a) const;
   /// The internal form of 1.

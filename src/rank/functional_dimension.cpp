@@ -45,7 +45,7 @@ struct ModRing {
   using Value = std::uint64_t;
   [[nodiscard]] Value zero() const { return 0; }
   [[nodiscard]] Value one() const { return field.one(); }
-  [[nodiscard]] Value from(double x) const { return field.from_residue(dyadic_residue(x, prime)); }
+  [[nodiscard]] Value from(double x) const { return field.from_dyadic(x); }
   [[nodiscard]] Value add(Value a, Value b) const { return field.add(a, b); }
   [[nodiscard]] Value mul(Value a, Value b) const { return field.mul(a, b); }
   /// The residue in [0, p), for FLINT.
@@ -298,7 +298,9 @@ void numerical_part(const RowPlan& plan, const FunctionalDimensionOptions& optio
   }
   const double rows = static_cast<double>(fd.rows);
   const double d = static_cast<double>(fd.d);
-  const double flops = 2 * rows * d * std::min(rows, d) + 6 * d * d * d;
+  // LAPACK reduces the long side by QR first, then the SVD of the small square factor.
+  const double small = std::min(rows, d);
+  const double flops = 2 * std::max(rows, d) * small * small + 6 * small * small * small;
   if (no.when == When::automatic && flops > no.automatic_max_flops) {
     fd.numerical_note =
         fmt::format("skipped: the SVD of the {} x {} J_X needs about {:.2g} flops, above {:.2g}",

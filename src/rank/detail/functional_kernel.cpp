@@ -12,6 +12,7 @@
 #include "pathlift/error.hpp"
 #include "pathlift/mod_p.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/core/modular_field.hpp"
 #include "src/rank/detail/modular_elimination.hpp"
 
 namespace pathlift::detail {
@@ -263,6 +264,10 @@ void append_class_rescalings(const RowPlan& plan, std::uint64_t prime,
   if (pc.constraints != 0) {
     return;
   }
+  const ModField field(prime);
+  const auto residue = [&](double x) {
+    return static_cast<std::int64_t>(field.to_residue(field.from_dyadic(x)));
+  };
   std::vector<std::vector<std::pair<Index, std::int64_t>>> by_class(
       static_cast<std::size_t>(pc.classes));
   // theta_k, each parameter's value: the weight of any of its edges.
@@ -280,12 +285,10 @@ void append_class_rescalings(const RowPlan& plan, std::uint64_t prime,
     }
     const double t = value[static_cast<std::size_t>(k)];
     if (in >= 0) {
-      by_class[static_cast<std::size_t>(in)].emplace_back(
-          k, static_cast<std::int64_t>(dyadic_residue(t, prime)));
+      by_class[static_cast<std::size_t>(in)].emplace_back(k, residue(t));
     }
     if (out >= 0) {
-      by_class[static_cast<std::size_t>(out)].emplace_back(
-          k, static_cast<std::int64_t>(dyadic_residue(-t, prime)));
+      by_class[static_cast<std::size_t>(out)].emplace_back(k, residue(-t));
     }
   }
   for (auto& v : by_class) {
@@ -323,8 +326,9 @@ Index kernel_bound(const RowPlan& plan, const std::vector<char>& param_active,
   if (!net.one_parameter_per_edge()) {
     append_class_rescalings(plan, prime, vectors);
   } else {
+    const ModField field(prime);
     const auto residue = [&](double x) {
-      return static_cast<std::int64_t>(dyadic_residue(x, prime));
+      return static_cast<std::int64_t>(field.to_residue(field.from_dyadic(x)));
     };
     // The edge (u -> v) for each source u of v, and (v -> t) for each target, by node order.
     const auto by_source = [&](NodeId v) {
