@@ -117,3 +117,18 @@ def test_the_torch_face_flattens_the_batch(pl):
     assert fd.lower <= rank <= fd.upper
     with pytest.raises(ValueError, match="batch"):
         pt.functional_dimension(model, np.ones(16))
+
+
+def test_an_onnx_cnn_on_a_few_samples(pl, run_cli, tmp_path):
+    """lenet5 (d = 61,706) on 3 samples: 30 rows, certified by q x distinct samples; the SVD of
+    the wide J_X is cheap (its small side is 30) and runs by default."""
+    import pathlib
+    model = pathlib.Path(__file__).resolve().parents[1] / "data" / "lenet5.onnx"
+    X = np.random.default_rng(0).standard_normal((3, 784))
+    np.save(tmp_path / "X.npy", X)
+    got = json.loads(run_cli("rank", "--onnx", model, "--data", tmp_path / "X.npy", "--json",
+                             check=True).stdout)
+    assert got["d"] == 61706 and got["rows"] == 30
+    assert got["status"] == "certified" and got["functional_dimension"] == 30
+    assert got["numerical_rank"] == 30
+    assert got["pattern_certified"]
