@@ -26,6 +26,11 @@ inline Json number_or_null(double x) {
   return std::isfinite(x) ? Json(x) : Json(nullptr);
 }
 
+/// A note, or null when there is none (an empty text).
+inline Json text_or_null(const std::string& text) {
+  return text.empty() ? Json(nullptr) : Json(text);
+}
+
 /// A ScaledReal's value when it fits a double, else null (its log10 goes beside it).
 inline Json scaled_value_json(const ScaledReal& x) {
   return x.fits_double() ? Json(x.value()) : Json(nullptr);

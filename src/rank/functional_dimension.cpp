@@ -476,8 +476,7 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
   j["margin"] = number_or_null(fd.margin);
   j["on_kink"] = fd.on_kink;
   j["pattern_certified"] = fd.pattern_certified;
-  j["pattern_note"] = fd.pattern_note.empty() ? nlohmann::ordered_json(nullptr)
-                                              : nlohmann::ordered_json(fd.pattern_note);
+  j["pattern_note"] = detail::text_or_null(fd.pattern_note);
   if (fd.numerical && fd.numerical->status != NumericalRankStatus::failed) {
     const NumericalRank& nr = *fd.numerical;
     j["numerical_rank"] = nr.rank;
@@ -503,8 +502,7 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
     j["sigma_after_rank"] = nullptr;
     j["smallest_singular_values"] = nullptr;
   }
-  j["numerical_note"] = fd.numerical_note.empty() ? nlohmann::ordered_json(nullptr)
-                                                  : nlohmann::ordered_json(fd.numerical_note);
+  j["numerical_note"] = detail::text_or_null(fd.numerical_note);
   return j.dump(indent);
 }
 

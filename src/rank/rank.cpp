@@ -419,8 +419,7 @@ std::string to_json(const RankReport& rep, int indent) {
     j["rank_J_condition"] = nullptr;
     j["rank_J_non_finite"] = nullptr;
   }
-  j["rank_J_note"] = rep.rank_J_note.empty() ? nlohmann::ordered_json(nullptr)
-                                             : nlohmann::ordered_json(rep.rank_J_note);
+  j["rank_J_note"] = detail::text_or_null(rep.rank_J_note);
   return j.dump(indent);
 }
 
