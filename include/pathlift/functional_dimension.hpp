@@ -55,6 +55,12 @@ struct FunctionalDimensionOptions {
     o.automatic_max_flops = 3e11;
     return o;
   }();
+  /// The parameters whose columns are eliminated (empty: all of them). The lower bound is then
+  /// the rank of J_X restricted to these columns, still a lower bound of rank J_X, and the
+  /// elimination's memory and time shrink with them: a model too large for the whole J_X is
+  /// bounded from below by the columns that fit (say its last layers'). Indices in [0, d),
+  /// std::invalid_argument naming the first that is not.
+  std::vector<Index> columns;
   /// threads, the memory limit (the dense residues of the rows being eliminated, and the
   /// floating-point J_X for the numerical rank, are refused beyond it with their sizes) and the
   /// progress of the phases.
@@ -94,6 +100,9 @@ struct FunctionalDimension {
   Index rows_to_rank = 0;
   /// Rows computed and eliminated (all of them, unless the rank reached `upper` before).
   Index rows_used = 0;
+  /// Columns eliminated: the non-zero columns of J_X (among FunctionalDimensionOptions::columns
+  /// when given).
+  Index columns_used = 0;
   std::uint64_t prime = default_prime;
   /// min |pre-activation| over samples and kinked nodes (ActivationPattern::margin).
   double margin = 0;

@@ -42,6 +42,8 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
       field("rows_to_rank", &FunctionalDimension::rows_to_rank,
             "1 + the last pivot row: the leading rows that reach lower."),
       field("rows_used", &FunctionalDimension::rows_used, "Rows computed and eliminated."),
+      field("columns_used", &FunctionalDimension::columns_used,
+            "Columns eliminated: the non-zero columns of J_X (among `columns` when given)."),
       field("prime", &FunctionalDimension::prime, "The prime of the elimination."),
       field("margin", &FunctionalDimension::margin,
             "min |pre-activation| over samples and kinked nodes."),
@@ -71,8 +73,8 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
   m.def(
       "functional_dimension",
       [](const NetworkArg& net, const py::object& theta, const py::object& X, std::uint64_t prime,
-         const py::object& numerical, double tolerance, int threads, const py::object& progress,
-         std::size_t max_memory) {
+         const py::object& numerical, double tolerance, const py::object& columns, int threads,
+         const py::object& progress, std::size_t max_memory) {
         if (!std::isfinite(tolerance) || tolerance < 0) {
           throw std::invalid_argument(
               fmt::format("tolerance must be >= 0 (0: the default), got {}", tolerance));
@@ -84,6 +86,9 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
         o.numerical.when = numerical_when(numerical);
         o.numerical.tolerance = tolerance;
         o.numerical.engine.max_memory = o.engine.max_memory;
+        if (!columns.is_none()) {
+          o.columns = columns.cast<std::vector<Index>>();
+        }
         (void)net.dag(max_memory);  // a LayerNetwork unrolled within its limit, kept
         const auto x = data_argument(X);
         return with_theta(net, theta, [&](std::span<const double> t) {
@@ -92,8 +97,8 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
       },
       py::arg("net"), py::arg("theta"), py::arg("X"), py::kw_only(),
       py::arg("prime") = default_prime, py::arg("numerical") = py::none(),
-      py::arg("tolerance") = 0.0, py::arg("threads") = 0, py::arg("progress") = py::none(),
-      py::arg("max_memory") = 0,
+      py::arg("tolerance") = 0.0, py::arg("columns") = py::none(), py::arg("threads") = 0,
+      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
       R"doc(The batch functional dimension: the rank of J_X = d f(X; theta) / d theta ((n q) x d,
 row i q + j is output j on sample i), certified (Grigsby et al. 2022; docs/functional-dimension.md).
 
@@ -102,7 +107,9 @@ lower: the exact rank mod `prime` of J_X's entries at the forward pass's activat
 rank reaches upper; upper: min(q x distinct samples, the certified rank of dPhi, d minus the kernel
 known exactly). Returns a FunctionalDimension: status 'certified' when they meet, else
 'bounds'; 'pattern_uncertain' when a pre-activation is within rounding of a kink. pivot_rows
-are the first rows that reach the rank. numerical: None computes the numerical rank of J_X
+are the first rows that reach the rank. columns: parameter indices whose columns alone are
+eliminated (None: all): the lower bound is then their rank, still a lower bound, for a model
+whose whole J_X does not fit. numerical: None computes the numerical rank of J_X
 (dense SVD) unless it would take more than about 20 s, True always, False never. X: n x r
 float64 (a LayerNetwork's flattened input; it is unrolled within max_memory). theta: d
 finite numbers, None for the stored weights. TooLarge (MemoryError) when a block of rows

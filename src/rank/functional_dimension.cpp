@@ -367,6 +367,10 @@ void explain(FunctionalDimension& fd) {
         "unlucky prime",
         fd.lower, fd.upper, fd.rows, fd.lower, binding_bound(fd));
   }
+  if (fd.columns_used < fd.upper && fd.lower < fd.upper) {
+    s +=
+        fmt::format(" (the lower bound is the rank of the {} columns eliminated)", fd.columns_used);
+  }
   if (!fd.pattern_certified) {
     s = fmt::format(
         "the activation pattern is not certain ({}); at the pattern the forward "
@@ -394,6 +398,12 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
         "rationals, 2 is not invertible mod 2)");
   }
   check_theta(model, theta);
+  for (const Index k : options.columns) {
+    if (k < 0 || k >= model.num_params()) {
+      throw std::invalid_argument(fmt::format(
+          "functional_dimension: column {} is not a parameter (d = {})", k, model.num_params()));
+    }
+  }
   const std::shared_ptr<const Network> dag = model.unrolled(options.engine);
   const Network& net = *dag;
   const ForwardResult fw = forward(net, theta, X, options.engine);
@@ -438,11 +448,24 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   const detail::Activity act = detail::activity(plan, classes);
   const std::vector<char> param_active = detail::active_params(plan, act.edges);
   fd.upper_kernel = detail::kernel_bound(plan, param_active, act.live_samples, options.prime);
+  std::vector<char> eliminated = param_active;
+  if (!options.columns.empty()) {
+    std::vector<char> asked(eliminated.size(), 0);
+    for (const Index k : options.columns) {
+      asked[static_cast<std::size_t>(k)] = 1;
+    }
+    for (std::size_t k = 0; k < eliminated.size(); ++k) {
+      eliminated[k] = static_cast<char>(eliminated[k] != 0 && asked[k] != 0);
+    }
+  }
+  fd.columns_used = std::count(eliminated.begin(), eliminated.end(), 1);
   fd.upper = std::min({fd.upper_rows, fd.upper_dphi, fd.upper_kernel});
 
   const detail::ModField field(options.prime);
   const ModRing ring{field, options.prime};
-  fd.pivot_rows = eliminate_rows(plan, ring, param_active, fd.upper, options, fd.rows_used);
+  // The rank of the columns eliminated is at most their number: no need to go further.
+  fd.pivot_rows = eliminate_rows(plan, ring, eliminated, std::min(fd.upper, fd.columns_used),
+                                 options, fd.rows_used);
   fd.lower = static_cast<Index>(fd.pivot_rows.size());
   fd.rows_to_rank = fd.pivot_rows.empty() ? 0 : fd.pivot_rows.back() + 1;
   fd.status = !fd.pattern_certified  ? FunctionalDimensionStatus::pattern_uncertain
@@ -471,6 +494,7 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
   j["distinct_samples"] = fd.distinct_samples;
   j["rows_to_rank"] = fd.rows_to_rank;
   j["rows_used"] = fd.rows_used;
+  j["columns_used"] = fd.columns_used;
   j["pivot_rows"] = fd.pivot_rows;
   j["prime"] = fd.prime;
   j["margin"] = number_or_null(fd.margin);

@@ -132,3 +132,22 @@ def test_an_onnx_cnn_on_a_few_samples(pl, run_cli, tmp_path):
     assert got["status"] == "certified" and got["functional_dimension"] == 30
     assert got["numerical_rank"] == 30
     assert got["pattern_certified"]
+
+
+def test_a_subset_of_columns_bounds_the_rank_from_below(pl):
+    """columns=: the lower bound is the rank of J_X's columns asked for (autograd's J_X on the
+    module), a lower bound of the whole rank; the upper bound is the whole J_X's."""
+    model = cnn(3)
+    net = pl.from_torch(model, input_shape=(1, 4, 4))
+    X = torch.randn(12, 1, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    J = autograd_jacobian(model, X)
+    whole = pl.functional_dimension(net, None, X.reshape(12, -1).numpy(), numerical=False)
+    last = np.arange(net.d - 40, net.d)  # the two Linear layers' last parameters
+    part = pl.functional_dimension(net, None, X.reshape(12, -1).numpy(), numerical=False,
+                                   columns=last)
+    assert part.lower == np.linalg.matrix_rank(J[:, last]) <= whole.lower
+    assert part.upper == whole.upper
+    assert part.columns_used == int((np.abs(J[:, last]).sum(0) > 0).sum())
+    assert part.to_dict()["columns_used"] == part.columns_used
+    with pytest.raises(ValueError, match="column -1 is not a parameter"):
+        pl.functional_dimension(net, None, X.reshape(12, -1).numpy(), columns=[-1])
