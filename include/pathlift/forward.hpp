@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "pathlift/network.hpp"
 #include "pathlift/options.hpp"
@@ -123,6 +124,10 @@ PatternCertificate certify_activation_pattern(const Network& net, std::span<cons
 /// data_inputs().size()), for checks on random data (the report, tests).
 /// Complexity: O(n r).
 Eigen::MatrixXd random_data(const Network& net, Index n, std::uint64_t seed);
+
+/// The column of X each node reads: c for the c-th data input (Network::data_inputs()), -1 for
+/// every other node, bias nodes included. Complexity: O(m).
+std::vector<Index> data_columns(const Network& net);
 
 /// Checks that X fits the network: r = data_inputs().size() columns (FormatError naming both
 /// numbers otherwise) and finite entries (std::invalid_argument naming row and column).

@@ -41,7 +41,6 @@ constexpr std::array k_status_names{
 /// Z/pZ in Montgomery form, for the exact rows.
 struct ModRing {
   const detail::ModField& field;
-  std::uint64_t prime;
   using Value = std::uint64_t;
   [[nodiscard]] Value zero() const { return 0; }
   [[nodiscard]] Value one() const { return field.one(); }
@@ -73,6 +72,12 @@ class SampleRows {
     m_w.assign(plan.weights.size(), m_ring.zero());
     std::transform(plan.weights.begin(), plan.weights.end(), m_w.begin(),
                    [&](double x) { return m_ring.from(x); });
+    // The slopes the pattern holds are 1, or a node's negative slope (0 for a ReLU): the
+    // latter in the ring once per node.
+    m_negative.assign(static_cast<std::size_t>(net.num_nodes()), m_ring.zero());
+    for (NodeId v = 0; v < net.num_nodes(); ++v) {
+      m_negative[static_cast<std::size_t>(v)] = m_ring.from(net.activation(v).negative_slope);
+    }
     m_values.assign(static_cast<std::size_t>(net.num_nodes()), m_ring.zero());
     m_grad.assign(static_cast<std::size_t>(net.num_nodes() * plan.q), m_ring.zero());
     m_t.assign(static_cast<std::size_t>(plan.q), m_ring.zero());
@@ -105,7 +110,7 @@ class SampleRows {
         pre =
             m_ring.add(pre, m_ring.mul(m_w[e], m_values[static_cast<std::size_t>(net.source(e))]));
       }
-      value = s == 1 ? pre : m_ring.mul(m_ring.from(s), pre);
+      value = s == 1 ? pre : m_ring.mul(slope(v, s), pre);
     }
     std::fill(m_grad.begin(), m_grad.end(), m_ring.zero());
     const auto outputs = net.outputs();
@@ -124,7 +129,7 @@ class SampleRows {
       if (s == 0) {
         continue;
       }
-      const auto sr = m_ring.from(s);
+      const auto sr = s == 1 ? m_ring.one() : slope(v, s);
       bool any = false;
       for (Index j = 0; j < q; ++j) {
         const auto g = m_grad[static_cast<std::size_t>(v * q + j)];
@@ -158,8 +163,15 @@ class SampleRows {
   }
 
  private:
+  /// Slope s (not 1) of node v in the ring: its negative slope, held once.
+  [[nodiscard]] typename R::Value slope(NodeId v, double s) const {
+    return s == m_plan.net.activation(v).negative_slope ? m_negative[static_cast<std::size_t>(v)]
+                                                        : m_ring.from(s);
+  }
+
   const RowPlan& m_plan;
   R m_ring;
+  std::vector<typename R::Value> m_negative;  // per node: its negative slope
   std::vector<typename R::Value> m_w;
   std::vector<typename R::Value> m_values;
   std::vector<typename R::Value> m_grad;  // node-major, q per node
@@ -242,7 +254,7 @@ std::vector<Index> eliminate_rows(const RowPlan& plan, const ModRing& ring,
       }
     }
     nmod_mat_t a;
-    nmod_mat_init(a, d, cols, ring.prime);
+    nmod_mat_init(a, d, cols, ring.field.prime());
     detail::run_team(threads, samples.size() > 1, [&] {
       SampleRows<ModRing> rows_of(plan, ring);
       std::vector<std::uint64_t> values;
@@ -434,13 +446,9 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
                .pattern = pattern,
                .X = X,
                .weights = weights,
-               .data_column = std::vector<Index>(static_cast<std::size_t>(net.num_nodes()), -1),
+               .data_column = data_columns(net),
                .q = fd.q,
                .d = fd.d};
-  const auto data_inputs = net.data_inputs();
-  for (std::size_t c = 0; c < data_inputs.size(); ++c) {
-    plan.data_column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
-  }
 
   const std::vector<Index> classes = detail::sample_classes(X, fd.distinct_samples);
   fd.upper_rows = fd.q * fd.distinct_samples;
@@ -462,7 +470,7 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   fd.upper = std::min({fd.upper_rows, fd.upper_dphi, fd.upper_kernel});
 
   const detail::ModField field(options.prime);
-  const ModRing ring{field, options.prime};
+  const ModRing ring{field};
   // The rank of the columns eliminated is at most their number: no need to go further.
   fd.pivot_rows = eliminate_rows(plan, ring, eliminated, std::min(fd.upper, fd.columns_used),
                                  options, fd.rows_used);

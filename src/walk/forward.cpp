@@ -57,6 +57,15 @@ void kth_largest(const Network& net, const Theta& theta, NodeId v, Index k, cons
 
 }  // namespace
 
+std::vector<Index> data_columns(const Network& net) {
+  std::vector<Index> column(static_cast<std::size_t>(net.num_nodes()), -1);
+  const auto data_inputs = net.data_inputs();
+  for (std::size_t c = 0; c < data_inputs.size(); ++c) {
+    column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
+  }
+  return column;
+}
+
 void check_data(const Network& net, const Eigen::Ref<const Eigen::MatrixXd>& X) {
   const auto r = static_cast<Index>(net.data_inputs().size());
   if (X.cols() != r) {
@@ -87,12 +96,7 @@ ForwardResult forward(const Network& net, std::span<const double> theta_in,
                 options.max_memory,
                 fmt::format("the forward pass on n = {} samples, m = {} nodes", n, m));
 
-  // Column of X feeding each data input node (-1 for other nodes).
-  std::vector<Index> data_column(static_cast<std::size_t>(m), -1);
-  const auto data_inputs = net.data_inputs();
-  for (std::size_t c = 0; c < data_inputs.size(); ++c) {
-    data_column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
-  }
+  const std::vector<Index> data_column = data_columns(net);
 
   ForwardResult fw;
   fw.pre_activations.resize(n, m);

@@ -305,20 +305,26 @@ def _mlp_problem(pl, category: str, m: Mlp) -> Problem:
                    sum(m.sizes[1:-1]), J, {"sizes": m.sizes, "leaky": m.leaky})
 
 
-def _torch_mlp_problem(pl, seed: int) -> Problem:
-    torch = pytest.importorskip("torch")
-    rng = random.Random(f"torch_mlp/{seed}")
-    sizes = _sizes(rng)
-    m = _avoid_zero_preactivations(_random_mlp(rng, sizes, _n(rng, sizes[-1]),
-                                               _int if seed % 2 == 0 else _dyadic))
+def _torch_mlp(torch: Any, m: Any, sizes: list[int], activation: Any) -> Any:
+    """The MLP m (exact weights) as a float64 torch.nn.Sequential, `activation()` between its
+    Linear layers."""
     layers: list[Any] = []
     for l, (W, b) in enumerate(zip(m.weights, m.biases)):
         lin = torch.nn.Linear(sizes[l], sizes[l + 1]).double()
         with torch.no_grad():
             lin.weight.copy_(torch.tensor(_floats(W)))
             lin.bias.copy_(torch.tensor(_floats([b])[0]))
-        layers += [lin, torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1]).eval()
+        layers += [lin, activation()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def _torch_mlp_problem(pl, seed: int) -> Problem:
+    torch = pytest.importorskip("torch")
+    rng = random.Random(f"torch_mlp/{seed}")
+    sizes = _sizes(rng)
+    m = _avoid_zero_preactivations(_random_mlp(rng, sizes, _n(rng, sizes[-1]),
+                                               _int if seed % 2 == 0 else _dyadic))
+    model = _torch_mlp(torch, m, sizes, torch.nn.ReLU).eval()
     net = pl.from_torch(model)
     problem = _mlp_problem(pl, "torch_mlp", m)
     problem.net = net
@@ -564,14 +570,8 @@ def test_reference_mlp_jacobian_against_torch_autograd():
             _kill_unit(m, 0, 0)
         if trial % 5 == 0:  # an exact 0: both ReLU'(0) = 0 and leaky'(0) = a, as in PyTorch
             m.biases[0][0] -= _preactivations(m, 0)[0][0]
-        layers: list[Any] = []
-        for l, (W, b) in enumerate(zip(m.weights, m.biases)):
-            lin = torch.nn.Linear(sizes[l], sizes[l + 1]).double()
-            with torch.no_grad():
-                lin.weight.copy_(torch.tensor(_floats(W)))
-                lin.bias.copy_(torch.tensor(_floats([b])[0]))
-            layers += [lin, torch.nn.LeakyReLU(float(leaky)) if leaky else torch.nn.ReLU()]
-        model = torch.nn.Sequential(*layers[:-1])
+        model = _torch_mlp(torch, m, sizes,
+                           (lambda: torch.nn.LeakyReLU(float(leaky))) if leaky else torch.nn.ReLU)
         J_torch, margin = ref.torch_batch_jacobian(model, torch.tensor(_floats(m.X)))
         assert J_torch == ref.mlp_jacobian(m.weights, m.biases, m.X, m.leaky)
         J_dag, _ = ref.dag_jacobian(ref.mlp_dag(sizes, leaky), ref.mlp_theta(m.weights, m.biases),

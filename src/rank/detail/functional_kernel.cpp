@@ -136,6 +136,11 @@ std::vector<char> active_params(const RowPlan& plan, const std::vector<char>& ac
 
 namespace {
 
+/// The residue in [0, p) of a double (a dyadic rational), as a kernel vector's entry.
+std::int64_t residue_of(const ModField& field, double x) {
+  return static_cast<std::int64_t>(field.to_residue(field.from_dyadic(x)));
+}
+
 /// The hidden nodes that act on the batch as one linear block: the same activation, the same
 /// slope on every sample, the same source nodes and the same target nodes, each reached by
 /// one edge. Groups of one included.
@@ -265,9 +270,7 @@ void append_class_rescalings(const RowPlan& plan, std::uint64_t prime,
     return;
   }
   const ModField field(prime);
-  const auto residue = [&](double x) {
-    return static_cast<std::int64_t>(field.to_residue(field.from_dyadic(x)));
-  };
+  const auto residue = [&](double x) { return residue_of(field, x); };
   std::vector<std::vector<std::pair<Index, std::int64_t>>> by_class(
       static_cast<std::size_t>(pc.classes));
   // theta_k, each parameter's value: the weight of any of its edges.
@@ -327,36 +330,48 @@ Index kernel_bound(const RowPlan& plan, const std::vector<char>& param_active,
     append_class_rescalings(plan, prime, vectors);
   } else {
     const ModField field(prime);
-    const auto residue = [&](double x) {
-      return static_cast<std::int64_t>(field.to_residue(field.from_dyadic(x)));
+    const auto residue = [&](double x) { return residue_of(field, x); };
+    // Per node of a block: its incoming edges by source node and its outgoing edges by target
+    // node (the same sources and targets for every node of the block), with the residues of
+    // their weights, and of minus them, once.
+    struct Side {
+      std::vector<EdgeId> in;
+      std::vector<EdgeId> out;
+      std::vector<std::int64_t> in_weight;
+      std::vector<std::int64_t> out_minus_weight;
     };
-    // The edge (u -> v) for each source u of v, and (v -> t) for each target, by node order.
-    const auto by_source = [&](NodeId v) {
-      std::vector<EdgeId> in(net.in_edges(v).begin(), net.in_edges(v).end());
-      std::sort(in.begin(), in.end(),
+    const auto side_of = [&](NodeId v) {
+      Side side{.in = {net.in_edges(v).begin(), net.in_edges(v).end()},
+                .out = {net.out_edges(v).begin(), net.out_edges(v).end()},
+                .in_weight = {},
+                .out_minus_weight = {}};
+      std::sort(side.in.begin(), side.in.end(),
                 [&](EdgeId a, EdgeId b) { return net.source(a) < net.source(b); });
-      return in;
-    };
-    const auto by_target = [&](NodeId v) {
-      std::vector<EdgeId> out(net.out_edges(v).begin(), net.out_edges(v).end());
-      std::sort(out.begin(), out.end(),
+      std::sort(side.out.begin(), side.out.end(),
                 [&](EdgeId a, EdgeId b) { return net.target(a) < net.target(b); });
-      return out;
+      for (const EdgeId e : side.in) {
+        side.in_weight.push_back(residue(plan.weights[e]));
+      }
+      for (const EdgeId e : side.out) {
+        side.out_minus_weight.push_back(residue(-plan.weights[e]));
+      }
+      return side;
     };
     for (const std::vector<NodeId>& block : linear_blocks(plan)) {
       append_translations(plan, block, residue, vectors);
-      for (const NodeId a : block) {
-        const auto in_a = by_source(a);
-        const auto out_a = by_target(a);
-        for (const NodeId b : block) {
-          const auto in_b = by_source(b);
-          const auto out_b = by_target(b);
+      std::vector<Side> sides;
+      for (const NodeId v : block) {
+        sides.push_back(side_of(v));
+      }
+      for (const Side& a : sides) {
+        for (const Side& b : sides) {
+          // The tangent along E_ab: w(u -> a) moves by w(u -> b), w(b -> t) by -w(a -> t).
           std::vector<std::pair<Index, std::int64_t>> v;
-          for (std::size_t t = 0; t < in_a.size(); ++t) {
-            v.emplace_back(in_a[t], residue(plan.weights[in_b[t]]));
+          for (std::size_t t = 0; t < a.in.size(); ++t) {
+            v.emplace_back(a.in[t], b.in_weight[t]);
           }
-          for (std::size_t t = 0; t < out_b.size(); ++t) {
-            v.emplace_back(out_b[t], residue(-plan.weights[out_a[t]]));
+          for (std::size_t t = 0; t < b.out.size(); ++t) {
+            v.emplace_back(b.out[t], a.out_minus_weight[t]);
           }
           std::sort(v.begin(), v.end());
           std::erase_if(v, [](const auto& x) { return x.second == 0; });

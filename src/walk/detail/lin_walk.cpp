@@ -1,5 +1,7 @@
 #include "src/walk/detail/lin_walk.hpp"
 
+#include "pathlift/forward.hpp"
+
 #include <span>
 
 #include "src/network/dag_dp.hpp"
@@ -13,11 +15,7 @@ LinWalkTables lin_make_walk_tables(const Network& net) {
   // Saturated: beyond k_lin_max_paths only "too many" matters.
   const SaturatingCounts ring{k_lin_max_paths + 1};
   t.suffix = dag_backward(t.dag, ring).suffix;
-  std::vector<Index> data_column(static_cast<std::size_t>(t.num_nodes), -1);
-  const auto data_inputs = net.data_inputs();
-  for (std::size_t c = 0; c < data_inputs.size(); ++c) {
-    data_column[static_cast<std::size_t>(data_inputs[c])] = static_cast<Index>(c);
-  }
+  const std::vector<Index> data_column = data_columns(net);
   for (const NodeId u : net.inputs()) {
     t.inputs.push_back(u);
     t.data_column.push_back(data_column[static_cast<std::size_t>(u)]);
