@@ -415,3 +415,25 @@ def test_the_same_rescaling_on_any_thread_count(pl, which):
         assert r.sweeps == reports[0].sweeps
         assert np.array_equal(r.theta, reports[0].theta)
         assert r.criterion_after == reports[0].criterion_after
+
+
+def test_every_term_of_a_wide_class_is_counted(pl):
+    """A hidden unit with 2^20 inputs: one incoming weight 1, the others and the bias 1e-9,
+    whose squares (1e-18) are below half an ulp of 1; its outgoing weight 1. A plain running
+    sum drops the small squares that come after the 1 (about 2.5e-13 of the 1e-12 they add up
+    to), and ENorm then stops at a point whose true stationarity is about 1e-13 (regnet_x_8gf,
+    4e7 parameters over many binades, sat at 3e-10 that way and crawled). The stationarity is
+    recomputed here from the returned theta with math.fsum (exactly rounded sums)."""
+    import math
+
+    net = pl.feed_forward(1 << 20, [1], 1)
+    into, out = incidence(pl.parameter_classes(net))
+    assert len(into) == 1 and len(into[0]) == (1 << 20) + 1 and len(out[0]) == 1
+    theta = np.full(net.d, 1e-9)
+    theta[into[0][0]] = 1.0
+    theta[out[0]] = 1.0
+    r = pl.enorm(net, theta, tolerance=1e-14)
+    t = np.asarray(r.theta)
+    a = math.fsum(float(x) ** 2 for x in t[into[0]])
+    b = math.fsum(float(x) ** 2 for x in t[out[0]])
+    assert r.converged and abs(a - b) / (a + b) <= 2e-14, (r, a, b)

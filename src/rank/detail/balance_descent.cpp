@@ -76,11 +76,11 @@ template <class F>
 double block_sum(std::size_t n, int threads, const F& partial) {
   std::vector<double> sums((n + k_block - 1) / k_block, 0.0);
   for_blocks(n, threads, [&](std::size_t a, std::size_t b) { sums[a / k_block] = partial(a, b); });
-  double s = 0;
+  PositiveSum s;
   for (const double x : sums) {
-    s += x;
+    s.add(x);
   }
-  return s;
+  return s.value();
 }
 
 /// e[h] (0 for a pinned end, -1).
@@ -127,13 +127,13 @@ double Weights::log_sum_moved(const ParameterClasses& pc, const std::vector<doub
     const std::vector<double> up = factors(e, 1.0);
     const std::vector<double> down = factors(e, -1.0);
     const double sum = block_sum(n, threads, [&](std::size_t a, std::size_t b) {
-      double s = 0;
+      PositiveSum s;
       for (std::size_t k = a; k < b; ++k) {
-        s += kept(k)
-                 ? m_w[k] * 0x1p-64 * factor_at(up, pc.target[k]) * factor_at(down, pc.source[k])
-                 : 0.0;
+        if (kept(k)) {
+          s.add(m_w[k] * 0x1p-64 * factor_at(up, pc.target[k]) * factor_at(down, pc.source[k]));
+        }
       }
-      return s;
+      return s.value();
     });
     if (std::isfinite(sum) && sum >= 0x1p-800) {
       return std::log(sum) + 64 * std::numbers::ln2;
