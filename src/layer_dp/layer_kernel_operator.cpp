@@ -248,7 +248,7 @@ bool has_twin_channels(const LayerGraph& graph, std::span<const double> theta,
         row.assign(w + j * f, w + (j + 1) * f);
         row.push_back(bias(j));
       };
-    } else if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
+    } else if (detail::is_convolution(ly.kind)) {
       const detail::ConvShape c = detail::conv_shape(plan.window(l));
       groups = c.w->groups;
       if (ly.kind == LayerKind::conv) {

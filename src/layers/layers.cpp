@@ -18,25 +18,14 @@ namespace pathlift {
 
 namespace {
 
-constexpr std::array k_kind_names{
-    detail::EnumName<LayerKind>{LayerKind::input, "input"},
-    detail::EnumName<LayerKind>{LayerKind::linear, "linear"},
-    detail::EnumName<LayerKind>{LayerKind::conv, "conv"},
-    detail::EnumName<LayerKind>{LayerKind::max_pool, "max_pool"},
-    detail::EnumName<LayerKind>{LayerKind::avg_pool, "avg_pool"},
-    detail::EnumName<LayerKind>{LayerKind::adaptive_avg_pool, "adaptive_avg_pool"},
-    detail::EnumName<LayerKind>{LayerKind::batch_norm, "batch_norm"},
-    detail::EnumName<LayerKind>{LayerKind::activation, "activation"},
-    detail::EnumName<LayerKind>{LayerKind::add, "add"},
-    detail::EnumName<LayerKind>{LayerKind::sub, "sub"},
-    detail::EnumName<LayerKind>{LayerKind::concat, "concat"},
-    detail::EnumName<LayerKind>{LayerKind::flatten, "flatten"},
-    detail::EnumName<LayerKind>{LayerKind::gather, "gather"},
-    detail::EnumName<LayerKind>{LayerKind::conv_transpose, "conv_transpose"},
-    detail::EnumName<LayerKind>{LayerKind::scale, "scale"},
-    detail::EnumName<LayerKind>{LayerKind::k_max_pool, "k_max_pool"},
-    detail::EnumName<LayerKind>{LayerKind::group_sort, "group_sort"},
-    detail::EnumName<LayerKind>{LayerKind::interpolate, "interpolate"}};
+/// The JSON names, from the kinds' records.
+constexpr auto k_kind_names = [] {
+  std::array<detail::EnumName<LayerKind>, detail::k_kinds.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    names[i] = {detail::k_kinds[i].kind, detail::k_kinds[i].name};
+  }
+  return names;
+}();
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
+#include "src/layers/layer_kinds.hpp"
 
 namespace pathlift::detail {
 
@@ -100,12 +101,12 @@ struct Window {
 
 /// max_pool and k_max_pool: windows whose outputs are max nodes over fixed edges 1.
 inline bool is_max_window(LayerKind kind) {
-  return kind == LayerKind::max_pool || kind == LayerKind::k_max_pool;
+  return record(kind).has(kTraitWindow) && record(kind).has(kTraitMaxNodes);
 }
 
+/// conv, conv_transpose and the pools: a window over a {C, L} or {C, H, W} input.
 inline bool is_window(LayerKind kind) {
-  return kind == LayerKind::conv || kind == LayerKind::conv_transpose || is_max_window(kind) ||
-         kind == LayerKind::avg_pool || kind == LayerKind::adaptive_avg_pool;
+  return record(kind).has(kTraitWindow);
 }
 
 /// The window of `layer` (conv, conv_transpose, max_pool, k_max_pool, avg_pool or

@@ -36,43 +36,19 @@ namespace pathlift::detail {
 /// flatten, concat, gather and identity activations: their entries are entries of earlier
 /// layers (a gather may repeat one: it then has several consumers and becomes a node).
 inline bool is_view(const Layer& layer) {
-  return layer.kind == LayerKind::flatten || layer.kind == LayerKind::concat ||
-         layer.kind == LayerKind::gather ||
+  return record(layer.kind).has(kTraitView) ||
          (layer.kind == LayerKind::activation && layer.activation.kind == ActivationKind::identity);
 }
 
+/// The kinds whose entries are pending sums of terms.
 inline bool is_sum(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::linear:
-    case LayerKind::conv:
-    case LayerKind::conv_transpose:
-    case LayerKind::scale:
-    case LayerKind::batch_norm:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::interpolate:
-      return true;
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::k_max_pool:
-    case LayerKind::group_sort:
-    case LayerKind::activation:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-      return false;
-  }
-  throw std::logic_error("is_sum: not a layer kind");
+  return record(kind).has(kTraitSum);
 }
 
 /// The kinds whose terms read their operand's entries as node values (a fixed or parameter
 /// edge from each entry's node): the unroller makes those entries nodes.
 inline bool reads_node_values(LayerKind kind) {
-  return is_window(kind) || kind == LayerKind::linear || kind == LayerKind::batch_norm ||
-         kind == LayerKind::scale || kind == LayerKind::group_sort ||
-         kind == LayerKind::interpolate;
+  return record(kind).has(kTraitReadsValues);
 }
 
 inline bool has_bias(const Layer& layer) {

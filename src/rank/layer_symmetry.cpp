@@ -81,7 +81,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       }
       const auto [w, b] = block_sizes(l);
       std::fill_n(allowed.begin() + (b > 0 ? ly.bias_offset : 0), b, 1);
-      if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
+      if (detail::is_convolution(ly.kind)) {
         if (!every_entry_reads_a_tap(l)) {
           return false;
         }

@@ -326,7 +326,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     }
     if (is_window(ly.kind)) {
       m_windows[l] = window_of(ly, m_shapes[static_cast<std::size_t>(ly.inputs[0])]);
-      if (ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose) {
+      if (is_convolution(ly.kind)) {
         const ConvShape c = conv_shape(m_windows[l]);
         m_max_col2im = std::max(m_max_col2im, col2im_block_rows(c) * c.n_out);
         m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
@@ -439,7 +439,7 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what,
       total += sizes[l];
       largest = std::max(largest, sizes[l]);
     }
-    if (kind == LayerKind::conv || kind == LayerKind::conv_transpose) {
+    if (is_convolution(kind)) {
       const ConvShape c = conv_shape(m_windows[l]);
       columns_full = std::max(
           columns_full,

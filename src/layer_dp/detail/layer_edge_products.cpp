@@ -145,9 +145,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
     }
   };
   // A block of a convolution's products, row by row into the sums (in the GEMM's task).
-  const Index rows = ly.kind == LayerKind::conv || ly.kind == LayerKind::conv_transpose
-                         ? conv_shape(plan.window(l)).rows
-                         : 0;
+  const Index rows = is_convolution(ly.kind) ? conv_shape(plan.window(l)).rows : 0;
   const ProductSink merge_rows = [&](Index o0, Index o1, Index r0, Index r1, const double* block,
                                      Index ld) {
     for (Index o = o0; o < o1; ++o) {

@@ -22,45 +22,16 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 /// The keys a layer of each kind may have, besides name, kind and inputs.
+/// The JSON fields of `kind` (its record's keys).
 std::vector<std::string_view> kind_keys(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::linear:
-      return {"out_features", "weight_offset", "bias_offset"};
-    case LayerKind::conv:
-      return {"out_channels", "kernel", "stride",        "padding",
-              "dilation",     "groups", "weight_offset", "bias_offset"};
-    case LayerKind::conv_transpose:
-      return {"out_channels", "kernel",         "stride",        "padding",    "dilation",
-              "groups",       "output_padding", "weight_offset", "bias_offset"};
-    case LayerKind::max_pool:
-      return {"kernel", "stride", "padding", "dilation", "ceil_mode"};
-    case LayerKind::k_max_pool:
-      return {"kernel", "stride", "padding", "dilation", "ceil_mode", "k"};
-    case LayerKind::group_sort:
-      return {"group_size", "descending"};
-    case LayerKind::interpolate:
-      return {"output_size", "align_corners", "scales"};
-    case LayerKind::avg_pool:
-      return {"kernel", "stride", "padding", "dilation", "ceil_mode", "count_include_pad"};
-    case LayerKind::gather:
-      return {"axis", "indices"};
-    case LayerKind::scale:
-      return {"factor"};
-    case LayerKind::adaptive_avg_pool:
-      return {"output_size"};
-    case LayerKind::batch_norm:
-      return {"weight_offset", "bias_offset"};
-    case LayerKind::activation:
-      return {"activation"};
-    case LayerKind::concat:
-      return {"axis"};
-    case LayerKind::input:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::flatten:
-      return {};
+  std::vector<std::string_view> keys;
+  std::string_view rest = detail::record(kind).keys;
+  while (!rest.empty()) {
+    const std::size_t space = rest.find(' ');
+    keys.push_back(rest.substr(0, space));
+    rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
   }
-  throw std::logic_error("kind_keys: not a layer kind");
+  return keys;
 }
 
 std::string key_list(const std::vector<std::string_view>& keys) {
@@ -234,7 +205,7 @@ Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& name
       layer.inputs.push_back(layer_ref(in[k], fmt::format("{}[{}]", r.at("inputs"), k), names));
     }
   }
-  const bool conv = layer.kind == LayerKind::conv || layer.kind == LayerKind::conv_transpose;
+  const bool conv = detail::is_convolution(layer.kind);
   layer.out_features = r.integer("out_features", 1, 0, layer.kind == LayerKind::linear);
   layer.out_channels = r.integer("out_channels", 1, 0, conv);
   layer.groups = r.integer("groups", 1, 1);
@@ -350,8 +321,7 @@ Json layer_json(const Layer& layer) {
     case LayerKind::flatten:
       break;
   }
-  if (layer.kind == LayerKind::linear || layer.kind == LayerKind::conv ||
-      layer.kind == LayerKind::conv_transpose || layer.kind == LayerKind::batch_norm) {
+  if (detail::has_parameters(layer.kind)) {
     j["weight_offset"] = layer.weight_offset;
     if (layer.bias_offset >= 0) {
       j["bias_offset"] = layer.bias_offset;
