@@ -1,5 +1,5 @@
 #pragma once
-// Options and helpers shared by the CLI's subcommands.
+// The model and theta a command computes on: the network options, loading, theta, data.
 
 #include <CLI/CLI.hpp>
 #include <Eigen/Dense>
@@ -26,59 +26,15 @@
 #include "pathlift/paths.hpp"
 #include "pathlift/scaled_real.hpp"
 
+// The other concepts every command uses, so that a command includes this header alone.
+#include "check_text.hpp"
+#include "exit.hpp"
+#include "json_output.hpp"
+#include "memory.hpp"
+#include "progress.hpp"
+#include "validators.hpp"
+
 namespace pathlift::cli {
-
-/// The exit status of `pathlift` (docs/cli.md#exit-codes).
-enum ExitCode : int {
-  exit_ok = 0,            ///< done
-  exit_check_failed = 1,  ///< a check or theorem failed (CheckFailed)
-  exit_bad_input = 2,     ///< bad usage or bad input: parse error, unreadable file, work refused
-  exit_internal = 3,      ///< any other exception: a bug or out of memory
-  exit_out_of_range = 4,  ///< a result overflows or underflows float64 (RangeError): not
-                          ///< computed, or a check not run; the sign and log10 forms (--log)
-                          ///< or the path-free commands give it
-};
-
-/// Thrown by a command after it printed its result, when a check or theorem it verified
-/// failed: exit 1, with "error: <what>" on stderr.
-class CheckFailed : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// The header every `--json` output starts with (docs/cli.md#json): "format":
-/// "pathlift-<command>", "version": `layout_version` (of that command's keys, bumped when one
-/// changes meaning), "pathlift_version", "network" (the description of the model) and "theta"
-/// (where theta came from; null for a command that takes no theta).
-/// A number beyond double's range for --json: its value when it fits a double, else null (its
-/// log10 goes beside it).
-nlohmann::ordered_json scaled_value_json(const ScaledReal& x);
-/// log10 |x|, or null for 0.
-nlohmann::ordered_json scaled_log10_json(const ScaledReal& x);
-/// x, or null when it is not a finite double (JSON has no inf).
-nlohmann::ordered_json finite_or_null(double x);
-/// A path count: exact when it is, else its double (null beyond double's range).
-nlohmann::ordered_json count_json(const Count& c);
-/// For text: "1.2345678900e+03  (log10 3.091515)", "10^1234.5678901234  (beyond double's
-/// range)", or "0".
-std::string scaled_text(const ScaledReal& x);
-
-nlohmann::ordered_json json_header(std::string_view command, int layout_version,
-                                   const std::string& network,
-                                   const std::optional<std::string>& theta);
-
-/// A `--json` result on stdout: `header` followed by the keys of `body`, a JSON object written
-/// by the library (to_json(...)).
-void print_json(nlohmann::ordered_json header, const std::string& body);
-/// A `--json` result on stdout, indented by 2.
-void print_json(const nlohmann::ordered_json& j);
-
-/// Where a command's human-readable text goes: stdout when it is the result, stderr when the
-/// data goes to -o (a file, or `-`: stdout then holds the data only). docs/cli.md#streams.
-std::FILE* text_stream(const std::string& output);
-
-/// Refuses --json with `-o -` (both would write to stdout).
-void require_one_stdout_result(bool json, const std::string& output);
 
 /// How the network is chosen: --network FILE.json | --ff r,w1,..,q [--no-bias] | --example NAME
 /// | --onnx FILE [--input-shape C,H,W].
@@ -146,24 +102,6 @@ void add_theta_options(CLI::App& cmd, ComputeOptions& opts);
 /// --threads N and --max-memory SIZE.
 void add_engine_options(CLI::App& cmd, ComputeOptions& opts);
 
-/// Option checks whose message names the value: a number >= 0, a number > 0 (CLI11's own
-/// print the range of a double).
-extern const CLI::Validator non_negative_number;
-extern const CLI::Validator positive_number;
-/// Strict integer checks (digits only, no sign, space or exponent, below 2^63): an integer >= 1
-/// (CLI11's own would answer "0 not in range 0 to 1.8e308"); a seed (an integer
-/// from 0 to 2^64 - 1: "-1" is refused, not wrapped); a value that is not empty (`--ff ''`
-/// would otherwise mean the default network).
-extern const CLI::Validator positive_integer;
-extern const CLI::Validator seed_number;
-extern const CLI::Validator non_empty;
-
-/// `text` as an unsigned decimal integer (digits only, below 2^64), else nullopt.
-std::optional<std::uint64_t> parse_unsigned(std::string_view text);
-
-/// --prime P, checked to be a prime below 2^63 (the modular ranks of rank and prove).
-void add_prime_option(CLI::App& cmd, std::uint64_t& prime, const std::string& description);
-
 /// The options of a subcommand that computes on one network and can print one JSON object.
 struct NetworkCommandOptions {
   NetworkOptions network;
@@ -215,86 +153,4 @@ LoadedTheta load_theta(const Network& net, const ComputeOptions& opts);
 /// the graph's weights (an ONNX model's initializers), else --seed 0.
 LoadedTheta load_theta(const LoadedModel& model, const ComputeOptions& opts);
 
-/// Parses "8G", "512M", "1.5GiB", "1000000" (bytes); "" = 0 (the default limit).
-std::size_t parse_memory_size(const std::string& text);
-
-/// EngineOptions from the options, with a progress bar on stderr (terminal only) labelled
-/// `label`, shown once the work has taken more than about a second.
-EngineOptions engine_options(const ComputeOptions& opts, const std::string& label);
-
-/// Records the process's resident memory before any work (the binary and its libraries: the
-/// 64 MB the memory contract allows beyond the limit), so that engine_options() can leave the
-/// work only what --max-memory has left once the model and data are loaded.
-void note_memory_baseline();
-/// Bytes resident now beyond that baseline (the loaded model, theta, data), 0 before it.
-std::size_t loaded_bytes();
-/// The memory limit of the work: --max-memory (0: the default) less loaded_bytes(), at least 1.
-std::size_t work_memory(const ComputeOptions& opts);
-/// " (what --max-memory leaves beside the 394.36 MiB the model and data hold)" for a memory
-/// refusal (the bytes held when work_memory() last set a limit), or "" when it set none or
-/// nothing was loaded: the limit a message names is the work's.
-std::string memory_note();
-
-/// A progress bar on stderr, drawn only when stderr is a terminal and the work has run for
-/// about a second; cleared when done. A negative fraction means "running, extent unknown": the
-/// label is shown with the seconds elapsed.
-class ProgressBar {
- public:
-  explicit ProgressBar(std::string label);
-  ProgressBar(const ProgressBar&) = delete;
-  ProgressBar& operator=(const ProgressBar&) = delete;
-  ~ProgressBar();
-  void operator()(double fraction);
-
- private:
-  void stop_ticker();
-
-  std::string m_label;
-  std::chrono::steady_clock::time_point m_start;
-  bool m_enabled;
-  bool m_drawn = false;
-  int m_last_percent = -1;
-  // Redraws "label ... N s" every half second while work of unknown extent runs in a library
-  // call that reports nothing until it ends (LAPACK, FLINT).
-  std::thread m_ticker;
-  std::atomic<bool> m_ticking{false};
-};
-
-/// f() with a ProgressBar labelled `label` showing the seconds elapsed (work of unknown extent
-/// that reports nothing: reading a file, unrolling, a single DP pass).
-template <class F>
-decltype(auto) with_progress(const std::string& label, F&& f) {
-  ProgressBar bar(label);
-  bar(-1.0);
-  return f();
-}
-
-/// A display for the phases of long library work (Progress): one ProgressBar per phase,
-/// labelled with the phase's name, on stderr when it is a terminal.
-Progress phase_progress();
-
-/// Seconds since `start`, for the timings the commands print.
-double seconds_since(std::chrono::steady_clock::time_point start);
-
-}  // namespace pathlift::cli
-
-namespace pathlift {
-struct CheckResult;
-enum class CheckStatus;
-}  // namespace pathlift
-
-namespace pathlift::cli {
-/// "pass  (max rel. error 1.2e-16, tol 1e-10, 9 entries)" or "n/a (...)" / "FAIL (...)".
-std::string format_check(const CheckResult& r);
-
-/// The verdict of check_identities' results: "failed" when one failed, else "out_of_range" when
-/// one could not be run, else "passed".
-CheckStatus checks_status(const std::vector<CheckResult>& results);
-
-/// The last line of the checks' table: "all checks passed", "SOME CHECKS FAILED", ...
-std::string checks_verdict(const std::vector<CheckResult>& results);
-
-/// Throws CheckFailed (exit 1) naming the failed checks, else RangeError (exit 4) naming those
-/// out of range, else returns.
-void throw_unless_passed(const std::vector<CheckResult>& results);
 }  // namespace pathlift::cli
