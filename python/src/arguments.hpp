@@ -1,0 +1,84 @@
+#pragma once
+// The conversion of the bindings' arguments: array_of (numpy, torch tensors, lists), theta's
+// and X's arrays, vectors, scipy sparse matrices, dtypes, paths; ValueError naming the
+// argument for anything else.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <Eigen/Core>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "pathlift/sparse.hpp"
+#include "pathlift/types.hpp"
+
+namespace pathlift::python {
+
+namespace py = pybind11;
+
+/// The floating-point types the engine is instantiated for.
+enum class Scalar { f64, f32 };
+
+/// float64 (None, "float64", numpy.float64, numpy.dtype("d")) or float32; ValueError otherwise.
+Scalar scalar_of(const py::object& dtype);
+
+/// os.fspath(path) as a string: a str or a pathlib.Path.
+std::string fspath(const py::object& path);
+
+/// Data X (array_of: numpy, a torch.Tensor, ...) as a Fortran-ordered float64 array, the layout
+/// Eigen::MatrixXd maps without a copy (converted once otherwise). ValueError unless 2-D (n x r).
+/// The width and finiteness are checked by the engine (FormatError / ValueError naming the
+/// numbers).
+py::array_t<double, py::array::f_style | py::array::forcecast> data_argument(const py::object& x);
+
+/// The Eigen view of a checked data argument.
+inline Eigen::Map<const Eigen::MatrixXd> as_matrix(
+    const py::array_t<double, py::array::f_style | py::array::forcecast>& a) {
+  return {a.data(), static_cast<Eigen::Index>(a.shape(0)), static_cast<Eigen::Index>(a.shape(1))};
+}
+
+/// A scipy sparse matrix (or a sparse torch tensor, or anything scipy.sparse.csr_matrix accepts
+/// after array_of, e.g. a dense array or tensor) as a CsrMatrix<double> with sorted, summed
+/// column indices: one copy. `what` names it in messages. ValueError for a matrix with complex
+/// or non-finite values or more than 2^31 - 1 columns.
+CsrMatrix<double> csr_argument(const py::object& m, const char* what);
+
+/// A 0/1 sparse matrix (the skeleton B as scipy or numpy) as a CsrPattern: one copy of the
+/// indices. Explicit zeros are dropped; ValueError for any stored value other than 0 or 1.
+CsrPattern pattern_argument(const py::object& m, const char* what);
+
+/// A vector argument (array_of: numpy, a torch.Tensor, a list, ...) as a contiguous 1-D array
+/// of T (converted if needed); ValueError unless it is 1-D real numbers. The length and finiteness
+/// of a theta are the library's check (check_theta), so the message is the one C++ gives. `what`
+/// names the argument in messages.
+template <class T>
+py::array_t<T, py::array::c_style | py::array::forcecast> vector_argument(const py::object& x,
+                                                                          const char* what);
+
+/// The span of a checked 1-D array.
+template <class T>
+std::span<const T> as_span(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+  return {a.data(), static_cast<std::size_t>(a.size())};
+}
+
+/// x for messages, never a whole array: an array, a tensor or a sparse matrix as its type, shape
+/// and dtype ("a torch.Tensor of shape (66,) and dtype torch.float32"), anything else as its
+/// repr, cut to 100 characters (with its type and length when cut).
+std::string repr_of(const py::handle& x);
+
+/// The one conversion of array arguments (theta, X, vectors, dense matrices), before the cast to
+/// the function's dtype: a numpy array as it is; a torch.Tensor (without importing torch: a
+/// class torch.Tensor in its type's MRO) detached, moved to the CPU, float16 and bfloat16 made
+/// float64, and viewed as numpy (no copy for a CPU tensor); anything else through
+/// numpy.asarray, or as it is when numpy cannot read it (the caller's conversion then names
+/// what it expected). ValueError naming `what` for complex numbers, whose imaginary part a
+/// cast would drop, for entries that are not numbers (str, bytes, an object array holding
+/// text: numpy would read "1.5" as 1.5), and for a sparse tensor.
+py::object array_of(const py::object& x, const char* what);
+
+/// numpy.dtype(dtype).
+py::dtype numpy_dtype(const py::object& dtype);
+
+}  // namespace pathlift::python
