@@ -13,10 +13,6 @@
 
 namespace pathlift::cli {
 
-/// The header every `--json` output starts with (docs/cli.md#json): "format":
-/// "pathlift-<command>", "version": `layout_version` (of that command's keys, bumped when one
-/// changes meaning), "pathlift_version", "network" (the description of the model) and "theta"
-/// (where theta came from; null for a command that takes no theta).
 /// A number beyond double's range for --json: its value when it fits a double, else null (its
 /// log10 goes beside it).
 nlohmann::ordered_json scaled_value_json(const ScaledReal& x);
@@ -30,6 +26,10 @@ nlohmann::ordered_json count_json(const Count& c);
 /// range)", or "0".
 std::string scaled_text(const ScaledReal& x);
 
+/// The header every `--json` output starts with (docs/cli.md#json): "format":
+/// "pathlift-<command>", "version": `layout_version` (of that command's keys, bumped when one
+/// changes meaning), "pathlift_version", "network" (the description of the model) and "theta"
+/// (where theta came from; null for a command that takes no theta).
 nlohmann::ordered_json json_header(std::string_view command, int layout_version,
                                    const std::string& network,
                                    const std::optional<std::string>& theta);

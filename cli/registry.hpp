@@ -30,7 +30,7 @@ enum class RunMode : bool { execute, parse_only };
 
 /// pathlift's main (app.cpp): builds the app from the registered commands, parses argv (argv[0]
 /// is the program), runs the command and prints any error as "error: ..." on stderr. Returns
-/// the exit status (ExitCode in common.hpp).
+/// the exit status (ExitCode, exit.hpp).
 int run_cli(int argc, const char* const* argv, RunMode mode);
 
 }  // namespace pathlift::cli

@@ -1,7 +1,7 @@
 #pragma once
-// The conversion of the bindings' arguments: array_of (numpy, torch tensors, lists), theta's
-// and X's arrays, vectors, scipy sparse matrices, dtypes, paths; ValueError naming the
-// argument for anything else.
+// The conversion of the bindings' arguments: array_of (numpy, torch tensors, lists), X's
+// array, vectors, scipy sparse matrices, dtypes, paths; ValueError naming the argument for
+// anything else. theta, which needs its network, is common.hpp's theta_argument.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -113,7 +113,7 @@ py::array_t<std::int64_t> index_array(const std::vector<T>& items) {
 py::object make_csr(py::array data, CsrPattern pattern);
 
 /// Whether make_csr assembles the csr_matrix directly (checked once against this scipy's
-/// constructor; see common.cpp) instead of calling the validating constructor.
+/// constructor; see csr_results.cpp) instead of calling the validating constructor.
 bool csr_assembly_fast_path();
 
 /// The pattern with values `numpy.ones(nnz, dtype)`: the skeleton B as a csr_matrix.

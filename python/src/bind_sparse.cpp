@@ -1,5 +1,5 @@
 // sparse.hpp: CSR matrices reach Python as scipy.sparse.csr_matrix built on views of the C++
-// arrays (common.hpp: make_csr); dense matrices as numpy arrays under the memory limit.
+// arrays (arrays.hpp: make_csr); dense matrices as numpy arrays under the memory limit.
 
 #include "common.hpp"
 #include "pathlift/sparse.hpp"

@@ -1,4 +1,4 @@
-// The scipy.sparse CSR matrices the bindings return (common.hpp): assembled without
+// The scipy.sparse CSR matrices the bindings return (arrays.hpp): assembled without
 // csr_matrix's validation when the installed scipy allows it, index arrays shared with the
 // engine's buffers where they fit in 32 bits.
 

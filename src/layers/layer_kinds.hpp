@@ -153,8 +153,38 @@ static_assert(
     }(),
     "k_kinds: one row per LayerKind, in declaration order");
 
-/// The record of `kind` (std::logic_error for a kind without a row: a bug, caught by
-/// layers_test's NamesRoundTrip).
+/// Whether `kind` is a declared LayerKind. Exhaustive, with no default (-Wswitch is an error): a
+/// kind appended to the enum fails to compile here until it has its case, and then the
+/// static_assert below until it has its row in k_kinds.
+constexpr bool is_declared(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::input:
+    case LayerKind::linear:
+    case LayerKind::conv:
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool:
+    case LayerKind::adaptive_avg_pool:
+    case LayerKind::batch_norm:
+    case LayerKind::activation:
+    case LayerKind::add:
+    case LayerKind::sub:
+    case LayerKind::concat:
+    case LayerKind::flatten:
+    case LayerKind::gather:
+    case LayerKind::conv_transpose:
+    case LayerKind::scale:
+    case LayerKind::k_max_pool:
+    case LayerKind::group_sort:
+    case LayerKind::interpolate:
+      return true;
+  }
+  return false;
+}
+
+static_assert(!is_declared(static_cast<LayerKind>(k_kinds.size())),
+              "k_kinds: a LayerKind without a row (src/layers/layer_kinds.hpp)");
+
+/// The record of `kind` (std::logic_error for a value that is no kind: a bug).
 constexpr const KindRecord& record(LayerKind kind) {
   const auto i = static_cast<std::size_t>(kind);
   if (i >= k_kinds.size()) {

@@ -21,8 +21,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-/// The keys a layer of each kind may have, besides name, kind and inputs.
-/// The JSON fields of `kind` (its record's keys).
+/// The keys a layer of `kind` may have besides name, kind and inputs: its record's keys.
 std::vector<std::string_view> kind_keys(LayerKind kind) {
   std::vector<std::string_view> keys;
   std::string_view rest = detail::record(kind).keys;
