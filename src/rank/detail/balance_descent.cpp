@@ -127,17 +127,11 @@ double Weights::log_sum_moved(const ParameterClasses& pc, const std::vector<doub
     const std::vector<double> up = factors(e, 1.0);
     const std::vector<double> down = factors(e, -1.0);
     const double sum = block_sum(n, threads, [&](std::size_t a, std::size_t b) {
-      PositiveSum s;  // in chunks (k_chunk)
-      for (std::size_t c = a; c < b; c += k_chunk) {
-        double chunk = 0;
-        for (std::size_t k = c; k < std::min(b, c + k_chunk); ++k) {
-          chunk += kept(k) ? m_w[k] * 0x1p-64 * factor_at(up, pc.target[k]) *
-                                 factor_at(down, pc.source[k])
-                           : 0.0;
-        }
-        s.add(chunk);
-      }
-      return s.value();
+      return chunked_sum(a, b, [&](std::size_t k) {
+        return kept(k)
+                   ? m_w[k] * 0x1p-64 * factor_at(up, pc.target[k]) * factor_at(down, pc.source[k])
+                   : 0.0;
+      });
     });
     if (std::isfinite(sum) && sum >= 0x1p-800) {
       return std::log(sum) + 64 * std::numbers::ln2;

@@ -55,6 +55,21 @@ class PositiveSum {
 /// quarter of resnet18's PathCond time.
 inline constexpr std::size_t k_chunk = 256;
 
+/// The sum of term(k) >= 0 over k in [a, b), in chunks of k_chunk terms (above).
+template <class Term>
+double chunked_sum(std::size_t a, std::size_t b, const Term& term) {
+  PositiveSum sum;
+  for (std::size_t c = a; c < b; c += k_chunk) {
+    const std::size_t end = std::min(b, c + k_chunk);
+    double chunk = 0;
+    for (std::size_t k = c; k < end; ++k) {
+      chunk += term(k);
+    }
+    sum.add(chunk);
+  }
+  return sum.value();
+}
+
 /// log(exp(a) + exp(b) + exp(c)).
 inline double log_add(double a, double b, double c) {
   const double top = std::max({a, b, c});
@@ -114,16 +129,7 @@ class Weights {
   [[nodiscard]] double log_sum_if(const Keep& keep) const {
     const std::size_t n = m_w.size();
     if (!m_logs) {
-      PositiveSum sum;  // in chunks (k_chunk)
-      for (std::size_t a = 0; a < n; a += k_chunk) {
-        const std::size_t b = std::min(n, a + k_chunk);
-        double chunk = 0;
-        for (std::size_t k = a; k < b; ++k) {
-          chunk += keep(k) ? m_w[k] : 0.0;
-        }
-        sum.add(chunk);
-      }
-      return std::log(sum.value());
+      return std::log(chunked_sum(0, n, [&](std::size_t k) { return keep(k) ? m_w[k] : 0.0; }));
     }
     double top = k_minus_inf;
     for (std::size_t k = 0; k < n; ++k) {
