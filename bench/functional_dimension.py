@@ -1,6 +1,7 @@
 """The certified functional dimension (rank of the batch Jacobian J_X) of two networks trained on
 sklearn's digits (8x8 images, 10 classes), on 1,000 samples (N q = 10,000 rows), by
-pathlift.functional_dimension, beside what a user would otherwise run in the same process: the
+pathlift.functional_dimension (certified bounds, and the Monte Carlo rank of its random prime
+with its error bound), beside what a user would otherwise run in the same process: the
 batch Jacobian by torch.func (functorch's vmap of jacrev) and numpy's matrix_rank of it (a
 floating-point SVD, no certificate).
 
@@ -73,10 +74,10 @@ def main() -> None:
     digits = load_digits()
     X = torch.tensor(digits.data / 16.0, dtype=torch.float64)
     y = torch.tensor(digits.target)
-    print("| network | d | N q | lower | upper | status | rows to the rank | numerical rank | "
-          "sigma_r / sigma_r+1 | pathlift exact (s) | pathlift + SVD (s) | torch.func + "
-          "matrix_rank (s) |")
-    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("| network | d | N q | lower | upper | status | Monte Carlo rank (error <=) | "
+          "rows to the rank | numerical rank | sigma_r / sigma_r+1 | pathlift exact (s) | "
+          "pathlift + SVD (s) | torch.func + matrix_rank (s) |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, make, steps, shape in (("MLP 64-32-32-10", mlp, 200, (64,)),
                                      ("CNN + BatchNorm", cnn, 100, (1, 8, 8))):
         torch.manual_seed(0)
@@ -96,8 +97,10 @@ def main() -> None:
         nr = fd.numerical
         s = list(nr.singular_values) if nr is not None else []
         gap = s[fd.lower - 1] / s[fd.lower] if 0 < fd.lower < len(s) else float("nan")
+        mc = (f"{exact.monte_carlo_rank:,} ({exact.monte_carlo_error:.1g})"
+              if exact.monte_carlo_rank is not None else "-")
         print(f"| {name} | {fd.d:,} | {fd.rows:,} | {fd.lower:,} | {fd.upper:,} | {fd.status} | "
-              f"{fd.rows_to_rank:,} | {nr.rank if nr else '-'} | {gap:.2g} | {t1 - t0:.1f} | "
+              f"{mc} | {fd.rows_to_rank:,} | {nr.rank if nr else '-'} | {gap:.2g} | {t1 - t0:.1f} | "
               f"{t2 - t1:.1f} | {t_torch:.1f} (rank {rank}) |", flush=True)
         print(f"<!-- {name}: upper_rows {fd.upper_rows}, upper_dphi {fd.upper_dphi}, "
               f"upper_kernel {fd.upper_kernel} -->", flush=True)

@@ -187,6 +187,9 @@ TEST(FunctionalDimension, JsonAndErrors) {
                           "rows_used",
                           "pivot_rows",
                           "prime",
+                          "prime_random",
+                          "monte_carlo_rank",
+                          "monte_carlo_error",
                           "margin",
                           "on_kink",
                           "pattern_certified",
@@ -198,6 +201,9 @@ TEST(FunctionalDimension, JsonAndErrors) {
   EXPECT_EQ(j["lower"], fd.lower);
   EXPECT_EQ(j["status"], fd.certified() ? "certified" : "bounds");
   EXPECT_EQ(j["functional_dimension"].is_null(), !fd.certified());
+  EXPECT_EQ(j["prime"], fd.prime);
+  EXPECT_TRUE(j["prime_random"]);
+  EXPECT_EQ(j["monte_carlo_rank"], fd.lower);
 
   FunctionalDimensionOptions two;
   two.prime = 2;

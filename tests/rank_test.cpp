@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "pathlift/builtins.hpp"
 #include "pathlift/error.hpp"
@@ -128,6 +129,28 @@ TEST(Modular, IsPrime) {
     }
     EXPECT_EQ(is_prime(n), prime) << n;
   }
+}
+
+TEST(Modular, RandomPrimesAreUniformOverTheRange) {
+  // Primes in [2^60, 2^61), confirmed by trial division by the small primes and by is_prime;
+  // 200 draws of one of 2.7e16 primes never repeat, and their top bits spread over the range
+  // (each half of it gets between 60 and 140 of 200 with probability 1 - 1e-8).
+  std::set<std::uint64_t> seen;
+  int upper_half = 0;
+  for (int k = 0; k < 200; ++k) {
+    const std::uint64_t p = random_prime();
+    ASSERT_GE(p, std::uint64_t{1} << 60);
+    ASSERT_LT(p, std::uint64_t{1} << 61);
+    for (std::uint64_t q = 2; q < 1000; ++q) {
+      ASSERT_NE(p % q, 0U) << p << " divisible by " << q;
+    }
+    ASSERT_TRUE(is_prime(p)) << p;
+    seen.insert(p);
+    upper_half += static_cast<int>((p >> 59) & 1);
+  }
+  EXPECT_EQ(seen.size(), 200U);
+  EXPECT_GT(upper_half, 60);
+  EXPECT_LT(upper_half, 140);
 }
 
 TEST(Modular, RejectsBadPrimes) {

@@ -30,7 +30,8 @@ struct RankCommandOptions {
   bool enumerate = false;
   bool always_numerical = false;
   bool no_numerical = false;
-  std::string data;  ///< --data: the functional dimension on this batch instead
+  std::string data;          ///< --data: the functional dimension on this batch instead
+  bool prime_given = false;  ///< --prime was given (else --data draws one at random)
 };
 
 void print_functional_dimension(const FunctionalDimension& fd, const std::string& description,
@@ -43,8 +44,15 @@ void print_functional_dimension(const FunctionalDimension& fd, const std::string
              fd.rank() ? fmt::format("{}", *fd.rank()) : std::string("?"),
              fd.certified() ? "certified" : "NOT certified", fd.lower, fd.upper);
   fmt::print("             lower bound: rank mod p = {}{} of the first {} rows ({} eliminated)\n",
-             fd.prime, fd.prime == default_prime ? " (2^61 - 1)" : "", fd.rows_to_rank,
-             fd.rows_used);
+             fd.prime,
+             fd.prime_random             ? " (drawn at random)"
+             : fd.prime == default_prime ? " (2^61 - 1)"
+                                         : "",
+             fd.rows_to_rank, fd.rows_used);
+  if (fd.monte_carlo_rank && !fd.certified()) {
+    fmt::print("             Monte Carlo: rank(J_X) = {} except with probability <= {:.1e}\n",
+               *fd.monte_carlo_rank, *fd.monte_carlo_error);
+  }
   fmt::print(
       "             upper bounds: q x distinct samples {}, rank(dPhi) <= {}, d - known kernel "
       "{}\n",
@@ -76,7 +84,7 @@ void run_functional_dimension(const RankCommandOptions& opts, const LoadedModel&
   const LoadedTheta theta = load_theta(loaded, opts.compute);
   const Eigen::MatrixXd X = read_data(opts.data, net, loaded.description, opts.compute);
   FunctionalDimensionOptions o;
-  o.prime = opts.rank.prime;
+  o.prime = opts.prime_given ? opts.rank.prime : 0;
   o.engine = engine_options(opts.compute, "rank");
   o.engine.progress = phase_progress();
   o.numerical.tolerance = opts.numerical.tolerance;
@@ -277,7 +285,9 @@ void add_rank_command(CLI::App& app) {
   data->excludes(no_enumerate);
   data->excludes(enumerate);
   add_prime_option(*cmd, opts->rank.prime,
-                   "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1)");
+                   "The prime of the modular elimination (a prime below 2^63; default 2^61 - 1; "
+                   "with --data, a random prime in [2^60, 2^61), which also bounds the "
+                   "probability that the rank mod p is not the rank)");
   cmd->add_option("--method", opts->method,
                   "Lower bound of rank(B): auto (B when enumerated, else the path basis, or the "
                   "symmetry theorem with shared parameters), skeleton (B, sparse elimination), "
@@ -298,7 +308,10 @@ void add_rank_command(CLI::App& app) {
                   "rank(dPhi) is inconclusive when the gap at the cut is below this (default "
                   "1000)")
       ->check(positive_number);
-  cmd->callback([opts] { run_rank(*opts); });
+  cmd->callback([opts, cmd] {
+    opts->prime_given = cmd->count("--prime") > 0;
+    run_rank(*opts);
+  });
 }
 
 const CommandRegistration rank_registration{40, add_rank_command};

@@ -10,7 +10,9 @@
 /// a minor that is non-zero mod p is non-zero over Q. Upper bound: the smallest of q times the
 /// number of distinct samples, the certified upper bound of rank(dPhi) (J_X = L(X) dPhi), and
 /// d minus the kernel known exactly (docs/functional-dimension.md). The rank is certified when the
-/// bounds meet; a floating-point rank is reported beside it, never in its place.
+/// bounds meet; a floating-point rank is reported beside it, never in its place. With a prime
+/// drawn at random (the default), the lower bound is also the rank except with a probability
+/// bounded and reported (a Monte Carlo certificate, monte_carlo_rank).
 
 #include <Eigen/Core>
 #include <cstdint>
@@ -44,8 +46,11 @@ std::string_view to_string(FunctionalDimensionStatus status);
 
 /// Options of functional_dimension().
 struct FunctionalDimensionOptions {
-  /// An odd prime < 2^63 (std::invalid_argument otherwise).
-  std::uint64_t prime = default_prime;
+  /// 0 (the default): a prime drawn uniformly at random among the primes in [2^60, 2^61)
+  /// (random_prime()), which makes the lower bound a Monte Carlo certificate of the rank as
+  /// well (FunctionalDimension::monte_carlo_rank); else an odd prime < 2^63
+  /// (std::invalid_argument otherwise), for a reproducible elimination.
+  std::uint64_t prime = 0;
   /// The numerical rank of J_X beside the exact one: dense SVD (LAPACK dgesvd) of all N q rows.
   /// method and svd_max_entries are ignored; with when = automatic it is skipped (and the note
   /// says so) above automatic_max_flops (2 max(N q, d) min(N q, d)^2 + 6 min(N q, d)^3, here
@@ -103,7 +108,18 @@ struct FunctionalDimension {
   /// Columns eliminated: the non-zero columns of J_X (among FunctionalDimensionOptions::columns
   /// when given).
   Index columns_used = 0;
+  /// The prime of the eliminations (drawn at random unless FunctionalDimensionOptions::prime).
   std::uint64_t prime = default_prime;
+  /// Whether `prime` was drawn at random.
+  bool prime_random = false;
+  /// With a random prime and every column eliminated: `lower`, which is rank J_X except with
+  /// probability at most monte_carlo_error over the draw of the prime. A rank above it needs a
+  /// non-zero minor of J_X, scaled to an integer matrix, that the prime divides; the minor's
+  /// size bounds its prime factors in [2^60, 2^61) (docs/functional-dimension.md#monte-carlo).
+  /// Absent with a prime given or a subset of the columns.
+  std::optional<Index> monte_carlo_rank;
+  /// The bound on the probability that monte_carlo_rank is wrong (0 when certified).
+  std::optional<double> monte_carlo_error;
   /// min |pre-activation| over samples and kinked nodes (ActivationPattern::margin).
   double margin = 0;
   /// Some pre-activation is exactly 0 (ReLU'(0) = 0 is used, as in PyTorch; J_X is then the
@@ -138,7 +154,7 @@ struct FunctionalDimension {
 /// (rank + block) words, are refused beyond the memory limit with their sizes (TooLarge), as
 /// is the N q x d floating-point J_X of the numerical rank (then skipped with a note).
 /// Throws what forward() throws for data or theta that do not fit, std::invalid_argument for
-/// a prime that is not an odd prime < 2^63.
+/// a prime (other than 0) that is not an odd prime < 2^63.
 /// Complexity: O(n q E) for the rows (E edges), O(d K r) for the elimination (K rows used, r
 /// the rank); the numerical rank O(N q d^2).
 ///

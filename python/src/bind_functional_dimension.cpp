@@ -45,6 +45,14 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
       field("columns_used", &FunctionalDimension::columns_used,
             "Columns eliminated: the non-zero columns of J_X (among `columns` when given)."),
       field("prime", &FunctionalDimension::prime, "The prime of the elimination."),
+      field("prime_random", &FunctionalDimension::prime_random,
+            "Whether the prime was drawn at random (prime=None)."),
+      field("monte_carlo_rank", &FunctionalDimension::monte_carlo_rank,
+            "With a random prime and all columns: lower, which is rank J_X except with "
+            "probability at most monte_carlo_error over the draw of the prime; else None."),
+      field("monte_carlo_error", &FunctionalDimension::monte_carlo_error,
+            "The bound on the probability that monte_carlo_rank is wrong (0 when certified), "
+            "or None."),
       field("margin", &FunctionalDimension::margin,
             "min |pre-activation| over samples and kinked nodes."),
       field("on_kink", &FunctionalDimension::on_kink,
@@ -72,15 +80,16 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
 
   m.def(
       "functional_dimension",
-      [](const NetworkArg& net, const py::object& theta, const py::object& X, std::uint64_t prime,
-         const py::object& numerical, double tolerance, const py::object& columns, int threads,
-         const py::object& progress, std::size_t max_memory) {
+      [](const NetworkArg& net, const py::object& theta, const py::object& X,
+         std::optional<std::uint64_t> prime, const py::object& numerical, double tolerance,
+         const py::object& columns, int threads, const py::object& progress,
+         std::size_t max_memory) {
         if (!std::isfinite(tolerance) || tolerance < 0) {
           throw std::invalid_argument(
               fmt::format("tolerance must be >= 0 (0: the default), got {}", tolerance));
         }
         FunctionalDimensionOptions o;
-        o.prime = prime;
+        o.prime = prime.value_or(0);
         o.engine =
             engine_options(threads, net.unroll_limit(max_memory), progress, "functional dimension");
         o.numerical.when = numerical_when(numerical);
@@ -95,16 +104,17 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
           return functional_dimension(net.model(), t, as_matrix(x), o);
         });
       },
-      py::arg("net"), py::arg("theta"), py::arg("X"), py::kw_only(),
-      py::arg("prime") = default_prime, py::arg("numerical") = py::none(),
-      py::arg("tolerance") = 0.0, py::arg("columns") = py::none(), py::arg("threads") = 0,
-      py::arg("progress") = py::none(), py::arg("max_memory") = 0,
+      py::arg("net"), py::arg("theta"), py::arg("X"), py::kw_only(), py::arg("prime") = py::none(),
+      py::arg("numerical") = py::none(), py::arg("tolerance") = 0.0,
+      py::arg("columns") = py::none(), py::arg("threads") = 0, py::arg("progress") = py::none(),
+      py::arg("max_memory") = 0,
       R"doc(The batch functional dimension: the rank of J_X = d f(X; theta) / d theta ((n q) x d,
 row i q + j is output j on sample i), certified (Grigsby et al. 2022; docs/functional-dimension.md).
 
 lower: the exact rank mod `prime` of J_X's entries at the forward pass's activation pattern
 (theta and X are dyadic rationals, reduced exactly), eliminated in growing blocks until the
-rank reaches upper; upper: min(q x distinct samples, the certified rank of dPhi, d minus the kernel
+rank reaches upper; prime=None draws it at random among the primes in [2^60, 2^61), and then
+monte_carlo_rank = lower is rank J_X except with probability at most monte_carlo_error; upper: min(q x distinct samples, the certified rank of dPhi, d minus the kernel
 known exactly). Returns a FunctionalDimension: status 'certified' when they meet, else
 'bounds'; 'pattern_uncertain' when a pre-activation is within rounding of a kink. pivot_rows
 are the first rows that reach the rank. columns: parameter indices whose columns alone are

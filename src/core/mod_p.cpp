@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 
 #include "src/core/modular_field.hpp"
@@ -11,6 +12,19 @@ namespace pathlift {
 
 bool is_prime(std::uint64_t n) {
   return detail::modular_is_prime(n);
+}
+
+std::uint64_t random_prime() {
+  std::random_device device;  // the operating system's entropy, 32 bits a call
+  for (;;) {
+    const std::uint64_t bits = (std::uint64_t{device()} << 32) | device();
+    // Odd, in [2^60, 2^61): 59 random bits between the leading and the last one.
+    const std::uint64_t n =
+        (std::uint64_t{1} << 60) | ((bits & ((std::uint64_t{1} << 59) - 1)) << 1) | 1;
+    if (detail::modular_is_prime(n)) {
+      return n;
+    }
+  }
 }
 
 std::uint64_t dyadic_residue(double x, std::uint64_t p) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "pathlift/counting.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/limits.hpp"
 #include "pathlift/rank.hpp"
@@ -23,7 +24,9 @@
 #include "src/core/json.hpp"
 #include "src/core/modular_field.hpp"
 #include "src/core/parallel.hpp"
+#include "src/network/dag_dp.hpp"
 #include "src/network/parameters.hpp"
+#include "src/network/ring_longest_paths.hpp"
 #include "src/rank/detail/functional_kernel.hpp"
 
 namespace pathlift {
@@ -179,10 +182,10 @@ class SampleRows {
 };
 
 /// The certified upper bound of rank(dPhi(theta)), path-free.
-Index dphi_bound(const Model& model, std::span<const double> theta,
+Index dphi_bound(const Model& model, std::span<const double> theta, std::uint64_t prime,
                  const FunctionalDimensionOptions& options) {
   RankOptions ro;
-  ro.prime = options.prime;
+  ro.prime = prime;
   ro.engine = options.engine;
   ro.engine.progress = {};
   NumericalRankOptions no;
@@ -352,6 +355,28 @@ void numerical_part(const RowPlan& plan, const FunctionalDimensionOptions& optio
   }
 }
 
+/// The bound on the probability that the rank mod a random prime in [2^60, 2^61) is below the
+/// rank over Q (docs/functional-dimension.md#monte-carlo). Every factor of a term of an entry
+/// of J_X (a sample's value, a weight, a slope) is a double m 2^-1074 with |m| < 2^2098, and a
+/// term has at most F = 1 + 2 L factors (L the longest path, in edges), so 2^(1074 F) J_X is
+/// an integer matrix whose entries, sums of at most T = P L terms (P paths), are below
+/// T 2^(2098 F). A rank r above the rank mod p needs a non-zero r x r minor that p divides;
+/// by Hadamard's inequality its absolute value is below 2^B, B = r (log2 T + 2098 F +
+/// log2(r) / 2), with r <= rank_bound, so at most B / 60 primes of the range divide it.
+double monte_carlo_error(const Network& net, Index rank_bound) {
+  const detail::DagView g(net);
+  const std::vector<int> depth = detail::dag_forward(g, detail::LongestPaths{});
+  int longest = 1;
+  for (const NodeId o : net.outputs()) {
+    longest = std::max(longest, depth[static_cast<std::size_t>(o)]);
+  }
+  const double factors = 1.0 + 2.0 * longest;
+  const double log2_terms = count_paths_total(net).log10() / std::log10(2.0) + std::log2(longest);
+  const double r = static_cast<double>(std::max<Index>(rank_bound, 1));
+  const double log2_minor = r * (log2_terms + 2098.0 * factors + 0.5 * std::log2(r));
+  return std::min(1.0, std::floor(log2_minor / 60.0) / random_prime_count);
+}
+
 std::string binding_bound(const FunctionalDimension& fd) {
   if (fd.upper == fd.upper_rows) {
     return fmt::format("q x distinct samples = {} x {}", fd.q, fd.distinct_samples);
@@ -378,6 +403,12 @@ void explain(FunctionalDimension& fd) {
         "(J_X has more kernel than pathlift knows), or, rarely, an "
         "unlucky prime",
         fd.lower, fd.upper, fd.rows, fd.lower, binding_bound(fd));
+    if (fd.monte_carlo_rank) {
+      s += fmt::format(
+          ". With the prime drawn at random, rank J_X = {} except with probability at most "
+          "{:.1e} (Monte Carlo)",
+          *fd.monte_carlo_rank, *fd.monte_carlo_error);
+    }
   }
   if (fd.columns_used < fd.upper && fd.lower < fd.upper) {
     s +=
@@ -403,7 +434,9 @@ std::string_view to_string(FunctionalDimensionStatus status) {
 FunctionalDimension functional_dimension(const Model& model, std::span<const double> theta,
                                          const Eigen::Ref<const Eigen::MatrixXd>& X,
                                          const FunctionalDimensionOptions& options) {
-  detail::modular_require_prime(options.prime, "functional_dimension");
+  if (options.prime != 0) {
+    detail::modular_require_prime(options.prime, "functional_dimension");
+  }
   if (options.prime == 2) {
     throw std::invalid_argument(
         "functional_dimension: the prime must be odd (the inputs and weights are dyadic "
@@ -428,7 +461,8 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   fd.q = static_cast<Index>(net.outputs().size());
   fd.d = net.num_params();
   fd.rows = fd.n * fd.q;
-  fd.prime = options.prime;
+  fd.prime_random = options.prime == 0;
+  fd.prime = fd.prime_random ? random_prime() : options.prime;
   fd.margin = pattern.margin;
   fd.on_kink = pattern.on_kink;
   fd.pattern_certified = pc.certified;
@@ -452,10 +486,10 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
 
   const std::vector<Index> classes = detail::sample_classes(X, fd.distinct_samples);
   fd.upper_rows = fd.q * fd.distinct_samples;
-  fd.upper_dphi = dphi_bound(model, theta, options);
+  fd.upper_dphi = dphi_bound(model, theta, fd.prime, options);
   const detail::Activity act = detail::activity(plan, classes);
   const std::vector<char> param_active = detail::active_params(plan, act.edges);
-  fd.upper_kernel = detail::kernel_bound(plan, param_active, act.live_samples, options.prime);
+  fd.upper_kernel = detail::kernel_bound(plan, param_active, act.live_samples, fd.prime);
   std::vector<char> eliminated = param_active;
   if (!options.columns.empty()) {
     std::vector<char> asked(eliminated.size(), 0);
@@ -469,7 +503,7 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   fd.columns_used = std::count(eliminated.begin(), eliminated.end(), 1);
   fd.upper = std::min({fd.upper_rows, fd.upper_dphi, fd.upper_kernel});
 
-  const detail::ModField field(options.prime);
+  const detail::ModField field(fd.prime);
   const ModRing ring{field};
   // The rank of the columns eliminated is at most their number: no need to go further.
   fd.pivot_rows = eliminate_rows(plan, ring, eliminated, std::min(fd.upper, fd.columns_used),
@@ -479,6 +513,10 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   fd.status = !fd.pattern_certified  ? FunctionalDimensionStatus::pattern_uncertain
               : fd.lower == fd.upper ? FunctionalDimensionStatus::certified
                                      : FunctionalDimensionStatus::bounds;
+  if (fd.prime_random && options.columns.empty()) {
+    fd.monte_carlo_rank = fd.lower;
+    fd.monte_carlo_error = fd.lower == fd.upper ? 0.0 : monte_carlo_error(net, fd.upper);
+  }
   numerical_part(plan, options, fd);
   explain(fd);
   return fd;
@@ -505,6 +543,10 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
   j["columns_used"] = fd.columns_used;
   j["pivot_rows"] = fd.pivot_rows;
   j["prime"] = fd.prime;
+  j["prime_random"] = fd.prime_random;
+  j["monte_carlo_rank"] = detail::optional_json(fd.monte_carlo_rank);
+  j["monte_carlo_error"] =
+      fd.monte_carlo_error ? number_or_null(*fd.monte_carlo_error) : nlohmann::ordered_json();
   j["margin"] = number_or_null(fd.margin);
   j["on_kink"] = fd.on_kink;
   j["pattern_certified"] = fd.pattern_certified;

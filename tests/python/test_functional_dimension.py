@@ -4,6 +4,7 @@ of the module itself, and bad input is refused. The exact rational reference is 
 test_functional_dimension_exact.py."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -66,7 +67,10 @@ def test_the_cli_prints_the_librarys_json(pl, run_cli, tmp_path):
     got = json.loads(r.stdout)
     assert got["format"] == "pathlift-functional-dimension"
     want = pl.functional_dimension(net, theta, X).to_dict()
+    assert got["prime"] != want["prime"]  # each drew its own (equal with probability 4e-17)
     for key, value in want.items():
+        if key == "prime":
+            continue
         assert got[key] == pytest.approx(value) if isinstance(value, float) else got[key] == value
     text = run_cli("rank", "--ff", "5,8,8,3", "--data", tmp_path / "X.npy", check=True).stdout
     shown = want["lower"] if want["status"] == "certified" else "?"
@@ -151,3 +155,54 @@ def test_a_subset_of_columns_bounds_the_rank_from_below(pl):
     assert part.to_dict()["columns_used"] == part.columns_used
     with pytest.raises(ValueError, match="column -1 is not a parameter"):
         pl.functional_dimension(net, None, X.reshape(12, -1).numpy(), columns=[-1])
+
+
+def monte_carlo_bound(pl, net, upper):
+    """The bound of docs/functional-dimension.md#monte-carlo, from pathlift's path count: the
+    entries of 2^(1074 F) J_X are below P L 2^(2098 F) with F = 1 + 2 L factors a term, an
+    upper x upper minor below 2^B by Hadamard, at most B / 60 of the 2.7e16 primes divide it."""
+    counts = pl.count_paths(net)
+    L = max(counts.max_path_length, 1)
+    F = 1 + 2 * L
+    B = upper * (math.log2(counts.paths) + math.log2(L) + 2098 * F + 0.5 * math.log2(upper))
+    return min(1.0, math.floor(B / 60) / 2.7e16)
+
+
+def test_the_default_prime_is_drawn_at_random(pl, run_cli, tmp_path):
+    """prime=None draws a prime uniformly among those in [2^60, 2^61): two calls draw two, with
+    the same bounds and pivots; lower is then a Monte Carlo rank with the documented error bound
+    (0 when certified). A prime given, or a subset of the columns, gives none. The rank itself
+    is checked against exact rationals in test_functional_dimension_exact.py."""
+    net = pl.feed_forward(2, [3, 3], 1)
+    theta = pl.normal_weights(net.d, 0)
+    X = pl.random_data(net, 10, 0)
+    a, b = (pl.functional_dimension(net, theta, X, numerical=False) for _ in range(2))
+    for fd in (a, b):
+        assert fd.prime_random and 2**60 <= fd.prime < 2**61 and pl.is_prime(fd.prime)
+        assert fd.status == "bounds" and fd.monte_carlo_rank == fd.lower < fd.upper
+        assert fd.monte_carlo_error == monte_carlo_bound(pl, net, fd.upper) < 1e-12
+        assert f"rank J_X = {fd.lower} except with probability at most" in fd.explanation
+        assert fd.to_dict()["monte_carlo_rank"] == fd.lower
+    assert a.prime != b.prime
+    assert (a.lower, a.upper, list(a.pivot_rows)) == (b.lower, b.upper, list(b.pivot_rows))
+    certified = pl.functional_dimension(net, theta, X[:2], numerical=False)
+    assert certified.status == "certified" and certified.monte_carlo_error == 0
+    assert certified.monte_carlo_rank == certified.rank
+    given = pl.functional_dimension(net, theta, X, prime=2**61 - 1, numerical=False)
+    assert not given.prime_random and given.prime == 2**61 - 1 and given.lower == a.lower
+    assert given.monte_carlo_rank is None and given.monte_carlo_error is None
+    assert "Monte Carlo" not in given.explanation
+    part = pl.functional_dimension(net, theta, X, columns=[0, 1, 2], numerical=False)
+    assert part.prime_random and part.monte_carlo_rank is None
+    np.save(tmp_path / "X.npy", X)
+    cli = json.loads(run_cli("rank", "--ff", "2,3,3,1", "--data", tmp_path / "X.npy", "--json",
+                             check=True).stdout)
+    assert cli["prime_random"] and cli["monte_carlo_rank"] == a.lower
+    assert cli["monte_carlo_error"] == pytest.approx(a.monte_carlo_error)
+    text = run_cli("rank", "--ff", "2,3,3,1", "--data", tmp_path / "X.npy", check=True).stdout
+    assert "(drawn at random)" in text
+    assert f"Monte Carlo: rank(J_X) = {a.lower} except with probability <= " in text
+    fixed = json.loads(run_cli("rank", "--ff", "2,3,3,1", "--data", tmp_path / "X.npy", "--json",
+                               "--prime", "1000000007", check=True).stdout)
+    assert fixed["prime"] == 1000000007 and not fixed["prime_random"]
+    assert fixed["monte_carlo_rank"] is None and fixed["monte_carlo_error"] is None

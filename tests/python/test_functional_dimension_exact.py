@@ -8,7 +8,8 @@ status 'certified' exactly when lower == upper (then rank == the rational rank),
 (every value is a small dyadic, so the forward pass is exact and the pattern certain: never
 'pattern_uncertain'); on_kink exactly when some kinked pre-activation is exactly 0 (ReLU'(0) = 0
 is the pattern used), margin the exact min |pre-activation|; the pivot rows are the row rank
-profile of J_X; upper_rows is q times the distinct samples. With a tiny prime, lower and the
+profile of J_X; upper_rows is q times the distinct samples; with the prime drawn at random
+(the default), monte_carlo_rank is the rational rank, 'bounds' cases included. With a tiny prime, lower and the
 pivot rows are the rank and profile of J_X mod p (often below the rational ones); the thread
 count changes nothing.
 
@@ -629,6 +630,11 @@ def test_functional_dimension_is_the_rational_rank(pl, case):
     assert fd.upper == min(fd.upper_rows, fd.upper_dphi, fd.upper_kernel), where
     assert e.rank <= min(fd.upper_rows, fd.upper_dphi, fd.upper_kernel), where
     assert fd.rank == (e.rank if fd.status == "certified" else None), where
+    # the prime drawn at random: lower is the Monte Carlo rank, and it is the rational rank
+    assert fd.prime_random and 2**60 <= fd.prime < 2**61, where
+    assert fd.monte_carlo_rank == e.rank, where
+    assert (fd.monte_carlo_error == 0) == (fd.status == "certified"), where
+    assert fd.monte_carlo_error < 1e-9, where
     assert [int(t) for t in fd.pivot_rows] == e.profile, where
     assert fd.rows_to_rank == (e.profile[-1] + 1 if e.profile else 0), where
     as_dict = fd.to_dict()
@@ -674,7 +680,8 @@ def test_a_small_prime_gives_the_rank_mod_p(pl, case):
         fd = pl.functional_dimension(p.net, p.theta, p.X, prime=prime, numerical=False)
         mod_p = ref.rank_mod_p(J, prime)
         where = f"{case}, prime {prime}: {fd.explanation}"
-        assert fd.prime == prime, where
+        assert fd.prime == prime and not fd.prime_random, where
+        assert fd.monte_carlo_rank is None, where
         assert fd.lower == mod_p.rank <= e.rank <= fd.upper, where
         assert [int(t) for t in fd.pivot_rows] == mod_p.profile, where
         assert fd.status == ("certified" if fd.lower == fd.upper else "bounds"), where
@@ -737,4 +744,5 @@ def test_the_cases_cover_every_category(pl):
     statuses = [status for status, _, _ in RESULTS.values()]
     print("statuses:", {s: statuses.count(s) for s in sorted(set(statuses))})
     assert statuses.count("certified") >= len(CASES) // 4
-    assert statuses.count("bounds") >= 1 and "pattern_uncertain" not in statuses
+    # the Monte Carlo rank met the rational rank where the certified bounds did not meet
+    assert statuses.count("bounds") >= 50 and "pattern_uncertain" not in statuses
