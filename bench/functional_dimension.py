@@ -100,8 +100,8 @@ def main() -> None:
         mc = (f"{exact.monte_carlo_rank:,} ({exact.monte_carlo_error:.1g})"
               if exact.monte_carlo_rank is not None else "-")
         print(f"| {name} | {fd.d:,} | {fd.rows:,} | {fd.lower:,} | {fd.upper:,} | {fd.status} | "
-              f"{mc} | {fd.rows_to_rank:,} | {nr.rank if nr else '-'} | {gap:.2g} | {t1 - t0:.1f} | "
-              f"{t2 - t1:.1f} | {t_torch:.1f} (rank {rank}) |", flush=True)
+              f"{mc} | {fd.rows_to_rank:,} | {nr.rank if nr else '-'} | {gap:.2g} | "
+              f"{t1 - t0:.1f} | {t2 - t1:.1f} | {t_torch:.1f} (rank {rank}) |", flush=True)
         print(f"<!-- {name}: upper_rows {fd.upper_rows}, upper_dphi {fd.upper_dphi}, "
               f"upper_kernel {fd.upper_kernel} -->", flush=True)
 

@@ -204,6 +204,16 @@ TEST(FunctionalDimension, JsonAndErrors) {
   EXPECT_EQ(j["prime"], fd.prime);
   EXPECT_TRUE(j["prime_random"]);
   EXPECT_EQ(j["monte_carlo_rank"], fd.lower);
+  EXPECT_EQ(j["monte_carlo_error"], fd.certified() ? 0.0 : *fd.monte_carlo_error);
+  FunctionalDimensionOptions given;
+  given.prime = default_prime;
+  const auto fixed =
+      nlohmann::json::parse(to_json(functional_dimension(Model(net), theta, X, given)));
+  EXPECT_EQ(fixed["prime"], default_prime);
+  EXPECT_FALSE(fixed["prime_random"]);
+  EXPECT_TRUE(fixed["monte_carlo_rank"].is_null());
+  EXPECT_TRUE(fixed["monte_carlo_error"].is_null());
+  EXPECT_EQ(fixed["lower"], fd.lower);
 
   FunctionalDimensionOptions two;
   two.prime = 2;

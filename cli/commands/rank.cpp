@@ -49,7 +49,7 @@ void print_functional_dimension(const FunctionalDimension& fd, const std::string
              : fd.prime == default_prime ? " (2^61 - 1)"
                                          : "",
              fd.rows_to_rank, fd.rows_used);
-  if (fd.monte_carlo_rank && !fd.certified()) {
+  if (fd.monte_carlo_rank && fd.lower < fd.upper) {
     fmt::print("             Monte Carlo: rank(J_X) = {} except with probability <= {:.1e}\n",
                *fd.monte_carlo_rank, *fd.monte_carlo_error);
   }

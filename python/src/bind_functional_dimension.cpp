@@ -88,6 +88,11 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
           throw std::invalid_argument(
               fmt::format("tolerance must be >= 0 (0: the default), got {}", tolerance));
         }
+        if (prime && *prime == 0) {
+          throw std::invalid_argument(
+              "functional_dimension: the modulus 0 is not a prime below 2^63 (prime=None draws "
+              "one at random)");
+        }
         FunctionalDimensionOptions o;
         o.prime = prime.value_or(0);
         o.engine =
@@ -113,9 +118,10 @@ row i q + j is output j on sample i), certified (Grigsby et al. 2022; docs/funct
 
 lower: the exact rank mod `prime` of J_X's entries at the forward pass's activation pattern
 (theta and X are dyadic rationals, reduced exactly), eliminated in growing blocks until the
-rank reaches upper; prime=None draws it at random among the primes in [2^60, 2^61), and then
-monte_carlo_rank = lower is rank J_X except with probability at most monte_carlo_error; upper: min(q x distinct samples, the certified rank of dPhi, d minus the kernel
-known exactly). Returns a FunctionalDimension: status 'certified' when they meet, else
+rank reaches upper; prime=None draws it at random among the primes in [2^60, 2^61), and
+then (with columns=None) monte_carlo_rank = lower is rank J_X except with probability at
+most monte_carlo_error; upper: min(q x distinct samples, the certified rank of dPhi, d minus
+the kernel known exactly). Returns a FunctionalDimension: status 'certified' when they meet, else
 'bounds'; 'pattern_uncertain' when a pre-activation is within rounding of a kink. pivot_rows
 are the first rows that reach the rank. columns: parameter indices whose columns alone are
 eliminated (None: all): the lower bound is then their rank, still a lower bound, for a model

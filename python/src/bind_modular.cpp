@@ -6,7 +6,8 @@
 namespace pathlift::python {
 
 void bind_modular(py::module_& m) {
-  // The prime every `prime=` keyword defaults to: 2^61 - 1 (a Mersenne prime).
+  // The default of the `prime=` keywords: 2^61 - 1 (a Mersenne prime); functional_dimension
+  // draws its prime at random instead (prime=None).
   m.attr("default_prime") = py::int_(default_prime);
 }
 

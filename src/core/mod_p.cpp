@@ -14,7 +14,7 @@ bool is_prime(std::uint64_t n) {
   return detail::modular_is_prime(n);
 }
 
-std::uint64_t random_prime() {
+std::uint64_t random_prime() try {
   std::random_device device;  // the operating system's entropy, 32 bits a call
   for (;;) {
     const std::uint64_t bits = (std::uint64_t{device()} << 32) | device();
@@ -25,6 +25,10 @@ std::uint64_t random_prime() {
       return n;
     }
   }
+} catch (const std::exception& e) {
+  throw std::runtime_error(fmt::format(
+      "random_prime: no random numbers from the operating system ({}); give a prime instead",
+      e.what()));
 }
 
 std::uint64_t dyadic_residue(double x, std::uint64_t p) {

@@ -32,6 +32,26 @@ using detail::k_minus_inf;
 using detail::log_add;
 using detail::Weights;
 
+/// The log sums of each class's incoming and outgoing weights, buffers kept between the
+/// descent's stationarity checks.
+struct ClassSums {
+  std::vector<double> ins;
+  std::vector<double> outs;
+
+  /// The largest of f(log in, log out, class) over the classes with weight on both sides.
+  template <class F>
+  double worst(const Descent& g, int threads, F f) {
+    g.class_logs(ins, outs, threads);
+    double worst = 0;
+    for (std::size_t h = 0; h < ins.size(); ++h) {
+      if (ins[h] != k_minus_inf && outs[h] != k_minus_inf) {
+        worst = std::max(worst, f(ins[h], outs[h], h));
+      }
+    }
+    return worst;
+  }
+};
+
 /// The bytes of incidence(pc, every parameter counted): its offsets and lists.
 double incidence_bytes(const ParameterClasses& pc) {
   double entries = 0;
@@ -253,20 +273,12 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
       g.scale(h, 2 * delta);
       return delta;
     };
-    std::vector<double> ins;
-    std::vector<double> outs;
+    ClassSums sums;
     const auto stationarity = [&] {
-      g.class_logs(ins, outs, resolve_threads(options.engine.threads));
-      double worst = 0;
-      for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
-        const double in = ins[h];
-        const double out = outs[h];
-        if (in != k_minus_inf && out != k_minus_inf) {
-          worst =
-              std::max(worst, std::fabs(std::tanh(0.5 * (in - out))));  // |in - out| / (in + out)
-        }
-      }
-      return worst;
+      return sums.worst(g, resolve_threads(options.engine.threads),
+                        [](double in, double out, std::size_t) {
+                          return std::fabs(std::tanh(0.5 * (in - out)));  // |in - out| / (in + out)
+                        });
     };
     bool fits = true;  // Newton's Hessian within the memory limit
     detail::NewtonCache cache;
@@ -352,23 +364,15 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       lt = log_add(la, lb - log_x, lc + log_x);
       return delta;
     };
-    std::vector<double> ins;
-    std::vector<double> outs;
+    ClassSums sums;
     const auto stationarity = [&] {
       lt = log_total();  // afresh: the running total drifts by rounding
-      g.class_logs(ins, outs, resolve_threads(options.engine.threads));
-      double worst = 0;
-      for (std::size_t h = 0; h < static_cast<std::size_t>(pc.classes); ++h) {
-        const double lb = ins[h];
-        const double lc = outs[h];
-        if (lb != k_minus_inf && lc != k_minus_inf) {
-          const double b = std::exp(lb - lt);
-          const double c = std::exp(lc - lt);
-          worst = std::max(
-              worst, std::fabs(count * (c - b) - g.degree(h)) / std::max(1.0, count * (c + b)));
-        }
-      }
-      return worst;
+      return sums.worst(
+          g, resolve_threads(options.engine.threads), [&](double lb, double lc, std::size_t h) {
+            const double b = std::exp(lb - lt);
+            const double c = std::exp(lc - lt);
+            return std::fabs(count * (c - b) - g.degree(h)) / std::max(1.0, count * (c + b));
+          });
     };
     bool fits = true;  // Newton's Hessian within the memory limit
     detail::NewtonCache cache;

@@ -371,7 +371,8 @@ double monte_carlo_error(const Network& net, Index rank_bound) {
     longest = std::max(longest, depth[static_cast<std::size_t>(o)]);
   }
   const double factors = 1.0 + 2.0 * longest;
-  const double log2_terms = count_paths_total(net).log10() / std::log10(2.0) + std::log2(longest);
+  const double log2_terms =
+      std::max(0.0, count_paths_total(net).log10() / std::log10(2.0)) + std::log2(longest);
   const double r = static_cast<double>(std::max<Index>(rank_bound, 1));
   const double log2_minor = r * (log2_terms + 2098.0 * factors + 0.5 * std::log2(r));
   return std::min(1.0, std::floor(log2_minor / 60.0) / random_prime_count);
@@ -513,7 +514,9 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
   fd.status = !fd.pattern_certified  ? FunctionalDimensionStatus::pattern_uncertain
               : fd.lower == fd.upper ? FunctionalDimensionStatus::certified
                                      : FunctionalDimensionStatus::bounds;
-  if (fd.prime_random && options.columns.empty()) {
+  // Every row eliminated unless the rank reached `upper`, so `lower` is the rank mod p of J_X.
+  if (fd.prime_random && options.columns.empty() &&
+      (fd.rows_used == fd.rows || fd.lower == fd.upper)) {
     fd.monte_carlo_rank = fd.lower;
     fd.monte_carlo_error = fd.lower == fd.upper ? 0.0 : monte_carlo_error(net, fd.upper);
   }
@@ -523,8 +526,9 @@ FunctionalDimension functional_dimension(const Model& model, std::span<const dou
 }
 
 std::string to_json(const FunctionalDimension& fd, int indent) {
+  using detail::Json;
   using detail::number_or_null;
-  nlohmann::ordered_json j;
+  Json j;
   j["n"] = fd.n;
   j["q"] = fd.q;
   j["d"] = fd.d;
@@ -545,37 +549,34 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
   j["prime"] = fd.prime;
   j["prime_random"] = fd.prime_random;
   j["monte_carlo_rank"] = detail::optional_json(fd.monte_carlo_rank);
-  j["monte_carlo_error"] =
-      fd.monte_carlo_error ? number_or_null(*fd.monte_carlo_error) : nlohmann::ordered_json();
+  j["monte_carlo_error"] = fd.monte_carlo_error ? number_or_null(*fd.monte_carlo_error) : Json();
   j["margin"] = number_or_null(fd.margin);
   j["on_kink"] = fd.on_kink;
   j["pattern_certified"] = fd.pattern_certified;
   j["pattern_note"] = detail::text_or_null(fd.pattern_note);
-  if (fd.numerical && fd.numerical->status != NumericalRankStatus::failed) {
-    const NumericalRank& nr = *fd.numerical;
-    j["numerical_rank"] = nr.rank;
-    j["numerical_status"] = std::string(to_string(nr.status));
-    j["numerical_tolerance"] = number_or_null(nr.tolerance);
-    j["numerical_gap"] = number_or_null(nr.gap);
-    j["sigma_max"] = number_or_null(nr.sigma(1));
-    j["sigma_at_rank"] = number_or_null(nr.sigma(fd.lower));
-    j["sigma_after_rank"] = number_or_null(nr.sigma(fd.lower + 1));
-    nlohmann::ordered_json tail = nlohmann::ordered_json::array();
-    const auto count = static_cast<Index>(nr.singular_values.size());
+  // The numerical rank's keys: null when it was skipped or failed.
+  const NumericalRank* nr = fd.numerical && fd.numerical->status != NumericalRankStatus::failed
+                                ? &*fd.numerical
+                                : nullptr;
+  const auto sigma = [&](Index k) { return nr ? number_or_null(nr->sigma(k)) : Json(); };
+  j["numerical_rank"] = nr ? Json(nr->rank) : Json();
+  j["numerical_status"] = nr             ? std::string(to_string(nr->status))
+                          : fd.numerical ? "failed"
+                                         : "not_computed";
+  j["numerical_tolerance"] = nr ? number_or_null(nr->tolerance) : Json();
+  j["numerical_gap"] = nr ? number_or_null(nr->gap) : Json();
+  j["sigma_max"] = sigma(1);
+  j["sigma_at_rank"] = sigma(fd.lower);
+  j["sigma_after_rank"] = sigma(fd.lower + 1);
+  Json tail;  // the smallest eight singular values
+  if (nr) {
+    tail = Json::array();
+    const auto count = static_cast<Index>(nr->singular_values.size());
     for (Index k = std::max<Index>(0, count - 8); k < count; ++k) {
-      tail.push_back(number_or_null(nr.singular_values[static_cast<std::size_t>(k)]));
+      tail.push_back(number_or_null(nr->singular_values[static_cast<std::size_t>(k)]));
     }
-    j["smallest_singular_values"] = tail;
-  } else {
-    j["numerical_rank"] = nullptr;
-    j["numerical_status"] = fd.numerical ? "failed" : "not_computed";
-    j["numerical_tolerance"] = nullptr;
-    j["numerical_gap"] = nullptr;
-    j["sigma_max"] = nullptr;
-    j["sigma_at_rank"] = nullptr;
-    j["sigma_after_rank"] = nullptr;
-    j["smallest_singular_values"] = nullptr;
   }
+  j["smallest_singular_values"] = tail;
   j["numerical_note"] = detail::text_or_null(fd.numerical_note);
   return j.dump(indent);
 }

@@ -374,7 +374,8 @@ std::string to_json(const RankReport& rep, int indent) {
   using detail::number_or_null;
   using detail::optional_json;
   const RankCertificate& c = rep.rank_B;
-  nlohmann::ordered_json j;
+  using detail::Json;
+  Json j;
   j["d"] = rep.d;
   j["h"] = rep.h;
   j["h_sym"] = rep.h_sym;
@@ -403,22 +404,14 @@ std::string to_json(const RankReport& rep, int indent) {
   j["rank_J_exact_method"] =
       x ? nlohmann::ordered_json(std::string(to_string(x->method))) : nullptr;
   j["zero_weights"] = rep.zero_weights.size();
-  if (rep.rank_J) {
-    const NumericalRank& n = *rep.rank_J;
-    j["rank_J_numerical_status"] = std::string(to_string(n.status));
-    j["rank_J_method"] = std::string(to_string(n.method));
-    j["rank_J_sigma_max"] = number_or_null(n.sigma(1));
-    j["rank_J_sigma_expected"] = number_or_null(n.sigma(rep.expected));
-    j["rank_J_condition"] = number_or_null(n.sigma(1) / n.sigma(rep.expected));
-    j["rank_J_non_finite"] = n.non_finite;
-  } else {
-    j["rank_J_numerical_status"] = "not_computed";
-    j["rank_J_method"] = nullptr;
-    j["rank_J_sigma_max"] = nullptr;
-    j["rank_J_sigma_expected"] = nullptr;
-    j["rank_J_condition"] = nullptr;
-    j["rank_J_non_finite"] = nullptr;
-  }
+  // The numerical rank of dPhi's keys: null when it was not computed.
+  const NumericalRank* n = rep.rank_J ? &*rep.rank_J : nullptr;
+  j["rank_J_numerical_status"] = n ? std::string(to_string(n->status)) : "not_computed";
+  j["rank_J_method"] = n ? Json(std::string(to_string(n->method))) : Json();
+  j["rank_J_sigma_max"] = n ? number_or_null(n->sigma(1)) : Json();
+  j["rank_J_sigma_expected"] = n ? number_or_null(n->sigma(rep.expected)) : Json();
+  j["rank_J_condition"] = n ? number_or_null(n->sigma(1) / n->sigma(rep.expected)) : Json();
+  j["rank_J_non_finite"] = n ? Json(n->non_finite) : Json();
   j["rank_J_note"] = detail::text_or_null(rep.rank_J_note);
   return j.dump(indent);
 }

@@ -9,9 +9,9 @@ status 'certified' exactly when lower == upper (then rank == the rational rank),
 'pattern_uncertain'); on_kink exactly when some kinked pre-activation is exactly 0 (ReLU'(0) = 0
 is the pattern used), margin the exact min |pre-activation|; the pivot rows are the row rank
 profile of J_X; upper_rows is q times the distinct samples; with the prime drawn at random
-(the default), monte_carlo_rank is the rational rank, 'bounds' cases included. With a tiny prime, lower and the
-pivot rows are the rank and profile of J_X mod p (often below the rational ones); the thread
-count changes nothing.
+(the default), monte_carlo_rank is the rational rank, 'bounds' cases included. With a tiny
+prime, lower and the pivot rows are the rank and profile of J_X mod p (often below the
+rational ones); the thread count changes nothing.
 
 The cases are small networks with integer or dyadic weights and inputs: random MLPs, dead
 units, duplicate samples, few samples, zero weights, identical units, width-1 layers, inputs on
@@ -614,7 +614,7 @@ def test_functional_dimension_is_the_rational_rank(pl, case):
     p = problem(pl, case)
     e = expected(pl, case)
     fd = pl.functional_dimension(p.net, p.theta, p.X)
-    where = f"{case}: {fd.explanation}"
+    where = f"{case}, prime {fd.prime}: {fd.explanation}"
     n, q = p.X.shape[0], e.rows // p.X.shape[0]
     assert (fd.n, fd.q, fd.d, fd.rows) == (n, q, e.d, e.rows), where
     assert fd.lower == e.rank, where

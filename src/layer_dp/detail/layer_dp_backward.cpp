@@ -64,14 +64,9 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
       x->exp = wb->exp + y.exp;
       break;
     }
-    case ParamKind::batch_norm: {
-      const Index channels = plan.shape(l)[0];
-      const Index positions = n_in / channels;
-      const BlockPtr a = weights_of(ly, channels, spec, threads);
-      scale_channels(a->m.data(), y.value.data(), x->value.data(), channels, positions, threads);
-      x->exp = a->exp + y.exp;
+    case ParamKind::batch_norm:
+      (void)batch_norm_scale(plan, l, spec, y, *x, n_in);
       break;
-    }
   }
   normalize(*x, threads);
   return x;

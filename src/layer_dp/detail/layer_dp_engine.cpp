@@ -155,6 +155,17 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
 
 }  // namespace
 
+Index batch_norm_scale(const LayerPlan& plan, std::size_t l, const WeightSpec& spec,
+                       const Tensor& in, Tensor& out, Index entries) {
+  const Index channels = plan.shape(l)[0];
+  const int threads = plan.threads();
+  const BlockPtr a = weights_of(plan.layer(l), channels, spec, threads);
+  scale_channels(a->m.data(), in.value.data(), out.value.data(), channels, entries / channels,
+                 threads);
+  out.exp = a->exp + in.exp;
+  return channels;
+}
+
 TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
                         const WeightSpec& spec, double bias_value, const LayerClasses* classes) {
   const Layer& ly = plan.layer(l);
@@ -211,12 +222,9 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       return y;
     }
     case ParamKind::batch_norm: {
-      const Index channels = plan.shape(l)[0];
-      const Index positions = n_out / channels;
-      const BlockPtr a = weights_of(ly, channels, spec, threads);
-      scale_channels(a->m.data(), x.value.data(), y->value.data(), channels, positions, threads);
-      y->exp = a->exp + x.exp;
-      add_bias(*y, *bias_of(ly, channels, spec, threads), channels, positions, bias_value, threads);
+      const Index channels = batch_norm_scale(plan, l, spec, x, *y, n_out);
+      add_bias(*y, *bias_of(ly, channels, spec, threads), channels, n_out / channels, bias_value,
+               threads);
       return y;
     }
   }

@@ -243,6 +243,12 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
 TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
                         const WeightSpec& spec);
 
+/// Batch norm l's scale a of `in` by channel into `out` (both `entries` long): its forward map
+/// without the bias, and its transposed map; out's exponent is a's plus in's. Returns the
+/// channel count.
+Index batch_norm_scale(const LayerPlan& plan, std::size_t l, const WeightSpec& spec,
+                       const Tensor& in, Tensor& out, Index entries);
+
 /// A gather layer l: transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
 /// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller).
 void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
