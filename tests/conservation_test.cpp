@@ -29,6 +29,7 @@
 #include "pathlift/symmetry.hpp"
 #include "reference.hpp"
 #include "src/core/random.hpp"
+#include "src/layers/param_layout.hpp"
 #include "support.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/random_layer_graph.hpp"
@@ -283,6 +284,62 @@ TEST(Conservation, TheJsonFormHoldsEveryLaw) {
     EXPECT_EQ(j["laws"][i]["value"].get<double>(), laws.values[i]);
     EXPECT_EQ(j["laws"][i]["squares"].get<double>(), laws.squares[i]);
   }
+}
+
+// param_layout (src/layers/param_layout.hpp), which places each weight for the conservation laws
+// and the symmetries, against PyTorch's weight layouts written out as nested loops: Linear
+// (out, in), Conv2d (out, in / groups, kh, kw), ConvTranspose2d (in, out / groups, kh, kw),
+// BatchNorm (C); the weight at each loop index is that of output channel co, input channel ci.
+TEST(Conservation, ParamLayoutIsPyTorchs) {
+  Layer conv;
+  conv.kind = LayerKind::conv;
+  conv.out_channels = 6;
+  conv.groups = 2;
+  conv.kernel = {2, 3};
+  Layer transposed = conv;
+  transposed.kind = LayerKind::conv_transpose;
+  const std::vector<Index> input = {4, 5, 5};
+  const Index taps = 6;
+  for (const Layer& ly : {conv, transposed}) {
+    const auto p = detail::param_layout(ly, input);
+    ASSERT_TRUE(p.has_value());
+    const bool t = ly.kind == LayerKind::conv_transpose;
+    EXPECT_EQ(p->weight_shape,
+              (t ? std::vector<Index>{4, 3, 2, 3} : std::vector<Index>{6, 2, 2, 3}));
+    EXPECT_EQ(p->weights, 6 * 2 * taps);
+    EXPECT_EQ(p->out, 6);
+    Index index = 0;
+    for (Index a = 0; a < p->weight_shape[0]; ++a) {
+      for (Index b = 0; b < p->weight_shape[1]; ++b) {
+        for (Index tap = 0; tap < taps; ++tap, ++index) {
+          // conv: a = co, b = ci within co's group (2 of 4 inputs, 3 of 6 outputs per group);
+          // transposed: a = ci, b = co within ci's group.
+          const Index co = t ? (a / 2) * 3 + b : a;
+          const Index ci = t ? a : (a / 3) * 2 + b;
+          EXPECT_EQ(p->out_channel(index), co) << (t ? "transposed " : "conv ") << index;
+          EXPECT_EQ(p->weight(co, ci, tap), index) << (t ? "transposed " : "conv ") << index;
+        }
+      }
+    }
+  }
+  Layer linear;
+  linear.kind = LayerKind::linear;
+  linear.out_features = 3;
+  const auto l = detail::param_layout(linear, {7});
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->weights, 21);
+  EXPECT_EQ(l->weight(2, 5, 0), 2 * 7 + 5);
+  EXPECT_EQ(l->out_channel(2 * 7 + 5), 2);
+  Layer bn;
+  bn.kind = LayerKind::batch_norm;
+  const auto n = detail::param_layout(bn, {4, 3, 3});
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->weights, 4);
+  EXPECT_EQ(n->out_channel(3), 3);
+  EXPECT_EQ(n->weight(3, 3, 0), 3);
+  Layer relu;
+  relu.kind = LayerKind::activation;
+  EXPECT_FALSE(detail::param_layout(relu, {4}).has_value());
 }
 
 }  // namespace

@@ -22,14 +22,12 @@
 #include "pathlift/symmetry.hpp"
 #include "src/core/checked.hpp"
 #include "src/core/json.hpp"
-#include "src/layers/layer_kinds.hpp"
+#include "src/layers/param_layout.hpp"
 #include "src/rank/detail/model_classes.hpp"
 
 namespace pathlift {
 
 namespace {
-
-using detail::ParamKind;
 
 /// "a, b and c", or "a, b, c and 4 more" when `total` is more than the items shown.
 std::string listing(const std::vector<std::string>& shown, std::size_t total) {
@@ -73,14 +71,15 @@ class LayerParams {
   explicit LayerParams(const LayerGraph& graph) : m_graph(graph), m_shapes(layer_shapes(graph)) {
     for (std::size_t l = 0; l < graph.layers.size(); ++l) {
       const Layer& ly = graph.layers[l];
-      const auto kind = detail::param_kind(ly.kind);
-      if (!kind) {
+      if (!detail::has_parameters(ly)) {
         continue;
       }
-      const auto [weight, bias] = block_sizes(l, *kind);
-      m_blocks.push_back({ly.weight_offset, weight, l, false, *kind});
+      const auto layout = detail::param_layout(ly, in(l));
+      m_layouts.push_back(*layout);
+      const std::size_t at = m_layouts.size() - 1;
+      m_blocks.push_back({ly.weight_offset, layout->weights, l, false, at});
       if (ly.bias_offset >= 0) {
-        m_blocks.push_back({ly.bias_offset, bias, l, true, *kind});
+        m_blocks.push_back({ly.bias_offset, layout->out, l, true, at});
       }
     }
   }
@@ -123,67 +122,21 @@ class LayerParams {
     Index size = 0;
     std::size_t layer = 0;
     bool bias = false;
-    ParamKind kind = ParamKind::linear;
+    std::size_t layout = 0;  // in m_layouts
   };
 
   [[nodiscard]] Place place_in(const Block& b, Index k) const {
     const Index i = k - b.start;
-    return {b.layer, b.bias, i, b.bias ? i : weight_channel(b.layer, b.kind, i)};
+    return {b.layer, b.bias, i, b.bias ? i : m_layouts[b.layout].out_channel(i)};
   }
 
   [[nodiscard]] const std::vector<Index>& in(std::size_t l) const {
     return m_shapes[static_cast<std::size_t>(m_graph.layers[l].inputs.at(0))];
   }
 
-  [[nodiscard]] Index taps(std::size_t l) const {
-    Index t = 1;
-    for (const Index k : m_graph.layers[l].kernel) {
-      t *= k;  // within the validated weight block
-    }
-    return t;
-  }
-
-  /// The weight and bias block sizes of parameter layer l (the builder's rule, layer_rules.cpp).
-  [[nodiscard]] std::pair<Index, Index> block_sizes(std::size_t l, ParamKind kind) const {
-    const Layer& ly = m_graph.layers[l];
-    const std::vector<Index>& x = in(l);
-    switch (kind) {
-      case ParamKind::linear:
-        return {ly.out_features * detail::entries_of(x), ly.out_features};
-      case ParamKind::conv:
-        return {ly.out_channels * (x[0] / ly.groups) * taps(l), ly.out_channels};
-      case ParamKind::conv_transpose:
-        return {x[0] * (ly.out_channels / ly.groups) * taps(l), ly.out_channels};
-      case ParamKind::batch_norm:
-        return {x[0], x[0]};
-    }
-    throw std::logic_error("conservation_laws: not a parameter kind");
-  }
-
-  /// The output channel that weight i of layer l enters: linear (out, in), conv
-  /// (out, in / groups, k...), conv_transpose (in, out / groups, k...), batch_norm (C).
-  [[nodiscard]] Index weight_channel(std::size_t l, ParamKind kind, Index i) const {
-    const Layer& ly = m_graph.layers[l];
-    const std::vector<Index>& x = in(l);
-    switch (kind) {
-      case ParamKind::linear:
-        return i / detail::entries_of(x);
-      case ParamKind::conv:
-        return i / ((x[0] / ly.groups) * taps(l));
-      case ParamKind::conv_transpose: {
-        const Index in_group = x[0] / ly.groups;
-        const Index out_group = ly.out_channels / ly.groups;
-        const Index row = i / taps(l);  // (input channel, output channel in its group)
-        return (row / out_group / in_group) * out_group + row % out_group;
-      }
-      case ParamKind::batch_norm:
-        return i;
-    }
-    throw std::logic_error("conservation_laws: not a parameter kind");
-  }
-
   const LayerGraph& m_graph;
   std::vector<std::vector<Index>> m_shapes;
+  std::vector<detail::ParamLayout> m_layouts;
   std::vector<Block> m_blocks;
 };
 

@@ -35,6 +35,7 @@ using detail::k_split;
 using detail::Lerp;
 using detail::param_kind;
 using detail::ParamKind;
+using detail::ParamLayout;
 using detail::SymmetryClasses;
 using detail::Unroller;
 using detail::Window;
@@ -297,7 +298,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   void merge_conv(std::size_t l) {
     const Layer& ly = layer(l);
     const Window& w = m_plan.window(l);
-    const ConvLayout c = conv_layout(l);
+    const ParamLayout c = layout(l);
     const std::vector<Index> in = channel_roots(op(l), true);
     for (Index co = 0; co < c.out; ++co) {
       if (ly.bias_offset >= 0 && has_edges(ly.bias_offset + co)) {
@@ -307,12 +308,12 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       }
       // The edges of weight (co, ci, tap) from a channel ci that is one class: their targets
       // are one class.
-      const Index ci0 = (co / c.out_group) * c.in_group;
+      const Index ci0 = c.group_in(co);
       for (Index kh = 0; kh < w.h.kernel; ++kh) {
         for (Index kw = 0; kw < w.w.kernel; ++kw) {
           Index ci = -1;
           for (Index i = ci0; i < ci0 + c.in_group && ci < 0; ++i) {
-            const bool edges = has_edges(weight(l, co, i, kh * w.w.kernel + kw));
+            const bool edges = has_edges(ly.weight_offset + c.weight(co, i, kh * w.w.kernel + kw));
             ci = edges && in[static_cast<std::size_t>(i)] >= 0 ? i : -1;
           }
           if (ci < 0) {
@@ -463,7 +464,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   void constrain_conv(std::size_t l, Index pin) {
     const Layer& ly = layer(l);
     const Window& w = m_plan.window(l);
-    const ConvLayout c = conv_layout(l);
+    const ParamLayout c = layout(l);
     const std::vector<Index>& out = channel_roots(l);
     const std::vector<Index>& in = channel_roots(op(l));
     const Index taps = w.h.kernel * w.w.kernel;
@@ -472,7 +473,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       if (t == k_no_entry) {
         continue;
       }
-      const Index ci0 = (co / c.out_group) * c.in_group;
+      const Index ci0 = c.group_in(co);
       // Which taps have an edge into this channel (the same for every input channel).
       std::vector<std::uint8_t> tap_used(static_cast<std::size_t>(taps), 0);
       for (Index kh = 0; kh < w.h.kernel; ++kh) {
@@ -488,7 +489,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
           if (tap_used[static_cast<std::size_t>(tap)] == 0) {
             continue;
           }
-          const Index k = weight(l, co, ci, tap);
+          const Index k = ly.weight_offset + c.weight(co, ci, tap);
           if (!has_edges(k)) {
             m_single_zero += 1;  // every entry is live: its edges' ends are on paths
             continue;

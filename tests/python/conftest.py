@@ -17,6 +17,9 @@ CLI = BUILD / "cli" / "pathlift"
 
 if str(BUILD / "python") not in sys.path:
     sys.path.insert(0, str(BUILD / "python"))
+# bench/'s recipes (torch_recipes, ...) are imported by the tests that compare against them.
+if str(ROOT / "bench") not in sys.path:
+    sys.path.insert(0, str(ROOT / "bench"))
 
 
 def pytest_configure(config):
@@ -98,6 +101,14 @@ def pathlift_module():
 def pl(pathlift_module):
     """pathlift_module under the short name the tests use."""
     return pathlift_module
+
+
+@pytest.fixture(scope="session")
+def pt(pathlift_module):
+    """pathlift.torch (PyTorch's face)."""
+    import pathlift.torch
+
+    return pathlift.torch
 
 
 @pytest.fixture(scope="session")

@@ -20,17 +20,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-if str(ROOT / "bench") not in sys.path:
-    sys.path.insert(0, str(ROOT / "bench"))
 
 import torch_recipes as R  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pt(pathlift_module):
-    import pathlift.torch
-
-    return pathlift.torch
 
 
 def mlp(sizes=(4, 5, 3, 2), seed=0, dtype=torch.float64):

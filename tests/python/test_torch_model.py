@@ -13,7 +13,6 @@ import ast
 import copy
 import pathlib
 import pickle
-import sys
 
 import numpy as np
 import pytest
@@ -23,18 +22,9 @@ nn = torch.nn
 F = torch.nn.functional
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-if str(ROOT / "bench") not in sys.path:
-    sys.path.insert(0, str(ROOT / "bench"))
 
 import torch_recipes as R  # noqa: E402
 from test_cnn import prepare, tiny_resnet  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pt(pathlift_module):
-    import pathlift.torch
-
-    return pathlift.torch
 
 
 def outputs(model, X):

@@ -16,18 +16,11 @@ for the torchvision zoo, without pathlift.
     model, at u = theta^2.
 (d) What the recipe cannot do exactly raises, never returns a number.
 """
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-if str(ROOT / "bench") not in sys.path:
-    sys.path.insert(0, str(ROOT / "bench"))
 
 import torch_recipes as R  # noqa: E402
 

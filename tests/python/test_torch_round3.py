@@ -17,13 +17,6 @@ nn = torch.nn
 global_hooks = torch.nn.modules.module
 
 
-@pytest.fixture(scope="module")
-def pt(pathlift_module):
-    import pathlift.torch
-
-    return pathlift.torch
-
-
 def mlp(seed=0):
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Sequential(nn.Linear(6, 5), nn.ReLU()),

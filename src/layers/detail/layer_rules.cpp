@@ -12,6 +12,7 @@
 #include "pathlift/error.hpp"
 #include "src/core/checked.hpp"
 #include "src/layers/layers_geometry.hpp"
+#include "src/layers/param_layout.hpp"
 
 namespace pathlift::detail {
 
@@ -84,44 +85,14 @@ std::vector<Index> LayerChecker::check() const {
   fail("unknown layer kind");
 }
 
-// The blocks of a linear, conv or batch_norm layer whose output check() accepted.
+// The blocks of a parameter layer whose output check() accepted (its products checked there):
+// param_layout's rule.
 Blocks LayerChecker::blocks() const {
-  const std::vector<Index>& x = in(0);
   Blocks b;
-  const auto kind = param_kind(m_layer.kind);
-  if (!kind) {
-    return b;  // no parameter block
-  }
-  switch (*kind) {
-    case ParamKind::linear:
-      b.weight = m_layer.out_features * x[0];
-      b.bias = m_layer.out_features;
-      b.weight_shape = {m_layer.out_features, x[0]};
-      break;
-    case ParamKind::conv: {
-      b.weight_shape = {m_layer.out_channels, x[0] / m_layer.groups};
-      b.weight_shape.insert(b.weight_shape.end(), m_layer.kernel.begin(), m_layer.kernel.end());
-      b.weight = 1;
-      for (const Index k : b.weight_shape) {
-        b.weight *= k;  // below out_channels * 2^31: the per-output product is checked
-      }
-      b.bias = m_layer.out_channels;
-      break;
-    }
-    case ParamKind::conv_transpose: {
-      b.weight_shape = {x[0], m_layer.out_channels / m_layer.groups};
-      b.weight_shape.insert(b.weight_shape.end(), m_layer.kernel.begin(), m_layer.kernel.end());
-      b.weight = 1;
-      for (const Index k : b.weight_shape) {
-        b.weight *= k;  // checked in transposed_window
-      }
-      b.bias = m_layer.out_channels;
-      break;
-    }
-    case ParamKind::batch_norm:
-      b.weight = b.bias = x[0];
-      b.weight_shape = {x[0]};
-      break;
+  if (const auto p = param_layout(m_layer, in(0))) {
+    b.weight = p->weights;
+    b.bias = p->out;
+    b.weight_shape = p->weight_shape;
   }
   return b;
 }

@@ -33,7 +33,8 @@ bool SymmetryLayerView::conv_zeros_keep_the_entries(std::size_t l) const {
     }
   }
   const Window& w = m_plan.window(l);
-  const ConvLayout c = conv_layout(l);
+  const ParamLayout c = layout(l);
+  const Index w0 = layer(l).weight_offset;
   const Index taps = w.h.kernel * w.w.kernel;
   const auto nonzero = [&](Index k) { return m_theta[static_cast<std::size_t>(k)] != 0.0; };
   for (Index g = 0; g < c.out / c.out_group; ++g) {
@@ -41,7 +42,7 @@ bool SymmetryLayerView::conv_zeros_keep_the_entries(std::size_t l) const {
       for (Index co = g * c.out_group; co < (g + 1) * c.out_group; ++co) {
         bool any = false;
         for (Index ci = g * c.in_group; ci < (g + 1) * c.in_group && !any; ++ci) {
-          any = nonzero(weight(l, co, ci, tap));
+          any = nonzero(w0 + c.weight(co, ci, tap));
         }
         if (!any) {
           return false;
@@ -50,7 +51,7 @@ bool SymmetryLayerView::conv_zeros_keep_the_entries(std::size_t l) const {
       for (Index ci = g * c.in_group; ci < (g + 1) * c.in_group; ++ci) {
         bool any = false;
         for (Index co = g * c.out_group; co < (g + 1) * c.out_group && !any; ++co) {
-          any = nonzero(weight(l, co, ci, tap));
+          any = nonzero(w0 + c.weight(co, ci, tap));
         }
         if (!any) {
           return false;

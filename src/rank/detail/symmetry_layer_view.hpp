@@ -13,6 +13,7 @@
 #include "src/core/checked.hpp"
 #include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_unroll.hpp"
+#include "src/layers/param_layout.hpp"
 
 namespace pathlift::detail {
 
@@ -88,58 +89,22 @@ class SymmetryLayerView {
     }
   }
 
-  /// A conv's (or conv_transpose's) group layout: output channels, input channels per group.
-  struct ConvLayout {
-    Index out = 0;       // output channels
-    Index in = 0;        // input channels
-    Index in_group = 0;  // input channels per group
-    Index out_group = 0;
-  };
-  [[nodiscard]] ConvLayout conv_layout(std::size_t l) const {
-    const Window& w = m_plan.window(l);
-    const bool t = layer(l).kind == LayerKind::conv_transpose;
-    ConvLayout c;
-    c.out = t ? w.channels_in : w.channels_out;
-    c.in = t ? w.channels_out : w.channels_in;
-    c.in_group = c.in / w.groups;
-    c.out_group = c.out / w.groups;
-    return c;
+  /// Parameter layer l's layout (param_layout): channels, groups, and where each weight is.
+  [[nodiscard]] ParamLayout layout(std::size_t l) const {
+    const auto p = param_layout(layer(l), m_plan.shapes()[op(l)]);
+    if (!p) {
+      throw std::logic_error("layout: not a parameter layer");
+    }
+    return *p;
   }
 
-  /// The weight and bias block sizes of layer l.
+  /// The weight and bias block sizes of layer l ({0, 0} without parameters).
   [[nodiscard]] std::pair<Index, Index> block_sizes(std::size_t l) const {
-    const Layer& ly = layer(l);
-    const bool bias = ly.bias_offset >= 0;
-    const auto kind = param_kind(ly.kind);
-    if (!kind) {
+    if (!has_parameters(layer(l))) {
       return {0, 0};
     }
-    switch (*kind) {
-      case ParamKind::linear:
-        return {ly.out_features * entries(op(l)), bias ? ly.out_features : 0};
-      case ParamKind::conv:
-      case ParamKind::conv_transpose: {
-        const Window& w = m_plan.window(l);
-        const ConvLayout c = conv_layout(l);
-        return {c.out * c.in_group * w.h.kernel * w.w.kernel, bias ? c.out : 0};
-      }
-      case ParamKind::batch_norm:
-        return {channels(l).count, bias ? channels(l).count : 0};
-    }
-    throw std::logic_error("block_sizes: not a layer kind");
-  }
-
-  /// The parameter of weight (output channel co, input channel ci, tap) of conv or
-  /// conv_transpose l.
-  [[nodiscard]] Index weight(std::size_t l, Index co, Index ci, Index tap) const {
-    const Window& w = m_plan.window(l);
-    const ConvLayout c = conv_layout(l);
-    const Index taps = w.h.kernel * w.w.kernel;
-    const Index ci0 = (co / c.out_group) * c.in_group;
-    return layer(l).weight_offset + tap +
-           (layer(l).kind == LayerKind::conv_transpose
-                ? (ci * c.out_group + co % c.out_group) * taps
-                : (co * c.in_group + (ci - ci0)) * taps);
+    const ParamLayout p = layout(l);
+    return {p.weights, layer(l).bias_offset >= 0 ? p.out : 0};
   }
 
   /// A linear layer's zero weights keep every entry on a path when each live output keeps a
