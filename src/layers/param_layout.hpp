@@ -92,8 +92,9 @@ inline std::optional<ParamLayout> param_layout(const Layer& layer, const std::ve
       }
       break;
     }
-    case ParamKind::batch_norm:
+    case ParamKind::batch_norm:  // a group per channel
       p.out = p.in = in[0];
+      p.out_group = p.in_group = 1;
       p.weight_shape = {p.out};
       break;
   }

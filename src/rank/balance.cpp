@@ -42,13 +42,13 @@ struct ClassSums {
   template <class F>
   double worst(const Descent& g, int threads, F f) {
     g.class_logs(ins, outs, threads);
-    double worst = 0;
+    double most = 0;
     for (std::size_t h = 0; h < ins.size(); ++h) {
       if (ins[h] != k_minus_inf && outs[h] != k_minus_inf) {
-        worst = std::max(worst, f(ins[h], outs[h], h));
+        most = std::max(most, f(ins[h], outs[h], h));
       }
     }
-    return worst;
+    return most;
   }
 };
 

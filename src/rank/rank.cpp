@@ -371,10 +371,10 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
 }
 
 std::string to_json(const RankReport& rep, int indent) {
+  using detail::Json;
   using detail::number_or_null;
   using detail::optional_json;
   const RankCertificate& c = rep.rank_B;
-  using detail::Json;
   Json j;
   j["d"] = rep.d;
   j["h"] = rep.h;
@@ -384,14 +384,12 @@ std::string to_json(const RankReport& rep, int indent) {
   j["rank_B_lower"] = c.lower;
   j["rank_B_upper"] = c.upper;
   j["rank_B_certified"] = c.certified();
-  j["rank_J"] = nullptr;
-  j["rank_J_tolerance"] = nullptr;
-  j["rank_J_gap"] = nullptr;
-  if (rep.rank_J && rep.rank_J->status != NumericalRankStatus::failed) {
-    j["rank_J"] = rep.rank_J->rank;
-    j["rank_J_tolerance"] = number_or_null(rep.rank_J->tolerance);
-    j["rank_J_gap"] = number_or_null(rep.rank_J->gap);
-  }
+  // The numerical rank of dPhi: null when not computed or failed.
+  const NumericalRank* ok =
+      rep.rank_J && rep.rank_J->status != NumericalRankStatus::failed ? &*rep.rank_J : nullptr;
+  j["rank_J"] = ok ? Json(ok->rank) : Json();
+  j["rank_J_tolerance"] = ok ? number_or_null(ok->tolerance) : Json();
+  j["rank_J_gap"] = ok ? number_or_null(ok->gap) : Json();
   j["status"] = std::string(to_string(rep.status));
   j["explanation"] = rep.explanation;
   j["rank_B_method"] = std::string(to_string(c.method));

@@ -17,9 +17,10 @@ CLI = BUILD / "cli" / "pathlift"
 
 if str(BUILD / "python") not in sys.path:
     sys.path.insert(0, str(BUILD / "python"))
-# bench/'s recipes (torch_recipes, ...) are imported by the tests that compare against them.
+# bench/'s recipes (torch_recipes, ...) are imported by the tests that compare against them;
+# last, so that a bench script never shadows a test helper or pathlift.
 if str(ROOT / "bench") not in sys.path:
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.append(str(ROOT / "bench"))
 
 
 def pytest_configure(config):

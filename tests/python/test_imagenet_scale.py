@@ -29,9 +29,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+BENCH = ROOT / "bench"  # on sys.path by conftest
 
 import torch_recipes as R  # noqa: E402
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import torch_recipes as R  # noqa: E402
+import torch_recipes as R
 
 DT = torch.float64
 

@@ -9,9 +9,6 @@ rule L dPhi), and bench/torch_recipes.py's float64 recipes (pathnorm-pytorch's p
 |w|^s, no ReLU, max-pools as sum-pools over the same windows, ceil_mode included, average
 weights to the power s, all-ones input; pathcond's kernel diagonal: the gradient of the s = 2
 model)."""
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -20,11 +17,7 @@ pytest.importorskip("torchvision")
 nn = torch.nn
 F = torch.nn.functional
 
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-
-import torch_recipes as R  # noqa: E402
+import torch_recipes as R  # noqa: E402  (bench/, on sys.path by conftest)
 
 ZOO = ["squeezenet1_1", "googlenet", "mnasnet0_5", "shufflenet_v2_x0_5"]
 

@@ -95,7 +95,7 @@ class SymmetryLayerView {
     if (!p) {
       throw std::logic_error("layout: not a parameter layer");
     }
-    return *p;
+    return *std::move(p);
   }
 
   /// The weight and bias block sizes of layer l ({0, 0} without parameters).
