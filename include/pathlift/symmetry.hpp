@@ -105,15 +105,14 @@ ZeroPatternRank jacobian_rank_by_zero_pattern(const Network& net, std::span<cons
 
 /// The same on a layer graph without unrolling, when the zeros of theta leave every entry of
 /// the unroller's plan on an input-to-output path of non-zero edges: every zero is a bias (of
-/// a linear, conv, conv_transpose or batch_norm layer: an untrained model's batch norm has
-/// b = beta - a mean = 0), a linear weight (each live output and each input feature keeping a
-/// non-zero weight) or a convolution weight (each output channel and each input channel
-/// keeping a non-zero weight per tap within its group, every output entry live); no block is
-/// shared between layers; no fixed weight is 0; every live convolution entry reads a tap.
-/// h_sym' is then the layer graph's without the zero edges, and a zero parameter is crossed
-/// alone by a path exactly when it has an edge. nullopt when the zeros are not of that pattern
-/// (the unrolled DAG's function answers then). Throws std::invalid_argument for a theta
-/// without d entries, and what the plan throws.
+/// any layer with parameters: an untrained model's batch norm has b = beta - a mean = 0), a linear
+/// weight (each live output and each input feature keeping a non-zero weight) or a convolution
+/// weight (each output channel and each input channel keeping a non-zero weight per tap within its
+/// group, every output entry live); no block is shared between layers; no fixed weight is 0; every
+/// live convolution entry reads a tap. h_sym' is then the layer graph's without the zero edges, and
+/// a zero parameter is crossed alone by a path exactly when it has an edge. nullopt when the zeros
+/// are not of that pattern (the unrolled DAG's function answers then). Throws std::invalid_argument
+/// for a theta without d entries, and what the plan throws.
 std::optional<ZeroPatternRank> jacobian_rank_by_zero_pattern(const LayerGraph& graph,
                                                              std::span<const double> theta,
                                                              const EngineOptions& options = {});

@@ -224,8 +224,8 @@ Eigen::VectorXd kernel_matvec(const LayerGraph& graph, std::span<const double> t
 
 namespace {
 
-/// Whether two output channels of a linear, conv or conv_transpose layer (in one group) have
-/// equal weights and bias: twin units of the unrolled network (kernel_spectrum.cpp's
+/// Whether two output channels of a linear or convolution layer, transposed or not (in one group),
+/// have equal weights and bias: twin units of the unrolled network (kernel_spectrum.cpp's
 /// has_twin_units), found per layer. Other units read distinct sources (a batch norm's channel
 /// its own, a position its own window).
 bool has_twin_channels(const LayerGraph& graph, std::span<const double> theta,

@@ -136,8 +136,8 @@ std::vector<double> at_representatives(const double* y, Index channels, Index n_
 
 }  // namespace
 
-void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
-                    const PositionGroups* groups) {
+void conv_adjoint(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
+                  const PositionGroups* groups) {
   const Window& w = *c.w;
   constexpr Index k_conv_trows = 512;
   // With `groups` (y equal on each): W^T y on one column per group, each output position

@@ -46,8 +46,8 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
         conv_transpose_classes(c, wb->m.data(), y.value.data(), *(*classes)[plan.input(l)],
                                *out_cls, x->value.data(), threads);
       } else if (!wb->zero) {  // y whole: on its backward classes where it has them
-        conv_transpose(c, wb->m.data(), y.value.data(), x->value.data(), threads,
-                       plan.backward_groups(l));
+        conv_adjoint(c, wb->m.data(), y.value.data(), x->value.data(), threads,
+                     plan.backward_groups(l));
       }
       x->exp = wb->exp + y.exp;
       break;

@@ -214,7 +214,7 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
       const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
       std::fill(y->value.begin(), y->value.end(), 0.0);
       if (!wb->zero) {
-        conv_transpose(c, wb->m.data(), x.value.data(), y->value.data(), threads);
+        conv_adjoint(c, wb->m.data(), x.value.data(), y->value.data(), threads);
       }
       y->exp = wb->exp + x.exp;
       add_bias(*y, *bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,

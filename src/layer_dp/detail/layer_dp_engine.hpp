@@ -94,7 +94,7 @@ class LayerPlan {
   /// The classes of layer l's output on which every backward sum is equal (layer_classes.hpp's
   /// backward_classes), where they save at least a quarter of its positions; nullptr elsewhere.
   /// A convolution whose output's backward sums are held whole computes its transposed map and
-  /// weight products on them (conv_transpose, conv_weight_products).
+  /// weight products on them (conv_adjoint, conv_weight_products).
   [[nodiscard]] const PositionGroups* backward_groups(std::size_t l) const;
   /// The most entries an unkept forward pass holds at once when layer l's tensor has sizes[l]
   /// entries: each tensor from its layer to the last use of its storage (a view shares its

@@ -317,8 +317,8 @@ bool direct_block(const WeightSpec& spec, Index offset, Index count, int threads
   return true;
 }
 
-/// gather() into b (its memory reused when it has the size).
-void gather_into(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
+/// materialise() into b (its memory reused when it has the size).
+void materialise_into(const WeightSpec& spec, Index offset, Index count, int threads, Block& b) {
   if (direct_block(spec, offset, count, threads, b)) {
     return;
   }
@@ -332,9 +332,9 @@ void gather_into(const WeightSpec& spec, Index offset, Index count, int threads,
 
 }  // namespace
 
-Block gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+Block materialise(const WeightSpec& spec, Index offset, Index count, int threads) {
   Block b;
-  gather_into(spec, offset, count, threads, b);
+  materialise_into(spec, offset, count, threads, b);
   return b;
 }
 
@@ -384,21 +384,21 @@ void linear_transpose(const ParamTransform& w, Index rows, Index cols, const dou
 
 namespace {
 
-/// gather(), or the cached block of the same offset and size.
-BlockPtr cached_gather(const WeightSpec& spec, Index offset, Index count, int threads) {
+/// materialise(), or the cached block of the same offset and size.
+BlockPtr cached_block(const WeightSpec& spec, Index offset, Index count, int threads) {
   if (spec.cache == nullptr) {
-    return std::make_shared<const Block>(gather(spec, offset, count, threads));
+    return std::make_shared<const Block>(materialise(spec, offset, count, threads));
   }
   BlockCache& cache = *spec.cache;
   const auto it = cache.blocks.find(offset);
   if (it != cache.blocks.end() && static_cast<Index>(it->second.block->m.size()) == count) {
     if (it->second.generation != cache.generation) {
-      gather_into(spec, offset, count, threads, *it->second.block);
+      materialise_into(spec, offset, count, threads, *it->second.block);
       it->second.generation = cache.generation;
     }
     return it->second.block;  // else a lookup only: passes that share a filled cache may run
   }                           // at once
-  auto b = std::make_shared<Block>(gather(spec, offset, count, threads));
+  auto b = std::make_shared<Block>(materialise(spec, offset, count, threads));
   cache.blocks[offset] = {b, cache.generation};
   return b;
 }
@@ -406,7 +406,7 @@ BlockPtr cached_gather(const WeightSpec& spec, Index offset, Index count, int th
 }  // namespace
 
 BlockPtr weights_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
-  return cached_gather(spec, ly.weight_offset, count, threads);
+  return cached_block(spec, ly.weight_offset, count, threads);
 }
 
 BlockPtr bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threads) {
@@ -414,7 +414,7 @@ BlockPtr bias_of(const Layer& ly, Index count, const WeightSpec& spec, int threa
     static const BlockPtr none = std::make_shared<const Block>();
     return none;
   }
-  return cached_gather(spec, ly.bias_offset, count, threads);
+  return cached_block(spec, ly.bias_offset, count, threads);
 }
 
 /// y (channels x positions, exponent y.exp) += bias[c] * bias_value, then normalised.

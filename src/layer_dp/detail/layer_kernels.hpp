@@ -165,7 +165,7 @@ struct BlockCache {
 
 /// The transformed parameters theta[offset, offset + count) of the pass, materialised (small
 /// blocks: a convolution's kernel, a bias, a batch norm's scale).
-Block gather(const WeightSpec& spec, Index offset, Index count, int threads);
+Block materialise(const WeightSpec& spec, Index offset, Index count, int threads);
 
 /// y = W x, W (rows x cols, row-major) the transformed block `w`, by tiles: each tile's partial
 /// sums, added in column order (the same for any thread count).
@@ -243,8 +243,8 @@ Index col2im_block_rows(const ConvShape& c);
 /// input channels each. With `groups` (y equal on each group of output positions: a backward
 /// pass behind a global average pool, LayerPlan::backward_groups), W^T y is made for one
 /// position per group.
-void conv_transpose(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
-                    const PositionGroups* groups = nullptr);
+void conv_adjoint(const ConvShape& c, const double* wm, const double* y, double* xg, int threads,
+                  const PositionGroups* groups = nullptr);
 
 /// G (channels_out x rows per group, the weight layout) = the sum over the terms (at most two)
 /// of scale y col(x)^T, by blocks to `sink`. With `groups` (each term's y equal on each group),

@@ -16,8 +16,7 @@
 namespace pathlift::detail {
 
 /// A layer's parameter blocks: its weight (batch_norm: a) and bias (b) sizes, and the shape of
-/// the tensor its weight is read as (linear (out, in); conv (out, in / groups, k...);
-/// conv_transpose (in, out / groups, k...); batch_norm (C)).
+/// the tensor its weight is read as (param_layout.hpp's weight_shape).
 struct Blocks {
   Index weight = 0;
   Index bias = 0;

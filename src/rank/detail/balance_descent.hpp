@@ -150,7 +150,7 @@ class Weights {
   /// log(sum of w[list[i]], i in [a, b)): -inf for no term or only zeros.
   [[nodiscard]] double log_sum(const std::vector<Index>& list, Index a, Index b) const {
     if (!m_logs) {
-      // In chunks (k_chunk), each with four running sums (the loads of a gather overlap).
+      // In chunks (k_chunk), each with four running sums (their indexed loads overlap).
       PositiveSum sum;
       for (Index c = a; c < b; c += static_cast<Index>(k_chunk)) {
         const Index end = std::min(b, c + static_cast<Index>(k_chunk));
