@@ -375,7 +375,7 @@ TEST(Layers, RearrangingLayersAreCheckedByName) {
   LayerGraph q = p.graph({p.conv("c", 0, 2, {2})});
   q.layers[1].ceil_mode = true;
   EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)layer_shapes(q); }),
-                       "ceil_mode applies to max_pool, k_max_pool and avg_pool only"));
+                       "ceil_mode applies to max_pool, avg_pool and k_max_pool only"));
 }
 
 TEST(Layers, ErrorsNameTheLayer) {

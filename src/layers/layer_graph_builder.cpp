@@ -14,6 +14,7 @@
 #include "pathlift/error.hpp"
 #include "src/core/checked.hpp"
 #include "src/layers/detail/layer_rules.hpp"
+#include "src/layers/layer_kinds.hpp"
 
 namespace pathlift {
 

@@ -1,10 +1,11 @@
 #pragma once
-// The layer kinds' records (k_kinds: one row per kind, everything static about it: its JSON
-// name, its sort among the passes, its traits, its JSON fields) and the sorts the passes switch
-// over: ParamKind for the passes that concern only the layers with parameters (the layer DP's
-// parameter maps and edge products, the builder's parameter blocks, the symmetries'
-// constraints), PlainKind for those over the kinds without parameters; a new kind's sort makes
-// the compiler list each of them (docs/adding-a-layer-kind.md).
+// The table of layer kinds: every kind's unit (src/layers/kinds/<kind>.hpp, Kind<K>: its record
+// and its rules), k_kinds (the records, in LayerKind's order) and visit_kind, the one dispatch
+// from a kind to its unit. A pass that needs a rule of every kind calls
+//   visit_kind(layer.kind, [&]<class K>(K) { return K::rule(...); })
+// so that a kind without the rule fails to compile (docs/adding-a-layer-kind.md). The passes
+// that concern only the layers with parameters switch over ParamKind, those over the kinds
+// without parameters over PlainKind (kinds/kind.hpp).
 
 #include <fmt/format.h>
 
@@ -14,133 +15,86 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "pathlift/layers.hpp"
+#include "src/layers/kinds/activation.hpp"
+#include "src/layers/kinds/adaptive_avg_pool.hpp"
+#include "src/layers/kinds/add.hpp"
+#include "src/layers/kinds/avg_pool.hpp"
+#include "src/layers/kinds/batch_norm.hpp"
+#include "src/layers/kinds/concat.hpp"
+#include "src/layers/kinds/conv.hpp"
+#include "src/layers/kinds/conv_transpose.hpp"
+#include "src/layers/kinds/flatten.hpp"
+#include "src/layers/kinds/gather.hpp"
+#include "src/layers/kinds/group_sort.hpp"
+#include "src/layers/kinds/input.hpp"
+#include "src/layers/kinds/interpolate.hpp"
+#include "src/layers/kinds/k_max_pool.hpp"
+#include "src/layers/kinds/kind.hpp"
+#include "src/layers/kinds/linear.hpp"
+#include "src/layers/kinds/max_pool.hpp"
+#include "src/layers/kinds/scale.hpp"
+#include "src/layers/kinds/sub.hpp"
 
 namespace pathlift::detail {
 
-/// The layer kinds that read parameters from theta (weight and bias blocks).
-enum class ParamKind : std::uint8_t { linear, conv, conv_transpose, batch_norm };
+/// Calls f(Kind<kind>{}) (an empty tag: f reads the unit's members through its type) and returns
+/// what it returns. Exhaustive, with no default (-Wswitch is an error): a kind appended to the
+/// enum fails to compile here until it has its case and its unit.
+template <class F>
+constexpr decltype(auto) visit_kind(LayerKind kind, F&& f) {
+  switch (kind) {
+    case LayerKind::input:
+      return f(Kind<LayerKind::input>{});
+    case LayerKind::linear:
+      return f(Kind<LayerKind::linear>{});
+    case LayerKind::conv:
+      return f(Kind<LayerKind::conv>{});
+    case LayerKind::max_pool:
+      return f(Kind<LayerKind::max_pool>{});
+    case LayerKind::avg_pool:
+      return f(Kind<LayerKind::avg_pool>{});
+    case LayerKind::adaptive_avg_pool:
+      return f(Kind<LayerKind::adaptive_avg_pool>{});
+    case LayerKind::batch_norm:
+      return f(Kind<LayerKind::batch_norm>{});
+    case LayerKind::activation:
+      return f(Kind<LayerKind::activation>{});
+    case LayerKind::add:
+      return f(Kind<LayerKind::add>{});
+    case LayerKind::sub:
+      return f(Kind<LayerKind::sub>{});
+    case LayerKind::concat:
+      return f(Kind<LayerKind::concat>{});
+    case LayerKind::flatten:
+      return f(Kind<LayerKind::flatten>{});
+    case LayerKind::gather:
+      return f(Kind<LayerKind::gather>{});
+    case LayerKind::conv_transpose:
+      return f(Kind<LayerKind::conv_transpose>{});
+    case LayerKind::scale:
+      return f(Kind<LayerKind::scale>{});
+    case LayerKind::k_max_pool:
+      return f(Kind<LayerKind::k_max_pool>{});
+    case LayerKind::group_sort:
+      return f(Kind<LayerKind::group_sort>{});
+    case LayerKind::interpolate:
+      return f(Kind<LayerKind::interpolate>{});
+  }
+  throw std::logic_error("visit_kind: a value that is no layer kind");
+}
 
-/// The layer kinds without parameters that map their inputs' entries (every kind but the input
-/// and the parameter kinds): the passes over them (the layer DP's plain maps) switch over
-/// PlainKind.
-enum class PlainKind : std::uint8_t {
-  max_pool,
-  avg_pool,
-  adaptive_avg_pool,
-  activation,
-  add,
-  sub,
-  concat,
-  flatten,
-  gather,
-  scale,
-  k_max_pool,
-  group_sort,
-  interpolate
-};
+/// The number of layer kinds: the enum's values are 0 .. k_kind_count - 1.
+inline constexpr std::size_t k_kind_count = static_cast<std::size_t>(LayerKind::interpolate) + 1;
 
-/// The traits a layer kind may have (KindRecord::traits, a mask).
-enum KindTrait : std::uint8_t {
-  kNoTrait = 0,
-  kTraitSum = 1,          ///< its entries are pending sums of terms (the unroller)
-  kTraitWindow = 2,       ///< a window over a {C, L} or {C, H, W} input (layers_geometry.hpp)
-  kTraitMaxNodes = 4,     ///< its entries are order statistics: DAG nodes of activation max:<k>
-  kTraitReadsValues = 8,  ///< its terms read its operand's entries as node values
-  kTraitView = 16,        ///< its entries are other layers' entries: no node, no edge
-};
-
-/// Everything static about a layer kind, one row of k_kinds: its JSON name, its sort among the
-/// passes (its ParamKind, its PlainKind, or neither: the input), its traits and its JSON fields.
-/// The kind's rules with code are in the passes that switch over LayerKind, ParamKind or
-/// PlainKind (docs/adding-a-layer-kind.md).
-struct KindRecord {
-  LayerKind kind;
-  std::string_view name;  ///< the JSON name: to_string, parse_layer_kind, layer_kinds()
-  std::optional<ParamKind> param;
-  std::optional<PlainKind> plain;
-  unsigned traits;        ///< KindTrait values or-ed
-  std::string_view keys;  ///< its JSON fields beyond kind, name and inputs, space-separated
-
-  [[nodiscard]] constexpr bool has(KindTrait t) const { return (traits & t) != 0; }
-};
-
-/// One row per kind, in LayerKind's declaration order (the order of the JSON names and of
+/// One record per kind, in LayerKind's declaration order (the order of the JSON names and of
 /// Python's layer_kinds()).
-inline constexpr std::array k_kinds{
-    KindRecord{LayerKind::input, "input", {}, {}, kNoTrait, ""},
-    KindRecord{LayerKind::linear,
-               "linear",
-               ParamKind::linear,
-               {},
-               kTraitSum | kTraitReadsValues,
-               "out_features weight_offset bias_offset"},
-    KindRecord{LayerKind::conv,
-               "conv",
-               ParamKind::conv,
-               {},
-               kTraitSum | kTraitWindow | kTraitReadsValues,
-               "out_channels kernel stride padding dilation groups weight_offset bias_offset"},
-    KindRecord{LayerKind::max_pool,
-               "max_pool",
-               {},
-               PlainKind::max_pool,
-               kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
-               "kernel stride padding dilation ceil_mode"},
-    KindRecord{LayerKind::avg_pool,
-               "avg_pool",
-               {},
-               PlainKind::avg_pool,
-               kTraitSum | kTraitWindow | kTraitReadsValues,
-               "kernel stride padding dilation ceil_mode count_include_pad"},
-    KindRecord{LayerKind::adaptive_avg_pool,
-               "adaptive_avg_pool",
-               {},
-               PlainKind::adaptive_avg_pool,
-               kTraitSum | kTraitWindow | kTraitReadsValues,
-               "output_size"},
-    KindRecord{LayerKind::batch_norm,
-               "batch_norm",
-               ParamKind::batch_norm,
-               {},
-               kTraitSum | kTraitReadsValues,
-               "weight_offset bias_offset"},
-    KindRecord{
-        LayerKind::activation, "activation", {}, PlainKind::activation, kNoTrait, "activation"},
-    KindRecord{LayerKind::add, "add", {}, PlainKind::add, kTraitSum, ""},
-    KindRecord{LayerKind::sub, "sub", {}, PlainKind::sub, kTraitSum, ""},
-    KindRecord{LayerKind::concat, "concat", {}, PlainKind::concat, kTraitView, "axis"},
-    KindRecord{LayerKind::flatten, "flatten", {}, PlainKind::flatten, kTraitView, ""},
-    KindRecord{LayerKind::gather, "gather", {}, PlainKind::gather, kTraitView, "axis indices"},
-    KindRecord{LayerKind::conv_transpose,
-               "conv_transpose",
-               ParamKind::conv_transpose,
-               {},
-               kTraitSum | kTraitWindow | kTraitReadsValues,
-               "out_channels kernel stride padding dilation groups output_padding weight_offset "
-               "bias_offset"},
-    KindRecord{
-        LayerKind::scale, "scale", {}, PlainKind::scale, kTraitSum | kTraitReadsValues, "factor"},
-    KindRecord{LayerKind::k_max_pool,
-               "k_max_pool",
-               {},
-               PlainKind::k_max_pool,
-               kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
-               "kernel stride padding dilation ceil_mode k"},
-    KindRecord{LayerKind::group_sort,
-               "group_sort",
-               {},
-               PlainKind::group_sort,
-               kTraitMaxNodes | kTraitReadsValues,
-               "group_size descending"},
-    KindRecord{LayerKind::interpolate,
-               "interpolate",
-               {},
-               PlainKind::interpolate,
-               kTraitSum | kTraitReadsValues,
-               "output_size align_corners scales"},
-};
+inline constexpr auto k_kinds = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<KindRecord, sizeof...(I)>{Kind<static_cast<LayerKind>(I)>::record...};
+}
+(std::make_index_sequence<k_kind_count>{});
 
 static_assert(
     [] {

@@ -11,6 +11,7 @@
 
 #include "pathlift/error.hpp"
 #include "src/core/checked.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_geometry.hpp"
 #include "src/layers/param_layout.hpp"
 
@@ -31,58 +32,27 @@ Index checked_entries(const std::vector<Index>& shape, std::string_view what) {
   return n;
 }
 
+std::string kinds_with(Field field) {
+  std::vector<std::string_view> names;
+  for (const KindRecord& r : k_kinds) {
+    if (r.has(field)) {
+      names.push_back(r.name);
+    }
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "" : (i + 1 == names.size() ? " and " : ", ");
+    out += names[i];
+  }
+  return out;
+}
+
 std::vector<Index> LayerChecker::check() const {
   check_inputs();
-  switch (m_layer.kind) {
-    case LayerKind::input:
-      fail("only layer 0 may be the input");
-    case LayerKind::linear:
-      return linear();
-    case LayerKind::conv:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-      return window();
-    case LayerKind::k_max_pool:
-      return k_max_window();
-    case LayerKind::group_sort:
-      return group_sort();
-    case LayerKind::interpolate:
-      return interpolate();
-    case LayerKind::conv_transpose:
-      return transposed_window();
-    case LayerKind::batch_norm:
-      return in(0);
-    case LayerKind::scale:
-      if (!std::isfinite(m_layer.factor)) {
-        fail(fmt::format("factor {} is not finite", m_layer.factor));
-      }
-      return in(0);
-    case LayerKind::gather:
-      return gather();
-    case LayerKind::activation:
-      if (m_layer.activation.kind == ActivationKind::max) {
-        fail("activation 'max' is not an entry-wise activation (use a max_pool layer)");
-      }
-      if (!std::isfinite(m_layer.activation.negative_slope)) {
-        fail(fmt::format("negative slope {} is not finite", m_layer.activation.negative_slope));
-      }
-      return in(0);
-    case LayerKind::add:
-    case LayerKind::sub:
-      for (std::size_t k = 1; k < m_layer.inputs.size(); ++k) {
-        if (in(k) != in(0)) {
-          fail(fmt::format("input {} has shape {} but input 0 has shape {}", k, shape_text(in(k)),
-                           shape_text(in(0))));
-        }
-      }
-      return in(0);
-    case LayerKind::concat:
-      return concat();
-    case LayerKind::flatten:
-      return {checked_entries(in(0), "the input of shape")};
+  if (m_layer.ceil_mode && !record(m_layer.kind).has(Field::ceil_mode)) {
+    fail(fmt::format("ceil_mode applies to {} only", kinds_with(Field::ceil_mode)));
   }
-  fail("unknown layer kind");
+  return visit_kind(m_layer.kind, [&]<class K>(K) { return K::shape(*this); });
 }
 
 // The blocks of a parameter layer whose output check() accepted (its products checked there):
@@ -102,36 +72,8 @@ const std::vector<Index>& LayerChecker::in(std::size_t k) const {
 }
 
 void LayerChecker::check_inputs() const {
-  std::size_t lo = 1;
-  std::size_t hi = 1;
-  switch (m_layer.kind) {
-    case LayerKind::add:
-      lo = 2;
-      hi = SIZE_MAX;
-      break;
-    case LayerKind::sub:
-      lo = hi = 2;
-      break;
-    case LayerKind::concat:
-      hi = SIZE_MAX;
-      break;
-    case LayerKind::input:
-    case LayerKind::linear:
-    case LayerKind::conv:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::batch_norm:
-    case LayerKind::activation:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::conv_transpose:
-    case LayerKind::scale:
-    case LayerKind::k_max_pool:
-    case LayerKind::group_sort:
-    case LayerKind::interpolate:
-      break;
-  }
+  const std::size_t lo = record(m_layer.kind).min_inputs;
+  const std::size_t hi = record(m_layer.kind).max_inputs;
   const std::size_t n = m_layer.inputs.size();
   if (n < lo || n > hi) {
     fail(fmt::format("takes {} input{} but has {}",
@@ -145,21 +87,6 @@ void LayerChecker::check_inputs() const {
                        m_index - 1));
     }
   }
-}
-
-std::vector<Index> LayerChecker::linear() const {
-  const std::vector<Index>& x = in(0);
-  if (x.size() != 1) {
-    fail(fmt::format("a linear layer needs a vector input {{F}}, got shape {} (flatten first)",
-                     shape_text(x)));
-  }
-  if (m_layer.out_features < 1 || m_layer.out_features > k_max_dim) {
-    fail(fmt::format("out_features must be in 1..{}, got {}", k_max_dim, m_layer.out_features));
-  }
-  if (x[0] > k_max_dim / m_layer.out_features) {
-    fail(fmt::format("{} x {} weights is too many", m_layer.out_features, x[0]));
-  }
-  return {m_layer.out_features};
 }
 
 // A per-dimension list: empty (the default) or one value per spatial dimension, each >= lo.
@@ -190,14 +117,18 @@ void LayerChecker::check_list(const char* what, const std::vector<Index>& v, std
   }
 }
 
-std::vector<Index> LayerChecker::window() const {
+std::size_t LayerChecker::spatial_dims() const {
   const std::vector<Index>& x = in(0);
-  const bool conv = m_layer.kind == LayerKind::conv;
   if (x.size() != 2 && x.size() != 3) {
     fail(fmt::format("needs a {{C, L}} or {{C, H, W}} input, got shape {}", shape_text(x)));
   }
-  const std::size_t dims = x.size() - 1;
-  if (m_layer.kind == LayerKind::adaptive_avg_pool) {
+  return x.size() - 1;
+}
+
+std::vector<Index> LayerChecker::window(bool conv, bool adaptive) const {
+  const std::vector<Index>& x = in(0);
+  const std::size_t dims = spatial_dims();
+  if (adaptive) {
     check_list("output_size", m_layer.output_size, dims, 1, true);
   } else {
     check_list("kernel", m_layer.kernel, dims, 1, true);
@@ -207,9 +138,6 @@ std::vector<Index> LayerChecker::window() const {
   }
   if (conv) {
     check_channels(x[0]);
-  }
-  if (m_layer.ceil_mode && !is_max_window(m_layer.kind) && m_layer.kind != LayerKind::avg_pool) {
-    fail("ceil_mode applies to max_pool, k_max_pool and avg_pool only");
   }
   const Window win = window_of(m_layer, x);
   std::vector<Index> out{win.channels_out};
@@ -240,169 +168,6 @@ std::vector<Index> LayerChecker::window() const {
     const Index per_out = (x[0] / m_layer.groups) * win.h.kernel * win.w.kernel;
     if (per_out > k_max_dim || m_layer.out_channels > k_max_dim / per_out) {
       fail(fmt::format("{} weights per output channel is too many", per_out));
-    }
-  }
-  return out;
-}
-
-// A conv_transpose: its adjoint convolution's window, read backwards.
-std::vector<Index> LayerChecker::transposed_window() const {
-  const std::vector<Index>& x = in(0);
-  if (x.size() != 2 && x.size() != 3) {
-    fail(fmt::format("needs a {{C, L}} or {{C, H, W}} input, got shape {}", shape_text(x)));
-  }
-  const std::size_t dims = x.size() - 1;
-  check_list("kernel", m_layer.kernel, dims, 1, true);
-  check_list("stride", m_layer.stride, dims, 1, false);
-  check_list("padding", m_layer.padding, dims, 0, false);
-  check_list("dilation", m_layer.dilation, dims, 1, false);
-  check_list("output_padding", m_layer.output_padding, dims, 0, false);
-  if (m_layer.ceil_mode) {
-    fail("ceil_mode applies to max_pool, k_max_pool and avg_pool only");
-  }
-  check_channels(x[0]);
-  std::vector<Index> out{m_layer.out_channels};
-  for (std::size_t i = 0; i < dims; ++i) {
-    const auto at = [&](const std::vector<Index>& v, Index fallback) {
-      return v.empty() ? fallback : v[i];
-    };
-    const Index stride = at(m_layer.stride, 1);
-    const Index dilation = at(m_layer.dilation, 1);
-    const Index output_padding = at(m_layer.output_padding, 0);
-    if (output_padding >= std::max(stride, dilation)) {
-      fail(
-          fmt::format("output_padding {} must be smaller than the stride {} or the dilation {} "
-                      "in spatial dimension {}",
-                      output_padding, stride, dilation, i));
-    }
-    // (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1: every
-    // factor is below 2^31, so each product is below 2^62 and no partial sum overflows.
-    const Index size = (x[i + 1] - 1) * stride - 2 * at(m_layer.padding, 0) +
-                       dilation * (m_layer.kernel[i] - 1) + output_padding + 1;
-    if (size < 1 || size > k_max_dim) {
-      fail(
-          fmt::format("the output size {} of spatial dimension {} (input {}, kernel {}, stride "
-                      "{}, padding {}, dilation {}, output_padding {}) is not in 1..{}",
-                      size, i, x[i + 1], m_layer.kernel[i], stride, at(m_layer.padding, 0),
-                      dilation, output_padding, k_max_dim));
-    }
-    out.push_back(static_cast<Index>(size));
-  }
-  const Window win = window_of(m_layer, x);
-  // An output position no input reaches would be a constant (without a bias: zero).
-  if (m_layer.bias_offset < 0) {
-    for (const detail::Axis* a : {&win.h, &win.w}) {
-      for (Index o = 0; o < a->in; ++o) {
-        Index readers = 0;
-        a->readers(o, [&](Index, Index) { ++readers; });
-        if (readers == 0) {
-          fail(fmt::format(
-              "output position {} of a spatial dimension is reached by no input (kernel {}, "
-              "stride {}, padding {}, dilation {}, input {}): its value would be the constant 0",
-              o, a->kernel, a->stride, a->padding, a->dilation, a->out));
-        }
-      }
-    }
-  }
-  const Index per_in = (m_layer.out_channels / m_layer.groups) * win.h.kernel * win.w.kernel;
-  if (per_in > k_max_dim || x[0] > k_max_dim / per_in) {
-    fail(fmt::format("{} weights per input channel is too many", per_in));
-  }
-  checked_entries(out, "the output of shape");
-  return out;
-}
-
-std::vector<Index> LayerChecker::k_max_window() const {
-  if (m_layer.k < 1 || m_layer.k > k_max_dim) {
-    fail(fmt::format("k = {} must be in 1..{}", m_layer.k, k_max_dim));
-  }
-  std::vector<Index> out = window();
-  const Window win = window_of(m_layer, in(0));
-  if (const Index fewest = tap_range(win).fewest; m_layer.k > fewest) {
-    fail(fmt::format(
-        "k = {} but a window (kernel {}) holds only {} entries of the input {}: "
-        "its {}-th largest does not exist",
-        m_layer.k, fmt::join(m_layer.kernel, ","), fewest, shape_text(in(0)), m_layer.k));
-  }
-  return out;
-}
-
-std::vector<Index> LayerChecker::group_sort() const {
-  const std::vector<Index>& x = in(0);
-  if (m_layer.group_size < 1 || m_layer.group_size > x[0] || x[0] % m_layer.group_size != 0) {
-    fail(fmt::format("group_size {} must divide the {} entries of axis 0 of the input {}",
-                     m_layer.group_size, x[0], shape_text(x)));
-  }
-  return x;
-}
-
-std::vector<Index> LayerChecker::interpolate() const {
-  const std::vector<Index>& x = in(0);
-  if (x.size() != 2 && x.size() != 3) {
-    fail(fmt::format("needs a {{C, L}} or {{C, H, W}} input, got shape {}", shape_text(x)));
-  }
-  const std::size_t dims = x.size() - 1;
-  check_list("output_size", m_layer.output_size, dims, 1, true);
-  if (!m_layer.scales.empty() && m_layer.scales.size() != dims) {
-    fail(fmt::format("scales has {} entries but the input {} has {} spatial dimension{}",
-                     m_layer.scales.size(), shape_text(x), dims, dims == 1 ? "" : "s"));
-  }
-  for (const double f : m_layer.scales) {
-    if (!(std::isfinite(f) && f > 0)) {
-      fail(fmt::format("scales {} must be finite and > 0", fmt::join(m_layer.scales, ",")));
-    }
-  }
-  std::vector<Index> out{x[0]};
-  out.insert(out.end(), m_layer.output_size.begin(), m_layer.output_size.end());
-  checked_entries(out, "the output of shape");
-  return out;
-}
-
-std::vector<Index> LayerChecker::gather() const {
-  const std::vector<Index>& x = in(0);
-  if (m_layer.axis < 0 || std::cmp_greater_equal(m_layer.axis, x.size())) {
-    fail(fmt::format("axis {} is out of range for input shape {}", m_layer.axis, shape_text(x)));
-  }
-  const auto axis = static_cast<std::size_t>(m_layer.axis);
-  if (m_layer.indices.empty()) {
-    fail("has no indices");
-  }
-  for (std::size_t i = 0; i < m_layer.indices.size(); ++i) {
-    const Index j = m_layer.indices[i];
-    if (j < 0 || j >= x[axis]) {
-      fail(
-          fmt::format("index {} (entry {} of indices) is out of range 0..{} of dimension {} "
-                      "of the input shape {}",
-                      j, i, x[axis] - 1, axis, shape_text(x)));
-    }
-  }
-  std::vector<Index> out = x;
-  out[axis] = static_cast<Index>(m_layer.indices.size());
-  checked_entries(out, "the output of shape");
-  return out;
-}
-
-std::vector<Index> LayerChecker::concat() const {
-  const std::vector<Index>& first = in(0);
-  if (m_layer.axis < 0 || std::cmp_greater_equal(m_layer.axis, first.size())) {
-    fail(
-        fmt::format("axis {} is out of range for input shape {}", m_layer.axis, shape_text(first)));
-  }
-  std::vector<Index> out = first;
-  const auto axis = static_cast<std::size_t>(m_layer.axis);
-  for (std::size_t k = 1; k < m_layer.inputs.size(); ++k) {
-    const std::vector<Index>& s = in(k);
-    bool ok = s.size() == first.size();
-    for (std::size_t i = 0; ok && i < s.size(); ++i) {
-      ok = i == axis || s[i] == first[i];
-    }
-    if (!ok) {
-      fail(fmt::format(
-          "input {} has shape {} but input 0 has shape {}: only dimension {} may differ", k,
-          shape_text(s), shape_text(first), axis));
-    }
-    if (add_overflows(out[axis], s[axis], out[axis]) || out[axis] > k_max_dim) {
-      fail(fmt::format("the concatenated dimension {} exceeds {}", axis, k_max_dim));
     }
   }
   return out;

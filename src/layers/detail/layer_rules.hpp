@@ -11,7 +11,7 @@
 
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
-#include "src/layers/layer_kinds.hpp"
+#include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
 
@@ -40,8 +40,13 @@ struct LayerProblem {
 /// 1..2^31 - 1 or the product exceeds it.
 Index checked_entries(const std::vector<Index>& shape, std::string_view what);
 
+/// The kinds that have `field`, in LayerKind's order: "max_pool, avg_pool and k_max_pool".
+std::string kinds_with(Field field);
+
 /// Validates one layer against the output shapes of the layers before it and returns its
-/// output shape.
+/// output shape: its inputs (how many its record allows, each an earlier layer), then its kind's
+/// rule (Kind<K>::shape, src/layers/kinds/), which reads the layer and its inputs' shapes
+/// through the helpers below and reports a problem with fail().
 class LayerChecker {
  public:
   LayerChecker(const Layer& layer, Index index, const std::vector<std::vector<Index>>& shapes)
@@ -54,12 +59,12 @@ class LayerChecker {
 
   [[noreturn]] void fail(const std::string& what) const { throw LayerProblem{what}; }
 
- private:
-  const std::vector<Index>& in(std::size_t k) const;
+  [[nodiscard]] const Layer& layer() const { return m_layer; }
+  /// The shape of input k.
+  [[nodiscard]] const std::vector<Index>& in(std::size_t k) const;
 
-  void check_inputs() const;
-
-  std::vector<Index> linear() const;
+  /// Input 0 as {C, L} or {C, H, W} data: its number of spatial dimensions (a problem otherwise).
+  [[nodiscard]] std::size_t spatial_dims() const;
 
   /// A per-dimension list: empty (the default) or one value per spatial dimension, each >= lo.
   void check_list(const char* what, const std::vector<Index>& v, std::size_t dims, Index lo,
@@ -69,21 +74,12 @@ class LayerChecker {
   /// out_channels).
   void check_channels(Index in_channels) const;
 
-  std::vector<Index> window() const;
+  /// The rule of a window layer (a convolution: `convolution`; an adaptive pool: `adaptive`):
+  /// its lists, its channels, no window entirely in the padding.
+  [[nodiscard]] std::vector<Index> window(bool convolution, bool adaptive) const;
 
-  /// A conv_transpose: its adjoint convolution's window, read backwards.
-  std::vector<Index> transposed_window() const;
-
-  /// A k_max_pool: a window whose every output has at least k taps inside the input.
-  std::vector<Index> k_max_window() const;
-
-  std::vector<Index> group_sort() const;
-
-  std::vector<Index> interpolate() const;
-
-  std::vector<Index> gather() const;
-
-  std::vector<Index> concat() const;
+ private:
+  void check_inputs() const;
 
   const Layer& m_layer;
   Index m_index;

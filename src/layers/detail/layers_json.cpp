@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "pathlift/error.hpp"
 #include "pathlift/layer_graph_builder.hpp"
@@ -21,17 +22,19 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-/// The keys a layer of `kind` may have besides name, kind and inputs: its record's keys.
+/// The keys a layer of `kind` may have besides name, kind and inputs: its fields' keys.
 std::vector<std::string_view> kind_keys(LayerKind kind) {
   std::vector<std::string_view> keys;
-  std::string_view rest = detail::record(kind).keys;
-  while (!rest.empty()) {
-    const std::size_t space = rest.find(' ');
-    keys.push_back(rest.substr(0, space));
-    rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+  for (const detail::FieldUse& u : detail::record(kind).fields) {
+    keys.push_back(detail::field_record(u.field).key);
   }
   return keys;
 }
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
 
 std::string key_list(const std::vector<std::string_view>& keys) {
   std::string out;
@@ -177,6 +180,26 @@ Index layer_ref(const Json& v, const std::string& where, const LayerGraphBuilder
   return Reader::integer_value(v, where, 0);
 }
 
+/// Reads field f of a layer into it (its default: Layer's, the value it holds).
+void read_field(const Reader& r, const detail::FieldRecord& f, bool required, Layer& layer) {
+  const char* key = f.key.data();  // a literal: null-terminated
+  std::visit(Overloaded{
+                 [&](Index Layer::*m) { layer.*m = r.integer(key, f.min, layer.*m, required); },
+                 [&](std::vector<Index> Layer::*m) { layer.*m = r.integers(key, f.min, required); },
+                 [&](bool Layer::*m) { layer.*m = r.boolean(key, layer.*m); },
+                 [&](double Layer::*m) { layer.*m = r.number(key, layer.*m, required); },
+                 [&](std::vector<double> Layer::*m) { layer.*m = r.numbers(key); },
+                 [&](Activation Layer::*m) {
+                   try {
+                     layer.*m = Activation::parse(r.string(key));
+                   } catch (const FormatError& e) {
+                     throw FormatError(fmt::format("{}: {}", r.at(key), e.what()));
+                   }
+                 },
+             },
+             f.member);
+}
+
 Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& names) {
   const std::string where = fmt::format("\"layers\"[{}]", index);
   if (!j.is_object()) {
@@ -204,40 +227,13 @@ Layer read_layer(const Json& j, std::size_t index, const LayerGraphBuilder& name
       layer.inputs.push_back(layer_ref(in[k], fmt::format("{}[{}]", r.at("inputs"), k), names));
     }
   }
-  const bool conv = detail::is_convolution(layer.kind);
-  layer.out_features = r.integer("out_features", 1, 0, layer.kind == LayerKind::linear);
-  layer.out_channels = r.integer("out_channels", 1, 0, conv);
-  layer.groups = r.integer("groups", 1, 1);
-  layer.kernel = r.integers(
-      "kernel", 1, conv || detail::is_max_window(layer.kind) || layer.kind == LayerKind::avg_pool);
-  layer.stride = r.integers("stride", 1);
-  layer.padding = r.integers("padding", 0);
-  layer.dilation = r.integers("dilation", 1);
-  layer.output_padding = r.integers("output_padding", 0);
-  layer.ceil_mode = r.boolean("ceil_mode", false);
-  layer.count_include_pad = r.boolean("count_include_pad", true);
-  layer.output_size = r.integers(
-      "output_size", 1,
-      layer.kind == LayerKind::adaptive_avg_pool || layer.kind == LayerKind::interpolate);
-  layer.k = r.integer("k", 1, 1);
-  layer.group_size = r.integer("group_size", 1, 0, layer.kind == LayerKind::group_sort);
-  layer.descending = r.boolean("descending", false);
-  layer.align_corners = r.boolean("align_corners", false);
-  layer.scales = r.numbers("scales");
-  layer.axis = r.integer("axis", 0, 0);
-  layer.indices = r.integers("indices", 0, layer.kind == LayerKind::gather);
-  layer.factor = r.number("factor", 1.0, layer.kind == LayerKind::scale);
-  if (layer.kind == LayerKind::activation) {
-    try {
-      layer.activation = Activation::parse(r.string("activation"));
-    } catch (const FormatError& e) {
-      throw FormatError(fmt::format("{}: {}", r.at("activation"), e.what()));
+  // Its fields, in k_fields' order, each at Layer's default when absent.
+  const detail::KindRecord& rec = detail::record(layer.kind);
+  for (const detail::FieldRecord& f : detail::k_fields) {
+    if (rec.has(f.field)) {
+      read_field(r, f, rec.requires_field(f.field), layer);
     }
   }
-  const bool params =
-      conv || layer.kind == LayerKind::linear || layer.kind == LayerKind::batch_norm;
-  layer.weight_offset = r.integer("weight_offset", 0, -1, params);
-  layer.bias_offset = r.integer("bias_offset", -1, -1);
   return layer;
 }
 
@@ -248,83 +244,18 @@ Json layer_json(const Layer& layer) {
   if (layer.kind != LayerKind::input || !layer.inputs.empty()) {
     j["inputs"] = layer.inputs;
   }
-  const auto list = [&](const char* key, const std::vector<Index>& v) {
-    if (!v.empty()) {
-      j[key] = v;
-    }
-  };
-  switch (layer.kind) {
-    case LayerKind::linear:
-      j["out_features"] = layer.out_features;
-      break;
-    case LayerKind::conv:
-    case LayerKind::conv_transpose:
-      j["out_channels"] = layer.out_channels;
-      j["kernel"] = layer.kernel;
-      list("stride", layer.stride);
-      list("padding", layer.padding);
-      list("dilation", layer.dilation);
-      if (layer.kind == LayerKind::conv_transpose) {
-        list("output_padding", layer.output_padding);
-      }
-      j["groups"] = layer.groups;
-      break;
-    case LayerKind::max_pool:
-    case LayerKind::k_max_pool:
-    case LayerKind::avg_pool:
-      j["kernel"] = layer.kernel;
-      list("stride", layer.stride);
-      list("padding", layer.padding);
-      list("dilation", layer.dilation);
-      if (layer.ceil_mode) {
-        j["ceil_mode"] = true;
-      }
-      if (layer.kind == LayerKind::avg_pool) {
-        j["count_include_pad"] = layer.count_include_pad;
-      }
-      if (layer.kind == LayerKind::k_max_pool) {
-        j["k"] = layer.k;
-      }
-      break;
-    case LayerKind::group_sort:
-      j["group_size"] = layer.group_size;
-      j["descending"] = layer.descending;
-      break;
-    case LayerKind::interpolate:
-      j["output_size"] = layer.output_size;
-      j["align_corners"] = layer.align_corners;
-      if (!layer.scales.empty()) {
-        j["scales"] = layer.scales;
-      }
-      break;
-    case LayerKind::adaptive_avg_pool:
-      j["output_size"] = layer.output_size;
-      break;
-    case LayerKind::activation:
-      j["activation"] = layer.activation.name();
-      break;
-    case LayerKind::concat:
-      j["axis"] = layer.axis;
-      break;
-    case LayerKind::gather:
-      j["axis"] = layer.axis;
-      j["indices"] = layer.indices;
-      break;
-    case LayerKind::scale:
-      j["factor"] = layer.factor;
-      break;
-    case LayerKind::input:
-    case LayerKind::batch_norm:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::flatten:
-      break;
-  }
-  if (detail::has_parameters(layer.kind)) {
-    j["weight_offset"] = layer.weight_offset;
-    if (layer.bias_offset >= 0) {
-      j["bias_offset"] = layer.bias_offset;
-    }
+  // Its fields, in its unit's order; a sparse field only when it is not at Layer's default.
+  static const Layer defaults;
+  for (const detail::FieldUse& u : detail::record(layer.kind).fields) {
+    const detail::FieldRecord& f = detail::field_record(u.field);
+    const std::string key(f.key);
+    std::visit(Overloaded{[&](Activation Layer::*m) { j[key] = (layer.*m).name(); },
+                          [&](auto m) {
+                            if (!f.sparse || layer.*m != defaults.*m) {
+                              j[key] = layer.*m;
+                            }
+                          }},
+               f.member);
   }
   return j;
 }

@@ -1,0 +1,26 @@
+#pragma once
+// The adaptive_avg_pool layer kind: PyTorch's adaptive windows [floor(i In/Out), ceil((i+1)
+// In/Out)).
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::adaptive_avg_pool> {
+  static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::output_size, true}};
+  static constexpr KindRecord record{LayerKind::adaptive_avg_pool,
+                                     "adaptive_avg_pool",
+                                     std::nullopt,
+                                     PlainKind::adaptive_avg_pool,
+                                     kTraitSum | kTraitWindow | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,19 @@
+#pragma once
+// The add layer kind: inputs[0] + inputs[1] (+ ...), same shapes.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::add> {
+  static constexpr std::array<FieldUse, 0> fields{};
+  static constexpr KindRecord record{LayerKind::add, "add", std::nullopt, PlainKind::add,
+                                     kTraitSum,      2,     k_any_inputs, fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

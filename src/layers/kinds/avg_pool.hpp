@@ -1,0 +1,28 @@
+#pragma once
+// The avg_pool layer kind: the mean of each window: fixed edges 1 / (the window's size).
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::avg_pool> {
+  static constexpr std::array<FieldUse, 6> fields{
+      FieldUse{Field::kernel, true},     FieldUse{Field::stride, false},
+      FieldUse{Field::padding, false},   FieldUse{Field::dilation, false},
+      FieldUse{Field::ceil_mode, false}, FieldUse{Field::count_include_pad, false}};
+  static constexpr KindRecord record{LayerKind::avg_pool,
+                                     "avg_pool",
+                                     std::nullopt,
+                                     PlainKind::avg_pool,
+                                     kTraitSum | kTraitWindow | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

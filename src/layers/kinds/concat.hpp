@@ -1,0 +1,19 @@
+#pragma once
+// The concat layer kind: the inputs side by side along axis: no node, no edge.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::concat> {
+  static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::axis, false}};
+  static constexpr KindRecord record{LayerKind::concat, "concat", std::nullopt, PlainKind::concat,
+                                     kTraitView,        1,        k_any_inputs, fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

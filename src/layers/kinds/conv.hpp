@@ -1,0 +1,32 @@
+#pragma once
+// The conv layer kind: Conv1d / Conv2d: windows of weights over a {C, L} or {C, H, W} input.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::conv> {
+  static constexpr std::array<FieldUse, 8> fields{FieldUse{Field::out_channels, true},
+                                                  FieldUse{Field::kernel, true},
+                                                  FieldUse{Field::stride, false},
+                                                  FieldUse{Field::padding, false},
+                                                  FieldUse{Field::dilation, false},
+                                                  FieldUse{Field::groups, false},
+                                                  k_weight_offset,
+                                                  k_bias_offset};
+  static constexpr KindRecord record{LayerKind::conv,
+                                     "conv",
+                                     ParamKind::conv,
+                                     std::nullopt,
+                                     kTraitSum | kTraitWindow | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,34 @@
+#pragma once
+// The conv_transpose layer kind: ConvTranspose1d / 2d: the transposed map of a convolution (its
+// adjoint).
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::conv_transpose> {
+  static constexpr std::array<FieldUse, 9> fields{FieldUse{Field::out_channels, true},
+                                                  FieldUse{Field::kernel, true},
+                                                  FieldUse{Field::stride, false},
+                                                  FieldUse{Field::padding, false},
+                                                  FieldUse{Field::dilation, false},
+                                                  FieldUse{Field::output_padding, false},
+                                                  FieldUse{Field::groups, false},
+                                                  k_weight_offset,
+                                                  k_bias_offset};
+  static constexpr KindRecord record{LayerKind::conv_transpose,
+                                     "conv_transpose",
+                                     ParamKind::conv_transpose,
+                                     std::nullopt,
+                                     kTraitSum | kTraitWindow | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

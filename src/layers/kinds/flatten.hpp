@@ -1,0 +1,19 @@
+#pragma once
+// The flatten layer kind: to {product of the shape}: no node, no edge.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::flatten> {
+  static constexpr std::array<FieldUse, 0> fields{};
+  static constexpr KindRecord record{
+      LayerKind::flatten, "flatten", std::nullopt, PlainKind::flatten, kTraitView, 1, 1, fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,27 @@
+#pragma once
+// The group_sort layer kind: groups of group_size entries along axis 0 sorted: an order-statistic
+// node per entry.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::group_sort> {
+  static constexpr std::array<FieldUse, 2> fields{FieldUse{Field::group_size, true},
+                                                  FieldUse{Field::descending, false}};
+  static constexpr KindRecord record{LayerKind::group_sort,
+                                     "group_sort",
+                                     std::nullopt,
+                                     PlainKind::group_sort,
+                                     kTraitMaxNodes | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

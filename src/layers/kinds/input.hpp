@@ -1,0 +1,19 @@
+#pragma once
+// The input layer kind: layer 0: the data (any other layer of this kind is an error).
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::input> {
+  static constexpr std::array<FieldUse, 0> fields{};
+  static constexpr KindRecord record{
+      LayerKind::input, "input", std::nullopt, std::nullopt, kNoTrait, 1, 1, fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,28 @@
+#pragma once
+// The interpolate layer kind: linear (1-D) / bilinear (2-D) interpolation with PyTorch's weights:
+// fixed edges.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::interpolate> {
+  static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::output_size, true},
+                                                  FieldUse{Field::align_corners, false},
+                                                  FieldUse{Field::scales, false}};
+  static constexpr KindRecord record{LayerKind::interpolate,
+                                     "interpolate",
+                                     std::nullopt,
+                                     PlainKind::interpolate,
+                                     kTraitSum | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

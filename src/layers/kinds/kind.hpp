@@ -1,0 +1,106 @@
+#pragma once
+// A layer kind is one unit: `Kind<LayerKind::x>`, declared in src/layers/kinds/x.hpp and
+// defined there and in x.cpp, holds everything specific to the kind (its record: JSON name,
+// sort, traits, inputs, fields; its rule: the output shape it checks and returns). The table
+// (src/layers/layer_kinds.hpp) includes every unit and dispatches on a kind once, by
+// visit_kind; a kind without a rule a pass asks for fails to compile there.
+// docs/adding-a-layer-kind.md lists the steps.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "pathlift/layers.hpp"
+#include "src/layers/kinds/fields.hpp"
+
+namespace pathlift::detail {
+
+class LayerChecker;
+
+/// The layer kinds that read parameters from theta (weight and bias blocks): the passes that
+/// concern only them (the layer DP's parameter maps and edge products, the symmetries'
+/// constraints) switch over ParamKind.
+enum class ParamKind : std::uint8_t { linear, conv, conv_transpose, batch_norm };
+
+/// The layer kinds without parameters that map their inputs' entries (every kind but the input
+/// and the parameter kinds): the passes over them (the layer DP's plain maps) switch over
+/// PlainKind.
+enum class PlainKind : std::uint8_t {
+  max_pool,
+  avg_pool,
+  adaptive_avg_pool,
+  activation,
+  add,
+  sub,
+  concat,
+  flatten,
+  gather,
+  scale,
+  k_max_pool,
+  group_sort,
+  interpolate
+};
+
+/// The traits a layer kind may have (KindRecord::traits, a mask).
+enum KindTrait : std::uint8_t {
+  kNoTrait = 0,
+  kTraitSum = 1,          ///< its entries are pending sums of terms (the unroller)
+  kTraitWindow = 2,       ///< a window over a {C, L} or {C, H, W} input (layers_geometry.hpp)
+  kTraitMaxNodes = 4,     ///< its entries are order statistics: DAG nodes of activation max:<k>
+  kTraitReadsValues = 8,  ///< its terms read its operand's entries as node values
+  kTraitView = 16,        ///< its entries are other layers' entries: no node, no edge
+};
+
+/// Any number of inputs (KindRecord::max_inputs).
+inline constexpr std::size_t k_any_inputs = SIZE_MAX;
+
+/// Everything static about a layer kind: its JSON name, its sort among the passes (its
+/// ParamKind, its PlainKind, or neither: the input), its traits, how many inputs it takes and
+/// its fields beyond kind, name and inputs (the keys its JSON may have).
+struct KindRecord {
+  LayerKind kind;
+  std::string_view name;  ///< the JSON name: to_string, parse_layer_kind, layer_kinds()
+  std::optional<ParamKind> param;
+  std::optional<PlainKind> plain;
+  unsigned traits;  ///< KindTrait values or-ed
+  std::size_t min_inputs;
+  std::size_t max_inputs;
+  std::span<const FieldUse> fields;
+
+  [[nodiscard]] constexpr bool has(KindTrait t) const { return (traits & t) != 0; }
+  /// Whether the kind has field f (required or not).
+  [[nodiscard]] constexpr bool has(Field f) const {
+    for (const FieldUse& u : fields) {
+      if (u.field == f) {
+        return true;
+      }
+    }
+    return false;
+  }
+  [[nodiscard]] constexpr bool requires_field(Field f) const {
+    for (const FieldUse& u : fields) {
+      if (u.field == f) {
+        return u.required;
+      }
+    }
+    return false;
+  }
+};
+
+/// A kind's unit: each kind specializes it in src/layers/kinds/<kind>.hpp with
+///   static constexpr KindRecord record;                         its record
+///   static std::vector<Index> shape(const LayerChecker& c);     its rule: checks the layer
+///                                                               against its inputs' shapes
+///                                                               (c.fail on a problem) and
+///                                                               returns its output shape
+template <LayerKind K>
+struct Kind;
+
+/// The fields of a layer with parameters: where its blocks start in theta.
+inline constexpr FieldUse k_weight_offset{Field::weight_offset, true};
+inline constexpr FieldUse k_bias_offset{Field::bias_offset, false};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,26 @@
+#pragma once
+// The linear layer kind: y = W x + b on a {F} input.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::linear> {
+  static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::out_features, true},
+                                                  k_weight_offset, k_bias_offset};
+  static constexpr KindRecord record{LayerKind::linear,
+                                     "linear",
+                                     ParamKind::linear,
+                                     std::nullopt,
+                                     kTraitSum | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

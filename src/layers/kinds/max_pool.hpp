@@ -1,0 +1,28 @@
+#pragma once
+// The max_pool layer kind: the max of each window: a max node per entry.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::max_pool> {
+  static constexpr std::array<FieldUse, 5> fields{
+      FieldUse{Field::kernel, true}, FieldUse{Field::stride, false},
+      FieldUse{Field::padding, false}, FieldUse{Field::dilation, false},
+      FieldUse{Field::ceil_mode, false}};
+  static constexpr KindRecord record{LayerKind::max_pool,
+                                     "max_pool",
+                                     std::nullopt,
+                                     PlainKind::max_pool,
+                                     kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

@@ -1,0 +1,25 @@
+#pragma once
+// The scale layer kind: y = factor x, entry-wise: fixed edges of weight factor.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::scale> {
+  static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::factor, true}};
+  static constexpr KindRecord record{LayerKind::scale,
+                                     "scale",
+                                     std::nullopt,
+                                     PlainKind::scale,
+                                     kTraitSum | kTraitReadsValues,
+                                     1,
+                                     1,
+                                     fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail

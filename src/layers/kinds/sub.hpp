@@ -1,0 +1,19 @@
+#pragma once
+// The sub layer kind: inputs[0] - inputs[1], same shapes.
+
+#include <array>
+
+#include "src/layers/kinds/kind.hpp"
+
+namespace pathlift::detail {
+
+template <>
+struct Kind<LayerKind::sub> {
+  static constexpr std::array<FieldUse, 0> fields{};
+  static constexpr KindRecord record{
+      LayerKind::sub, "sub", std::nullopt, PlainKind::sub, kTraitSum, 2, 2, fields};
+
+  static std::vector<Index> shape(const LayerChecker& c);
+};
+
+}  // namespace pathlift::detail
