@@ -109,6 +109,16 @@ inline bool is_window(LayerKind kind) {
   return record(kind).has(kTraitWindow);
 }
 
+/// An upper bound on the terms one entry of a window layer reads along `axis`.
+inline double window_length(const Axis& axis) {
+  if (axis.adaptive) {
+    // PyTorch's adaptive windows: [floor(o in / out), ceil((o + 1) in / out)).
+    return std::min(static_cast<double>(axis.in),
+                    std::ceil(static_cast<double>(axis.in) / static_cast<double>(axis.out)) + 1);
+  }
+  return static_cast<double>(std::min(axis.kernel, axis.in));
+}
+
 /// The window of `layer` (conv, conv_transpose, max_pool, k_max_pool, avg_pool or
 /// adaptive_avg_pool) on an
 /// input of shape `in` ({C, L} or {C, H, W}), defaults filled in (stride = kernel for pools, 1
@@ -393,11 +403,11 @@ void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
   }
 }
 
-/// A conv_transpose's output entry e (its adjoint convolution's input): f(input entry,
-/// parameter) for the adjoint's outputs that read it, by input channel, then tap. Parameter
+/// Output entry e of the adjoint of window w (a conv_transpose's; the adjoint's input): f(input
+/// entry, parameter) for the adjoint's outputs that read it, by input channel, then tap. Parameter
 /// (ci, co mod cg_out, kh, kw).
 template <class F>
-void conv_transpose_taps(const Layer& ly, const Window& w, Index e, const F& f) {
+void adjoint_window_taps(const Layer& ly, const Window& w, Index e, const F& f) {
   const Index hw = w.h.in * w.w.in;
   const Index co = e / hw;
   const Index oh = (e % hw) / w.w.in;

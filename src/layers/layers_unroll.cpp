@@ -175,11 +175,9 @@ void Unroller::run_layer(std::size_t l) {
       }
     }
     batch<Emit>(dst, 1, [&](Index i, auto& sink) {
-      if (group) {
-        emit_group(l, jobs[static_cast<std::size_t>(i)], 0, sink);
-      } else {
-        emit_window(l, jobs[static_cast<std::size_t>(i)], 0, sink, 1.0);
-      }
+      visit_kind(ly.kind, [&]<class K>(K) {
+        K::emit(*this, l, jobs[static_cast<std::size_t>(i)], 0, sink);
+      });
     });
     return;
   }
@@ -258,67 +256,52 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
   const auto l = static_cast<std::size_t>(m_owner[static_cast<std::size_t>(g)]);
   const Index e = g - m_base[l];
   const Layer& ly = layer(l);
+  visit_kind(ly.kind, [&]<class K>(K) { K::emit(*this, l, e, block, sink); });
+}
+
+template <class Sink>
+void Unroller::emit_dense(std::size_t l, Index e, int block, Sink& sink) const {
+  const Layer& ly = layer(l);
   const std::vector<NodeId>& in = m_in_nodes[l];
-  switch (ly.kind) {
-    case LayerKind::linear: {
-      const auto f = static_cast<Index>(in.size());
-      if constexpr (Sink::count_only) {
-        sink.bulk(block, f);
-      } else {
-        const Index w0 = ly.weight_offset + e * f;
-        for (Index j = 0; j < f; ++j) {
-          sink.term(block, in[static_cast<std::size_t>(j)], w0 + j, 0.0);
-        }
-      }
-      if (ly.bias_offset >= 0) {
-        sink.term(block + 1, m_bias_node[l], ly.bias_offset + e, 0.0);
-      }
-      return;
+  const auto f = static_cast<Index>(in.size());
+  if constexpr (Sink::count_only) {
+    sink.bulk(block, f);
+  } else {
+    const Index w0 = ly.weight_offset + e * f;
+    for (Index j = 0; j < f; ++j) {
+      sink.term(block, in[static_cast<std::size_t>(j)], w0 + j, 0.0);
     }
-    case LayerKind::conv:
-      emit_conv(l, e, block, sink);
-      return;
-    case LayerKind::conv_transpose:
-      emit_conv_transpose(l, e, block, sink);
-      return;
-    case LayerKind::scale:
-      sink.term(block, in[static_cast<std::size_t>(e)], kFixedEdge, ly.factor);
-      return;
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-      emit_window(l, e, block, sink, 0.0);
-      return;
-    case LayerKind::interpolate:
-      emit_lerp(l, e, block, sink);
-      return;
-    case LayerKind::batch_norm: {
-      const Index c = e / (m_entries[l] / m_shapes[l][0]);
-      sink.term(block, in[static_cast<std::size_t>(e)], ly.weight_offset + c, 0.0);
-      if (ly.bias_offset >= 0) {
-        sink.term(block + 1, m_bias_node[l], ly.bias_offset + c, 0.0);
-      }
-      return;
-    }
-    case LayerKind::add:
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        emit_value(ref(op(l, k), e), block, sink);
-        block += m_blocks[op(l, k)];
-      }
-      return;
-    case LayerKind::sub:
-      emit_value(ref(op(l), e), block, sink);
-      sink.term(block + m_blocks[op(l)], m_node[static_cast<std::size_t>(ref(op(l, 1), e))],
-                kFixedEdge, -1.0);
-      return;
-    case LayerKind::input:
-    case LayerKind::max_pool:
-    case LayerKind::k_max_pool:
-    case LayerKind::group_sort:
-    case LayerKind::activation:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-      return;
+  }
+  if (ly.bias_offset >= 0) {
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e, 0.0);
+  }
+}
+
+template <class Sink>
+void Unroller::emit_channel_affine(std::size_t l, Index e, int block, Sink& sink) const {
+  const Layer& ly = layer(l);
+  const Index c = e / (m_entries[l] / m_shapes[l][0]);
+  sink.term(block, m_in_nodes[l][static_cast<std::size_t>(e)], ly.weight_offset + c, 0.0);
+  if (ly.bias_offset >= 0) {
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + c, 0.0);
+  }
+}
+
+template <class Sink>
+void Unroller::emit_scaled(std::size_t l, Index e, int block, Sink& sink) const {
+  sink.term(block, m_in_nodes[l][static_cast<std::size_t>(e)], kFixedEdge, layer(l).factor);
+}
+
+template <class Sink>
+void Unroller::emit_operands(std::size_t l, Index e, int block, Sink& sink,
+                             bool negate_last) const {
+  const std::size_t n = operands(l) - (negate_last ? 1 : 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    emit_value(ref(op(l, k), e), block, sink);
+    block += m_blocks[op(l, k)];
+  }
+  if (negate_last) {
+    sink.term(block, m_node[static_cast<std::size_t>(ref(op(l, n), e))], kFixedEdge, -1.0);
   }
 }
 
@@ -357,7 +340,7 @@ void Unroller::emit_conv(std::size_t l, Index e, int block, Sink& sink) const {
 }
 
 template <class Sink>
-void Unroller::emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink) const {
+void Unroller::emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const {
   const Layer& ly = layer(l);
   const Window& w = m_window[l];  // the adjoint convolution: its input is this layer's output
   const Index hw = w.h.in * w.w.in;
@@ -368,7 +351,7 @@ void Unroller::emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink
     sink.bulk(block, (w.channels_out / w.groups) * taps);
   } else {
     const std::vector<NodeId>& in = m_in_nodes[l];
-    conv_transpose_taps(ly, w, e, [&](Index i, Index p) {
+    adjoint_window_taps(ly, w, e, [&](Index i, Index p) {
       sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0);
     });
   }

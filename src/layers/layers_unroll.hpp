@@ -105,6 +105,53 @@ class Unroller {
   /// The groups of a group_sort layer (groups_of()).
   [[nodiscard]] const Groups& groups(std::size_t l) const { return m_groups[l]; }
 
+  // The mechanisms the kinds' unroll rules compose (Kind<K>::mark, Kind<K>::emit,
+  // src/layers/kinds/): the liveness of a layer's operands, the terms of an entry.
+  [[nodiscard]] std::size_t operands(std::size_t l) const { return layer(l).inputs.size(); }
+
+  /// Marks operand k of l entry-wise (as values: `value`): entry e for each live entry e of l.
+  void mark_entrywise(std::size_t l, std::size_t k, bool value);
+  /// Marks every entry of l's operand as a value (a dense map: every output reads them all).
+  void mark_dense(std::size_t l);
+  /// Marks the inputs a window layer reads for its live outputs (`mixes_channels`: an output
+  /// reads every input channel of its group, a convolution; otherwise its own channel).
+  void mark_window(std::size_t l, bool mixes_channels);
+  /// The same for the adjoint of a window (its inputs are the window's outputs).
+  void mark_adjoint_window(std::size_t l);
+  /// The same for groups (group_sort) and interpolation taps.
+  void mark_groups(std::size_t l);
+  void mark_lerp(std::size_t l);
+
+  /// A dense map's entry e: a weight per operand entry, then its bias.
+  template <class Sink>
+  void emit_dense(std::size_t l, Index e, int block, Sink& sink) const;
+  /// A per-channel affine map's entry e: its channel's weight, then its bias.
+  template <class Sink>
+  void emit_channel_affine(std::size_t l, Index e, int block, Sink& sink) const;
+  /// Entry e of the operand with the layer's fixed factor.
+  template <class Sink>
+  void emit_scaled(std::size_t l, Index e, int block, Sink& sink) const;
+  /// The operands' entries e, each in its own blocks (`negate_last`: the last one's node with
+  /// weight -1, a difference).
+  template <class Sink>
+  void emit_operands(std::size_t l, Index e, int block, Sink& sink, bool negate_last) const;
+  /// A convolution's entry e: its window's weights, then its bias.
+  template <class Sink>
+  void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
+  /// An adjoint window's entry e (a conv_transpose): the terms of the window's outputs that
+  /// read it, then its bias.
+  template <class Sink>
+  void emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const;
+  /// Fixed edges from the window of entry e. `weight` 0 means the mean's weight.
+  template <class Sink>
+  void emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const;
+  /// Fixed edges 1 from the entries of entry e's group.
+  template <class Sink>
+  void emit_group(std::size_t l, Index e, int block, Sink& sink) const;
+  /// Fixed edges from the interpolation taps of entry e, by increasing input entry.
+  template <class Sink>
+  void emit_lerp(std::size_t l, Index e, int block, Sink& sink) const;
+
  private:
   [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
   [[nodiscard]] std::size_t op(std::size_t l, std::size_t k = 0) const {
@@ -128,17 +175,6 @@ class Unroller {
   [[nodiscard]] bool live(std::size_t l, Index e) const {
     return m_live[static_cast<std::size_t>(m_base[l] + e)] != 0;
   }
-
-  /// Marks operand k of l entry-wise: entry e of the operand for each live entry e of l.
-  void mark_entrywise(std::size_t l, std::size_t k, bool value);
-
-  /// Marks the inputs a window layer reads for its live outputs.
-  void mark_window(std::size_t l);
-  /// The same for group_sort and interpolate.
-  void mark_groups(std::size_t l);
-  void mark_lerp(std::size_t l);
-  /// The same for a conv_transpose (its inputs are its adjoint convolution's outputs).
-  void mark_transposed_window(std::size_t l);
 
   void plan();
 
@@ -182,25 +218,6 @@ class Unroller {
   /// The terms of the pending sum g (an entry of a sum layer).
   template <class Sink>
   void emit_pending(Index g, int block, Sink& sink) const;
-
-  template <class Sink>
-  void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
-
-  /// A conv_transpose entry: the terms of the adjoint convolution's outputs that read it.
-  template <class Sink>
-  void emit_conv_transpose(std::size_t l, Index e, int block, Sink& sink) const;
-
-  /// Pools: fixed edges from the window of entry e. `weight` 0 means the mean's weight.
-  template <class Sink>
-  void emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const;
-
-  /// group_sort: fixed edges 1 from the entries of entry e's group.
-  template <class Sink>
-  void emit_group(std::size_t l, Index e, int block, Sink& sink) const;
-
-  /// interpolate: fixed edges from the taps of entry e, by increasing input entry.
-  template <class Sink>
-  void emit_lerp(std::size_t l, Index e, int block, Sink& sink) const;
 
   const LayerGraph& m_graph;
   std::vector<std::vector<Index>> m_shapes;

@@ -107,7 +107,7 @@ class EntryGraph {
       }
       case LayerKind::conv_transpose: {
         const Window& w = m_window[l];
-        conv_transpose_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
+        adjoint_window_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
         bias_of(e / (w.h.in * w.w.in));
         return;
       }

@@ -16,16 +16,6 @@ namespace pathlift::detail {
 
 namespace {
 
-/// An upper bound on the terms one entry of a window layer reads along `axis`.
-double window_length(const Axis& axis) {
-  if (axis.adaptive) {
-    // PyTorch's adaptive windows: [floor(o in / out), ceil((o + 1) in / out)).
-    return std::min(static_cast<double>(axis.in),
-                    std::ceil(static_cast<double>(axis.in) / static_cast<double>(axis.out)) + 1);
-  }
-  return static_cast<double>(std::min(axis.kernel, axis.in));
-}
-
 double product(const std::vector<Index>& shape) {
   double n = 1;
   for (const Index x : shape) {
@@ -62,54 +52,16 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
       }
       continue;
     }
-    double terms = 1;  // activation: a fixed edge from its operand's node, or its sum's terms
-    switch (ly.kind) {
-      case LayerKind::linear:
-        terms = product(shapes[operand(0)]);
-        break;
-      case LayerKind::conv:
-      case LayerKind::max_pool:
-      case LayerKind::k_max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool: {
-        const Window w = window_of(ly, shapes[operand(0)]);
-        terms = window_length(w.h) * window_length(w.w) *
-                static_cast<double>(ly.kind == LayerKind::conv ? w.channels_in / w.groups : 1);
-        break;
+    double terms =
+        visit_kind(ly.kind, [&]<class K>(K) { return K::max_terms(ly, shapes[operand(0)]); });
+    if (ly.kind == LayerKind::add) {
+      blocks[l] = 0;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        blocks[l] += blocks[operand(k)];
       }
-      case LayerKind::conv_transpose: {
-        // An entry sums, per input channel of its group, at most one term per tap.
-        const Window w = window_of(ly, shapes[operand(0)]);
-        terms = static_cast<double>(w.h.kernel) * static_cast<double>(w.w.kernel) *
-                static_cast<double>(w.channels_out / w.groups);
-        break;
-      }
-      case LayerKind::add:
-        terms = static_cast<double>(ly.inputs.size());
-        blocks[l] = 0;
-        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-          blocks[l] += blocks[operand(k)];
-        }
-        blocks[l] = std::min(blocks[l], layers);
-        break;
-      case LayerKind::sub:
-        terms = 2;
-        blocks[l] = std::min(blocks[operand(0)] + 1, layers);
-        break;
-      case LayerKind::group_sort:
-        terms = static_cast<double>(ly.group_size);
-        break;
-      case LayerKind::interpolate:
-        terms = 4;  // two taps per axis
-        break;
-      case LayerKind::input:
-      case LayerKind::batch_norm:
-      case LayerKind::activation:
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-      case LayerKind::scale:
-        break;
+      blocks[l] = std::min(blocks[l], layers);
+    } else if (ly.kind == LayerKind::sub) {
+      blocks[l] = std::min(blocks[operand(0)] + 1, layers);
     }
     if (has_bias(ly)) {
       terms += 1;
@@ -215,11 +167,16 @@ void Unroller::mark_entrywise(std::size_t l, std::size_t k, bool value) {
   }
 }
 
-void Unroller::mark_window(std::size_t l) {
+void Unroller::mark_dense(std::size_t l) {
+  for (Index e = 0; e < m_entries[op(l)]; ++e) {
+    mark(ref(op(l), e), true);
+  }
+}
+
+void Unroller::mark_window(std::size_t l, bool conv) {
   const Window& w = m_window[l];
   const Index hw_in = w.h.in * w.w.in;
   const Index hw_out = w.h.out * w.w.out;
-  const bool conv = layer(l).kind == LayerKind::conv;
   // conv: one spatial mask per group (every input channel of the group is read); pools: one
   // per channel. A window is read when some output channel of its mask is live at its position.
   const Index masks = conv ? w.groups : w.channels_in;
@@ -289,7 +246,7 @@ void Unroller::mark_lerp(std::size_t l) {
   }
 }
 
-void Unroller::mark_transposed_window(std::size_t l) {
+void Unroller::mark_adjoint_window(std::size_t l) {
   // The adjoint convolution's input is this layer's output: an input entry (an adjoint output)
   // is read when a live output of its group is a position it reaches.
   const Window& w = m_window[l];
@@ -336,50 +293,7 @@ void Unroller::plan() {
                      [](std::uint8_t x) { return x != 0; })) {
       continue;
     }
-    switch (layer(l).kind) {
-      case LayerKind::linear:
-        for (Index e = 0; e < m_entries[op(l)]; ++e) {
-          mark(ref(op(l), e), true);
-        }
-        break;
-      case LayerKind::conv:
-      case LayerKind::max_pool:
-      case LayerKind::k_max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-        mark_window(l);
-        break;
-      case LayerKind::group_sort:
-        mark_groups(l);
-        break;
-      case LayerKind::interpolate:
-        mark_lerp(l);
-        break;
-      case LayerKind::conv_transpose:
-        mark_transposed_window(l);
-        break;
-      case LayerKind::batch_norm:
-      case LayerKind::scale:
-        mark_entrywise(l, 0, true);
-        break;
-      case LayerKind::activation:
-        mark_entrywise(l, 0, false);
-        break;
-      case LayerKind::add:
-        for (std::size_t k = 0; k < layer(l).inputs.size(); ++k) {
-          mark_entrywise(l, k, false);
-        }
-        break;
-      case LayerKind::sub:
-        mark_entrywise(l, 0, false);
-        mark_entrywise(l, 1, true);
-        break;
-      case LayerKind::input:
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-        break;
-    }
+    visit_kind(layer(l).kind, [&]<class K>(K) { K::mark(*this, l); });
   }
   // Blocks: how many term groups an entry's sum can have (the edges of a batch of new nodes
   // are ordered by block, then by node, then within the block).

@@ -3,11 +3,18 @@
 #include "src/layers/kinds/adaptive_avg_pool.hpp"
 
 #include "src/layers/detail/layer_rules.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 
 std::vector<Index> Kind<LayerKind::adaptive_avg_pool>::shape(const LayerChecker& c) {
   return c.window(false, true);
+}
+
+double Kind<LayerKind::adaptive_avg_pool>::max_terms(const Layer& ly,
+                                                     const std::vector<Index>& in) {
+  const Window w = window_of(ly, in);
+  return window_length(w.h) * window_length(w.w);
 }
 
 }  // namespace pathlift::detail

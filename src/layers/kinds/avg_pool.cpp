@@ -3,11 +3,17 @@
 #include "src/layers/kinds/avg_pool.hpp"
 
 #include "src/layers/detail/layer_rules.hpp"
+#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 
 std::vector<Index> Kind<LayerKind::avg_pool>::shape(const LayerChecker& c) {
   return c.window(false, false);
+}
+
+double Kind<LayerKind::avg_pool>::max_terms(const Layer& ly, const std::vector<Index>& in) {
+  const Window w = window_of(ly, in);
+  return window_length(w.h) * window_length(w.w);
 }
 
 }  // namespace pathlift::detail
