@@ -28,6 +28,34 @@ constexpr double k_bytes_per_node = 160.0;
 // Batches of fewer edges are written on the calling thread.
 constexpr Index k_parallel_edges = Index{1} << 18;
 
+/// The terms of entry e of layer l (a pending sum, or a max node's operands), into `sink`
+/// from term block `block` on.
+template <class Sink>
+struct EntryTerms {
+  const Unroller& u;
+  std::size_t l;
+  Index e;
+  int block;
+  Sink& sink;
+
+  void input() const {}
+  void dense() const { u.emit_dense(l, e, block, sink); }
+  void window() const { u.emit_conv(l, e, block, sink); }
+  void adjoint_window() const { u.emit_adjoint_window(l, e, block, sink); }
+  void channel_affine() const { u.emit_channel_affine(l, e, block, sink); }
+  void pool(bool max) const { u.emit_window(l, e, block, sink, max ? 1.0 : 0.0); }
+  // No terms of its own: an activation's node reads its operand's (run_layer); views show
+  // other entries.
+  void entrywise() const {}
+  void scaled() const { u.emit_scaled(l, e, block, sink); }
+  void sum(bool negate_last) const { u.emit_operands(l, e, block, sink, negate_last); }
+  void concat() const {}
+  void reshape() const {}
+  void pick() const {}
+  void group() const { u.emit_group(l, e, block, sink); }
+  void lerp() const { u.emit_lerp(l, e, block, sink); }
+};
+
 /// Counts the terms of one job, per block.
 struct CountSink {
   static constexpr bool count_only = true;
@@ -176,7 +204,8 @@ void Unroller::run_layer(std::size_t l) {
     }
     batch<Emit>(dst, 1, [&](Index i, auto& sink) {
       visit_kind(ly.kind, [&]<class K>(K) {
-        K::emit(*this, l, jobs[static_cast<std::size_t>(i)], 0, sink);
+        K::map(EntryTerms<std::remove_reference_t<decltype(sink)>>{
+            *this, l, jobs[static_cast<std::size_t>(i)], 0, sink});
       });
     });
     return;
@@ -256,7 +285,7 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
   const auto l = static_cast<std::size_t>(m_owner[static_cast<std::size_t>(g)]);
   const Index e = g - m_base[l];
   const Layer& ly = layer(l);
-  visit_kind(ly.kind, [&]<class K>(K) { K::emit(*this, l, e, block, sink); });
+  visit_kind(ly.kind, [&]<class K>(K) { K::map(EntryTerms<Sink>{*this, l, e, block, sink}); });
 }
 
 template <class Sink>

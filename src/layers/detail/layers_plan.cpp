@@ -16,6 +16,49 @@ namespace pathlift::detail {
 
 namespace {
 
+/// At most how many terms an entry's sum has besides its bias (operand 0 of shape `in`): the
+/// bounds checked before anything is allocated.
+struct MaxTerms {
+  const Layer& ly;
+  const std::vector<Index>& in;
+
+  [[nodiscard]] double input() const { return 0; }  // never a term
+  [[nodiscard]] double dense() const {
+    double n = 1;
+    for (const Index x : in) {
+      n *= static_cast<double>(x);
+    }
+    return n;
+  }
+  [[nodiscard]] double window() const {
+    const Window w = window_of(ly, in);
+    return window_length(w.h) * window_length(w.w) * static_cast<double>(w.channels_in / w.groups);
+  }
+  [[nodiscard]] double adjoint_window() const {
+    // Per input channel of its group, at most one term per tap.
+    const Window w = window_of(ly, in);
+    return static_cast<double>(w.h.kernel) * static_cast<double>(w.w.kernel) *
+           static_cast<double>(w.channels_out / w.groups);
+  }
+  [[nodiscard]] double channel_affine() const { return 1; }
+  [[nodiscard]] double pool(bool /*max*/) const {
+    const Window w = window_of(ly, in);
+    return window_length(w.h) * window_length(w.w);
+  }
+  // A fixed edge from its operand's node, or its operand's terms.
+  [[nodiscard]] double entrywise() const { return 1; }
+  [[nodiscard]] double scaled() const { return 1; }
+  [[nodiscard]] double sum(bool /*negate_last*/) const {
+    return static_cast<double>(ly.inputs.size());
+  }
+  // Views: no term.
+  [[nodiscard]] double concat() const { return 0; }
+  [[nodiscard]] double reshape() const { return 0; }
+  [[nodiscard]] double pick() const { return 0; }
+  [[nodiscard]] double group() const { return static_cast<double>(ly.group_size); }
+  [[nodiscard]] double lerp() const { return 4; }  // two taps per axis
+};
+
 double product(const std::vector<Index>& shape) {
   double n = 1;
   for (const Index x : shape) {
@@ -52,8 +95,9 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
       }
       continue;
     }
-    double terms =
-        visit_kind(ly.kind, [&]<class K>(K) { return K::max_terms(ly, shapes[operand(0)]); });
+    double terms = visit_kind(ly.kind, [&]<class K>(K) {
+      return K::map(MaxTerms{ly, shapes[operand(0)]});
+    });
     if (ly.kind == LayerKind::add) {
       blocks[l] = 0;
       for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
@@ -281,6 +325,32 @@ void Unroller::mark_adjoint_window(std::size_t l) {
   }
 }
 
+/// Marks the operand entries the live entries of layer l read.
+struct MarkOperands {
+  Unroller& u;
+  std::size_t l;
+
+  void input() const {}
+  void dense() const { u.mark_dense(l); }
+  void window() const { u.mark_window(l, true); }
+  void adjoint_window() const { u.mark_adjoint_window(l); }
+  void channel_affine() const { u.mark_entrywise(l, 0, true); }
+  void pool(bool /*max*/) const { u.mark_window(l, false); }
+  void entrywise() const { u.mark_entrywise(l, 0, false); }
+  void scaled() const { u.mark_entrywise(l, 0, true); }
+  void sum(bool negate_last) const {
+    for (std::size_t k = 0; k < u.operands(l); ++k) {
+      u.mark_entrywise(l, k, negate_last && k + 1 == u.operands(l));
+    }
+  }
+  // Views: their consumers read the entries they show.
+  void concat() const {}
+  void reshape() const {}
+  void pick() const {}
+  void group() const { u.mark_groups(l); }
+  void lerp() const { u.mark_lerp(l); }
+};
+
 void Unroller::plan() {
   for (const Index o : m_graph.outputs) {
     for (Index e = 0; e < m_entries[static_cast<std::size_t>(o)]; ++e) {
@@ -293,7 +363,7 @@ void Unroller::plan() {
                      [](std::uint8_t x) { return x != 0; })) {
       continue;
     }
-    visit_kind(layer(l).kind, [&]<class K>(K) { K::mark(*this, l); });
+    visit_kind(layer(l).kind, [&]<class K>(K) { K::map(MarkOperands{*this, l}); });
   }
   // Blocks: how many term groups an entry's sum can have (the edges of a batch of new nodes
   // are ordered by block, then by node, then within the block).

@@ -21,9 +21,4 @@ std::vector<Index> Kind<LayerKind::activation>::shape(const LayerChecker& c) {
   return c.in(0);
 }
 
-double Kind<LayerKind::activation>::max_terms(const Layer& /*ly*/,
-                                              const std::vector<Index>& /*in*/) {
-  return 1;  // a fixed edge from its operand's node, or its operand's terms
-}
-
 }  // namespace pathlift::detail

@@ -11,10 +11,4 @@ std::vector<Index> Kind<LayerKind::adaptive_avg_pool>::shape(const LayerChecker&
   return c.window(false, true);
 }
 
-double Kind<LayerKind::adaptive_avg_pool>::max_terms(const Layer& ly,
-                                                     const std::vector<Index>& in) {
-  const Window w = window_of(ly, in);
-  return window_length(w.h) * window_length(w.w);
-}
-
 }  // namespace pathlift::detail

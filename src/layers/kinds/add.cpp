@@ -18,8 +18,4 @@ std::vector<Index> Kind<LayerKind::add>::shape(const LayerChecker& c) {
   return c.in(0);
 }
 
-double Kind<LayerKind::add>::max_terms(const Layer& ly, const std::vector<Index>& /*in*/) {
-  return static_cast<double>(ly.inputs.size());
-}
-
 }  // namespace pathlift::detail

@@ -14,19 +14,10 @@ struct Kind<LayerKind::add> {
                                      kTraitSum,      2,     k_any_inputs, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
-  // The unroller (Unroller, layers_unroll.hpp): at most how many terms an entry's sum has
-  // besides its bias (operand 0 of shape `in`), the operand entries its live entries read,
-  // the terms of entry e.
-  static double max_terms(const Layer& ly, const std::vector<Index>& in);
-  template <class U>
-  static void mark(U& u, std::size_t l) {
-    for (std::size_t k = 0; k < u.operands(l); ++k) {
-      u.mark_entrywise(l, k, false);
-    }
-  }
-  template <class U, class Sink>
-  static void emit(const U& u, std::size_t l, Index e, int block, Sink& sink) {
-    u.emit_operands(l, e, block, sink, false);
+  /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
+  template <class V>
+  static decltype(auto) map(V&& v) {
+    return v.sum(false);
   }
 };
 

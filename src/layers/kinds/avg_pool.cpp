@@ -11,9 +11,4 @@ std::vector<Index> Kind<LayerKind::avg_pool>::shape(const LayerChecker& c) {
   return c.window(false, false);
 }
 
-double Kind<LayerKind::avg_pool>::max_terms(const Layer& ly, const std::vector<Index>& in) {
-  const Window w = window_of(ly, in);
-  return window_length(w.h) * window_length(w.w);
-}
-
 }  // namespace pathlift::detail

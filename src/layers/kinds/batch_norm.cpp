@@ -10,9 +10,4 @@ std::vector<Index> Kind<LayerKind::batch_norm>::shape(const LayerChecker& c) {
   return c.in(0);
 }
 
-double Kind<LayerKind::batch_norm>::max_terms(const Layer& /*ly*/,
-                                              const std::vector<Index>& /*in*/) {
-  return 1;
-}
-
 }  // namespace pathlift::detail

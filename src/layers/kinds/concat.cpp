@@ -41,8 +41,4 @@ std::vector<Index> Kind<LayerKind::concat>::shape(const LayerChecker& c) {
   return out;
 }
 
-double Kind<LayerKind::concat>::max_terms(const Layer& /*ly*/, const std::vector<Index>& /*in*/) {
-  return 0;  // a view: no term
-}
-
 }  // namespace pathlift::detail

@@ -11,9 +11,4 @@ std::vector<Index> Kind<LayerKind::conv>::shape(const LayerChecker& c) {
   return c.window(true, false);
 }
 
-double Kind<LayerKind::conv>::max_terms(const Layer& ly, const std::vector<Index>& in) {
-  const Window w = window_of(ly, in);
-  return window_length(w.h) * window_length(w.w) * static_cast<double>(w.channels_in / w.groups);
-}
-
 }  // namespace pathlift::detail

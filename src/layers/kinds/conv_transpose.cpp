@@ -77,11 +77,4 @@ std::vector<Index> Kind<LayerKind::conv_transpose>::shape(const LayerChecker& c)
   return out;
 }
 
-double Kind<LayerKind::conv_transpose>::max_terms(const Layer& ly, const std::vector<Index>& in) {
-  // An entry sums, per input channel of its group, at most one term per tap.
-  const Window w = window_of(ly, in);
-  return static_cast<double>(w.h.kernel) * static_cast<double>(w.w.kernel) *
-         static_cast<double>(w.channels_out / w.groups);
-}
-
 }  // namespace pathlift::detail

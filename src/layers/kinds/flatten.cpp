@@ -10,8 +10,4 @@ std::vector<Index> Kind<LayerKind::flatten>::shape(const LayerChecker& c) {
   return {checked_entries(c.in(0), "the input of shape")};
 }
 
-double Kind<LayerKind::flatten>::max_terms(const Layer& /*ly*/, const std::vector<Index>& /*in*/) {
-  return 0;  // a view: no term
-}
-
 }  // namespace pathlift::detail

@@ -40,8 +40,4 @@ std::vector<Index> Kind<LayerKind::gather>::shape(const LayerChecker& c) {
   return out;
 }
 
-double Kind<LayerKind::gather>::max_terms(const Layer& /*ly*/, const std::vector<Index>& /*in*/) {
-  return 0;  // a view: no term
-}
-
 }  // namespace pathlift::detail

@@ -25,8 +25,4 @@ std::vector<Index> Kind<LayerKind::group_sort>::shape(const LayerChecker& c) {
   return x;
 }
 
-double Kind<LayerKind::group_sort>::max_terms(const Layer& ly, const std::vector<Index>& /*in*/) {
-  return static_cast<double>(ly.group_size);
-}
-
 }  // namespace pathlift::detail

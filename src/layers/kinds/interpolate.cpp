@@ -35,9 +35,4 @@ std::vector<Index> Kind<LayerKind::interpolate>::shape(const LayerChecker& c) {
   return out;
 }
 
-double Kind<LayerKind::interpolate>::max_terms(const Layer& /*ly*/,
-                                               const std::vector<Index>& /*in*/) {
-  return 4;  // two taps per axis
-}
-
 }  // namespace pathlift::detail

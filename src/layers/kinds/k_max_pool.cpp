@@ -31,9 +31,4 @@ std::vector<Index> Kind<LayerKind::k_max_pool>::shape(const LayerChecker& c) {
   return out;
 }
 
-double Kind<LayerKind::k_max_pool>::max_terms(const Layer& ly, const std::vector<Index>& in) {
-  const Window w = window_of(ly, in);
-  return window_length(w.h) * window_length(w.w);
-}
-
 }  // namespace pathlift::detail

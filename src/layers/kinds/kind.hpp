@@ -96,6 +96,33 @@ struct KindRecord {
 ///                                                               against its inputs' shapes
 ///                                                               (c.fail on a problem) and
 ///                                                               returns its output shape
+///   template <class V> static decltype(auto) map(V&& v);        the map it is, as one call of
+///                                                               the vocabulary below
+///
+/// The vocabulary of maps. Every pass that computes through the layers (the unroller's bounds,
+/// liveness and terms; the layer DP's forward, transposed and edge-product maps, its position
+/// classes and cost; the entry graph; the symmetries) is a visitor with one member per form,
+/// and a kind's `map` calls the one that it is:
+///   v.input()                 the data (layer 0)
+///   v.dense()                 y = W x + b, every output reads every input (parameters)
+///   v.window()                a convolution: per output, a window of every input channel of
+///                             its group, a weight per (output channel, input channel, tap)
+///   v.adjoint_window()        a window's adjoint (transposed) map with its weights: each
+///                             output entry sums the window outputs that read it
+///   v.channel_affine()        y = a x + b per channel (parameters a, b)
+///   v.pool(max)               a window per channel with fixed weights: an order statistic
+///                             (max: a max node per entry) or the mean
+///   v.entrywise()             an activation, entry by entry
+///   v.scaled()                y = factor x, fixed weights
+///   v.sum(negate_last)        the operands' sum (negate_last: minus the last)
+///   v.concat(), v.reshape(), v.pick()
+///                             views: the operands' entries side by side, reshaped, or picked
+///                             by index along an axis (no node, no edge)
+///   v.group()                 the order statistics of groups along axis 0
+///   v.lerp()                  interpolation taps with fixed weights
+/// A pass that lacks a form a kind uses fails to compile (the table's visit_kind instantiates
+/// every kind's map); a pass over the kinds with parameters only (visit_param_kind) implements
+/// the four parameter forms.
 template <LayerKind K>
 struct Kind;
 

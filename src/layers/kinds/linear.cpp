@@ -24,12 +24,4 @@ std::vector<Index> Kind<LayerKind::linear>::shape(const LayerChecker& c) {
   return {ly.out_features};
 }
 
-double Kind<LayerKind::linear>::max_terms(const Layer& /*ly*/, const std::vector<Index>& in) {
-  double n = 1;
-  for (const Index x : in) {
-    n *= static_cast<double>(x);
-  }
-  return n;
-}
-
 }  // namespace pathlift::detail

@@ -17,8 +17,4 @@ std::vector<Index> Kind<LayerKind::scale>::shape(const LayerChecker& c) {
   return c.in(0);
 }
 
-double Kind<LayerKind::scale>::max_terms(const Layer& /*ly*/, const std::vector<Index>& /*in*/) {
-  return 1;
-}
-
 }  // namespace pathlift::detail

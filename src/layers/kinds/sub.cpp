@@ -11,8 +11,4 @@ std::vector<Index> Kind<LayerKind::sub>::shape(const LayerChecker& c) {
   return Kind<LayerKind::add>::shape(c);  // the same rule: equal shapes
 }
 
-double Kind<LayerKind::sub>::max_terms(const Layer& /*ly*/, const std::vector<Index>& /*in*/) {
-  return 2;
-}
-
 }  // namespace pathlift::detail
