@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "pathlift/layers.hpp"
@@ -176,24 +177,54 @@ constexpr bool has_parameters(const Layer& ly) {
   return has_parameters(ly.kind);
 }
 
-/// The parameter kind of layer `ly`, which `pass` is only given layers with parameters
-/// (std::logic_error naming the pass and the layer otherwise: a bug, not an input error).
-inline ParamKind param_kind_of(const Layer& ly, std::string_view pass) {
-  if (const auto k = param_kind(ly.kind)) {
-    return *k;
+/// The first kind with parameters and the first without (the input aside): their visits'
+/// result types are the passes' (visit_param_kind, visit_plain_kind).
+inline constexpr LayerKind k_a_param_kind = [] {
+  for (const KindRecord& r : k_kinds) {
+    if (r.param) {
+      return r.kind;
+    }
   }
-  throw std::logic_error(fmt::format("{}: layer '{}' of kind {} has no parameters", pass, ly.name,
-                                     to_string(ly.kind)));
+  throw std::logic_error("no kind has parameters");
+}();
+inline constexpr LayerKind k_a_plain_kind = [] {
+  for (const KindRecord& r : k_kinds) {
+    if (r.plain) {
+      return r.kind;
+    }
+  }
+  throw std::logic_error("every kind has parameters");
+}();
+
+/// visit_kind for a pass that `pass` is only given layers with parameters: f is instantiated
+/// for those kinds only (ParamMaps: the four parameter forms); std::logic_error naming the pass
+/// and the layer for any other (a bug, not an input error).
+template <class F>
+decltype(auto) visit_param_kind(const Layer& ly, std::string_view pass, F&& f) {
+  using R = std::invoke_result_t<F&, Kind<k_a_param_kind>>;
+  return visit_kind(ly.kind, [&]<class K>(K k) -> R {
+    if constexpr (K::record.param.has_value()) {
+      return f(k);
+    } else {
+      throw std::logic_error(fmt::format("{}: layer '{}' of kind {} has no parameters", pass,
+                                         ly.name, K::record.name));
+    }
+  });
 }
 
-/// The plain kind of layer `ly`, which `pass` is only given layers without parameters that map
-/// inputs (std::logic_error naming the pass and the layer otherwise: a bug).
-inline PlainKind plain_kind_of(const Layer& ly, std::string_view pass) {
-  if (const auto k = plain_kind(ly.kind)) {
-    return *k;
-  }
-  throw std::logic_error(fmt::format("{}: layer '{}' of kind {} is the input or has parameters",
-                                     pass, ly.name, to_string(ly.kind)));
+/// visit_kind for a pass over the layers without parameters that map inputs (PlainMaps); a
+/// std::logic_error naming the pass and the layer for the input or a layer with parameters.
+template <class F>
+decltype(auto) visit_plain_kind(const Layer& ly, std::string_view pass, F&& f) {
+  using R = std::invoke_result_t<F&, Kind<k_a_plain_kind>>;
+  return visit_kind(ly.kind, [&]<class K>(K k) -> R {
+    if constexpr (K::record.plain.has_value()) {
+      return f(k);
+    } else {
+      throw std::logic_error(fmt::format("{}: layer '{}' of kind {} is the input or has parameters",
+                                         pass, ly.name, K::record.name));
+    }
+  });
 }
 
 }  // namespace pathlift::detail

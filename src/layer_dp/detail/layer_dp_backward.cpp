@@ -29,45 +29,44 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
   // Zeros where a kind may leave entries unwritten (a zero block, col2im adding); a batch
   // norm scales every entry.
   TensorPtr x = make_tensor(n_in, 0, ly.kind != LayerKind::batch_norm);
-  switch (param_kind_of(ly, "param_transpose")) {
-    case ParamKind::linear: {
-      const Index out = plan.entries(l);
-      const ParamTransform w(spec, ly.weight_offset, out * n_in, threads);
-      if (!w.zero()) {
-        linear_transpose(w, out, n_in, y.value.data(), x->value.data(), threads);
-      }
-      x->exp = w.exp() + y.exp;
-      break;
-    }
-    case ParamKind::conv: {
-      const ConvShape c = conv_shape(plan.window(l));
-      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (!wb->zero && out_cls != nullptr) {
-        conv_transpose_classes(c, wb->m.data(), y.value.data(), *(*classes)[plan.input(l)],
-                               *out_cls, x->value.data(), threads);
-      } else if (!wb->zero) {  // y whole: on its backward classes where it has them
-        conv_adjoint(c, wb->m.data(), y.value.data(), x->value.data(), threads,
-                     plan.backward_groups(l));
-      }
-      x->exp = wb->exp + y.exp;
-      break;
-    }
-    case ParamKind::conv_transpose: {
-      // The adjoint convolution's forward pass.
-      const ConvShape c = conv_shape(plan.window(l));
-      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (wb->zero) {
-        std::fill(x->value.begin(), x->value.end(), 0.0);
-      } else {
-        conv_forward(c, wb->m.data(), y.value.data(), x->value.data(), threads);
-      }
-      x->exp = wb->exp + y.exp;
-      break;
-    }
-    case ParamKind::batch_norm:
-      (void)batch_norm_scale(plan, l, spec, y, *x, n_in);
-      break;
-  }
+  visit_param_kind(ly, "param_transpose", [&]<class K>(K) {
+    return K::map(ParamMaps{
+        .dense =
+            [&] {
+              const Index out = plan.entries(l);
+              const ParamTransform w(spec, ly.weight_offset, out * n_in, threads);
+              if (!w.zero()) {
+                linear_transpose(w, out, n_in, y.value.data(), x->value.data(), threads);
+              }
+              x->exp = w.exp() + y.exp;
+            },
+        .window =
+            [&] {
+              const ConvShape c = conv_shape(plan.window(l));
+              const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+              if (!wb->zero && out_cls != nullptr) {
+                conv_transpose_classes(c, wb->m.data(), y.value.data(), *(*classes)[plan.input(l)],
+                                       *out_cls, x->value.data(), threads);
+              } else if (!wb->zero) {  // y whole: on its backward classes where it has them
+                conv_adjoint(c, wb->m.data(), y.value.data(), x->value.data(), threads,
+                             plan.backward_groups(l));
+              }
+              x->exp = wb->exp + y.exp;
+            },
+        .adjoint_window =
+            [&] {
+              // The adjoint convolution's forward pass.
+              const ConvShape c = conv_shape(plan.window(l));
+              const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+              if (wb->zero) {
+                std::fill(x->value.begin(), x->value.end(), 0.0);
+              } else {
+                conv_forward(c, wb->m.data(), y.value.data(), x->value.data(), threads);
+              }
+              x->exp = wb->exp + y.exp;
+            },
+        .channel_affine = [&] { (void)batch_norm_scale(plan, l, spec, y, *x, n_in); }});
+  });
   normalize(*x, threads);
   return x;
 }
@@ -84,79 +83,89 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
   const Classes* in_cls = out_cls != nullptr ? &*(*classes)[src] : nullptr;
   const Index n_src =
       in_cls != nullptr ? plan.shape(src)[0] * in_cls->positions() : plan.entries(src);
-  switch (plain_kind_of(ly, "plain_transpose")) {
-    case PlainKind::flatten:
-    case PlainKind::activation:  // on classes: the same classes as its input
-      return y;
-    case PlainKind::group_sort: {  // its own transpose; on classes: its input's classes
-      TensorPtr x = make_tensor(n_src, y->exp);
-      const Index channels = plan.shape(l)[0];
-      group_apply(ly, spec, y->value.data(), x->value.data(), channels, n_src / channels, threads);
-      normalize(*x, threads);
-      return x;
-    }
-    case PlainKind::interpolate: {
-      TensorPtr x = make_tensor(n_src, y->exp);
-      lerp_apply(ly, plan.shape(src), spec, y->value.data(), x->value.data(), true, threads);
-      normalize(*x, threads);
-      return x;
-    }
-    case PlainKind::max_pool:
-    case PlainKind::k_max_pool:
-    case PlainKind::avg_pool:
-    case PlainKind::adaptive_avg_pool: {
-      TensorPtr x = make_tensor(n_src, y->exp);
-      pool_apply(ly, plan.window(l), spec, y->value.data(), x->value.data(), true, threads, in_cls,
-                 out_cls);
-      normalize(*x, threads);
-      return x;
-    }
-    case PlainKind::scale:
-      return combine({{y.get(), fixed(ly.factor, spec)}}, n_src, threads);
-    case PlainKind::gather: {
-      TensorPtr x = make_tensor(n_src, y->exp);
-      gather_apply(plan, l, y->value.data(), x->value.data(), true);
-      normalize(*x, threads);
-      return x;
-    }
-    case PlainKind::add:
-    case PlainKind::sub: {
-      const FixedWeight f = fixed((ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0, spec);
-      const TensorPtr t =
-          f.value() == 1 ? y
-                         : combine({{y.get(), f}}, static_cast<Index>(y->value.size()), threads);
-      // On classes: l's classes refine the input's.
-      return out_cls != nullptr ? coarsen(t, plan.shape(src)[0], *out_cls, *in_cls, threads) : t;
-    }
-    case PlainKind::concat: {
-      // On classes (a concat along the channels): outer is 1 and each row counts classes.
-      const Index per_channel = out_cls != nullptr ? out_cls->positions() : 0;
-      Index outer = 1;
-      for (Index i = 0; i < ly.axis; ++i) {
-        outer *= plan.shape(l)[static_cast<std::size_t>(i)];
-      }
-      const auto held = [&](std::size_t i) {  // input i's entries in l's holding
-        return out_cls != nullptr ? plan.shape(i)[0] * per_channel : plan.entries(i);
-      };
-      const Index row_out = held(l) / outer;
-      Index at = 0;
-      for (std::size_t j = 0; j < k; ++j) {
-        at += held(plan.input(l, j)) / outer;
-      }
-      const Index row = held(src) / outer;
-      TensorPtr x = make_tensor(held(src), y->exp);
-      for (Index o = 0; o < outer; ++o) {
-        for (Index i = 0; i < row; ++i) {
-          x->value[static_cast<std::size_t>(o * row + i)] =
-              y->value[static_cast<std::size_t>(o * row_out + at + i)];
-        }
-      }
-      normalize(*x, threads);
-      return out_cls != nullptr ? coarsen(x, plan.shape(src)[0], *out_cls, *in_cls, threads) : x;
-    }
-  }
-  throw std::logic_error(
-      fmt::format("plain_transpose: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+  return visit_plain_kind(ly, "plain_transpose", [&]<class K>(K) {
+    return K::map(PlainMaps{
+        .pool =
+            [&](bool /*max*/) {
+              TensorPtr x = make_tensor(n_src, y->exp);
+              pool_apply(ly, plan.window(l), spec, y->value.data(), x->value.data(), true, threads,
+                         in_cls, out_cls);
+              normalize(*x, threads);
+              return x;
+            },
+        // on classes: the same classes as its input
+        .entrywise = [&] { return y; },
+        .scaled =
+            [&] {
+              return combine({{y.get(), fixed(ly.factor, spec)}}, n_src, threads);
+            },
+        .sum =
+            [&](bool negate_last) {
+              const FixedWeight f =
+                  fixed((negate_last && k + 1 == ly.inputs.size()) ? -1.0 : 1.0, spec);
+              const TensorPtr t =
+                  f.value() == 1
+                      ? y
+                      : combine({{y.get(), f}}, static_cast<Index>(y->value.size()), threads);
+              // On classes: l's classes refine the input's.
+              return out_cls != nullptr ? coarsen(t, plan.shape(src)[0], *out_cls, *in_cls, threads)
+                                        : t;
+            },
+        .concat =
+            [&] {
+              // On classes (a concat along the channels): outer is 1 and each row counts classes.
+              const Index per_channel = out_cls != nullptr ? out_cls->positions() : 0;
+              Index outer = 1;
+              for (Index i = 0; i < ly.axis; ++i) {
+                outer *= plan.shape(l)[static_cast<std::size_t>(i)];
+              }
+              const auto held = [&](std::size_t i) {  // input i's entries in l's holding
+                return out_cls != nullptr ? plan.shape(i)[0] * per_channel : plan.entries(i);
+              };
+              const Index row_out = held(l) / outer;
+              Index at = 0;
+              for (std::size_t j = 0; j < k; ++j) {
+                at += held(plan.input(l, j)) / outer;
+              }
+              const Index row = held(src) / outer;
+              TensorPtr x = make_tensor(held(src), y->exp);
+              for (Index o = 0; o < outer; ++o) {
+                for (Index i = 0; i < row; ++i) {
+                  x->value[static_cast<std::size_t>(o * row + i)] =
+                      y->value[static_cast<std::size_t>(o * row_out + at + i)];
+                }
+              }
+              normalize(*x, threads);
+              return out_cls != nullptr ? coarsen(x, plan.shape(src)[0], *out_cls, *in_cls, threads)
+                                        : x;
+            },
+        .reshape = [&] { return y; },
+        .pick =
+            [&] {
+              TensorPtr x = make_tensor(n_src, y->exp);
+              gather_apply(plan, l, y->value.data(), x->value.data(), true);
+              normalize(*x, threads);
+              return x;
+            },
+        .group =
+            [&] {
+              // its own transpose; on classes: its input's classes
+              TensorPtr x = make_tensor(n_src, y->exp);
+              const Index channels = plan.shape(l)[0];
+              group_apply(ly, spec, y->value.data(), x->value.data(), channels, n_src / channels,
+                          threads);
+              normalize(*x, threads);
+              return x;
+            },
+        .lerp =
+            [&] {
+              TensorPtr x = make_tensor(n_src, y->exp);
+              lerp_apply(ly, plan.shape(src), spec, y->value.data(), x->value.data(), true,
+                         threads);
+              normalize(*x, threads);
+              return x;
+            }});
+  });
 }
 
 /// slot += t (copy-on-write: a slot may share its tensor with a view).

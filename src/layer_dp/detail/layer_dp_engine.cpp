@@ -76,74 +76,78 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
   const double b = ly.bias_offset >= 0 ? bias_value : 0.0;
   Index channels = n_out;
   Index positions = 1;
-  switch (param_kind_of(ly, "ones_forward")) {
-    case ParamKind::linear: {
-      double acc = 0;
-      for (const double v : x.value) {
-        acc += v;
-      }
-      std::fill(y->value.begin(), y->value.end(), acc);
-      break;
-    }
-    case ParamKind::conv: {
-      const ConvShape c = conv_shape(plan.window(l));
-      const Window& w = *c.w;
-      channels = w.channels_out;
-      positions = c.n_out;
-      for (Index g = 0; g < w.groups; ++g) {
-        const std::vector<double> sum = channel_sum(x.value.data(), g * c.cg_in, c.cg_in, c.n_in);
-        double* first = y->value.data() + g * c.cg_out * c.n_out;
-        Index o = 0;
-        for (Index oh = 0; oh < w.h.out; ++oh) {
-          for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
-            double acc = 0;
-            for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
-              const Index ih = w.h.input(oh, kh);
-              for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
-                acc += sum[static_cast<std::size_t>(ih * w.w.in + w.w.input(ow, kw))];
+  visit_param_kind(ly, "ones_forward", [&]<class K>(K) {
+    return K::map(ParamMaps{
+        .dense =
+            [&] {
+              double acc = 0;
+              for (const double v : x.value) {
+                acc += v;
               }
-            }
-            first[o] = acc;
-          }
-        }
-        for (Index co = 1; co < c.cg_out; ++co) {
-          std::copy(first, first + c.n_out, first + co * c.n_out);
-        }
-      }
-      break;
-    }
-    case ParamKind::conv_transpose: {
-      // The adjoint convolution's window read backwards: the group's channel sum at each of
-      // its outputs, then per output position the sum over the (output, tap) pairs reading it.
-      const ConvShape c = conv_shape(plan.window(l));
-      const Window& w = *c.w;
-      channels = w.channels_in;
-      positions = c.n_in;
-      for (Index g = 0; g < w.groups; ++g) {
-        const std::vector<double> sum =
-            channel_sum(x.value.data(), g * c.cg_out, c.cg_out, c.n_out);
-        double* first = y->value.data() + g * c.cg_in * c.n_in;
-        for (Index p = 0; p < c.n_in; ++p) {
-          double acc = 0;
-          w.h.readers(p / w.w.in, [&](Index ih, Index) {
-            w.w.readers(p % w.w.in, [&](Index iw, Index) {
-              acc += sum[static_cast<std::size_t>(ih * w.w.out + iw)];
-            });
-          });
-          first[p] = acc;
-        }
-        for (Index co = 1; co < c.cg_in; ++co) {
-          std::copy(first, first + c.n_in, first + co * c.n_in);
-        }
-      }
-      break;
-    }
-    case ParamKind::batch_norm:
-      channels = plan.shape(l)[0];
-      positions = n_out / channels;
-      std::copy(x.value.begin(), x.value.end(), y->value.begin());
-      break;
-  }
+              std::fill(y->value.begin(), y->value.end(), acc);
+            },
+        .window =
+            [&] {
+              const ConvShape c = conv_shape(plan.window(l));
+              const Window& w = *c.w;
+              channels = w.channels_out;
+              positions = c.n_out;
+              for (Index g = 0; g < w.groups; ++g) {
+                const std::vector<double> sum =
+                    channel_sum(x.value.data(), g * c.cg_in, c.cg_in, c.n_in);
+                double* first = y->value.data() + g * c.cg_out * c.n_out;
+                Index o = 0;
+                for (Index oh = 0; oh < w.h.out; ++oh) {
+                  for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
+                    double acc = 0;
+                    for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
+                      const Index ih = w.h.input(oh, kh);
+                      for (Index kw = w.w.first(ow); kw < w.w.last(ow); ++kw) {
+                        acc += sum[static_cast<std::size_t>(ih * w.w.in + w.w.input(ow, kw))];
+                      }
+                    }
+                    first[o] = acc;
+                  }
+                }
+                for (Index co = 1; co < c.cg_out; ++co) {
+                  std::copy(first, first + c.n_out, first + co * c.n_out);
+                }
+              }
+            },
+        .adjoint_window =
+            [&] {
+              // The adjoint convolution's window read backwards: the group's channel sum at each of
+              // its outputs, then per output position the sum over the (output, tap) pairs reading
+              // it.
+              const ConvShape c = conv_shape(plan.window(l));
+              const Window& w = *c.w;
+              channels = w.channels_in;
+              positions = c.n_in;
+              for (Index g = 0; g < w.groups; ++g) {
+                const std::vector<double> sum =
+                    channel_sum(x.value.data(), g * c.cg_out, c.cg_out, c.n_out);
+                double* first = y->value.data() + g * c.cg_in * c.n_in;
+                for (Index p = 0; p < c.n_in; ++p) {
+                  double acc = 0;
+                  w.h.readers(p / w.w.in, [&](Index ih, Index) {
+                    w.w.readers(p % w.w.in, [&](Index iw, Index) {
+                      acc += sum[static_cast<std::size_t>(ih * w.w.out + iw)];
+                    });
+                  });
+                  first[p] = acc;
+                }
+                for (Index co = 1; co < c.cg_in; ++co) {
+                  std::copy(first, first + c.n_in, first + co * c.n_in);
+                }
+              }
+            },
+        .channel_affine =
+            [&] {
+              channels = plan.shape(l)[0];
+              positions = n_out / channels;
+              std::copy(x.value.begin(), x.value.end(), y->value.begin());
+            }});
+  });
   Block bias;
   if (b != 0) {
     bias.m.assign(static_cast<std::size_t>(channels), 1.0);
@@ -179,56 +183,60 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
     return ones_forward(plan, l, x, bias_value);
   }
   TensorPtr y = make_tensor(n_out, 0, false);
-  switch (param_kind_of(ly, "param_forward")) {
-    case ParamKind::linear: {
-      const Index f = plan.entries(plan.input(l));
-      const ParamTransform w(spec, ly.weight_offset, n_out * f, threads);
-      if (w.zero()) {
-        std::fill(y->value.begin(), y->value.end(), 0.0);
-      } else {
-        linear_forward(w, n_out, f, x.value.data(), y->value.data(), threads);
-      }
-      y->exp = w.exp() + x.exp;
-      add_bias(*y, *bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
-      return y;
-    }
-    case ParamKind::conv: {
-      const ConvShape c = conv_shape(plan.window(l));
-      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      if (wb->zero) {
-        std::fill(y->value.begin(), y->value.end(), 0.0);
-      } else if (out_cls != nullptr) {
-        conv_forward_classes(c, wb->m.data(), x.value.data(), *(*classes)[plan.input(l)], *out_cls,
-                             y->value.data(), threads);
-      } else {
-        conv_forward(c, wb->m.data(), x.value.data(), y->value.data(), threads);
-      }
-      y->exp = wb->exp + x.exp;
-      add_bias(*y, *bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out,
-               n_out / c.w->channels_out, bias_value, threads);
-      return y;
-    }
-    case ParamKind::conv_transpose: {
-      // The adjoint convolution's transposed pass, with the same weight block.
-      const ConvShape c = conv_shape(plan.window(l));
-      const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
-      std::fill(y->value.begin(), y->value.end(), 0.0);
-      if (!wb->zero) {
-        conv_adjoint(c, wb->m.data(), x.value.data(), y->value.data(), threads);
-      }
-      y->exp = wb->exp + x.exp;
-      add_bias(*y, *bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,
-               bias_value, threads);
-      return y;
-    }
-    case ParamKind::batch_norm: {
-      const Index channels = batch_norm_scale(plan, l, spec, x, *y, n_out);
-      add_bias(*y, *bias_of(ly, channels, spec, threads), channels, n_out / channels, bias_value,
-               threads);
-      return y;
-    }
-  }
-  throw std::logic_error("param_forward: not a parameter layer");
+  return visit_param_kind(ly, "param_forward", [&]<class K>(K) {
+    return K::map(ParamMaps{
+        .dense =
+            [&] {
+              const Index f = plan.entries(plan.input(l));
+              const ParamTransform w(spec, ly.weight_offset, n_out * f, threads);
+              if (w.zero()) {
+                std::fill(y->value.begin(), y->value.end(), 0.0);
+              } else {
+                linear_forward(w, n_out, f, x.value.data(), y->value.data(), threads);
+              }
+              y->exp = w.exp() + x.exp;
+              add_bias(*y, *bias_of(ly, n_out, spec, threads), n_out, 1, bias_value, threads);
+              return y;
+            },
+        .window =
+            [&] {
+              const ConvShape c = conv_shape(plan.window(l));
+              const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+              if (wb->zero) {
+                std::fill(y->value.begin(), y->value.end(), 0.0);
+              } else if (out_cls != nullptr) {
+                conv_forward_classes(c, wb->m.data(), x.value.data(), *(*classes)[plan.input(l)],
+                                     *out_cls, y->value.data(), threads);
+              } else {
+                conv_forward(c, wb->m.data(), x.value.data(), y->value.data(), threads);
+              }
+              y->exp = wb->exp + x.exp;
+              add_bias(*y, *bias_of(ly, c.w->channels_out, spec, threads), c.w->channels_out,
+                       n_out / c.w->channels_out, bias_value, threads);
+              return y;
+            },
+        .adjoint_window =
+            [&] {
+              // The adjoint convolution's transposed pass, with the same weight block.
+              const ConvShape c = conv_shape(plan.window(l));
+              const BlockPtr wb = weights_of(ly, c.w->channels_out * c.rows, spec, threads);
+              std::fill(y->value.begin(), y->value.end(), 0.0);
+              if (!wb->zero) {
+                conv_adjoint(c, wb->m.data(), x.value.data(), y->value.data(), threads);
+              }
+              y->exp = wb->exp + x.exp;
+              add_bias(*y, *bias_of(ly, c.w->channels_in, spec, threads), c.w->channels_in, c.n_in,
+                       bias_value, threads);
+              return y;
+            },
+        .channel_affine =
+            [&] {
+              const Index channels = batch_norm_scale(plan, l, spec, x, *y, n_out);
+              add_bias(*y, *bias_of(ly, channels, spec, threads), channels, n_out / channels,
+                       bias_value, threads);
+              return y;
+            }});
+  });
 }
 
 TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<TensorPtr>& sums,
@@ -236,70 +244,73 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
   const Layer& ly = plan.layer(l);
   const int threads = plan.threads();
   const Index n = plan.entries(l);
-  switch (plain_kind_of(ly, "plain_forward")) {
-    case PlainKind::flatten:
-    case PlainKind::activation:
-      return sums[plan.input(l)];
-    case PlainKind::max_pool:
-    case PlainKind::k_max_pool:
-    case PlainKind::avg_pool:
-    case PlainKind::adaptive_avg_pool: {
-      const Tensor& x = *sums[plan.input(l)];
-      TensorPtr y = make_tensor(n, x.exp);
-      pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
-      normalize(*y, threads);
-      return y;
-    }
-    case PlainKind::group_sort: {
-      const Tensor& x = *sums[plan.input(l)];
-      TensorPtr y = make_tensor(n, x.exp);
-      const Index channels = plan.shape(l)[0];
-      group_apply(ly, spec, x.value.data(), y->value.data(), channels, n / channels, threads);
-      normalize(*y, threads);
-      return y;
-    }
-    case PlainKind::interpolate: {
-      const Tensor& x = *sums[plan.input(l)];
-      TensorPtr y = make_tensor(n, x.exp);
-      lerp_apply(ly, plan.shape(plan.input(l)), spec, x.value.data(), y->value.data(), false,
-                 threads);
-      normalize(*y, threads);
-      return y;
-    }
-    case PlainKind::scale:
-      return combine({{sums[plan.input(l)].get(), fixed(ly.factor, spec)}}, n, threads);
-    case PlainKind::gather: {
-      const Tensor& x = *sums[plan.input(l)];
-      TensorPtr y = make_tensor(n, x.exp, false);
-      gather_apply(plan, l, x.value.data(), y->value.data(), false);
-      normalize(*y, threads);
-      return y;
-    }
-    case PlainKind::add:
-    case PlainKind::sub: {
-      std::vector<std::pair<const Tensor*, FixedWeight>> terms;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
-        terms.emplace_back(sums[plan.input(l, k)].get(), fixed(w, spec));
-      }
-      return combine(terms, n, threads);
-    }
-    case PlainKind::concat: {
-      // Entries are the inputs' entries (no edge), side by side along the axis.
-      Index outer = 1;
-      for (Index i = 0; i < ly.axis; ++i) {
-        outer *= plan.shape(l)[static_cast<std::size_t>(i)];
-      }
-      std::vector<std::pair<const Tensor*, Index>> parts;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const std::size_t src = plan.input(l, k);
-        parts.emplace_back(sums[src].get(), plan.entries(src) / outer);
-      }
-      return concat_tensors(parts, outer, threads);
-    }
-  }
-  throw std::logic_error(
-      fmt::format("plain_forward: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+  return visit_plain_kind(ly, "plain_forward", [&]<class K>(K) {
+    return K::map(PlainMaps{
+        .pool =
+            [&](bool /*max*/) {
+              const Tensor& x = *sums[plan.input(l)];
+              TensorPtr y = make_tensor(n, x.exp);
+              pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads);
+              normalize(*y, threads);
+              return y;
+            },
+        .entrywise = [&] { return sums[plan.input(l)]; },
+        .scaled =
+            [&] {
+              return combine({{sums[plan.input(l)].get(), fixed(ly.factor, spec)}}, n, threads);
+            },
+        .sum =
+            [&](bool negate_last) {
+              std::vector<std::pair<const Tensor*, FixedWeight>> terms;
+              for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                const double w = (negate_last && k + 1 == ly.inputs.size()) ? -1.0 : 1.0;
+                terms.emplace_back(sums[plan.input(l, k)].get(), fixed(w, spec));
+              }
+              return combine(terms, n, threads);
+            },
+        .concat =
+            [&] {
+              // Entries are the inputs' entries (no edge), side by side along the axis.
+              Index outer = 1;
+              for (Index i = 0; i < ly.axis; ++i) {
+                outer *= plan.shape(l)[static_cast<std::size_t>(i)];
+              }
+              std::vector<std::pair<const Tensor*, Index>> parts;
+              for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                const std::size_t src = plan.input(l, k);
+                parts.emplace_back(sums[src].get(), plan.entries(src) / outer);
+              }
+              return concat_tensors(parts, outer, threads);
+            },
+        .reshape = [&] { return sums[plan.input(l)]; },
+        .pick =
+            [&] {
+              const Tensor& x = *sums[plan.input(l)];
+              TensorPtr y = make_tensor(n, x.exp, false);
+              gather_apply(plan, l, x.value.data(), y->value.data(), false);
+              normalize(*y, threads);
+              return y;
+            },
+        .group =
+            [&] {
+              const Tensor& x = *sums[plan.input(l)];
+              TensorPtr y = make_tensor(n, x.exp);
+              const Index channels = plan.shape(l)[0];
+              group_apply(ly, spec, x.value.data(), y->value.data(), channels, n / channels,
+                          threads);
+              normalize(*y, threads);
+              return y;
+            },
+        .lerp =
+            [&] {
+              const Tensor& x = *sums[plan.input(l)];
+              TensorPtr y = make_tensor(n, x.exp);
+              lerp_apply(ly, plan.shape(plan.input(l)), spec, x.value.data(), y->value.data(),
+                         false, threads);
+              normalize(*y, threads);
+              return y;
+            }});
+  });
 }
 
 namespace {

@@ -175,72 +175,75 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
       merge_block(ly.bias_offset, sums.data(), channels, t.y->exp);
     }
   };
-  switch (param_kind_of(ly, "edge_products")) {
-    case ParamKind::linear: {
-      // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer may
-      // hold most of theta).
-      const Index out = plan.entries(l);
-      const Index f = plan.entries(plan.input(l));
-      const Index pieces = ceil_div(f, k_chunk);
-      for_tasks(out * pieces, threads, [&](Index t) {
-        const Index o = t / pieces;
-        const Index j0 = (t % pieces) * k_chunk;
-        const Index j1 = std::min(f, j0 + k_chunk);
-        const double yo = y.value[static_cast<std::size_t>(o)];
-        double* piece = scratch(static_cast<std::size_t>(k_chunk));
-        for (Index j = j0; j < j1; ++j) {
-          piece[j - j0] = yo * x.value[static_cast<std::size_t>(j)];
-        }
-        merge_range(ly.weight_offset + o * f + j0, piece, j1 - j0, e);
-      });
-      bias(out, 1);
-      return;
-    }
-    case ParamKind::conv: {
-      const ConvShape c = conv_shape(plan.window(l));
-      std::vector<ProductTerm> products;
-      for (const EdgeTerm& t : terms) {
-        products.push_back({t.x->value.data(), t.y->value.data(),
-                            std::ldexp(1.0, static_cast<int>(t.x->exp + t.y->exp - e))});
-      }
-      if (out_classes != nullptr) {
-        conv_weight_products_classes(c, products, *in_classes, *out_classes, merge_rows, threads);
-      } else {
-        conv_weight_products(c, products, merge_rows, threads, plan.backward_groups(l));
-      }
-      bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
-      return;
-    }
-    case ParamKind::conv_transpose: {
-      // The adjoint convolution's edges: its input is this layer's output, its output this
-      // layer's input.
-      const ConvShape c = conv_shape(plan.window(l));
-      const ProductTerm product{y.value.data(), x.value.data()};
-      conv_weight_products(c, std::span<const ProductTerm>(&product, 1), merge_rows, threads);
-      bias(c.w->channels_in, c.n_in);
-      return;
-    }
-    case ParamKind::batch_norm: {
-      const Index channels = plan.shape(l)[0];
-      // On classes: x per class against y summed over the class.
-      const double* yv = y.value.data();
-      const Index n =
-          out_classes != nullptr ? out_classes->positions() : plan.entries(l) / channels;
-      Buffer<double> g(static_cast<std::size_t>(channels));
-      for_tasks(channels, threads, [&](Index c) {
-        double acc = 0;
-        const double* xr = x.value.data() + c * n;
-        const double* yr = yv + c * n;
-        for (Index p = 0; p < n; ++p) {
-          acc += xr[p] * yr[p];
-        }
-        g[static_cast<std::size_t>(c)] = acc;
-      });
-      merge_block(ly.weight_offset, g.data(), channels, e);
-      bias(channels, n);
-      return;
-    }
-  }
+  visit_param_kind(ly, "edge_products", [&]<class K>(K) {
+    return K::map(ParamMaps{
+        .dense =
+            [&] {
+              // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer
+              // may hold most of theta).
+              const Index out = plan.entries(l);
+              const Index f = plan.entries(plan.input(l));
+              const Index pieces = ceil_div(f, k_chunk);
+              for_tasks(out * pieces, threads, [&](Index t) {
+                const Index o = t / pieces;
+                const Index j0 = (t % pieces) * k_chunk;
+                const Index j1 = std::min(f, j0 + k_chunk);
+                const double yo = y.value[static_cast<std::size_t>(o)];
+                double* piece = scratch(static_cast<std::size_t>(k_chunk));
+                for (Index j = j0; j < j1; ++j) {
+                  piece[j - j0] = yo * x.value[static_cast<std::size_t>(j)];
+                }
+                merge_range(ly.weight_offset + o * f + j0, piece, j1 - j0, e);
+              });
+              bias(out, 1);
+            },
+        .window =
+            [&] {
+              const ConvShape c = conv_shape(plan.window(l));
+              std::vector<ProductTerm> products;
+              for (const EdgeTerm& t : terms) {
+                products.push_back({t.x->value.data(), t.y->value.data(),
+                                    std::ldexp(1.0, static_cast<int>(t.x->exp + t.y->exp - e))});
+              }
+              if (out_classes != nullptr) {
+                conv_weight_products_classes(c, products, *in_classes, *out_classes, merge_rows,
+                                             threads);
+              } else {
+                conv_weight_products(c, products, merge_rows, threads, plan.backward_groups(l));
+              }
+              bias(c.w->channels_out, out_classes != nullptr ? out_classes->positions() : c.n_out);
+            },
+        .adjoint_window =
+            [&] {
+              // The adjoint convolution's edges: its input is this layer's output, its output this
+              // layer's input.
+              const ConvShape c = conv_shape(plan.window(l));
+              const ProductTerm product{y.value.data(), x.value.data()};
+              conv_weight_products(c, std::span<const ProductTerm>(&product, 1), merge_rows,
+                                   threads);
+              bias(c.w->channels_in, c.n_in);
+            },
+        .channel_affine =
+            [&] {
+              const Index channels = plan.shape(l)[0];
+              // On classes: x per class against y summed over the class.
+              const double* yv = y.value.data();
+              const Index n =
+                  out_classes != nullptr ? out_classes->positions() : plan.entries(l) / channels;
+              Buffer<double> g(static_cast<std::size_t>(channels));
+              for_tasks(channels, threads, [&](Index c) {
+                double acc = 0;
+                const double* xr = x.value.data() + c * n;
+                const double* yr = yv + c * n;
+                for (Index p = 0; p < n; ++p) {
+                  acc += xr[p] * yr[p];
+                }
+                g[static_cast<std::size_t>(c)] = acc;
+              });
+              merge_block(ly.weight_offset, g.data(), channels, e);
+              bias(channels, n);
+            }});
+  });
 }
 
 }  // namespace pathlift::detail

@@ -126,6 +126,36 @@ struct KindRecord {
 template <LayerKind K>
 struct Kind;
 
+/// A visitor of the four parameter forms made of callables, one per form, for a pass written
+/// in place:
+///   visit_param_kind(ly, "pass", [&]<class K>(K) -> R {
+///     return K::map(ParamMaps{.dense = [&] { ... }, .window = [&] { ... },
+///                             .adjoint_window = [&] { ... }, .channel_affine = [&] { ... }});
+///   });
+template <class Dense, class Window, class AdjointWindow, class ChannelAffine>
+struct ParamMaps {
+  Dense dense;
+  Window window;
+  AdjointWindow adjoint_window;
+  ChannelAffine channel_affine;
+};
+
+/// The same for the forms of the kinds without parameters (visit_plain_kind): pool(bool max),
+/// entrywise(), scaled(), sum(bool negate_last), concat(), reshape(), pick(), group(), lerp().
+template <class Pool, class Entrywise, class Scaled, class Sum, class Concat, class Reshape,
+          class Pick, class Group, class Lerp>
+struct PlainMaps {
+  Pool pool;
+  Entrywise entrywise;
+  Scaled scaled;
+  Sum sum;
+  Concat concat;
+  Reshape reshape;
+  Pick pick;
+  Group group;
+  Lerp lerp;
+};
+
 /// The fields of a layer with parameters: where its blocks start in theta.
 inline constexpr FieldUse k_weight_offset{Field::weight_offset, true};
 inline constexpr FieldUse k_bias_offset{Field::bias_offset, false};
