@@ -87,73 +87,63 @@ class EntryGraph {
         bias(c, ly.bias_offset + c, theta[ly.bias_offset + c]);
       }
     };
-    switch (ly.kind) {
-      case LayerKind::input:
-        return;
-      case LayerKind::linear: {
-        const Index in = m_entries[op(l)];
-        const Index w0 = ly.weight_offset + e * in;
-        for (Index j = 0; j < in; ++j) {
-          f(0, j, w0 + j, theta[w0 + j]);
-        }
-        bias_of(e);
-        return;
-      }
-      case LayerKind::conv: {
-        const Window& w = m_window[l];
-        conv_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
-        bias_of(e / (w.h.out * w.w.out));
-        return;
-      }
-      case LayerKind::conv_transpose: {
-        const Window& w = m_window[l];
-        adjoint_window_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
-        bias_of(e / (w.h.in * w.w.in));
-        return;
-      }
-      case LayerKind::scale:
-        from(0, e, -1, ly.factor);
-        return;
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-      case LayerKind::max_pool:
-      case LayerKind::k_max_pool: {
-        const Window& w = m_window[l];
-        const Index hw = w.h.out * w.w.out;
-        const double weight = pool_weight(ly, w, (e % hw) / w.w.out, e % w.w.out);
-        window_taps(w, e, [&](Index i) { f(0, i, -1, weight); });
-        return;
-      }
-      case LayerKind::interpolate:
-        lerp_taps(m_lerp[l], e, [&](Index i, double weight) { f(0, i, -1, weight); });
-        return;
-      case LayerKind::group_sort:
-        group_taps(m_groups[l], e, [&](Index i) { f(0, i, -1, 1.0); });
-        return;
-      case LayerKind::batch_norm: {
-        const Index c = e / (m_entries[l] / m_shapes[l][0]);
-        from(0, e, ly.weight_offset + c, 0.0);
-        bias_of(c);
-        return;
-      }
-      case LayerKind::add:
-        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-          f(k, e, -1, 1.0);
-        }
-        return;
-      case LayerKind::sub:
-        f(0, e, -1, 1.0);
-        f(1, e, -1, -1.0);
-        return;
-      case LayerKind::activation:
-        f(0, e, -1, 1.0);
-        return;
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-        break;
-    }
-    throw std::logic_error("EntryGraph::terms: a view has no terms of its own");
+    const auto view = [](auto...) {
+      throw std::logic_error("EntryGraph::terms: a view has no terms of its own");
+    };
+    visit_kind(ly.kind, [&]<class K>(K) {
+      K::map(
+          Maps{.input = [] {},
+               .dense =
+                   [&] {
+                     const Index in = m_entries[op(l)];
+                     const Index w0 = ly.weight_offset + e * in;
+                     for (Index j = 0; j < in; ++j) {
+                       f(0, j, w0 + j, theta[w0 + j]);
+                     }
+                     bias_of(e);
+                   },
+               .window =
+                   [&] {
+                     const Window& w = m_window[l];
+                     conv_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
+                     bias_of(e / (w.h.out * w.w.out));
+                   },
+               .adjoint_window =
+                   [&] {
+                     const Window& w = m_window[l];
+                     adjoint_window_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
+                     bias_of(e / (w.h.in * w.w.in));
+                   },
+               .channel_affine =
+                   [&] {
+                     const Index c = e / (m_entries[l] / m_shapes[l][0]);
+                     from(0, e, ly.weight_offset + c, 0.0);
+                     bias_of(c);
+                   },
+               .pool =
+                   [&](bool /*max*/) {
+                     const Window& w = m_window[l];
+                     const Index hw = w.h.out * w.w.out;
+                     const double weight = pool_weight(ly, w, (e % hw) / w.w.out, e % w.w.out);
+                     window_taps(w, e, [&](Index i) { f(0, i, -1, weight); });
+                   },
+               .entrywise = [&] { f(0, e, -1, 1.0); },
+               .scaled = [&] { from(0, e, -1, ly.factor); },
+               .sum =
+                   [&](bool negate_last) {
+                     for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                       f(k, e, -1, negate_last && k + 1 == ly.inputs.size() ? -1.0 : 1.0);
+                     }
+                   },
+               .concat = view,
+               .reshape = view,
+               .pick = view,
+               .group = [&] { group_taps(m_groups[l], e, [&](Index i) { f(0, i, -1, 1.0); }); },
+               .lerp =
+                   [&] {
+                     lerp_taps(m_lerp[l], e, [&](Index i, double weight) { f(0, i, -1, weight); });
+                   }});
+    });
   }
 
   /// f(Term) for each term of entry e of the owning layer l (raw_terms, sources resolved).

@@ -77,54 +77,50 @@ LayerClasses forward_classes(const LayerPlan& plan) {
     const Layer& ly = plan.layer(l);
     const std::optional<Classes>& first = out[plan.input(l)];
     std::optional<Classes> c;
-    switch (ly.kind) {
-      case LayerKind::activation:
-      case LayerKind::batch_norm:
-      case LayerKind::scale:
-      case LayerKind::group_sort:  // mixes channels at each position
-        c = first;
-        break;
-      case LayerKind::conv:
-      case LayerKind::max_pool:
-      case LayerKind::k_max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-        if (first && plan.entries(l) > 0) {
-          const Window& w = plan.window(l);
-          c = Classes{window_classes(w.h, first->h), window_classes(w.w, first->w)};
-        }
-        break;
-      case LayerKind::concat:
-        if (ly.axis != 0) {
-          break;  // along a spatial axis: on full tensors
-        }
-        [[fallthrough]];
-      case LayerKind::add:
-      case LayerKind::sub: {
-        std::vector<const AxisClasses*> hs;
-        std::vector<const AxisClasses*> ws;
-        for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-          const std::optional<Classes>& in = out[plan.input(l, k)];
-          if (!in) {
-            hs.clear();
-            break;
-          }
-          hs.push_back(&in->h);
-          ws.push_back(&in->w);
-        }
-        if (!hs.empty()) {
-          c = Classes{common_classes(hs), common_classes(ws)};
-        }
-        break;
+    // On full tensors (no classes): the input, dense maps, adjoint windows, reshapes, picks,
+    // interpolations and concats along a spatial axis.
+    const auto none = [](auto...) {};
+    const auto same = [&] { c = first; };  // entry-wise, or mixing channels at each position
+    const auto window = [&](auto...) {
+      if (first && plan.entries(l) > 0) {
+        const Window& w = plan.window(l);
+        c = Classes{window_classes(w.h, first->h), window_classes(w.w, first->w)};
       }
-      case LayerKind::input:
-      case LayerKind::linear:
-      case LayerKind::flatten:
-      case LayerKind::gather:
-      case LayerKind::conv_transpose:  // linear, flatten, gather, conv_transpose, interpolate:
-      case LayerKind::interpolate:     // on full tensors
-        break;
-    }
+    };
+    const auto common = [&](auto...) {  // the operands' common refinement
+      std::vector<const AxisClasses*> hs;
+      std::vector<const AxisClasses*> ws;
+      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+        const std::optional<Classes>& in = out[plan.input(l, k)];
+        if (!in) {
+          return;
+        }
+        hs.push_back(&in->h);
+        ws.push_back(&in->w);
+      }
+      c = Classes{common_classes(hs), common_classes(ws)};
+    };
+    visit_kind(ly.kind, [&]<class K>(K) {
+      K::map(Maps{.input = none,
+                  .dense = none,
+                  .window = window,
+                  .adjoint_window = none,
+                  .channel_affine = same,
+                  .pool = window,
+                  .entrywise = same,
+                  .scaled = same,
+                  .sum = common,
+                  .concat =
+                      [&] {
+                        if (ly.axis == 0) {  // along the channels
+                          common();
+                        }
+                      },
+                  .reshape = none,
+                  .pick = none,
+                  .group = same,
+                  .lerp = none});
+    });
     if (c && !all_distinct(*c)) {
       out[l] = std::move(c);
     }
@@ -407,64 +403,72 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
   const Index channels = plan.shape(l)[0];
   const Index n = channels * out.positions();
   const std::size_t src = plan.input(l);
-  switch (ly.kind) {
-    case LayerKind::activation:
-      return sums[src];
-    case LayerKind::scale:
-      return combine({{sums[src].get(), fixed(ly.factor, spec)}}, n, threads);
-    case LayerKind::batch_norm:
-    case LayerKind::conv:
-      return param_forward(plan, l, *sums[src], spec, bias_value, &classes);
-    case LayerKind::max_pool:
-    case LayerKind::k_max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool: {
-      const Tensor& x = *sums[src];
-      TensorPtr y = make_tensor(n, x.exp, false);
-      pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads,
-                 &*classes[src], &out);
-      normalize(*y, threads);
-      return y;
-    }
-    case LayerKind::group_sort: {  // on its input's classes
-      const Tensor& x = *sums[src];
-      TensorPtr y = make_tensor(n, x.exp, false);
-      group_apply(ly, spec, x.value.data(), y->value.data(), channels, out.positions(), threads);
-      normalize(*y, threads);
-      return y;
-    }
-    case LayerKind::add:
-    case LayerKind::sub: {
-      std::vector<TensorPtr> held;
-      std::vector<std::pair<const Tensor*, FixedWeight>> terms;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const std::size_t i = plan.input(l, k);
-        held.push_back(regather(*sums[i], channels, *classes[i], &out, threads));
-        const double w = (ly.kind == LayerKind::sub && k == 1) ? -1.0 : 1.0;
-        terms.emplace_back(held.back().get(), fixed(w, spec));
-      }
-      return combine(terms, n, threads);
-    }
-    case LayerKind::concat: {  // along the channels: the inputs on the common classes
-      std::vector<TensorPtr> held;
-      std::vector<std::pair<const Tensor*, Index>> parts;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        const std::size_t i = plan.input(l, k);
-        held.push_back(regather(*sums[i], plan.shape(i)[0], *classes[i], &out, threads));
-        parts.emplace_back(held.back().get(), static_cast<Index>(held.back()->value.size()));
-      }
-      return concat_tensors(parts, 1, threads);
-    }
-    case LayerKind::input:
-    case LayerKind::linear:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::conv_transpose:
-    case LayerKind::interpolate:
-      break;
-  }
-  throw std::logic_error(
-      fmt::format("position classes: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+  // forward_classes gives classes to none of the other forms.
+  const auto never = [&](auto...) -> TensorPtr {
+    throw std::logic_error(
+        fmt::format("position classes: layer '{}' of kind {}", ly.name, to_string(ly.kind)));
+  };
+  const auto with_parameters = [&] {
+    return param_forward(plan, l, *sums[src], spec, bias_value, &classes);
+  };
+  return visit_kind(ly.kind, [&]<class K>(K) {
+    return K::map(Maps{
+        .input = never,
+        .dense = never,
+        .window = with_parameters,
+        .adjoint_window = never,
+        .channel_affine = with_parameters,
+        .pool =
+            [&](bool /*max*/) {
+              const Tensor& x = *sums[src];
+              TensorPtr y = make_tensor(n, x.exp, false);
+              pool_apply(ly, plan.window(l), spec, x.value.data(), y->value.data(), false, threads,
+                         &*classes[src], &out);
+              normalize(*y, threads);
+              return y;
+            },
+        .entrywise = [&] { return sums[src]; },
+        .scaled =
+            [&] {
+              return combine({{sums[src].get(), fixed(ly.factor, spec)}}, n, threads);
+            },
+        .sum =
+            [&](bool negate_last) {
+              std::vector<TensorPtr> held;
+              std::vector<std::pair<const Tensor*, FixedWeight>> terms;
+              for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                const std::size_t i = plan.input(l, k);
+                held.push_back(regather(*sums[i], channels, *classes[i], &out, threads));
+                const double w = (negate_last && k + 1 == ly.inputs.size()) ? -1.0 : 1.0;
+                terms.emplace_back(held.back().get(), fixed(w, spec));
+              }
+              return combine(terms, n, threads);
+            },
+        .concat =
+            [&] {  // along the channels: the inputs on the common classes
+              std::vector<TensorPtr> held;
+              std::vector<std::pair<const Tensor*, Index>> parts;
+              for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                const std::size_t i = plan.input(l, k);
+                held.push_back(regather(*sums[i], plan.shape(i)[0], *classes[i], &out, threads));
+                parts.emplace_back(held.back().get(),
+                                   static_cast<Index>(held.back()->value.size()));
+              }
+              return concat_tensors(parts, 1, threads);
+            },
+        .reshape = never,
+        .pick = never,
+        .group =
+            [&] {  // on its input's classes
+              const Tensor& x = *sums[src];
+              TensorPtr y = make_tensor(n, x.exp, false);
+              group_apply(ly, spec, x.value.data(), y->value.data(), channels, out.positions(),
+                          threads);
+              normalize(*y, threads);
+              return y;
+            },
+        .lerp = never});
+  });
 }
 
 }  // namespace pathlift::detail

@@ -100,34 +100,31 @@ double layer_work(const LayerPlan& plan, std::size_t l) {
   for (const Index k : ly.kernel) {
     taps *= static_cast<double>(k);
   }
-  switch (ly.kind) {
-    case LayerKind::linear:
-      return out * static_cast<double>(plan.entries(plan.input(l)));
-    case LayerKind::conv:
-    case LayerKind::conv_transpose:
-      return out * taps *
-             static_cast<double>(plan.shape(plan.input(l))[0] / std::max<Index>(ly.groups, 1));
-    case LayerKind::max_pool:
-    case LayerKind::k_max_pool:
-    case LayerKind::avg_pool:
-      return out * taps;
-    case LayerKind::group_sort:
-      return out * static_cast<double>(ly.group_size);
-    case LayerKind::interpolate:
-      return out * 4;
-    case LayerKind::input:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::batch_norm:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::scale:
-      return out * static_cast<double>(std::max<std::size_t>(ly.inputs.size(), 1));
-  }
-  throw std::logic_error("layer_work: not a layer kind");
+  const auto per_input = [&](auto...) {
+    return out * static_cast<double>(std::max<std::size_t>(ly.inputs.size(), 1));
+  };
+  const auto convolution = [&] {
+    return out * taps *
+           static_cast<double>(plan.shape(plan.input(l))[0] / std::max<Index>(ly.groups, 1));
+  };
+  return visit_kind(ly.kind, [&]<class K>(K) {
+    return K::map(
+        Maps{.input = per_input,
+             .dense = [&] { return out * static_cast<double>(plan.entries(plan.input(l))); },
+             .window = convolution,
+             .adjoint_window = convolution,
+             .channel_affine = per_input,
+             // an adaptive pool has no kernel: one per entry
+             .pool = [&](bool /*max*/) { return out * taps; },
+             .entrywise = per_input,
+             .scaled = per_input,
+             .sum = per_input,
+             .concat = per_input,
+             .reshape = per_input,
+             .pick = per_input,
+             .group = [&] { return out * static_cast<double>(ly.group_size); },
+             .lerp = [&] { return out * 4; }});
+  });
 }
 
 }  // namespace

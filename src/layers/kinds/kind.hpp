@@ -126,6 +126,29 @@ struct KindRecord {
 template <LayerKind K>
 struct Kind;
 
+/// A visitor of every form made of callables, one per form (in the vocabulary's order), for a
+/// pass over every kind written in place:
+///   visit_kind(ly.kind, [&]<class K>(K) { return K::map(Maps{.input = [&] { ... }, ...}); });
+template <class Input, class Dense, class Window, class AdjointWindow, class ChannelAffine,
+          class Pool, class Entrywise, class Scaled, class Sum, class Concat, class Reshape,
+          class Pick, class Group, class Lerp>
+struct Maps {
+  Input input;
+  Dense dense;
+  Window window;
+  AdjointWindow adjoint_window;
+  ChannelAffine channel_affine;
+  Pool pool;
+  Entrywise entrywise;
+  Scaled scaled;
+  Sum sum;
+  Concat concat;
+  Reshape reshape;
+  Pick pick;
+  Group group;
+  Lerp lerp;
+};
+
 /// A visitor of the four parameter forms made of callables, one per form, for a pass written
 /// in place:
 ///   visit_param_kind(ly, "pass", [&]<class K>(K) -> R {
