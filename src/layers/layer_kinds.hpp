@@ -3,9 +3,9 @@
 // and its rules), k_kinds (the records, in LayerKind's order) and visit_kind, the one dispatch
 // from a kind to its unit. A pass that needs a rule of every kind calls
 //   visit_kind(layer.kind, [&]<class K>(K) { return K::rule(...); })
-// so that a kind without the rule fails to compile (docs/adding-a-layer-kind.md). The passes
-// that concern only the layers with parameters switch over ParamKind, those over the kinds
-// without parameters over PlainKind (kinds/kind.hpp).
+// so that a kind without the rule fails to compile (docs/adding-a-layer-kind.md); the passes
+// that concern only the layers with parameters call visit_param_kind, those over the plain
+// kinds visit_plain_kind.
 
 #include <fmt/format.h>
 
@@ -148,16 +148,6 @@ constexpr const KindRecord& record(LayerKind kind) {
   return k_kinds[i];
 }
 
-/// The parameter kind of `kind`, or nullopt for a kind without parameters.
-constexpr std::optional<ParamKind> param_kind(LayerKind kind) {
-  return record(kind).param;
-}
-
-/// The plain kind of `kind`, or nullopt for the input and the parameter kinds.
-constexpr std::optional<PlainKind> plain_kind(LayerKind kind) {
-  return record(kind).plain;
-}
-
 /// Whether the entries of layers of `kind` are max nodes (an order statistic of their inputs,
 /// over fixed edges 1): max_pool, k_max_pool, group_sort.
 constexpr bool makes_max_nodes(LayerKind kind) {
@@ -166,12 +156,12 @@ constexpr bool makes_max_nodes(LayerKind kind) {
 
 /// Whether `kind` is a convolution (conv, conv_transpose): a window with parameters.
 constexpr bool is_convolution(LayerKind kind) {
-  return record(kind).param.has_value() && record(kind).has(kTraitWindow);
+  return record(kind).has_parameters() && record(kind).has(kTraitWindow);
 }
 
 /// Whether layers of `kind` (of layer `ly`'s kind) read parameters from theta.
 constexpr bool has_parameters(LayerKind kind) {
-  return param_kind(kind).has_value();
+  return record(kind).has_parameters();
 }
 constexpr bool has_parameters(const Layer& ly) {
   return has_parameters(ly.kind);
@@ -181,7 +171,7 @@ constexpr bool has_parameters(const Layer& ly) {
 /// result types are the passes' (visit_param_kind, visit_plain_kind).
 inline constexpr LayerKind k_a_param_kind = [] {
   for (const KindRecord& r : k_kinds) {
-    if (r.param) {
+    if (r.has_parameters()) {
       return r.kind;
     }
   }
@@ -189,7 +179,7 @@ inline constexpr LayerKind k_a_param_kind = [] {
 }();
 inline constexpr LayerKind k_a_plain_kind = [] {
   for (const KindRecord& r : k_kinds) {
-    if (r.plain) {
+    if (r.is_plain()) {
       return r.kind;
     }
   }
@@ -203,7 +193,7 @@ template <class F>
 decltype(auto) visit_param_kind(const Layer& ly, std::string_view pass, F&& f) {
   using R = std::invoke_result_t<F&, Kind<k_a_param_kind>>;
   return visit_kind(ly.kind, [&]<class K>(K k) -> R {
-    if constexpr (K::record.param.has_value()) {
+    if constexpr (K::record.has_parameters()) {
       return f(k);
     } else {
       throw std::logic_error(fmt::format("{}: layer '{}' of kind {} has no parameters", pass,
@@ -218,7 +208,7 @@ template <class F>
 decltype(auto) visit_plain_kind(const Layer& ly, std::string_view pass, F&& f) {
   using R = std::invoke_result_t<F&, Kind<k_a_plain_kind>>;
   return visit_kind(ly.kind, [&]<class K>(K k) -> R {
-    if constexpr (K::record.plain.has_value()) {
+    if constexpr (K::record.is_plain()) {
       return f(k);
     } else {
       throw std::logic_error(fmt::format("{}: layer '{}' of kind {} is the input or has parameters",

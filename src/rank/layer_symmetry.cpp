@@ -30,14 +30,17 @@ namespace {
 
 using detail::Channels;
 using detail::Groups;
+using detail::has_parameters;
 using detail::k_no_entry;
 using detail::k_split;
 using detail::Lerp;
-using detail::param_kind;
-using detail::ParamKind;
+using detail::Maps;
 using detail::ParamLayout;
+using detail::ParamMaps;
 using detail::SymmetryClasses;
 using detail::Unroller;
+using detail::visit_kind;
+using detail::visit_param_kind;
 using detail::Window;
 
 class LayerSymmetry : private detail::SymmetryLayerView {
@@ -66,7 +69,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
 
   /// Whether the zeros of theta leave every entry of the plan on an input-to-output path of
   /// non-zero edges, so that the entries and their liveness stay the plan's: every zero is a
-  /// bias (linear, conv, conv_transpose, batch norm), a linear weight (each live output and
+  /// bias (of any layer with parameters), a linear weight (each live output and
   /// each input feature keeping a non-zero weight) or a convolution weight; no parameter
   /// block is shared between layers; no fixed weight is 0 (a scale by 0); every live
   /// convolution entry reads at least one tap; and in a convolution with zero weights, every
@@ -195,54 +198,44 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   /// The forced equalities layer l adds.
   void merge(std::size_t l) {
     const Layer& ly = layer(l);
-    switch (ly.kind) {
-      case LayerKind::activation:
-      case LayerKind::add:
-      case LayerKind::sub:
-      case LayerKind::scale:
-        // Fixed edges, or a pending sum absorbed: the value equals each operand's.
-        for (Index e = 0; e < entries(l); ++e) {
-          if (live(l, e)) {
-            for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-              m_cls.unite(at(l, e), at(op(l, k), e));
-            }
+    // Fixed edges, or a pending sum absorbed: the value equals each operand's.
+    const auto operands = [&](auto...) {
+      for (Index e = 0; e < entries(l); ++e) {
+        if (live(l, e)) {
+          for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+            m_cls.unite(at(l, e), at(op(l, k), e));
           }
         }
-        return;
-      case LayerKind::max_pool:
-      case LayerKind::k_max_pool:
-      case LayerKind::avg_pool:
-      case LayerKind::adaptive_avg_pool:
-        merge_pool(l);
-        return;
-      case LayerKind::group_sort:
-        merge_group(l);
-        return;
-      case LayerKind::interpolate:
-        merge_lerp(l);
-        return;
-      case LayerKind::batch_norm: {
-        const std::vector<Index>& in = channel_roots(op(l), true);
-        for (Index c = 0; c < channels(l).count; ++c) {
-          // b: edges from the bias node (pinned); a: from a channel that is one class.
-          if ((ly.bias_offset >= 0 && has_edges(ly.bias_offset + c)) ||
-              in[static_cast<std::size_t>(c)] >= 0) {
-            unite_channel(l, c);
-          }
-        }
-        return;
       }
-      case LayerKind::conv:
-      case LayerKind::conv_transpose:
-        merge_conv(l);
-        return;
-      case LayerKind::input:
-      case LayerKind::linear:
-      case LayerKind::concat:
-      case LayerKind::flatten:
-      case LayerKind::gather:  // linear: one edge per weight and per bias
-        return;
-    }
+    };
+    const auto none = [](auto...) {};  // views, and one edge per weight and per bias
+    visit_kind(ly.kind, [&]<class K>(K) {
+      K::map(Maps{.input = none,
+                  .dense = none,
+                  .window = [&] { merge_conv(l); },
+                  .adjoint_window = [&] { merge_conv(l); },
+                  .channel_affine =
+                      [&] {
+                        const std::vector<Index>& in = channel_roots(op(l), true);
+                        for (Index c = 0; c < channels(l).count; ++c) {
+                          // b: edges from the bias node (pinned); a: from a channel that is
+                          // one class.
+                          if ((ly.bias_offset >= 0 && has_edges(ly.bias_offset + c)) ||
+                              in[static_cast<std::size_t>(c)] >= 0) {
+                            unite_channel(l, c);
+                          }
+                        }
+                      },
+                  .pool = [&](bool /*max*/) { merge_pool(l); },
+                  .entrywise = operands,
+                  .scaled = operands,
+                  .sum = operands,
+                  .concat = none,
+                  .reshape = none,
+                  .pick = none,
+                  .group = [&] { merge_group(l); },
+                  .lerp = [&] { merge_lerp(l); }});
+    });
   }
 
   void merge_pool(std::size_t l) {
@@ -320,7 +313,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
             continue;
           }
           Index first = -1;
-          for_tap(l, co, ci, kh, kw, [&](Index e, Index) {
+          for_tap(l, c, co, ci, kh, kw, [&](Index e, Index) {
             first < 0 ? void(first = at(l, e)) : void(m_cls.unite(first, at(l, e)));
           });
         }
@@ -381,66 +374,64 @@ class LayerSymmetry : private detail::SymmetryLayerView {
   /// The parameters of layer l: which are used, and the constraints among their edges.
   void constrain(std::size_t l) {
     const Layer& ly = layer(l);
+    if (!has_parameters(ly)) {
+      return;
+    }
     const Index pin = m_cls.find(m_pin);
-    const auto kind = param_kind(ly.kind);
-    if (!kind) {
-      return;  // no parameters
-    }
-    switch (*kind) {
-      case ParamKind::linear: {
-        const Index f = entries(op(l));
-        std::vector<Index> src(static_cast<std::size_t>(f));
-        for (Index j = 0; j < f; ++j) {
-          src[static_cast<std::size_t>(j)] = m_cls.find(at(op(l), j));
-        }
-        for (Index o = 0; o < ly.out_features; ++o) {
-          if (!live(l, o)) {
-            continue;
-          }
-          const Index t = m_cls.find(at(l, o));
-          for (Index j = 0; j < f; ++j) {
-            if (has_edges(ly.weight_offset + o * f + j)) {
-              pair(ly.weight_offset + o * f + j, t, src[static_cast<std::size_t>(j)]);
-            } else {
-              m_single_zero += 1;  // its one edge joins two live entries
-            }
-          }
-          if (ly.bias_offset >= 0) {
-            bias_pair(ly.bias_offset + o, t, pin);
-          }
-        }
-        return;
-      }
-      case ParamKind::batch_norm: {
-        const std::vector<Index>& out = channel_roots(l);
-        const std::vector<Index>& in = channel_roots(op(l));
-        const Channels ch = channels(l);
-        for (Index c = 0; c < ch.count; ++c) {
-          const Index t = out[static_cast<std::size_t>(c)];
-          const Index s = in[static_cast<std::size_t>(c)];
-          if (t == k_no_entry) {
-            continue;
-          }
-          if (t >= 0 && s >= 0) {
-            pair(ly.weight_offset + c, t, s);
-          } else {
-            for (Index e = c * ch.size; e < (c + 1) * ch.size; ++e) {
-              if (live(l, e)) {
-                pair(ly.weight_offset + c, m_cls.find(at(l, e)), m_cls.find(at(op(l), e)));
-              }
-            }
-          }
-          if (ly.bias_offset >= 0) {
-            bias_pairs(l, c, ly.bias_offset + c, t, pin);
-          }
-        }
-        return;
-      }
-      case ParamKind::conv:
-      case ParamKind::conv_transpose:
-        constrain_conv(l, pin);
-        return;
-    }
+    visit_param_kind(ly, "constrain", [&]<class K>(K) {
+      K::map(ParamMaps{
+          .dense =
+              [&] {
+                const Index f = entries(op(l));
+                std::vector<Index> src(static_cast<std::size_t>(f));
+                for (Index j = 0; j < f; ++j) {
+                  src[static_cast<std::size_t>(j)] = m_cls.find(at(op(l), j));
+                }
+                for (Index o = 0; o < ly.out_features; ++o) {
+                  if (!live(l, o)) {
+                    continue;
+                  }
+                  const Index t = m_cls.find(at(l, o));
+                  for (Index j = 0; j < f; ++j) {
+                    if (has_edges(ly.weight_offset + o * f + j)) {
+                      pair(ly.weight_offset + o * f + j, t, src[static_cast<std::size_t>(j)]);
+                    } else {
+                      m_single_zero += 1;  // its one edge joins two live entries
+                    }
+                  }
+                  if (ly.bias_offset >= 0) {
+                    bias_pair(ly.bias_offset + o, t, pin);
+                  }
+                }
+              },
+          .window = [&] { constrain_conv(l, pin); },
+          .adjoint_window = [&] { constrain_conv(l, pin); },
+          .channel_affine =
+              [&] {
+                const std::vector<Index>& out = channel_roots(l);
+                const std::vector<Index>& in = channel_roots(op(l));
+                const Channels ch = channels(l);
+                for (Index c = 0; c < ch.count; ++c) {
+                  const Index t = out[static_cast<std::size_t>(c)];
+                  const Index s = in[static_cast<std::size_t>(c)];
+                  if (t == k_no_entry) {
+                    continue;
+                  }
+                  if (t >= 0 && s >= 0) {
+                    pair(ly.weight_offset + c, t, s);
+                  } else {
+                    for (Index e = c * ch.size; e < (c + 1) * ch.size; ++e) {
+                      if (live(l, e)) {
+                        pair(ly.weight_offset + c, m_cls.find(at(l, e)), m_cls.find(at(op(l), e)));
+                      }
+                    }
+                  }
+                  if (ly.bias_offset >= 0) {
+                    bias_pairs(l, c, ly.bias_offset + c, t, pin);
+                  }
+                }
+              }});
+    });
   }
 
   /// The edges of bias k into channel c of layer l (root t of the channel, or k_split).
@@ -479,7 +470,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
       for (Index kh = 0; kh < w.h.kernel; ++kh) {
         for (Index kw = 0; kw < w.w.kernel; ++kw) {
           bool any = false;
-          for_tap(l, co, ci0, kh, kw, [&](Index, Index) { any = true; });
+          for_tap(l, c, co, ci0, kh, kw, [&](Index, Index) { any = true; });
           tap_used[static_cast<std::size_t>(kh * w.w.kernel + kw)] = any ? 1 : 0;
         }
       }
@@ -498,7 +489,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
             pair(k, t, s);
             continue;
           }
-          for_tap(l, co, ci, tap / w.w.kernel, tap % w.w.kernel, [&](Index e, Index i) {
+          for_tap(l, c, co, ci, tap / w.w.kernel, tap % w.w.kernel, [&](Index e, Index i) {
             pair(k, m_cls.find(at(l, e)), m_cls.find(at(op(l), i)));
           });
         }

@@ -10,14 +10,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::activation> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::activation, true}};
-  static constexpr KindRecord record{LayerKind::activation,
-                                     "activation",
-                                     std::nullopt,
-                                     PlainKind::activation,
-                                     kNoTrait,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{LayerKind::activation, "activation", kNoTrait, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

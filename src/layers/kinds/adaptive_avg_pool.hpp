@@ -13,8 +13,6 @@ struct Kind<LayerKind::adaptive_avg_pool> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::output_size, true}};
   static constexpr KindRecord record{LayerKind::adaptive_avg_pool,
                                      "adaptive_avg_pool",
-                                     std::nullopt,
-                                     PlainKind::adaptive_avg_pool,
                                      kTraitSum | kTraitWindow | kTraitReadsValues,
                                      1,
                                      1,

@@ -10,8 +10,8 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::concat> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::axis, false}};
-  static constexpr KindRecord record{LayerKind::concat, "concat", std::nullopt, PlainKind::concat,
-                                     kTraitView,        1,        k_any_inputs, fields};
+  static constexpr KindRecord record{LayerKind::concat, "concat", kTraitView, 1,
+                                     k_any_inputs,      fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -17,14 +17,8 @@ struct Kind<LayerKind::conv> {
                                                   FieldUse{Field::groups, false},
                                                   k_weight_offset,
                                                   k_bias_offset};
-  static constexpr KindRecord record{LayerKind::conv,
-                                     "conv",
-                                     ParamKind::conv,
-                                     std::nullopt,
-                                     kTraitSum | kTraitWindow | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{
+      LayerKind::conv, "conv", kTraitSum | kTraitWindow | kTraitReadsValues, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

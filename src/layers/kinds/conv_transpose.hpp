@@ -21,8 +21,6 @@ struct Kind<LayerKind::conv_transpose> {
                                                   k_bias_offset};
   static constexpr KindRecord record{LayerKind::conv_transpose,
                                      "conv_transpose",
-                                     ParamKind::conv_transpose,
-                                     std::nullopt,
                                      kTraitSum | kTraitWindow | kTraitReadsValues,
                                      1,
                                      1,

@@ -12,14 +12,8 @@ template <>
 struct Kind<LayerKind::group_sort> {
   static constexpr std::array<FieldUse, 2> fields{FieldUse{Field::group_size, true},
                                                   FieldUse{Field::descending, false}};
-  static constexpr KindRecord record{LayerKind::group_sort,
-                                     "group_sort",
-                                     std::nullopt,
-                                     PlainKind::group_sort,
-                                     kTraitMaxNodes | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{
+      LayerKind::group_sort, "group_sort", kTraitMaxNodes | kTraitReadsValues, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -10,8 +10,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::input> {
   static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{
-      LayerKind::input, "input", std::nullopt, std::nullopt, kNoTrait, 1, 1, fields};
+  static constexpr KindRecord record{LayerKind::input, "input", kNoTrait, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

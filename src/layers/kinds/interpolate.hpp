@@ -13,14 +13,8 @@ struct Kind<LayerKind::interpolate> {
   static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::output_size, true},
                                                   FieldUse{Field::align_corners, false},
                                                   FieldUse{Field::scales, false}};
-  static constexpr KindRecord record{LayerKind::interpolate,
-                                     "interpolate",
-                                     std::nullopt,
-                                     PlainKind::interpolate,
-                                     kTraitSum | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{
+      LayerKind::interpolate, "interpolate", kTraitSum | kTraitReadsValues, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -15,8 +15,6 @@ struct Kind<LayerKind::k_max_pool> {
       FieldUse{Field::ceil_mode, false}, FieldUse{Field::k, false}};
   static constexpr KindRecord record{LayerKind::k_max_pool,
                                      "k_max_pool",
-                                     std::nullopt,
-                                     PlainKind::k_max_pool,
                                      kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
                                      1,
                                      1,

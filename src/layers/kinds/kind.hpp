@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -19,30 +18,6 @@
 namespace pathlift::detail {
 
 class LayerChecker;
-
-/// The layer kinds that read parameters from theta (weight and bias blocks): the passes that
-/// concern only them (the layer DP's parameter maps and edge products, the symmetries'
-/// constraints) switch over ParamKind.
-enum class ParamKind : std::uint8_t { linear, conv, conv_transpose, batch_norm };
-
-/// The layer kinds without parameters that map their inputs' entries (every kind but the input
-/// and the parameter kinds): the passes over them (the layer DP's plain maps) switch over
-/// PlainKind.
-enum class PlainKind : std::uint8_t {
-  max_pool,
-  avg_pool,
-  adaptive_avg_pool,
-  activation,
-  add,
-  sub,
-  concat,
-  flatten,
-  gather,
-  scale,
-  k_max_pool,
-  group_sort,
-  interpolate
-};
 
 /// The traits a layer kind may have (KindRecord::traits, a mask).
 enum KindTrait : std::uint8_t {
@@ -57,15 +32,14 @@ enum KindTrait : std::uint8_t {
 /// Any number of inputs (KindRecord::max_inputs).
 inline constexpr std::size_t k_any_inputs = SIZE_MAX;
 
-/// Everything static about a layer kind: its JSON name, its sort among the passes (its
-/// ParamKind, its PlainKind, or neither: the input), its traits, how many inputs it takes and
-/// its fields beyond kind, name and inputs (the keys its JSON may have).
+/// Everything static about a layer kind: its JSON name, its traits, how many inputs it takes
+/// and its fields beyond kind, name and inputs (the keys its JSON may have). A kind with the
+/// field weight_offset has parameters (blocks of theta); every other kind but the input is
+/// plain (it maps its inputs' entries with fixed weights, or shows them).
 struct KindRecord {
   LayerKind kind;
   std::string_view name;  ///< the JSON name: to_string, parse_layer_kind, layer_kinds()
-  std::optional<ParamKind> param;
-  std::optional<PlainKind> plain;
-  unsigned traits;  ///< KindTrait values or-ed
+  unsigned traits;        ///< KindTrait values or-ed
   std::size_t min_inputs;
   std::size_t max_inputs;
   std::span<const FieldUse> fields;
@@ -79,6 +53,12 @@ struct KindRecord {
       }
     }
     return false;
+  }
+  /// Whether layers of the kind read parameters from theta (weight and bias blocks).
+  [[nodiscard]] constexpr bool has_parameters() const { return has(Field::weight_offset); }
+  /// Whether the kind is neither the input nor a kind with parameters.
+  [[nodiscard]] constexpr bool is_plain() const {
+    return !has_parameters() && kind != LayerKind::input;
   }
   [[nodiscard]] constexpr bool requires_field(Field f) const {
     for (const FieldUse& u : fields) {

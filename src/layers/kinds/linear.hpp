@@ -11,14 +11,8 @@ template <>
 struct Kind<LayerKind::linear> {
   static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::out_features, true},
                                                   k_weight_offset, k_bias_offset};
-  static constexpr KindRecord record{LayerKind::linear,
-                                     "linear",
-                                     ParamKind::linear,
-                                     std::nullopt,
-                                     kTraitSum | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{
+      LayerKind::linear, "linear", kTraitSum | kTraitReadsValues, 1, 1, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

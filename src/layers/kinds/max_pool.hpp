@@ -15,8 +15,6 @@ struct Kind<LayerKind::max_pool> {
       FieldUse{Field::ceil_mode, false}};
   static constexpr KindRecord record{LayerKind::max_pool,
                                      "max_pool",
-                                     std::nullopt,
-                                     PlainKind::max_pool,
                                      kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
                                      1,
                                      1,

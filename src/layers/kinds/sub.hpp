@@ -10,8 +10,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::sub> {
   static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{
-      LayerKind::sub, "sub", std::nullopt, PlainKind::sub, kTraitSum, 2, 2, fields};
+  static constexpr KindRecord record{LayerKind::sub, "sub", kTraitSum, 2, 2, fields};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -64,7 +64,7 @@ bool SymmetryLayerView::conv_zeros_keep_the_entries(std::size_t l) const {
 
 bool SymmetryLayerView::every_entry_reads_a_tap(std::size_t l) const {
   const Window& w = m_plan.window(l);
-  const bool transposed = layer(l).kind == LayerKind::conv_transpose;
+  const bool transposed = layout(l).transposed;
   const auto reads = [&](const detail::Axis& a, Index p) {
     if (!transposed) {
       return a.taps(p) > 0;

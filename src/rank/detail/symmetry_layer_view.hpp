@@ -50,11 +50,13 @@ class SymmetryLayerView {
   }
 
   /// Calls f(output entry, input entry) for every edge of tap (kh, kw) between output channel
-  /// co and input channel ci of a conv or conv_transpose l whose output entry is live.
+  /// co and input channel ci of a window layer l with parameters (of layout c: a convolution,
+  /// or its adjoint) whose output entry is live.
   template <class F>
-  void for_tap(std::size_t l, Index co, Index ci, Index kh, Index kw, const F& f) const {
+  void for_tap(std::size_t l, const ParamLayout& c, Index co, Index ci, Index kh, Index kw,
+               const F& f) const {
     const Window& w = m_plan.window(l);
-    if (layer(l).kind == LayerKind::conv) {
+    if (!c.transposed) {
       for (Index oh = 0; oh < w.h.out; ++oh) {
         if (kh < w.h.first(oh) || kh >= w.h.last(oh)) {
           continue;
@@ -71,8 +73,8 @@ class SymmetryLayerView {
       }
       return;
     }
-    // conv_transpose: input (ci, q) reaches output (co, p) through the adjoint's tap k when the
-    // adjoint's output q reads p = input(q, k).
+    // The adjoint: input (ci, q) reaches output (co, p) through the window's tap k when the
+    // window's output q reads p = input(q, k).
     for (Index qh = 0; qh < w.h.out; ++qh) {
       if (kh < w.h.first(qh) || kh >= w.h.last(qh)) {
         continue;
@@ -114,7 +116,7 @@ class SymmetryLayerView {
   /// Conditions of zeros_keep_the_entries() on a convolution with zero weights.
   [[nodiscard]] bool conv_zeros_keep_the_entries(std::size_t l) const;
 
-  /// Whether every live entry of conv or conv_transpose l reads at least one tap.
+  /// Whether every live entry of window layer l with parameters reads at least one tap.
   [[nodiscard]] bool every_entry_reads_a_tap(std::size_t l) const;
 
  protected:
