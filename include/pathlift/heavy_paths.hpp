@@ -26,7 +26,7 @@ namespace pathlift {
 
 /// A node of a path on a layer graph: entry `entry` (row-major) of layer `layer`'s output, or,
 /// with `bias`, the bias of channel `entry` of layer `layer` (a path's start). Views (flatten,
-/// concat, gather, identity activations) have no entries of their own: a path crosses their
+/// concat, picks by index, identity activations) have no entries of their own: a path crosses their
 /// operands' entries.
 struct PathEntry {
   Index layer = 0;

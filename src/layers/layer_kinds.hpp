@@ -148,13 +148,53 @@ constexpr const KindRecord& record(LayerKind kind) {
   return k_kinds[i];
 }
 
+/// The forms of the maps' vocabulary (kinds/kind.hpp), for a pass that asks which one a kind
+/// is rather than visiting it.
+enum class Form : std::uint8_t {
+  input,
+  dense,
+  window,
+  adjoint_window,
+  channel_affine,
+  pool,
+  entrywise,
+  scaled,
+  sum,
+  concat,
+  reshape,
+  pick,
+  group,
+  lerp
+};
+
+/// The form of `kind`'s map.
+constexpr Form form_of(LayerKind kind) {
+  struct FormOf {
+    static constexpr Form input() { return Form::input; }
+    static constexpr Form dense() { return Form::dense; }
+    static constexpr Form window() { return Form::window; }
+    static constexpr Form adjoint_window() { return Form::adjoint_window; }
+    static constexpr Form channel_affine() { return Form::channel_affine; }
+    static constexpr Form pool(bool /*max*/) { return Form::pool; }
+    static constexpr Form entrywise() { return Form::entrywise; }
+    static constexpr Form scaled() { return Form::scaled; }
+    static constexpr Form sum(bool /*negate_last*/) { return Form::sum; }
+    static constexpr Form concat() { return Form::concat; }
+    static constexpr Form reshape() { return Form::reshape; }
+    static constexpr Form pick() { return Form::pick; }
+    static constexpr Form group() { return Form::group; }
+    static constexpr Form lerp() { return Form::lerp; }
+  };
+  return visit_kind(kind, []<class K>(K) { return K::map(FormOf{}); });
+}
+
 /// Whether the entries of layers of `kind` are max nodes (an order statistic of their inputs,
 /// over fixed edges 1): max_pool, k_max_pool, group_sort.
 constexpr bool makes_max_nodes(LayerKind kind) {
   return record(kind).has(kTraitMaxNodes);
 }
 
-/// Whether `kind` is a convolution (conv, conv_transpose): a window with parameters.
+/// Whether `kind` is a convolution or its adjoint: a window with parameters.
 constexpr bool is_convolution(LayerKind kind) {
   return record(kind).has_parameters() && record(kind).has(kTraitWindow);
 }

@@ -1,10 +1,10 @@
 #pragma once
-// The geometry of the window layers (conv, conv_transpose, max_pool, avg_pool,
-// adaptive_avg_pool), shared by the validation (layer_shapes), the liveness plan and the edge
-// generation of the unroller, and the layer dynamic programme. 1-D data {C, L} is handled as 2-D
-// data {C, 1, L} with a kernel of height 1, so every loop is 2-D. A conv_transpose is described
-// by the convolution it transposes (its adjoint): that convolution's input is the
-// conv_transpose's output and its output the conv_transpose's input, with the same weights.
+// The geometry of the window layers (the forms window, adjoint_window and pool: convolutions,
+// their adjoints and the pools), shared by the validation (layer_shapes), the liveness plan and the
+// edge generation of the unroller, and the layer dynamic programme. 1-D data {C, L} is handled as
+// 2-D data {C, 1, L} with a kernel of height 1, so every loop is 2-D. A window's adjoint is
+// described by the convolution it transposes (its adjoint): that convolution's input is the
+// adjoint's output and its output the adjoint's input, with the same weights.
 
 #include <algorithm>
 #include <array>
@@ -68,7 +68,7 @@ struct Axis {
   }
 
   /// Calls f(o, k) for every output o and tap k that read input position pos, by increasing k
-  /// (the outputs a conv_transpose entry pos sums, its adjoint read backwards).
+  /// (the outputs an entry pos of the window's adjoint sums: the window read backwards).
   template <class F>
   void readers(Index pos, const F& f) const {
     for (Index k = 0; k < kernel; ++k) {
@@ -104,7 +104,8 @@ inline bool is_max_window(LayerKind kind) {
   return record(kind).has(kTraitWindow) && record(kind).has(kTraitMaxNodes);
 }
 
-/// conv, conv_transpose and the pools: a window over a {C, L} or {C, H, W} input.
+/// The window forms (convolutions, their adjoints, the pools): a window over a {C, L} or
+/// {C, H, W} input.
 inline bool is_window(LayerKind kind) {
   return record(kind).has(kTraitWindow);
 }
@@ -119,18 +120,17 @@ inline double window_length(const Axis& axis) {
   return static_cast<double>(std::min(axis.kernel, axis.in));
 }
 
-/// The window of `layer` (conv, conv_transpose, max_pool, k_max_pool, avg_pool or
-/// adaptive_avg_pool) on an
-/// input of shape `in` ({C, L} or {C, H, W}), defaults filled in (stride = kernel for pools, 1
-/// for convolutions; padding 0; dilation 1). Output sizes are PyTorch's, ceil_mode included
-/// (a last window must start inside the input or the left padding). A conv_transpose's window is
-/// its adjoint convolution's (see the file comment): in = the conv_transpose's output size
-/// (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1, out = its input
-/// size. The layer is assumed valid (layer_shapes checks it with the same arithmetic).
+/// The window of window layer `layer` on an input of shape `in` ({C, L} or {C, H, W}), defaults
+/// filled in (stride = kernel for pools, 1 for convolutions; padding 0; dilation 1). Output sizes
+/// are PyTorch's, ceil_mode included (a last window must start inside the input or the left
+/// padding). An adjoint's window is the window it is the adjoint of (see the file comment): in =
+/// the adjoint's output size (in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding +
+/// 1, out = its input size. The layer is assumed valid (layer_shapes checks it with the same
+/// arithmetic).
 inline Window window_of(const Layer& layer, const std::vector<Index>& in) {
   Window win;
-  const bool conv = layer.kind == LayerKind::conv;
-  const bool transposed = layer.kind == LayerKind::conv_transpose;
+  const bool conv = form_of(layer.kind) == Form::window;
+  const bool transposed = form_of(layer.kind) == Form::adjoint_window;
   win.channels_in = transposed ? layer.out_channels : in[0];
   win.channels_out = conv ? layer.out_channels : in[0];
   win.groups = conv || transposed ? layer.groups : 1;
@@ -325,10 +325,10 @@ inline Groups groups_of(const Layer& layer, const std::vector<Index>& in) {
   return g;
 }
 
-/// The operand k and its entry that entry e of view layer l (flatten, concat, gather, an
-/// identity activation) shows, with `shapes` the layers' output shapes (layer_shapes): a
-/// flatten's or an activation's the same entry; a concatenation's along its axis; a gather's
-/// along its axis at the picked index.
+/// The operand k and its entry that entry e of view layer l (a reshape, a concatenation, a
+/// pick, an identity activation) shows, with `shapes` the layers' output shapes
+/// (layer_shapes): a reshape's or an activation's the same entry; a concatenation's along its
+/// axis; a pick's along its axis at the picked index.
 inline std::pair<std::size_t, Index> view_source(const LayerGraph& graph,
                                                  const std::vector<std::vector<Index>>& shapes,
                                                  std::size_t l, Index e) {
@@ -341,7 +341,7 @@ inline std::pair<std::size_t, Index> view_source(const LayerGraph& graph,
     return n;
   };
   const auto axis = static_cast<std::size_t>(ly.axis);
-  if (ly.kind == LayerKind::gather) {
+  if (form_of(ly.kind) == Form::pick) {
     // Outer blocks (dimensions before the axis), the picked index, inner rows.
     const std::vector<Index>& in = shapes[static_cast<std::size_t>(ly.inputs[0])];
     Index outer = 1;
@@ -403,7 +403,7 @@ void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
   }
 }
 
-/// Output entry e of the adjoint of window w (a conv_transpose's; the adjoint's input): f(input
+/// Output entry e of the adjoint of window w (the window's input): f(input
 /// entry, parameter) for the adjoint's outputs that read it, by input channel, then tap. Parameter
 /// (ci, co mod cg_out, kh, kw).
 template <class F>

@@ -33,8 +33,9 @@
 
 namespace pathlift::detail {
 
-/// flatten, concat, gather and identity activations: their entries are entries of earlier
-/// layers (a gather may repeat one: it then has several consumers and becomes a node).
+/// The views (reshapes, concatenations, picks) and identity activations: their entries are
+/// entries of earlier layers (a pick may repeat one: it then has several consumers and becomes
+/// a node).
 inline bool is_view(const Layer& layer) {
   return record(layer.kind).has(kTraitView) ||
          (layer.kind == LayerKind::activation && layer.activation.kind == ActivationKind::identity);
@@ -138,7 +139,7 @@ class Unroller {
   /// A convolution's entry e: its window's weights, then its bias.
   template <class Sink>
   void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
-  /// An adjoint window's entry e (a conv_transpose): the terms of the window's outputs that
+  /// An adjoint window's entry e: the terms of the window's outputs that
   /// read it, then its bias.
   template <class Sink>
   void emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const;

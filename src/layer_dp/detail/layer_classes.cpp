@@ -347,7 +347,7 @@ void conv_transpose_classes(const ConvShape& c, const double* wm, const double* 
   const Window& w = *c.w;
   const Index n = out.positions();
   const Index n_in = in.positions();
-  // Tasks of a few input channels, as conv_transpose: their rows of W^T y_sums made in the
+  // Tasks of a few input channels, as conv_adjoint: their rows of W^T y_sums made in the
   // task's scratch, each entry added to the input class its tap reads (the transpose of
   // classes_columns).
   const Index chunk = col2im_block_rows(c) / c.kk;

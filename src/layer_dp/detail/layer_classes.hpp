@@ -44,8 +44,8 @@ struct Classes {
 /// The classes of every layer's output in a forward pass whose input entries are all equal
 /// and whose bias nodes count one value per layer: std::nullopt where the layer is computed
 /// on its full tensor (no spatial dimension, no position shared, or a kind kept whole:
-/// linear, flatten, gather, conv_transpose, a concat along a spatial axis). An add, a sub or a
-/// concat along the channels works on the common refinement of its inputs' classes.
+/// the forms dense, reshape, pick, adjoint_window and lerp, a concat along a spatial axis). An add,
+/// a sub or a concat along the channels works on the common refinement of its inputs' classes.
 /// O(layers x positions x kernel).
 LayerClasses forward_classes(const LayerPlan& plan);
 

@@ -143,7 +143,7 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
         .pick =
             [&] {
               TensorPtr x = make_tensor(n_src, y->exp);
-              gather_apply(plan, l, y->value.data(), x->value.data(), true);
+              pick_apply(plan, l, y->value.data(), x->value.data(), true);
               normalize(*x, threads);
               return x;
             },

@@ -19,11 +19,11 @@
 
 namespace pathlift::detail {
 
-/// A gather layer l: transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
+/// A pick layer l (its form: pick): transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
 /// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller). o runs over
 /// the dimensions before the axis, r over those after it.
-void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
-                  bool transpose) {
+void pick_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
+                bool transpose) {
   const Layer& ly = plan.layer(l);
   const std::vector<Index>& shape = plan.shape(plan.input(l));
   const auto axis = static_cast<std::size_t>(ly.axis);
@@ -287,7 +287,7 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
             [&] {
               const Tensor& x = *sums[plan.input(l)];
               TensorPtr y = make_tensor(n, x.exp, false);
-              gather_apply(plan, l, x.value.data(), y->value.data(), false);
+              pick_apply(plan, l, x.value.data(), y->value.data(), false);
               normalize(*y, threads);
               return y;
             },
@@ -349,7 +349,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
         const ConvShape c = conv_shape(m_windows[l]);
         m_max_col2im = std::max(m_max_col2im, col2im_block_rows(c) * c.n_out);
         m_max_kernel = std::max(m_max_kernel, c.w->channels_out * c.rows);
-        m_has_conv_transpose = m_has_conv_transpose || ly.kind == LayerKind::conv_transpose;
+        m_has_adjoint_window = m_has_adjoint_window || form_of(ly.kind) == Form::adjoint_window;
       }
     }
     for (const Index i : ly.inputs) {
@@ -383,7 +383,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
       continue;
     }
     if (graph.layers[l].kind == LayerKind::conv) {
-      // What conv_transpose and conv_weight_products then hold beside the column matrix: per
+      // What conv_adjoint and conv_weight_products then hold beside the column matrix: per
       // term the column matrix summed over the classes and y at their representatives, and
       // (a 1x1 convolution read directly) each thread's rows of W^T y on the classes.
       const ConvShape cs = conv_shape(m_windows[l]);
@@ -478,9 +478,9 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what,
                      static_cast<double>(m_threads) *
                          static_cast<double>(std::max(k_rows * k_tile_cols, k_trows * k_tcols));
   // A convolution's column matrix (kept from layer to layer: layer_buffer) and each thread's
-  // col2im block (a backward pass's transposes, a conv_transpose layer's forward), beside the
+  // col2im block (a backward pass's transposes, a window adjoint's forward), beside the
   // tensors; a counting pass sums over windows and needs neither.
-  const bool col2im = kept > 0 || m_has_conv_transpose;
+  const bool col2im = kept > 0 || m_has_adjoint_window;
   const double columns =
       counting ? 0.0
                : static_cast<double>(columns_full) +

@@ -131,7 +131,7 @@ class LayerPlan {
   Index m_max_kernel = 0;             // the largest convolution kernel (its parameter count)
   Index m_forward_peak = 0;           // the most entries an unkept forward pass holds at once
   Index m_max_grouped = 0;            // the most a convolution on its backward classes holds beside
-  bool m_has_conv_transpose = false;  // a forward pass then needs col2im blocks too
+  bool m_has_adjoint_window = false;  // a forward pass then needs col2im blocks too
   std::vector<std::size_t> m_owner;   // the layer whose tensor layer l's is (a view's input's)
   std::vector<std::size_t> m_end;     // the last use of the tensor owned by layer l
   std::vector<std::optional<PositionGroups>> m_backward;  // backward_classes(), where they save
@@ -249,10 +249,10 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
 Index batch_norm_scale(const LayerPlan& plan, std::size_t l, const WeightSpec& spec,
                        const Tensor& in, Tensor& out, Index entries);
 
-/// A gather layer l: transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
+/// A pick layer l (its form: pick): transpose false, out[o, i, r] = in[o, indices[i], r]; true: the
 /// transposed map, out[o, indices[i], r] += in[o, i, r] (out zeroed by the caller).
-void gather_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
-                  bool transpose);
+void pick_apply(const LayerPlan& plan, std::size_t l, const double* in, double* out,
+                bool transpose);
 
 /// The sum over every output entry of a pass's sums (the output layers on their full positions:
 /// expand_outputs), and each entry as a ScaledReal when `each` is given.
