@@ -81,6 +81,20 @@ LayerKind parse_layer_kind(std::string_view name);
 /// Every layer kind, in declaration order (the one list: the Python face's layer_kinds()).
 std::vector<LayerKind> layer_kinds();
 
+/// What a layer of `kind` is, in one line (for a kind with parameters, the layout of its
+/// blocks in theta).
+std::string describe(LayerKind kind);
+
+/// A field of Layer beyond kind, name and inputs: its key (the JSON key, Python's keyword),
+/// what it means, and the kinds that have it (in declaration order).
+struct LayerField {
+  std::string key;
+  std::string doc;
+  std::vector<LayerKind> kinds;
+};
+/// Every field, in Layer's order (the one list: the JSON reader and writer, Python's Layer).
+std::vector<LayerField> layer_fields();
+
 /// One layer. Only the fields of its kind are read; the others keep their defaults.
 struct Layer {
   LayerKind kind = LayerKind::input;

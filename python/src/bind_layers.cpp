@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -117,36 +119,58 @@ std::optional<py::array_t<double>> weights_array(const LayerGraph& g) {
   return owning_array(huge_copy(g.weights->data(), g.weights->size()));
 }
 
-void bind_layer(py::module_& m) {
-  py::class_<Layer> cls(m, "Layer", R"doc(
-One layer of a LayerGraph (layers.hpp): kind is one of layer_kinds() ('input', 'linear',
-'conv', 'max_pool', 'avg_pool', 'adaptive_avg_pool', 'batch_norm', 'activation', 'add', 'sub',
-'concat', 'flatten', 'gather', 'conv_transpose', 'scale', 'k_max_pool', 'group_sort',
-'interpolate'). Only the fields of its kind are read;
-the others keep their defaults. Shapes are per sample ({F}, {C, L} or {C, H, W}); parameter
-blocks start at weight_offset / bias_offset in theta (-1: none), row-major:
-  linear          weight (out_features, in_features), bias (out_features)
-  conv            weight (out_channels, in_channels / groups, *kernel), bias (out_channels)
-  conv_transpose  weight (in_channels, out_channels / groups, *kernel), bias (out_channels)
-  batch_norm      a (channels) at weight_offset, b (channels) at bias_offset: y = a x + b
-
+/// Python's Layer docstring: the kinds, each described in one line (describe()).
+const char* layer_doc() {
+  static const std::string doc = [] {
+    std::string out = R"doc(
+One layer of a LayerGraph (layers.hpp): kind is one of layer_kinds(). Only the fields of its
+kind are read; the others keep their defaults. Shapes are per sample ({F}, {C, L} or
+{C, H, W}); parameter blocks start at weight_offset / bias_offset in theta (-1: none),
+row-major. The kinds:
+)doc";
+    for (const LayerKind k : layer_kinds()) {
+      out += fmt::format("  {:<18}{}\n", to_string(k), describe(k));
+    }
+    out += R"doc(
 Layer(kind, name, inputs=(), *, out_features=0, out_channels=0, groups=1, kernel=(),
       stride=(), padding=(), dilation=(), output_padding=(), ceil_mode=False,
       count_include_pad=True, output_size=(), axis=0, indices=(), factor=1.0,
       activation="identity", weight_offset=-1, bias_offset=-1, k=1, group_size=0,
       descending=False, align_corners=False, scales=())
 
-  k_max_pool      a max_pool's fields and k: the k-th largest of each window (k = 1: max_pool)
-  group_sort      group_size consecutive entries along axis 0 sorted (descending=True: largest
-                  first)
-  interpolate     output_size, align_corners, scales (PyTorch's scale_factor, or empty):
-                  linear (1-D) / bilinear (2-D) interpolation with PyTorch's weights
-
 Example::
 
     pathlift.Layer("conv", "conv1", [0], out_channels=6, kernel=[5, 5], weight_offset=0,
                    bias_offset=150)
-)doc");
+)doc";
+    return out;
+  }();
+  return doc.c_str();
+}
+
+/// The docstring of Layer's property `key`: the kinds that have the field, and what it means.
+const char* field_doc(std::string_view key) {
+  static const std::vector<std::pair<std::string, std::string>> docs = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const LayerField& f : layer_fields()) {
+      std::vector<std::string> kinds;
+      for (const LayerKind k : f.kinds) {
+        kinds.push_back(to_string(k));
+      }
+      out.emplace_back(f.key, fmt::format("{}: {}.", fmt::join(kinds, ", "), f.doc));
+    }
+    return out;
+  }();
+  for (const auto& [k, doc] : docs) {
+    if (k == key) {
+      return doc.c_str();
+    }
+  }
+  throw std::logic_error(fmt::format("Layer has no field {}", key));
+}
+
+void bind_layer(py::module_& m) {
+  py::class_<Layer> cls(m, "Layer", layer_doc());
   cls.def(
       py::init([](const std::string& kind, std::string name, IndexList inputs, Index out_features,
                   Index out_channels, Index groups, IndexList kernel, IndexList stride,
@@ -203,50 +227,31 @@ Example::
       .def_readwrite("name", &Layer::name,
                      "Unique, non-empty: names the layer's nodes <name>[c,h,w].")
       .def_readwrite("inputs", &Layer::inputs, "Indices of earlier layers (a list; a copy).")
-      .def_readwrite("out_features", &Layer::out_features, "linear: the output size.")
-      .def_readwrite("out_channels", &Layer::out_channels,
-                     "conv, conv_transpose: the output channels.")
-      .def_readwrite("groups", &Layer::groups,
-                     "conv, conv_transpose: channel groups (1 by default).")
-      .def_readwrite("kernel", &Layer::kernel,
-                     "conv, conv_transpose, pools: one size per spatial dimension.")
-      .def_readwrite("stride", &Layer::stride,
-                     "conv, conv_transpose, pools: empty for the default (1 for convolutions, "
-                     "the kernel for pools).")
-      .def_readwrite("padding", &Layer::padding,
-                     "conv, conv_transpose, pools: zero padding (empty: 0).")
-      .def_readwrite("dilation", &Layer::dilation, "conv, conv_transpose, max_pool: empty for 1.")
-      .def_readwrite("output_padding", &Layer::output_padding,
-                     "conv_transpose: PyTorch's output_padding (empty: 0).")
-      .def_readwrite("ceil_mode", &Layer::ceil_mode,
-                     "max_pool, avg_pool: PyTorch's ceil_mode (False by default).")
-      .def_readwrite("count_include_pad", &Layer::count_include_pad,
-                     "avg_pool: divide by the window clipped to the padded input, padding "
-                     "included (PyTorch's).")
-      .def_readwrite("output_size", &Layer::output_size,
-                     "adaptive_avg_pool: the output spatial size.")
-      .def_readwrite("axis", &Layer::axis, "concat, gather: the axis without batch (0: channels).")
-      .def_readwrite("indices", &Layer::indices,
-                     "gather: the input index along axis of each output index.")
-      .def_readwrite("factor", &Layer::factor, "scale: the fixed weight of y = factor x.")
-      .def_readwrite("k", &Layer::k, "k_max_pool: the k-th largest of each window (1: max).")
-      .def_readwrite("group_size", &Layer::group_size,
-                     "group_sort: the group size along axis 0 (2: MaxMin).")
-      .def_readwrite("descending", &Layer::descending,
-                     "group_sort: largest first (False: ascending, as torch.sort).")
-      .def_readwrite("align_corners", &Layer::align_corners,
-                     "interpolate: PyTorch's align_corners (False by default).")
-      .def_readwrite("scales", &Layer::scales,
-                     "interpolate: PyTorch's scale_factor per spatial dimension, or empty (in / "
-                     "out); a list, a copy.")
+      .def_readwrite("out_features", &Layer::out_features, field_doc("out_features"))
+      .def_readwrite("out_channels", &Layer::out_channels, field_doc("out_channels"))
+      .def_readwrite("groups", &Layer::groups, field_doc("groups"))
+      .def_readwrite("kernel", &Layer::kernel, field_doc("kernel"))
+      .def_readwrite("stride", &Layer::stride, field_doc("stride"))
+      .def_readwrite("padding", &Layer::padding, field_doc("padding"))
+      .def_readwrite("dilation", &Layer::dilation, field_doc("dilation"))
+      .def_readwrite("output_padding", &Layer::output_padding, field_doc("output_padding"))
+      .def_readwrite("ceil_mode", &Layer::ceil_mode, field_doc("ceil_mode"))
+      .def_readwrite("count_include_pad", &Layer::count_include_pad, field_doc("count_include_pad"))
+      .def_readwrite("output_size", &Layer::output_size, field_doc("output_size"))
+      .def_readwrite("axis", &Layer::axis, field_doc("axis"))
+      .def_readwrite("indices", &Layer::indices, field_doc("indices"))
+      .def_readwrite("factor", &Layer::factor, field_doc("factor"))
+      .def_readwrite("k", &Layer::k, field_doc("k"))
+      .def_readwrite("group_size", &Layer::group_size, field_doc("group_size"))
+      .def_readwrite("descending", &Layer::descending, field_doc("descending"))
+      .def_readwrite("align_corners", &Layer::align_corners, field_doc("align_corners"))
+      .def_readwrite("scales", &Layer::scales, field_doc("scales"))
       .def_property(
           "activation", [](const Layer& l) { return l.activation.name(); },
           [](Layer& l, const std::string& name) { l.activation = Activation::parse(name); },
-          "'identity', 'relu' or 'leaky_relu:<slope>'.")
-      .def_readwrite("weight_offset", &Layer::weight_offset,
-                     "Where the weight (batch_norm: a) block starts in theta; -1: none.")
-      .def_readwrite("bias_offset", &Layer::bias_offset,
-                     "Where the bias (batch_norm: b) block starts in theta; -1: no bias.")
+          field_doc("activation"))
+      .def_readwrite("weight_offset", &Layer::weight_offset, field_doc("weight_offset"))
+      .def_readwrite("bias_offset", &Layer::bias_offset, field_doc("bias_offset"))
       .def(py::self == py::self)  // NOLINT(misc-redundant-expression)
       .def("__repr__", &layer_repr)
       .def("__copy__", [](const Layer& l) { return l; })

@@ -41,6 +41,24 @@ std::vector<LayerKind> layer_kinds() {
   return out;
 }
 
+std::string describe(LayerKind kind) {
+  return std::string(detail::record(kind).doc);
+}
+
+std::vector<LayerField> layer_fields() {
+  std::vector<LayerField> out;
+  for (const detail::FieldRecord& f : detail::k_fields) {
+    LayerField field{std::string(f.key), std::string(f.doc), {}};
+    for (const detail::KindRecord& r : detail::k_kinds) {
+      if (r.has(f.field)) {
+        field.kinds.push_back(r.kind);
+      }
+    }
+    out.push_back(std::move(field));
+  }
+  return out;
+}
+
 LayerKind parse_layer_kind(std::string_view name) {
   try {
     return detail::parse_enum(k_kind_names, name, "layer kind");

@@ -11,12 +11,14 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::adaptive_avg_pool> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::output_size, true}};
-  static constexpr KindRecord record{LayerKind::adaptive_avg_pool,
-                                     "adaptive_avg_pool",
-                                     kTraitSum | kTraitWindow | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields};
+  static constexpr KindRecord record{
+      LayerKind::adaptive_avg_pool,
+      "adaptive_avg_pool",
+      kTraitSum | kTraitWindow | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "PyTorch's adaptive windows [floor(i In/Out), ceil((i+1) In/Out)) to output_size"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -14,7 +14,13 @@ struct Kind<LayerKind::avg_pool> {
       FieldUse{Field::padding, false},   FieldUse{Field::dilation, false},
       FieldUse{Field::ceil_mode, false}, FieldUse{Field::count_include_pad, false}};
   static constexpr KindRecord record{
-      LayerKind::avg_pool, "avg_pool", kTraitSum | kTraitWindow | kTraitReadsValues, 1, 1, fields};
+      LayerKind::avg_pool,
+      "avg_pool",
+      kTraitSum | kTraitWindow | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "the mean of each window (count_include_pad: PyTorch's divisor)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -18,7 +18,13 @@ struct Kind<LayerKind::conv> {
                                                   k_weight_offset,
                                                   k_bias_offset};
   static constexpr KindRecord record{
-      LayerKind::conv, "conv", kTraitSum | kTraitWindow | kTraitReadsValues, 1, 1, fields};
+      LayerKind::conv,
+      "conv",
+      kTraitSum | kTraitWindow | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "Conv1d / Conv2d: weight (out_channels, in_channels / groups, *kernel), bias (out_channels)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -24,7 +24,9 @@ struct Kind<LayerKind::conv_transpose> {
                                      kTraitSum | kTraitWindow | kTraitReadsValues,
                                      1,
                                      1,
-                                     fields};
+                                     fields,
+                                     "ConvTranspose1d / 2d: weight (in_channels, out_channels / "
+                                     "groups, *kernel), bias (out_channels)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

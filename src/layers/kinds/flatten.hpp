@@ -10,7 +10,8 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::flatten> {
   static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{LayerKind::flatten, "flatten", kTraitView, 1, 1, fields};
+  static constexpr KindRecord record{
+      LayerKind::flatten, "flatten", kTraitView, 1, 1, fields, "to {product of the shape}"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -13,7 +13,13 @@ struct Kind<LayerKind::group_sort> {
   static constexpr std::array<FieldUse, 2> fields{FieldUse{Field::group_size, true},
                                                   FieldUse{Field::descending, false}};
   static constexpr KindRecord record{
-      LayerKind::group_sort, "group_sort", kTraitMaxNodes | kTraitReadsValues, 1, 1, fields};
+      LayerKind::group_sort,
+      "group_sort",
+      kTraitMaxNodes | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "group_size consecutive entries along axis 0 sorted (descending: largest first)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

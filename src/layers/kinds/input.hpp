@@ -10,7 +10,13 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::input> {
   static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{LayerKind::input, "input", kNoTrait, 1, 1, fields};
+  static constexpr KindRecord record{LayerKind::input,
+                                     "input",
+                                     kNoTrait,
+                                     1,
+                                     1,
+                                     fields,
+                                     "the data, of shape input_shape (layer 0, and only layer 0)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

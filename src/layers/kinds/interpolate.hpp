@@ -14,7 +14,14 @@ struct Kind<LayerKind::interpolate> {
                                                   FieldUse{Field::align_corners, false},
                                                   FieldUse{Field::scales, false}};
   static constexpr KindRecord record{
-      LayerKind::interpolate, "interpolate", kTraitSum | kTraitReadsValues, 1, 1, fields};
+      LayerKind::interpolate,
+      "interpolate",
+      kTraitSum | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "linear (1-D) / bilinear (2-D) interpolation to output_size with PyTorch's weights "
+      "(align_corners; scales: PyTorch's scale_factor)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

@@ -43,6 +43,7 @@ struct KindRecord {
   std::size_t min_inputs;
   std::size_t max_inputs;
   std::span<const FieldUse> fields;
+  std::string_view doc;  ///< what a layer of the kind is, in one line (describe())
 
   [[nodiscard]] constexpr bool has(KindTrait t) const { return (traits & t) != 0; }
   /// Whether the kind has field f (required or not).

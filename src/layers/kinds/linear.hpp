@@ -12,7 +12,13 @@ struct Kind<LayerKind::linear> {
   static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::out_features, true},
                                                   k_weight_offset, k_bias_offset};
   static constexpr KindRecord record{
-      LayerKind::linear, "linear", kTraitSum | kTraitReadsValues, 1, 1, fields};
+      LayerKind::linear,
+      "linear",
+      kTraitSum | kTraitReadsValues,
+      1,
+      1,
+      fields,
+      "y = W x + b on a {F} input: weight (out_features, in_features), bias (out_features)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

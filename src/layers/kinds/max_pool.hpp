@@ -18,7 +18,8 @@ struct Kind<LayerKind::max_pool> {
                                      kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
                                      1,
                                      1,
-                                     fields};
+                                     fields,
+                                     "the max of each window (padding: absent entries)"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

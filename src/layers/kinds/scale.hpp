@@ -11,7 +11,8 @@ template <>
 struct Kind<LayerKind::scale> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::factor, true}};
   static constexpr KindRecord record{
-      LayerKind::scale, "scale", kTraitSum | kTraitReadsValues, 1, 1, fields};
+      LayerKind::scale,          "scale", kTraitSum | kTraitReadsValues, 1, 1, fields,
+      "y = factor x, entry-wise"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.

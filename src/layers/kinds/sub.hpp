@@ -10,7 +10,8 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::sub> {
   static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{LayerKind::sub, "sub", kTraitSum, 2, 2, fields};
+  static constexpr KindRecord record{
+      LayerKind::sub, "sub", kTraitSum, 2, 2, fields, "inputs[0] - inputs[1], same shapes"};
 
   static std::vector<Index> shape(const LayerChecker& c);
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
