@@ -3,9 +3,11 @@
 // (pending sums, node names, edge order, MLP == feed_forward), unrolled_size against the actual
 // counts, the JSON form.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -22,13 +24,17 @@
 #include "tests/layer_zoo.hpp"
 #include "tests/layers_builder.hpp"
 #include "tests/layers_reference.hpp"
+#include "tests/random_layer_graph.hpp"
 
 namespace pathlift {
 namespace {
 
 using testing::contains;
 using testing::error_of;
+using testing::expect_same_network;
 using testing::GraphBuilder;
+using testing::layer_zoo;
+using testing::random_layer_graph;
 
 /// Unrolls g and compares its outputs with the naive layer evaluation on a few random samples
 /// (theta standard normal), with pathlift::forward too; checks unrolled_size against the
@@ -104,6 +110,94 @@ TEST(LayerKind, NamesRoundTrip) {
   const std::string msg = error_of<FormatError>([] { (void)parse_layer_kind("conv2d"); });
   EXPECT_TRUE(contains(msg, "'conv2d'"));
   EXPECT_TRUE(contains(msg, "max_pool"));
+}
+
+TEST(LayerKind, EveryKindIsDescribed) {
+  for (const LayerKind k : layer_kinds()) {
+    EXPECT_GT(describe(k).size(), 10U) << to_string(k);
+  }
+}
+
+// A layer's fields are those layer_fields() lists for its kind: every other field keeps no
+// influence on the unrolled network, whatever its value (the builder refuses ceil_mode where it
+// does not apply). The test's own list of Layer's members: a field it does not know fails.
+TEST(LayerKind, OnlyTheFieldsOfItsKindAreRead) {
+  const auto perturb = [](Layer& ly, const std::string& key) {
+    if (key == "out_features") {
+      ly.out_features += 3;
+    } else if (key == "out_channels") {
+      ly.out_channels += 3;
+    } else if (key == "groups") {
+      ly.groups += 1;
+    } else if (key == "kernel" || key == "stride" || key == "padding" || key == "dilation" ||
+               key == "output_padding" || key == "output_size" || key == "indices") {
+      std::vector<Index>& v = key == "kernel"           ? ly.kernel
+                              : key == "stride"         ? ly.stride
+                              : key == "padding"        ? ly.padding
+                              : key == "dilation"       ? ly.dilation
+                              : key == "output_padding" ? ly.output_padding
+                              : key == "output_size"    ? ly.output_size
+                                                        : ly.indices;
+      v = {1, 2};
+    } else if (key == "ceil_mode") {
+      ly.ceil_mode = !ly.ceil_mode;
+    } else if (key == "count_include_pad") {
+      ly.count_include_pad = !ly.count_include_pad;
+    } else if (key == "k") {
+      ly.k += 2;
+    } else if (key == "group_size") {
+      ly.group_size += 3;
+    } else if (key == "descending") {
+      ly.descending = !ly.descending;
+    } else if (key == "align_corners") {
+      ly.align_corners = !ly.align_corners;
+    } else if (key == "scales") {
+      ly.scales = {0.5, 3.0};
+    } else if (key == "axis") {
+      ly.axis += 1;
+    } else if (key == "factor") {
+      ly.factor = -2.5;
+    } else if (key == "activation") {
+      ly.activation = Activation::leaky_relu(0.25);
+    } else if (key == "weight_offset") {
+      ly.weight_offset = 1;
+    } else if (key == "bias_offset") {
+      ly.bias_offset = 2;
+    } else {
+      return false;
+    }
+    return true;
+  };
+  std::vector<LayerGraph> graphs = layer_zoo();
+  graphs.erase(graphs.begin() + 7, graphs.begin() + 9);  // the resnet and the wide linear: slow
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    graphs.push_back(random_layer_graph(seed));
+  }
+  const std::vector<LayerField> fields = layer_fields();
+  std::size_t checked = 0;
+  for (const LayerGraph& g : graphs) {
+    const Network reference = unroll(g);
+    for (std::size_t l = 1; l < g.layers.size(); ++l) {
+      for (const LayerField& f : fields) {
+        if (std::find(f.kinds.begin(), f.kinds.end(), g.layers[l].kind) != f.kinds.end()) {
+          continue;
+        }
+        LayerGraph changed = g;
+        ASSERT_TRUE(perturb(changed.layers[l], f.key))
+            << "a field the test does not know: " << f.key;
+        SCOPED_TRACE(fmt::format("layer '{}' ({}), field {}", g.layers[l].name,
+                                 to_string(g.layers[l].kind), f.key));
+        if (f.key == "ceil_mode" && changed.layers[l].ceil_mode) {
+          EXPECT_TRUE(contains(error_of<NetworkError>([&] { (void)unroll(changed); }),
+                               "ceil_mode applies to"));
+          continue;
+        }
+        expect_same_network(unroll(changed), reference);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000U);
 }
 
 TEST(Layers, MlpIsFeedForward) {

@@ -168,6 +168,12 @@ class _Importer(_Orders):
                 self.b.problem("the model's output must be a tensor or a tuple of tensors, got "
                                f"{type(item).__name__}")
 
+    def pick(self, name: str, x: LayerOutput, axis: int, indices: Sequence[int]) -> LayerOutput:
+        """Entries indices along axis (0: channels); the tensor itself when nothing moves."""
+        if list(indices) == list(range(int(x.shape[axis]))):
+            return x
+        return self.add("gather", name, [x], axis=axis, indices=[int(i) for i in indices])
+
     def add(self, kind: str, name: str, inputs: Sequence[LayerOutput], *,
             weight: Optional[nn.Parameter] = None, bias: Optional[nn.Parameter] = None,
             **fields: Any) -> LayerOutput:

@@ -7,7 +7,7 @@ and the ``cached`` dict.
 
 Every order statistic is read from the *fibers* of a tensor along one dim: each fiber is a list
 of entries of one layer (their flat indices, a view's rearrangement applied). The fibers of a
-sort must be groups of channels at one position, of one size g: they become one gather of the
+sort must be groups of channels at one position, of one size g: they become one pick of the
 groups' channels, one after the other, and one ``group_sort`` of g (copies of a channel are
 allowed). A max, min, topk or kthvalue also takes fibers that are the windows of a pooling of
 one channel (one window shape, strides and dilations), which become ``k_max_pool`` layers.
@@ -158,7 +158,7 @@ class _Orders(_Rearrangements):
 
     def group_sort(self, name: str, source: LayerOutput, channels: List[int], g: int,
                    descending: bool) -> LayerOutput:
-        """group_sort of g over the gather of channels (made once per source and channels)."""
+        """group_sort of g over the pick of channels (made once per source and channels)."""
         key = ("group_sort", source.layer, tuple(channels), g, descending)
         if key not in self.cached:
             grouped = self.pick(name, source, 0, channels)

@@ -63,7 +63,7 @@ def _failed(a: Any) -> bool:
 class _Arranged(NamedTuple):
     """The entries of a traced tensor rearranged into a shape no layer holds (a view to five
     dims, then a transpose: the middle of a channel shuffle): ``idx`` has the logical per-sample
-    shape and holds each entry's flat index in ``source``. It becomes a layer (a gather, a
+    shape and holds each entry's flat index in ``source``. It becomes a layer (a pick, a
     flatten) once the shape is one a layer holds again."""
     source: LayerOutput
     idx: np.ndarray

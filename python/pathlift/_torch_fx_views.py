@@ -21,13 +21,10 @@ class _Rearrangements:
             ) -> LayerOutput:
         raise NotImplementedError  # _Importer.add
 
-    # ---- rearrangements of entries: gathers ------------------------------------------------
-
     def pick(self, name: str, x: LayerOutput, axis: int, indices: Sequence[int]) -> LayerOutput:
-        """Entries indices along axis (0: channels); the tensor itself when nothing moves."""
-        if list(indices) == list(range(int(x.shape[axis]))):
-            return x
-        return self.add("gather", name, [x], axis=axis, indices=[int(i) for i in indices])
+        raise NotImplementedError  # _Importer.pick
+
+    # ---- rearrangements of entries: picks ----------------------------------------------------
 
     def arranged(self, name: str, source: LayerOutput, idx: np.ndarray) -> Any:
         """Entries idx of source as a layer when its shape is one (whole channels, permuted,
@@ -138,7 +135,7 @@ class _Rearrangements:
 
     def upsample(self, name: str, x: LayerOutput, size: Any, scale_factor: Any,
                  recompute: Any) -> LayerOutput:
-        """Nearest upsampling (or downsampling) as one gather per spatial dim."""
+        """Nearest upsampling (or downsampling) as one pick per spatial dim."""
         dims = len(x.shape) - 1
         if dims < 1:
             raise _Problem("nearest interpolation needs spatial dims")

@@ -91,7 +91,7 @@ void layer_constants(const Model& model, const LayerGraph& graph, const EngineOp
       g.max_pool_kernel = std::max(g.max_pool_kernel, ly.group_size);
       continue;
     }
-    orders.insert(ly.kind == LayerKind::k_max_pool ? ly.k : 1);
+    orders.insert(detail::window_order(ly));
     g.max_pool_kernel =
         std::max({g.max_pool_kernel, detail::tap_range(detail::window_of(ly, in)).most, Index{1}});
   }

@@ -104,6 +104,12 @@ inline bool is_max_window(LayerKind kind) {
   return record(kind).has(kTraitWindow) && record(kind).has(kTraitMaxNodes);
 }
 
+/// Which order statistic a max window of `layer` takes: its field k where its kind has one
+/// (k_max_pool), the largest (1) otherwise (max_pool: a k set on it is not read).
+inline Index window_order(const Layer& layer) {
+  return record(layer.kind).has(Field::k) ? layer.k : 1;
+}
+
 /// The window forms (convolutions, their adjoints, the pools): a window over a {C, L} or
 /// {C, H, W} input.
 inline bool is_window(LayerKind kind) {

@@ -196,7 +196,7 @@ void Unroller::run_layer(std::size_t l) {
     for (Index e = 0; e < m_entries[l]; ++e) {
       if (live(l, e)) {
         const Groups& g = m_groups[l];
-        const Index k = group ? g.order(e / g.positions, ly.descending) : ly.k;
+        const Index k = group ? g.order(e / g.positions, ly.descending) : window_order(ly);
         jobs.push_back(e);
         dst.push_back(new_entry_node<Emit>(l, e, Activation::max(k)));
         m_node[static_cast<std::size_t>(base + e)] = dst.back();
