@@ -42,10 +42,11 @@
 namespace pathlift::detail {
 
 /// Calls f(Kind<kind>{}) (an empty tag: f reads the unit's members through its type) and returns
-/// what it returns. Exhaustive, with no default (-Wswitch is an error): a kind appended to the
-/// enum fails to compile here until it has its case and its unit.
-template <class F>
-constexpr decltype(auto) visit_kind(LayerKind kind, F&& f) {
+/// what it returns; otherwise() for a value that is no kind. Exhaustive, with no default
+/// (-Wswitch is an error): a kind appended to the enum fails to compile here until it has its
+/// case and its unit.
+template <class F, class G>
+constexpr decltype(auto) visit_kind_or(LayerKind kind, F&& f, G&& otherwise) {
   switch (kind) {
     case LayerKind::input:
       return f(Kind<LayerKind::input>{});
@@ -84,11 +85,28 @@ constexpr decltype(auto) visit_kind(LayerKind kind, F&& f) {
     case LayerKind::interpolate:
       return f(Kind<LayerKind::interpolate>{});
   }
-  throw std::logic_error("visit_kind: a value that is no layer kind");
+  return otherwise();
 }
 
-/// The number of layer kinds: the enum's values are 0 .. k_kind_count - 1.
-inline constexpr std::size_t k_kind_count = static_cast<std::size_t>(LayerKind::interpolate) + 1;
+/// visit_kind_or, std::logic_error for a value that is no kind (a bug).
+template <class F>
+constexpr decltype(auto) visit_kind(LayerKind kind, F&& f) {
+  using R = std::invoke_result_t<F&, Kind<LayerKind{}>>;
+  return visit_kind_or(kind, std::forward<F>(f), []() -> R {
+    throw std::logic_error("visit_kind: a value that is no layer kind");
+  });
+}
+
+/// The number of layer kinds: the enum's values are 0 .. k_kind_count - 1, those visit_kind_or
+/// knows.
+inline constexpr std::size_t k_kind_count = [] {
+  std::size_t n = 0;
+  while (visit_kind_or(
+      static_cast<LayerKind>(n), [](auto) { return true; }, [] { return false; })) {
+    ++n;
+  }
+  return n;
+}();
 
 /// One record per kind, in LayerKind's declaration order (the order of the JSON names and of
 /// Python's layer_kinds()).
@@ -107,37 +125,6 @@ static_assert(
       return true;
     }(),
     "k_kinds: one row per LayerKind, in declaration order");
-
-/// Whether `kind` is a declared LayerKind. Exhaustive, with no default (-Wswitch is an error): a
-/// kind appended to the enum fails to compile here until it has its case, and then the
-/// static_assert below until it has its row in k_kinds.
-constexpr bool is_declared(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::input:
-    case LayerKind::linear:
-    case LayerKind::conv:
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool:
-    case LayerKind::adaptive_avg_pool:
-    case LayerKind::batch_norm:
-    case LayerKind::activation:
-    case LayerKind::add:
-    case LayerKind::sub:
-    case LayerKind::concat:
-    case LayerKind::flatten:
-    case LayerKind::gather:
-    case LayerKind::conv_transpose:
-    case LayerKind::scale:
-    case LayerKind::k_max_pool:
-    case LayerKind::group_sort:
-    case LayerKind::interpolate:
-      return true;
-  }
-  return false;
-}
-
-static_assert(!is_declared(static_cast<LayerKind>(k_kinds.size())),
-              "k_kinds: a LayerKind without a row (src/layers/layer_kinds.hpp)");
 
 /// The record of `kind` (std::logic_error for a value that is no kind: a bug).
 constexpr const KindRecord& record(LayerKind kind) {
