@@ -72,7 +72,8 @@ void layer_constants(const Model& model, const LayerGraph& graph, const EngineOp
   std::set<Index> orders;  // the k of the k-max-pooling neurons that reach an output
   for (std::size_t l = 1; l < graph.layers.size(); ++l) {
     const Layer& ly = graph.layers[l];
-    if (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::leaky_relu) {
+    if (detail::form_of(ly.kind) == detail::Form::entrywise &&
+        ly.activation.kind == ActivationKind::leaky_relu) {
       not_covered(fmt::format("layer '{}'", printable(ly.name)), ly.activation);
     }
     const std::vector<std::uint8_t>& flags = nodes[l];
@@ -81,7 +82,7 @@ void layer_constants(const Model& model, const LayerGraph& graph, const EngineOp
       continue;
     }
     const std::vector<Index>& in = shapes[static_cast<std::size_t>(ly.inputs.front())];
-    if (ly.kind == LayerKind::group_sort) {
+    if (detail::form_of(ly.kind) == detail::Form::group) {
       const detail::Groups groups = detail::groups_of(ly, in);
       for (std::size_t e = 0; e < flags.size(); ++e) {
         if (flags[e] == 1) {

@@ -141,7 +141,7 @@ struct LayerKernelOperator::State {
     std::vector<std::pair<Index, Index>> once;
     for (std::size_t l = 1; l < plan.size(); ++l) {
       const Layer& ly = plan.layer(l);
-      if (ly.kind == LayerKind::conv && b[l] && ly.weight_offset >= 0 &&
+      if (detail::form_of(ly.kind) == detail::Form::window && b[l] && ly.weight_offset >= 0 &&
           uses[ly.weight_offset] == 1) {
         const detail::ConvShape cs = detail::conv_shape(plan.window(l));
         merged_once[l] = 1;
@@ -241,7 +241,7 @@ bool has_twin_channels(const LayerGraph& graph, std::span<const double> theta,
     Index groups = 1;
     Index units = 0;
     std::function<void(Index, Index, std::vector<double>&)> fill;
-    if (ly.kind == LayerKind::linear) {
+    if (detail::form_of(ly.kind) == detail::Form::dense) {
       const Index f = plan.entries(plan.input(l));
       units = plan.entries(l);
       fill = [&, f](Index, Index j, std::vector<double>& row) {
@@ -251,7 +251,7 @@ bool has_twin_channels(const LayerGraph& graph, std::span<const double> theta,
     } else if (detail::is_convolution(ly.kind)) {
       const detail::ConvShape c = detail::conv_shape(plan.window(l));
       groups = c.w->groups;
-      if (ly.kind == LayerKind::conv) {
+      if (detail::form_of(ly.kind) == detail::Form::window) {
         units = c.cg_out;
         fill = [&, c](Index g, Index j, std::vector<double>& row) {
           const Index o = g * c.cg_out + j;

@@ -200,7 +200,7 @@ std::vector<Values> best_prefixes(const LayerGraph& graph, const EntryGraph& g, 
     };
     const Layer& ly = graph.layers[l];
     const std::size_t in = g.op(l);
-    if (ly.kind == LayerKind::conv && c == nullptr && g.owns(in)) {
+    if (form_of(ly.kind) == Form::window && c == nullptr && g.owns(in)) {
       // Rows of outputs over contiguous inputs, the source's scale and the bias after.
       const Window& w = g.window(l);
       conv_best(ly, w, theta, f[in].v.data(), unit, out.data(), threads);

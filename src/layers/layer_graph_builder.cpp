@@ -159,7 +159,7 @@ void LayerGraphBuilder::check_blocks(Index index, const LayerParameters* paramet
   const Layer& l = m_graph.layers[static_cast<std::size_t>(index)];
   const LayerChecker checker(l, index, m_shapes);
   const Blocks b = checker.blocks();
-  const bool bn = l.kind == LayerKind::batch_norm;
+  const bool bn = detail::form_of(l.kind) == detail::Form::channel_affine;
   if (parameters != nullptr) {
     const std::vector<Index>& x = m_shapes[static_cast<std::size_t>(l.inputs[0])];
     if (const auto& w = parameters->weight;
@@ -229,7 +229,7 @@ std::string LayerGraphBuilder::block_of(Index k) const {
       continue;
     }
     const Blocks b = LayerChecker(l, static_cast<Index>(i), m_shapes).blocks();
-    const bool bn = l.kind == LayerKind::batch_norm;
+    const bool bn = detail::form_of(l.kind) == detail::Form::channel_affine;
     for (const auto& [offset, size, what] :
          {std::tuple{l.weight_offset, b.weight, bn ? "a" : "weight"},
           std::tuple{l.bias_offset, b.bias, bn ? "b" : "bias"}}) {

@@ -154,25 +154,42 @@ enum class Form : std::uint8_t {
   lerp
 };
 
+/// The call a kind's map makes: its form, and the flag the call passes (pool's max, sum's
+/// negate_last; false for the others).
+struct FormCall {
+  Form form;
+  bool flag = false;
+};
+
+constexpr FormCall form_call(LayerKind kind) {
+  struct Calls {
+    static constexpr FormCall input() { return {Form::input}; }
+    static constexpr FormCall dense() { return {Form::dense}; }
+    static constexpr FormCall window() { return {Form::window}; }
+    static constexpr FormCall adjoint_window() { return {Form::adjoint_window}; }
+    static constexpr FormCall channel_affine() { return {Form::channel_affine}; }
+    static constexpr FormCall pool(bool max) { return {Form::pool, max}; }
+    static constexpr FormCall entrywise() { return {Form::entrywise}; }
+    static constexpr FormCall scaled() { return {Form::scaled}; }
+    static constexpr FormCall sum(bool negate_last) { return {Form::sum, negate_last}; }
+    static constexpr FormCall concat() { return {Form::concat}; }
+    static constexpr FormCall reshape() { return {Form::reshape}; }
+    static constexpr FormCall pick() { return {Form::pick}; }
+    static constexpr FormCall group() { return {Form::group}; }
+    static constexpr FormCall lerp() { return {Form::lerp}; }
+  };
+  return visit_kind(kind, []<class K>(K) { return K::map(Calls{}); });
+}
+
 /// The form of `kind`'s map.
 constexpr Form form_of(LayerKind kind) {
-  struct FormOf {
-    static constexpr Form input() { return Form::input; }
-    static constexpr Form dense() { return Form::dense; }
-    static constexpr Form window() { return Form::window; }
-    static constexpr Form adjoint_window() { return Form::adjoint_window; }
-    static constexpr Form channel_affine() { return Form::channel_affine; }
-    static constexpr Form pool(bool /*max*/) { return Form::pool; }
-    static constexpr Form entrywise() { return Form::entrywise; }
-    static constexpr Form scaled() { return Form::scaled; }
-    static constexpr Form sum(bool /*negate_last*/) { return Form::sum; }
-    static constexpr Form concat() { return Form::concat; }
-    static constexpr Form reshape() { return Form::reshape; }
-    static constexpr Form pick() { return Form::pick; }
-    static constexpr Form group() { return Form::group; }
-    static constexpr Form lerp() { return Form::lerp; }
-  };
-  return visit_kind(kind, []<class K>(K) { return K::map(FormOf{}); });
+  return form_call(kind).form;
+}
+
+/// Whether `kind` is a sum that negates its last operand (its form: sum(true)).
+constexpr bool negates_last(LayerKind kind) {
+  const FormCall c = form_call(kind);
+  return c.form == Form::sum && c.flag;
 }
 
 /// Whether the entries of layers of `kind` are max nodes (an order statistic of their inputs,

@@ -147,7 +147,7 @@ inline Window window_of(const Layer& layer, const std::vector<Index>& in) {
   for (std::size_t i = 0; i < dims; ++i) {
     Axis& axis = (dims == 2 && i == 0) ? win.h : win.w;
     axis.in = in[i + 1];
-    if (layer.kind == LayerKind::adaptive_avg_pool) {
+    if (record(layer.kind).has(Field::output_size)) {  // an adaptive window
       axis.adaptive = true;
       axis.out = layer.output_size[i];
       continue;
@@ -185,7 +185,7 @@ inline double pool_weight(const Layer& layer, const Window& w, Index oh, Index o
   if (is_max_window(layer.kind)) {
     return 1.0;
   }
-  const bool padded = layer.kind == LayerKind::avg_pool && layer.count_include_pad;
+  const bool padded = record(layer.kind).has(Field::count_include_pad) && layer.count_include_pad;
   const Index divisor =
       padded ? w.h.padded_taps(oh) * w.w.padded_taps(ow) : w.h.taps(oh) * w.w.taps(ow);
   return 1.0 / static_cast<double>(divisor);
@@ -359,7 +359,7 @@ inline std::pair<std::size_t, Index> view_source(const LayerGraph& graph,
     const Index j = ly.indices[static_cast<std::size_t>((e / inner) % picked)];
     return {0, (e / (picked * inner) * in[axis] + j) * inner + e % inner};
   }
-  if (ly.kind != LayerKind::concat) {
+  if (form_of(ly.kind) != Form::concat) {
     return {0, e};
   }
   // Outer blocks (dimensions before the axis) of each operand's rows in turn.

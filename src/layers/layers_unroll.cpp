@@ -192,7 +192,7 @@ void Unroller::run_layer(std::size_t l) {
     return;
   }
   if (makes_max_nodes(ly.kind)) {
-    const bool group = ly.kind == LayerKind::group_sort;
+    const bool group = form_of(ly.kind) == Form::group;
     for (Index e = 0; e < m_entries[l]; ++e) {
       if (live(l, e)) {
         const Groups& g = m_groups[l];

@@ -37,8 +37,8 @@ namespace pathlift::detail {
 /// entries of earlier layers (a pick may repeat one: it then has several consumers and becomes
 /// a node).
 inline bool is_view(const Layer& layer) {
-  return record(layer.kind).has(kTraitView) ||
-         (layer.kind == LayerKind::activation && layer.activation.kind == ActivationKind::identity);
+  return record(layer.kind).has(kTraitView) || (form_of(layer.kind) == Form::entrywise &&
+                                                layer.activation.kind == ActivationKind::identity);
 }
 
 /// The kinds whose entries are pending sums of terms.
@@ -54,6 +54,31 @@ inline bool reads_node_values(LayerKind kind) {
 
 inline bool has_bias(const Layer& layer) {
   return has_parameters(layer.kind) && layer.bias_offset >= 0;
+}
+
+/// The term blocks of an entry's sum in layer `ly`, from its operands' (`blocks_of(k)`): a view
+/// shows its operands' (the most of them); a sum has its operands' one after the other (a
+/// negated last operand: one block, the edge of its node, EntryTerms); a layer with a bias two
+/// (its terms, its bias); any other one.
+template <class T, class F>
+T term_blocks(const Layer& ly, const F& blocks_of) {
+  const std::size_t n = ly.inputs.size();
+  if (is_view(ly)) {
+    T b = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      b = std::max<T>(b, blocks_of(k));
+    }
+    return b;
+  }
+  if (form_of(ly.kind) == Form::sum) {
+    const bool negated = negates_last(ly.kind);
+    T b = negated ? 1 : 0;
+    for (std::size_t k = 0; k + (negated ? 1 : 0) < n; ++k) {
+      b += blocks_of(k);
+    }
+    return b;
+  }
+  return has_bias(ly) ? 2 : 1;
 }
 
 /// What the unrolling of a graph can reach, from its layers' sizes alone (O(layers)), before any

@@ -80,7 +80,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
     std::vector<std::uint8_t> allowed(static_cast<std::size_t>(m_graph.num_params), 0);
     for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
       const Layer& ly = layer(l);
-      if (ly.kind == LayerKind::scale && ly.factor == 0.0) {
+      if (detail::form_of(ly.kind) == detail::Form::scaled && ly.factor == 0.0) {
         return false;
       }
       const auto [w, b] = block_sizes(l);
@@ -97,7 +97,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
         }
         std::fill_n(allowed.begin() + ly.weight_offset, w, 1);
       }
-      if (ly.kind == LayerKind::linear && linear_zeros_keep_the_entries(l)) {
+      if (detail::form_of(ly.kind) == detail::Form::dense && linear_zeros_keep_the_entries(l)) {
         std::fill_n(allowed.begin() + ly.weight_offset, w, 1);
       }
     }

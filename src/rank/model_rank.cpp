@@ -11,6 +11,7 @@
 #include "pathlift/path_memory.hpp"
 #include "pathlift/rank.hpp"
 #include "pathlift/symmetry.hpp"
+#include "src/layers/layer_kinds.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 
 namespace pathlift {
@@ -43,8 +44,9 @@ bool layer_enumeration(const Model& model, std::size_t max_memory,
 /// A zero parameter or a fixed weight 0 (a scale by 0).
 bool has_zero_weight(const LayerGraph& graph, std::span<const double> theta) {
   return std::find(theta.begin(), theta.end(), 0.0) != theta.end() ||
-         std::any_of(graph.layers.begin(), graph.layers.end(),
-                     [](const Layer& l) { return l.kind == LayerKind::scale && l.factor == 0.0; });
+         std::any_of(graph.layers.begin(), graph.layers.end(), [](const Layer& l) {
+           return detail::form_of(l.kind) == detail::Form::scaled && l.factor == 0.0;
+         });
 }
 
 }  // namespace

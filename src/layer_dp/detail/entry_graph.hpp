@@ -47,9 +47,9 @@ class EntryGraph {
       }
       if (is_window(ly.kind)) {
         m_window[l] = window_of(ly, m_shapes[op(l)]);
-      } else if (ly.kind == LayerKind::interpolate) {
+      } else if (form_of(ly.kind) == Form::lerp) {
         m_lerp[l] = lerp_of(ly, m_shapes[op(l)]);
-      } else if (ly.kind == LayerKind::group_sort) {
+      } else if (form_of(ly.kind) == Form::group) {
         m_groups[l] = groups_of(ly, m_shapes[op(l)]);
       }
     }

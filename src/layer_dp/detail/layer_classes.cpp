@@ -149,7 +149,7 @@ AxisClasses read_by_classes(const Axis& axis, const AxisClasses& out) {
 /// position per channel (a global average pool).
 bool averages_everything(const LayerPlan& plan, std::size_t c) {
   const Layer& ly = plan.layer(c);
-  if (ly.kind != LayerKind::avg_pool && ly.kind != LayerKind::adaptive_avg_pool) {
+  if (form_of(ly.kind) != Form::pool || makes_max_nodes(ly.kind)) {  // not a mean
     return false;
   }
   const Window& w = plan.window(c);
@@ -187,11 +187,12 @@ LayerClasses backward_classes(const LayerPlan& plan) {
       const LayerKind kind = plan.layer(c).kind;
       if (averages_everything(plan, c)) {
         induced.push_back({one_class(shape.size() == 3 ? shape[1] : 1), one_class(shape.back())});
-      } else if (out[c] && (kind == LayerKind::activation || kind == LayerKind::batch_norm ||
-                            kind == LayerKind::scale || kind == LayerKind::add ||
-                            kind == LayerKind::sub || kind == LayerKind::group_sort)) {
+      } else if (out[c] &&
+                 (form_of(kind) == Form::entrywise || form_of(kind) == Form::channel_affine ||
+                  form_of(kind) == Form::scaled || form_of(kind) == Form::sum ||
+                  form_of(kind) == Form::group)) {
         induced.push_back(*out[c]);
-      } else if (out[c] && kind == LayerKind::conv) {
+      } else if (out[c] && form_of(kind) == Form::window) {
         const Window& w = plan.window(c);
         induced.push_back({read_by_classes(w.h, out[c]->h), read_by_classes(w.w, out[c]->w)});
       } else {

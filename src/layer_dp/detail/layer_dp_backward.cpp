@@ -28,7 +28,7 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
                          : plan.entries(plan.input(l));
   // Zeros where a kind may leave entries unwritten (a zero block, col2im adding); a batch
   // norm scales every entry.
-  TensorPtr x = make_tensor(n_in, 0, ly.kind != LayerKind::batch_norm);
+  TensorPtr x = make_tensor(n_in, 0, form_of(ly.kind) != Form::channel_affine);
   visit_param_kind(ly, "param_transpose", [&]<class K>(K) {
     return K::map(ParamMaps{
         .dense =

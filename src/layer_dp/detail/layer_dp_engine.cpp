@@ -340,7 +340,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     }
     m_entries[l] = e;
     const Layer& ly = graph.layers[l];
-    if (ly.kind != LayerKind::flatten && ly.kind != LayerKind::activation) {
+    if (form_of(ly.kind) != Form::reshape && form_of(ly.kind) != Form::entrywise) {
       m_total_entries += e;
     }
     if (is_window(ly.kind)) {
@@ -365,7 +365,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
   std::vector<std::size_t> end(n, 0);
   for (std::size_t l = 0; l < n; ++l) {
     const Layer& ly = graph.layers[l];
-    const bool view = ly.kind == LayerKind::flatten || ly.kind == LayerKind::activation;
+    const bool view = form_of(ly.kind) == Form::reshape || form_of(ly.kind) == Form::entrywise;
     owner[l] = view ? owner[static_cast<std::size_t>(ly.inputs[0])] : l;
     end[owner[l]] = std::max(end[owner[l]], m_last_use[l]);
   }
@@ -382,7 +382,7 @@ LayerPlan::LayerPlan(const LayerGraph& graph, const EngineOptions& options)
     if (!c || 4 * c->positions() > 3 * c->full_positions()) {
       continue;
     }
-    if (graph.layers[l].kind == LayerKind::conv) {
+    if (form_of(graph.layers[l].kind) == Form::window) {
       // What conv_adjoint and conv_weight_products then hold beside the column matrix: per
       // term the column matrix summed over the classes and y at their representatives, and
       // (a 1x1 convolution read directly) each thread's rows of W^T y on the classes.
@@ -454,15 +454,15 @@ void LayerPlan::require_memory(int kept, int param_sums, std::string_view what,
       sizes[l] = m_shapes[l][0] * (*classes)[l]->positions();
     }
     const LayerKind kind = m_graph->layers[l].kind;
-    if (kind != LayerKind::flatten && kind != LayerKind::activation) {
+    if (form_of(kind) != Form::reshape && form_of(kind) != Form::entrywise) {
       total += sizes[l];
       largest = std::max(largest, sizes[l]);
     }
     if (is_convolution(kind)) {
       const ConvShape c = conv_shape(m_windows[l]);
-      columns_full = std::max(
-          columns_full,
-          c.rows * (on_classes && kind == LayerKind::conv ? (*classes)[l]->positions() : c.n_out));
+      columns_full = std::max(columns_full, c.rows * (on_classes && form_of(kind) == Form::window
+                                                          ? (*classes)[l]->positions()
+                                                          : c.n_out));
     }
   }
   // An unkept pass is a forward pass: what it holds at once, computed from the plan. Kept

@@ -27,8 +27,8 @@ struct Slices {
 
 /// A flatten or an identity activation: its slices are its input's (no node, no tensor).
 bool shares_input(const Layer& ly) {
-  return ly.kind == LayerKind::flatten ||
-         (ly.kind == LayerKind::activation && ly.activation.kind == ActivationKind::identity);
+  return form_of(ly.kind) == Form::reshape ||
+         (form_of(ly.kind) == Form::entrywise && ly.activation.kind == ActivationKind::identity);
 }
 
 /// Which entries an edge enters: none, every one, or some (`flags` == 1).
@@ -222,7 +222,7 @@ ScaledReal total_path_length(const LayerPlan& plan,
     Dual out;
     if (shares_input(ly)) {
       out = h[plan.input(l)];
-    } else if (ly.kind == LayerKind::activation) {
+    } else if (form_of(ly.kind) == Form::entrywise) {
       out = shifted(h[plan.input(l)], nodes[l].empty() ? nullptr : &nodes[l], plan.entries(l));
     } else {
       if (has_parameters(ly)) {
@@ -292,7 +292,7 @@ std::vector<std::pair<double, std::int64_t>> length_histogram(
     Slices out;
     if (shares_input(ly)) {
       out = h[plan.input(l)];
-    } else if (ly.kind == LayerKind::activation) {
+    } else if (form_of(ly.kind) == Form::entrywise) {
       out =
           shift(h[plan.input(l)], nodes[l].empty() ? nullptr : &nodes[l], plan.entries(l), threads);
     } else {

@@ -25,7 +25,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, const Tensor& x, const 
 void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTerm> terms,
                    const double* factor, double* out_m, std::int64_t* out_k,
                    const LayerClasses* classes, const MergeStart* start) {
-  if (start != nullptr && (out_k != nullptr || plan.layer(l).kind != LayerKind::conv)) {
+  if (start != nullptr && (out_k != nullptr || form_of(plan.layer(l).kind) != Form::window)) {
     throw std::logic_error("edge_products: a merge start is for a convolution's double sums");
   }
   const Layer& ly = plan.layer(l);
@@ -35,7 +35,8 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   const Classes* in_classes = nullptr;
   const Classes* out_classes = nullptr;
   if (classes != nullptr && (*classes)[plan.input(l)]) {
-    if ((ly.kind == LayerKind::conv || ly.kind == LayerKind::batch_norm) && (*classes)[l]) {
+    if ((form_of(ly.kind) == Form::window || form_of(ly.kind) == Form::channel_affine) &&
+        (*classes)[l]) {
       in_classes = &*(*classes)[plan.input(l)];
       out_classes = &*(*classes)[l];
     } else {
@@ -57,7 +58,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
   for (const EdgeTerm& t : terms) {
     e = std::max(e, t.x->exp + t.y->exp);
   }
-  bool one_merge = ly.kind == LayerKind::conv && terms.size() <= 2;
+  bool one_merge = form_of(ly.kind) == Form::window && terms.size() <= 2;
   for (const EdgeTerm& t : terms) {
     one_merge = one_merge && e - (t.x->exp + t.y->exp) <= 900;
   }

@@ -88,28 +88,17 @@ UnrollBounds unroll_bounds(const LayerGraph& graph, const std::vector<std::vecto
       continue;
     }
     const auto operand = [&](std::size_t k) { return static_cast<std::size_t>(ly.inputs[k]); };
+    blocks[l] = std::min(term_blocks<double>(ly, [&](std::size_t k) { return blocks[operand(k)]; }),
+                         layers);
     if (is_view(ly)) {
       b.plan_bytes += 8 * entries;  // its references
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        blocks[l] = std::max(blocks[l], blocks[operand(k)]);
-      }
       continue;
     }
     double terms = visit_kind(ly.kind, [&]<class K>(K) {
       return K::map(MaxTerms{ly, shapes[operand(0)]});
     });
-    if (ly.kind == LayerKind::add) {
-      blocks[l] = 0;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        blocks[l] += blocks[operand(k)];
-      }
-      blocks[l] = std::min(blocks[l], layers);
-    } else if (ly.kind == LayerKind::sub) {
-      blocks[l] = std::min(blocks[operand(0)] + 1, layers);
-    }
     if (has_bias(ly)) {
       terms += 1;
-      blocks[l] = 2;
     }
     const bool reads_values = reads_node_values(ly.kind);
     b.max_edges += entries * terms;
@@ -174,10 +163,10 @@ void Unroller::layout() {
     if (l > 0 && is_window(ly.kind)) {
       m_window[l] = detail::window_of(ly, m_shapes[op(l)]);
     }
-    if (l > 0 && ly.kind == LayerKind::interpolate) {
+    if (l > 0 && form_of(ly.kind) == Form::lerp) {
       m_lerp[l] = detail::lerp_of(ly, m_shapes[op(l)]);
     }
-    if (l > 0 && ly.kind == LayerKind::group_sort) {
+    if (l > 0 && form_of(ly.kind) == Form::group) {
       m_groups[l] = detail::groups_of(ly, m_shapes[op(l)]);
     }
     if (!is_view(ly)) {
@@ -371,22 +360,8 @@ void Unroller::plan() {
   m_own_blocks.assign(m_graph.layers.size(), 1);
   for (std::size_t l = 1; l < m_graph.layers.size(); ++l) {
     const Layer& ly = layer(l);
-    int& b = m_own_blocks[l];
-    if (is_view(ly)) {
-      b = 0;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        b = std::max(b, m_blocks[op(l, k)]);
-      }
-    } else if (ly.kind == LayerKind::add) {
-      b = 0;
-      for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-        b += m_blocks[op(l, k)];
-      }
-    } else if (ly.kind == LayerKind::sub) {
-      b = m_blocks[op(l)] + 1;
-    } else if (has_bias(ly)) {
-      b = 2;
-    }
+    const int b = term_blocks<int>(ly, [&](std::size_t k) { return m_blocks[op(l, k)]; });
+    m_own_blocks[l] = b;
     // As seen by a consumer: one block (a fixed edge 1) when every entry is a node.
     m_blocks[l] = is_sum(ly.kind) && b > 1 && all_materialised(l) ? 1 : b;
   }
@@ -403,7 +378,7 @@ std::vector<std::vector<std::uint8_t>> Unroller::node_entries() const {
     // relu of a relu node is that node (run_layer): the node of an entry is a relu node
     // exactly when the entry belongs to a relu activation layer.
     const auto is_relu = [](const Layer& x) {
-      return x.kind == LayerKind::activation && x.activation.kind == ActivationKind::relu;
+      return form_of(x.kind) == Form::entrywise && x.activation.kind == ActivationKind::relu;
     };
     const bool merges = is_relu(ly);
     std::vector<std::uint8_t>& flags = out[l];
