@@ -92,7 +92,8 @@ struct LayerField {
   std::string doc;
   std::vector<LayerKind> kinds;
 };
-/// Every field, in Layer's order (the one list: the JSON reader and writer, Python's Layer).
+/// Every field (the one list: the JSON reader and writer, the docstrings of Python's Layer), in
+/// the order the JSON reader reads them.
 std::vector<LayerField> layer_fields();
 
 /// One layer. Only the fields of its kind are read; the others keep their defaults.

@@ -131,8 +131,8 @@ class Unroller {
   /// The groups of a group_sort layer (groups_of()).
   [[nodiscard]] const Groups& groups(std::size_t l) const { return m_groups[l]; }
 
-  // The mechanisms the kinds' unroll rules compose (Kind<K>::mark, Kind<K>::emit,
-  // src/layers/kinds/): the liveness of a layer's operands, the terms of an entry.
+  // The mechanisms the unroller's visitors of the kinds' maps compose (MarkOperands,
+  // EntryTerms): the liveness of a layer's operands, the terms of an entry.
   [[nodiscard]] std::size_t operands(std::size_t l) const { return layer(l).inputs.size(); }
 
   /// Marks operand k of l entry-wise (as values: `value`): entry e for each live entry e of l.

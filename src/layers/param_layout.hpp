@@ -33,7 +33,7 @@ struct ParamLayout {
   [[nodiscard]] Index group_in(Index co) const { return (co / out_group) * in_group; }
 
   /// The index in the weight block of the weight from input channel ci (in co's group) to
-  /// output channel co at tap t (a batch norm's weight co: ci = co, t = 0).
+  /// output channel co at tap t (t = 0 without a kernel; a batch norm's weight co: ci = co).
   [[nodiscard]] Index weight(Index co, Index ci, Index t) const {
     return transposed ? (ci * out_group + co % out_group) * taps + t
                       : (co * in_group + (ci - group_in(co))) * taps + t;

@@ -96,9 +96,11 @@ namespace {
 double layer_work(const LayerPlan& plan, std::size_t l) {
   const Layer& ly = plan.layer(l);
   const auto out = static_cast<double>(plan.entries(l));
-  double taps = 1;
-  for (const Index k : ly.kernel) {
-    taps *= static_cast<double>(k);
+  double taps = 1;  // the kernel's, where the kind has one (an adaptive pool has none)
+  if (record(ly.kind).has(Field::kernel)) {
+    for (const Index k : ly.kernel) {
+      taps *= static_cast<double>(k);
+    }
   }
   const auto per_input = [&](auto...) {
     return out * static_cast<double>(std::max<std::size_t>(ly.inputs.size(), 1));

@@ -49,7 +49,9 @@ std::string kinds_with(Field field) {
 
 std::vector<Index> LayerChecker::check() const {
   check_inputs();
-  if (m_layer.ceil_mode && !record(m_layer.kind).has(Field::ceil_mode)) {
+  // A window whose kind has no ceil_mode refuses one (the other kinds do not read it).
+  if (m_layer.ceil_mode && record(m_layer.kind).has(kTraitWindow) &&
+      !record(m_layer.kind).has(Field::ceil_mode)) {
     fail(fmt::format("ceil_mode applies to {} only", kinds_with(Field::ceil_mode)));
   }
   return visit_kind(m_layer.kind, [&]<class K>(K) { return K::shape(*this); });

@@ -2,8 +2,9 @@
 // The fields a layer may have beyond kind, name and inputs (Layer's members, layers.hpp): one
 // record per field (its JSON key, its member, its smallest value, whether the JSON writer
 // leaves it out at its default, what it means), and the use a kind makes of it (required or
-// optional). The JSON reader and writer (layers_json.cpp) and Python's Layer (bind_layers.cpp)
-// are generated from these records and the kinds' lists (each kind's unit, kinds/*.hpp).
+// optional). The JSON reader and writer (layers_json.cpp), layer_fields() and the docstrings of
+// Python's Layer (bind_layers.cpp) are generated from these records and the kinds' lists (each
+// kind's unit, kinds/*.hpp).
 
 #include <array>
 #include <cstdint>

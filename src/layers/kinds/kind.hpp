@@ -1,7 +1,8 @@
 #pragma once
 // A layer kind is one unit: `Kind<LayerKind::x>`, declared in src/layers/kinds/x.hpp and
 // defined there and in x.cpp, holds everything specific to the kind (its record: JSON name,
-// sort, traits, inputs, fields; its rule: the output shape it checks and returns). The table
+// traits, inputs, fields, description; its rule: the output shape it checks and returns; its
+// map: the form it is, which every pass computing through the layers visits). The table
 // (src/layers/layer_kinds.hpp) includes every unit and dispatches on a kind once, by
 // visit_kind; a kind without a rule a pass asks for fails to compile there.
 // docs/adding-a-layer-kind.md lists the steps.
