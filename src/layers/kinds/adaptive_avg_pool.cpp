@@ -3,7 +3,6 @@
 #include "src/layers/kinds/adaptive_avg_pool.hpp"
 
 #include "src/layers/detail/layer_rules.hpp"
-#include "src/layers/layers_geometry.hpp"
 
 namespace pathlift::detail {
 

@@ -3,11 +3,8 @@
 #include "src/layers/kinds/conv_transpose.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cmath>
-#include <utility>
 
 #include "src/core/checked.hpp"
 #include "src/layers/detail/layer_rules.hpp"

@@ -5,11 +5,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
-#include <cmath>
-#include <utility>
-
-#include "src/core/checked.hpp"
 #include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/layers_geometry.hpp"
 
