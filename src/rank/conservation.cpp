@@ -22,6 +22,7 @@
 #include "pathlift/symmetry.hpp"
 #include "src/core/checked.hpp"
 #include "src/core/json.hpp"
+#include "src/core/listing.hpp"
 #include "src/layers/param_layout.hpp"
 #include "src/rank/detail/model_classes.hpp"
 
@@ -29,18 +30,7 @@ namespace pathlift {
 
 namespace {
 
-/// "a, b and c", or "a, b, c and 4 more" when `total` is more than the items shown.
-std::string listing(const std::vector<std::string>& shown, std::size_t total) {
-  std::string out;
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    out += i == 0 ? "" : (i + 1 == shown.size() && total == shown.size() ? " and " : ", ");
-    out += shown[i];
-  }
-  if (total > shown.size()) {
-    out += fmt::format(" and {} more", total - shown.size());
-  }
-  return out;
-}
+using detail::listing;
 
 /// listing() of the first three items.
 std::string listing(const std::vector<std::string>& items) {

@@ -11,6 +11,7 @@
 
 #include "pathlift/error.hpp"
 #include "src/core/checked.hpp"
+#include "src/core/listing.hpp"
 #include "src/layers/layer_kinds.hpp"
 #include "src/layers/layers_geometry.hpp"
 #include "src/layers/param_layout.hpp"
@@ -33,18 +34,13 @@ Index checked_entries(const std::vector<Index>& shape, std::string_view what) {
 }
 
 std::string kinds_with(Field field) {
-  std::vector<std::string_view> names;
+  std::vector<std::string> names;
   for (const KindRecord& r : k_kinds) {
     if (r.has(field)) {
-      names.push_back(r.name);
+      names.emplace_back(r.name);
     }
   }
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    out += i == 0 ? "" : (i + 1 == names.size() ? " and " : ", ");
-    out += names[i];
-  }
-  return out;
+  return listing(names, names.size());
 }
 
 std::vector<Index> LayerChecker::check() const {

@@ -16,6 +16,14 @@ namespace pathlift::detail {
 
 namespace {
 
+double product(const std::vector<Index>& shape) {
+  double n = 1;
+  for (const Index x : shape) {
+    n *= static_cast<double>(x);
+  }
+  return n;
+}
+
 /// At most how many terms an entry's sum has besides its bias (operand 0 of shape `in`): the
 /// bounds checked before anything is allocated.
 struct MaxTerms {
@@ -23,13 +31,7 @@ struct MaxTerms {
   const std::vector<Index>& in;
 
   [[nodiscard]] double input() const { return 0; }  // never a term
-  [[nodiscard]] double dense() const {
-    double n = 1;
-    for (const Index x : in) {
-      n *= static_cast<double>(x);
-    }
-    return n;
-  }
+  [[nodiscard]] double dense() const { return product(in); }
   [[nodiscard]] double window() const {
     const Window w = window_of(ly, in);
     return window_length(w.h) * window_length(w.w) * static_cast<double>(w.channels_in / w.groups);
@@ -58,14 +60,6 @@ struct MaxTerms {
   [[nodiscard]] double group() const { return static_cast<double>(ly.group_size); }
   [[nodiscard]] double lerp() const { return 4; }  // two taps per axis
 };
-
-double product(const std::vector<Index>& shape) {
-  double n = 1;
-  for (const Index x : shape) {
-    n *= static_cast<double>(x);
-  }
-  return n;
-}
 
 }  // namespace
 
