@@ -115,6 +115,10 @@ void LayerChecker::check_list(const char* what, const std::vector<Index>& v, std
   }
 }
 
+Window LayerChecker::window_geometry() const {
+  return window_of(m_layer, in(0));
+}
+
 std::size_t LayerChecker::spatial_dims() const {
   const std::vector<Index>& x = in(0);
   if (x.size() != 2 && x.size() != 3) {

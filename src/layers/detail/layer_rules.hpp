@@ -12,6 +12,7 @@
 #include "pathlift/layers.hpp"
 #include "pathlift/types.hpp"
 #include "src/layers/kinds/kind.hpp"
+#include "src/layers/layers_window.hpp"
 
 namespace pathlift::detail {
 
@@ -77,6 +78,10 @@ class LayerChecker {
   /// The rule of a window layer (a convolution: `convolution`; an adaptive pool: `adaptive`):
   /// its lists, its channels, no window entirely in the padding.
   [[nodiscard]] std::vector<Index> window(bool convolution, bool adaptive) const;
+
+  /// The window of the layer, a window kind whose lists are checked, on its first input
+  /// (window_of()).
+  [[nodiscard]] Window window_geometry() const;
 
  private:
   void check_inputs() const;

@@ -226,12 +226,12 @@ void Importer::resize(int i) {
   }
   // The output size of every resized axis first: the output must be a tensor of the builder's
   // size before any index is made.
-  struct Axis {
+  struct ResizedAxis {
     Index axis, in, out;
     Ratio scale;
     double given;
   };
-  std::vector<Axis> resized;
+  std::vector<ResizedAxis> resized;
   std::vector<Index> out_shape = shape;
   for (std::size_t k = 0; k < axes.size(); ++k) {
     const Scalar& value = given.values[k];
@@ -310,7 +310,7 @@ void Importer::resize(int i) {
                                  shape_text(shape)));
       return;
     }
-    for (const Axis& a : resized) {
+    for (const ResizedAxis& a : resized) {
       if (a.axis == 0) {
         unsupported(i, "mode linear along the channels");
         return;
@@ -336,7 +336,7 @@ void Importer::resize(int i) {
     return;
   }
   std::vector<std::pair<Index, std::vector<Index>>> picks;
-  for (const Axis& a : resized) {
+  for (const ResizedAxis& a : resized) {
     count_indices(i, a.out);
     std::vector<Index> pick(static_cast<std::size_t>(a.out));
     for (Index o = 0; o < a.out; ++o) {

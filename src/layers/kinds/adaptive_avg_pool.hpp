@@ -3,7 +3,9 @@
 // In/Out)).
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -20,7 +22,8 @@ struct Kind<LayerKind::adaptive_avg_pool> {
       fields,
       "PyTorch's adaptive windows [floor(i In/Out), ceil((i+1) In/Out)) to output_size"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, true); }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

@@ -2,7 +2,9 @@
 // The avg_pool layer kind: the mean of each window: fixed edges 1 / (the window's size).
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -22,7 +24,8 @@ struct Kind<LayerKind::avg_pool> {
       fields,
       "the mean of each window (count_include_pad: PyTorch's divisor)"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, false); }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

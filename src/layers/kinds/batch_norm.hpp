@@ -2,7 +2,9 @@
 // The batch_norm layer kind: eval-mode per-channel affine y = a x + b.
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -19,7 +21,8 @@ struct Kind<LayerKind::batch_norm> {
                                      "eval-mode y = a x + b per channel: a (channels) at "
                                      "weight_offset, b (channels) at bias_offset"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) { return c.in(0); }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

@@ -2,7 +2,9 @@
 // The conv layer kind: Conv1d / Conv2d: windows of weights over a {C, L} or {C, H, W} input.
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -26,7 +28,8 @@ struct Kind<LayerKind::conv> {
       fields,
       "Conv1d / Conv2d: weight (out_channels, in_channels / groups, *kernel), bias (out_channels)"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) { return c.window(true, false); }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

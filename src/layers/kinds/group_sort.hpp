@@ -2,8 +2,12 @@
 // The group_sort layer kind: groups of group_size entries along axis 0 sorted: an order-statistic
 // node per entry.
 
-#include <array>
+#include <fmt/format.h>
 
+#include <array>
+#include <vector>
+
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -21,7 +25,16 @@ struct Kind<LayerKind::group_sort> {
       fields,
       "group_size consecutive entries along axis 0 sorted (descending: largest first)"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) {
+    const Layer& ly = c.layer();
+    const std::vector<Index>& x = c.in(0);
+    if (ly.group_size < 1 || ly.group_size > x[0] || x[0] % ly.group_size != 0) {
+      c.fail(fmt::format("group_size {} must divide the {} entries of axis 0 of the input {}",
+                         ly.group_size, x[0], shape_text(x)));
+    }
+    return x;
+  }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

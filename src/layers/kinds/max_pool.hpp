@@ -2,7 +2,9 @@
 // The max_pool layer kind: the max of each window: a max node per entry.
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -21,7 +23,8 @@ struct Kind<LayerKind::max_pool> {
                                      fields,
                                      "the max of each window (padding: absent entries)"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, false); }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

@@ -1,8 +1,13 @@
 #pragma once
 // The scale layer kind: y = factor x, entry-wise: fixed edges of weight factor.
 
-#include <array>
+#include <fmt/format.h>
 
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "src/layers/detail/layer_rules.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -14,7 +19,13 @@ struct Kind<LayerKind::scale> {
       LayerKind::scale,          "scale", kTraitSum | kTraitReadsValues, 1, 1, fields,
       "y = factor x, entry-wise"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) {
+    if (!std::isfinite(c.layer().factor)) {
+      c.fail(fmt::format("factor {} is not finite", c.layer().factor));
+    }
+    return c.in(0);
+  }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {

@@ -2,7 +2,10 @@
 // The sub layer kind: inputs[0] - inputs[1], same shapes.
 
 #include <array>
+#include <vector>
 
+#include "src/layers/detail/layer_rules.hpp"
+#include "src/layers/kinds/add.hpp"
 #include "src/layers/kinds/kind.hpp"
 
 namespace pathlift::detail {
@@ -13,7 +16,10 @@ struct Kind<LayerKind::sub> {
   static constexpr KindRecord record{
       LayerKind::sub, "sub", kTraitSum, 2, 2, fields, "inputs[0] - inputs[1], same shapes"};
 
-  static std::vector<Index> shape(const LayerChecker& c);
+  /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
+  static std::vector<Index> shape(const LayerChecker& c) {
+    return Kind<LayerKind::add>::shape(c);  // the same rule: equal shapes
+  }
   /// The map it is, in the passes' vocabulary (kinds/kind.hpp): every pass is a visitor v.
   template <class V>
   static decltype(auto) map(V&& v) {
