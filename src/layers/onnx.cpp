@@ -174,7 +174,7 @@ void Importer::activation(int i) {
   const NodeProto& n = m_g.node(i);
   Index x = -1;
   if (data_input(i, 0, x)) {
-    Layer l = make_layer(LayerKind::activation, node_name(i), {x});
+    Layer l = node_layer(i, {x});
     l.activation = n.op_type() == "Relu" ? Activation::relu()
                                          : Activation::leaky_relu(float_attr(n, "alpha", 0.01));
     set_data(i, m_builder->add(std::move(l)));

@@ -187,12 +187,18 @@ class Importer {
     FoldWhen fold_when;
     void (Importer::*fold)(int);   ///< when fold_when holds
     void (Importer::*build)(int);  ///< otherwise: its layers
+    /// The layer kind its node builds, for an operator that becomes one layer of one kind
+    /// (node_layer()); none for the others.
+    std::optional<LayerKind> kind = std::nullopt;
   };
   static constexpr int k_many = std::numeric_limits<int>::max();
   /// The table, sorted by name.
   static std::span<const Operator> operators();
   /// The entry of n's operator (ai.onnx operators only), or null.
   static const Operator* operator_of(const NodeProto& n);
+  /// The layer node i builds: of its operator's kind (the table's), named after the node,
+  /// reading `inputs`. logic_error for an operator without a kind.
+  [[nodiscard]] Layer node_layer(int i, std::vector<Index> inputs) const;
 
  private:
   /// What a tensor is, as the nodes are walked in order.
@@ -282,7 +288,8 @@ class Importer {
                                                    const std::vector<Index>& kernel,
                                                    const std::vector<Index>& stride,
                                                    const std::vector<Index>& dilation);
-  void conv_transpose(int i);
+  /// ConvTranspose: a conv_transpose layer.
+  void transposed_conv(int i);
   void batch_norm(int i);
   void add_sub_concat(int i);
   void flatten(int i);
@@ -335,7 +342,8 @@ class Importer {
   void transpose(int i);
   void slice(int i);
   void split(int i);
-  void gather(int i);
+  /// Gather of constant indices: a gather layer (gather_along).
+  void gather_constant(int i);
   /// A reflect or edge Pad (`mode`) of layer x by `pads` (begins, then ends) on `axes`: gathers.
   void copy_pad(int i, Index x, const std::string& mode, const std::vector<std::int64_t>& pads,
                 const std::vector<Index>& axes);

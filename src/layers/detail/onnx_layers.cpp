@@ -23,7 +23,7 @@ namespace pathlift::detail {
 // transpose), bias b or none.
 void Importer::add_linear(int i, Index x, const Tensor& w, const Tensor* b, bool as_stored,
                           std::array<Index, 2> out_in) {
-  Layer l = make_layer(LayerKind::linear, node_name(i), {x});
+  Layer l = node_layer(i, {x});
   l.out_features = out_in[0];
   l.weight_offset = 0;  // placeholders until theta is laid out
   l.bias_offset = b != nullptr ? 0 : -1;
@@ -221,7 +221,7 @@ void Importer::batch_norm(int i) {
       return;
     }
   }
-  Layer l = make_layer(LayerKind::batch_norm, node_name(i), {x});
+  Layer l = node_layer(i, {x});
   l.weight_offset = 0;
   l.bias_offset = 0;
   LayerParameters lp;
@@ -245,7 +245,7 @@ void Importer::add_sub_concat(int i) {
     set(n.output(0), state(n.input(first ? 0 : 1)));
     return;
   }
-  Layer l = make_layer(LayerKind::add, node_name(i), {});
+  Layer l = node_layer(i, {});  // add, sub or concat
   for (int k = 0; k < n.input_size(); ++k) {
     const Tensor& t = state(n.input(k));
     if (t.kind == Kind::view) {
@@ -269,7 +269,6 @@ void Importer::add_sub_concat(int i) {
                                  shape_text(first), shape_text(second)));
       return;
     }
-    l.kind = op == "Add" ? LayerKind::add : LayerKind::sub;
     set_data(i, m_builder->add(std::move(l)));
     return;
   }
@@ -304,7 +303,6 @@ void Importer::add_sub_concat(int i) {
       return;
     }
   }
-  l.kind = LayerKind::concat;
   l.axis = axis - 1;
   set_data(i, m_builder->add(std::move(l)));
 }
@@ -339,7 +337,7 @@ void Importer::flatten(int i) {
     set_view(i, std::move(v));
     return;
   }
-  set_data(i, m_builder->add(make_layer(LayerKind::flatten, node_name(i), {x})));
+  set_data(i, m_builder->add(node_layer(i, {x})));
 }
 
 void Importer::reshape(int i) {

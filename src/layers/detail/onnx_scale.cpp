@@ -54,7 +54,7 @@ void Importer::clip(int i) {
                                       : fmt::format("min {}, max {}", bound[0], bound[1])));
     return;
   }
-  Layer l = make_layer(LayerKind::activation, node_name(i), {x});
+  Layer l = node_layer(i, {x});
   l.activation = Activation::relu();
   set_data(i, m_builder->add(std::move(l)));
 }
@@ -101,7 +101,7 @@ void Importer::mul_div(int i) {
                                v));
     return;
   }
-  Layer l = make_layer(LayerKind::scale, node_name(i), {x});
+  Layer l = node_layer(i, {x});
   l.factor = factor;
   set_data(i, m_builder->add(std::move(l)));
 }

@@ -496,7 +496,7 @@ void Importer::split(int i) {
   }
 }
 
-void Importer::gather(int i) {
+void Importer::gather_constant(int i) {
   Index x = -1;
   if (!data_input(i, 0, x)) {
     return;

@@ -102,9 +102,9 @@ void Importer::conv_or_pool(int i) {
     return;
   }
   const std::size_t dims = shape.size() - 1;
-  Layer l = make_layer(LayerKind::conv, node_name(i), {x});
+  // conv, max_pool, avg_pool or adaptive_avg_pool (the table's kind of the operator).
+  Layer l = node_layer(i, {x});
   if (op == "GlobalAveragePool") {
-    l.kind = LayerKind::adaptive_avg_pool;
     l.output_size.assign(dims, 1);
     set_data(i, m_builder->add(std::move(l)));
     return;
@@ -221,18 +221,15 @@ void Importer::conv_or_pool(int i) {
     }
   }
   if (op == "MaxPool") {
-    l.kind = LayerKind::max_pool;
     set_data(i, m_builder->add(std::move(l)));
     return;
   }
   if (op == "AveragePool") {
-    l.kind = LayerKind::avg_pool;
     // The zeros of a merged Pad are entries of the pool's input: counted.
     l.count_include_pad = int_attr(n, "count_include_pad", 0) != 0 || !extra.empty();
     set_data(i, m_builder->add(std::move(l)));
     return;
   }
-  l.kind = LayerKind::conv;
   l.groups = int_attr(n, "group", 1);
   l.out_channels = wd[0];
   add_convolution(i, std::move(l), *w, wd, b);
@@ -257,7 +254,7 @@ void Importer::add_convolution(int i, Layer l, const Tensor& w, const std::vecto
   set_data(i, y);
 }
 
-void Importer::conv_transpose(int i) {
+void Importer::transposed_conv(int i) {
   const NodeProto& n = m_g.node(i);
   Index x = -1;
   if (!data_input(i, 0, x)) {
@@ -385,7 +382,7 @@ void Importer::conv_transpose(int i) {
     }
     padding[d] = begin;
   }
-  Layer l = make_layer(LayerKind::conv_transpose, node_name(i), {x});
+  Layer l = node_layer(i, {x});
   l.out_channels = wd[1] * group;
   l.groups = group;
   l.kernel = kernel;
