@@ -288,7 +288,7 @@ class Importer {
                                                    const std::vector<Index>& kernel,
                                                    const std::vector<Index>& stride,
                                                    const std::vector<Index>& dilation);
-  /// ConvTranspose: a conv_transpose layer.
+  /// ConvTranspose: a transposed convolution layer.
   void transposed_conv(int i);
   void batch_norm(int i);
   void add_sub_concat(int i);
