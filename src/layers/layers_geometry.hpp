@@ -287,10 +287,7 @@ inline std::pair<std::size_t, Index> view_source(const LayerGraph& graph,
 /// its group, then kernel row, then column; taps in the padding skipped. The bias is not a tap.
 template <class F>
 void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
-  const Index hw = w.h.out * w.w.out;
-  const Index co = e / hw;
-  const Index oh = (e % hw) / w.w.out;
-  const Index ow = e % w.w.out;
+  const auto [co, oh, ow] = w.out_position(e);
   const Index cg = w.channels_in / w.groups;
   const Index ci0 = (co / (w.channels_out / w.groups)) * cg;
   const Index kh0 = w.h.first(oh);
@@ -315,10 +312,7 @@ void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
 /// (ci, co mod cg_out, kh, kw).
 template <class F>
 void adjoint_window_taps(const Layer& ly, const Window& w, Index e, const F& f) {
-  const Index hw = w.h.in * w.w.in;
-  const Index co = e / hw;
-  const Index oh = (e % hw) / w.w.in;
-  const Index ow = e % w.w.in;
+  const auto [co, oh, ow] = w.in_position(e);
   const Index cg_out = w.channels_in / w.groups;  // this layer's output channels per group
   const Index cg_in = w.channels_out / w.groups;  // its input channels per group
   const Index ci0 = (co / cg_out) * cg_in;
@@ -336,10 +330,7 @@ void adjoint_window_taps(const Layer& ly, const Window& w, Index e, const F& f) 
 /// row (the weight is pool_weight's).
 template <class F>
 void window_taps(const Window& w, Index e, const F& f) {
-  const Index hw = w.h.out * w.w.out;
-  const Index c = e / hw;
-  const Index oh = (e % hw) / w.w.out;
-  const Index ow = e % w.w.out;
+  const auto [c, oh, ow] = w.out_position(e);
   const Index plane = c * w.h.in * w.w.in;
   for (Index kh = w.h.first(oh); kh < w.h.last(oh); ++kh) {
     const Index row = plane + w.h.input(oh, kh) * w.w.in;

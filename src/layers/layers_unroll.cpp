@@ -372,11 +372,10 @@ template <class Sink>
 void Unroller::emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const {
   const Layer& ly = layer(l);
   const Window& w = m_window[l];  // the adjoint convolution: its input is this layer's output
-  const Index hw = w.h.in * w.w.in;
+  const Position at = w.in_position(e);
   if constexpr (Sink::count_only) {
     Index taps = 0;
-    w.h.readers((e % hw) / w.w.in,
-                [&](Index, Index) { w.w.readers(e % w.w.in, [&](Index, Index) { ++taps; }); });
+    w.h.readers(at.h, [&](Index, Index) { w.w.readers(at.w, [&](Index, Index) { ++taps; }); });
     sink.bulk(block, (w.channels_out / w.groups) * taps);
   } else {
     const std::vector<NodeId>& in = m_in_nodes[l];
@@ -385,16 +384,14 @@ void Unroller::emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink
     });
   }
   if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e / hw, 0.0);
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + at.c, 0.0);
   }
 }
 
 template <class Sink>
 void Unroller::emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const {
   const Window& w = m_window[l];
-  const Index hw = w.h.out * w.w.out;
-  const Index oh = (e % hw) / w.w.out;
-  const Index ow = e % w.w.out;
+  const auto [c, oh, ow] = w.out_position(e);
   if constexpr (Sink::count_only) {
     sink.bulk(block, (w.h.last(oh) - w.h.first(oh)) * (w.w.last(ow) - w.w.first(ow)));
   } else {

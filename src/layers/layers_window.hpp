@@ -78,6 +78,13 @@ struct Axis {
   [[nodiscard]] Index end(Index o) const { return ((o + 1) * in + out - 1) / out; }
 };
 
+/// An entry of a {C, H, W} tensor: its channel, row and column.
+struct Position {
+  Index c = 0;
+  Index h = 0;
+  Index w = 0;
+};
+
 /// A window layer on {C, H, W} data (1-D: H = 1): channels in and out, and the two axes.
 struct Window {
   Index channels_in = 1;
@@ -88,6 +95,16 @@ struct Window {
 
   [[nodiscard]] Index in_entries() const { return channels_in * h.in * w.in; }
   [[nodiscard]] Index out_entries() const { return channels_out * h.out * w.out; }
+  /// Where output entry e is (for an adjoint: its input entry e).
+  [[nodiscard]] Position out_position(Index e) const { return position(e, h.out, w.out); }
+  /// Where input entry e is (for an adjoint: its output entry e).
+  [[nodiscard]] Position in_position(Index e) const { return position(e, h.in, w.in); }
+
+ private:
+  static Position position(Index e, Index height, Index width) {
+    const Index plane = height * width;
+    return {e / plane, (e % plane) / width, e % width};
+  }
 };
 
 /// The fewest and the most taps inside the input of one output of window `w` (k_max_pool's k

@@ -123,8 +123,8 @@ class EntryGraph {
                .pool =
                    [&](bool /*max*/) {
                      const Window& w = m_window[l];
-                     const Index hw = w.h.out * w.w.out;
-                     const double weight = pool_weight(ly, w, (e % hw) / w.w.out, e % w.w.out);
+                     const Position at = w.out_position(e);
+                     const double weight = pool_weight(ly, w, at.h, at.w);
                      window_taps(w, e, [&](Index i) { f(0, i, -1, weight); });
                    },
                .entrywise = [&] { f(0, e, -1, 1.0); },
