@@ -140,20 +140,28 @@ constexpr std::uint16_t dos_time = 0;
 constexpr std::uint16_t dos_date = (1 << 5) | 1;
 constexpr std::uint32_t unix_mode_0600 = 0600U << 16;
 
-std::string local_header(const Entry& e, std::uint64_t limit) {
-  const bool zip64 = e.size >= limit;
-  Fields f;
-  f.u32(local_signature)
-      .u16(zip64 ? version_zip64 : version_plain)
+/// The fields the local and the central header share, from "version needed to extract" to
+/// "extra field length" (APPNOTE 4.3.7 and 4.3.12); both sizes marked 0xFFFFFFFF when the
+/// ZIP64 record holds them.
+Fields& entry_fields(Fields& f, const Entry& e, std::uint16_t version, bool big_size,
+                     std::uint64_t extra_length) {
+  return f.u16(version)
       .u16(0)  // flags
       .u16(0)  // stored
       .u16(dos_time)
       .u16(dos_date)
       .u32(e.crc)
-      .u32(zip64 ? marker32 : e.size)
-      .u32(zip64 ? marker32 : e.size)
+      .u32(big_size ? marker32 : e.size)
+      .u32(big_size ? marker32 : e.size)
       .u16(e.file_name.size())
-      .u16(zip64 ? 20 : 0)
+      .u16(extra_length);
+}
+
+std::string local_header(const Entry& e, std::uint64_t limit) {
+  const bool zip64 = e.size >= limit;
+  Fields f;
+  entry_fields(f.u32(local_signature), e, zip64 ? version_zip64 : version_plain, zip64,
+               zip64 ? 20 : 0)
       .text(e.file_name);
   if (zip64) {  // a local ZIP64 record holds both sizes
     f.u16(zip64_extra_id).u16(16).u64(e.size).u64(e.size);
@@ -175,18 +183,8 @@ std::string central_header(const Entry& e, std::uint64_t limit) {
   const bool zip64 = big_size || big_offset;
   const std::uint16_t version = zip64 ? version_zip64 : version_plain;
   Fields f;
-  f.u32(central_signature)
-      .u16(made_on_unix | version)
-      .u16(version)
-      .u16(0)  // flags
-      .u16(0)  // stored
-      .u16(dos_time)
-      .u16(dos_date)
-      .u32(e.crc)
-      .u32(big_size ? marker32 : e.size)
-      .u32(big_size ? marker32 : e.size)
-      .u16(e.file_name.size())
-      .u16(zip64 ? 4 + extra.bytes().size() : 0)
+  entry_fields(f.u32(central_signature).u16(made_on_unix | version), e, version, big_size,
+               zip64 ? 4 + extra.bytes().size() : 0)
       .u16(0)  // comment
       .u16(0)  // disk
       .u16(0)  // internal attributes
