@@ -66,6 +66,34 @@ std::vector<double> channel_sum(const double* x, Index first, Index count, Index
   return sum;
 }
 
+/// A tensor's layout: `channels` planes of `positions` entries.
+struct Planes {
+  Index channels;
+  Index positions;
+};
+
+/// A window layer's map with every weight 1 (counting; adjoint false: the convolution, true: its
+/// adjoint, input and output swapped). Every output channel of a group sees the same sums, so
+/// `fill(sum, plane)` writes the group's first output plane from the sum of the group's input
+/// channels, and the group's other output channels copy it. Returns the output's layout.
+template <class Fill>
+Planes ones_window(const ConvShape& c, bool adjoint, const double* x, double* y, Fill fill) {
+  const Window& w = *c.w;
+  const Index cg_in = adjoint ? c.cg_out : c.cg_in;
+  const Index n_in = adjoint ? c.n_out : c.n_in;
+  const Index cg_out = adjoint ? c.cg_in : c.cg_out;
+  const Index n_out = adjoint ? c.n_in : c.n_out;
+  for (Index g = 0; g < w.groups; ++g) {
+    const std::vector<double> sum = channel_sum(x, g * cg_in, cg_in, n_in);
+    double* first = y + g * cg_out * n_out;
+    fill(sum, first);
+    for (Index co = 1; co < cg_out; ++co) {
+      std::copy(first, first + n_out, first + co * n_out);
+    }
+  }
+  return {adjoint ? w.channels_in : w.channels_out, n_out};
+}
+
 /// A parameter layer with every weight 1 (counting): no product is needed, since every output
 /// channel of a group sees the same sums. conv: the group's channel sum, then window sums.
 TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, double bias_value) {
@@ -74,8 +102,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
   const Index n_out = plan.entries(l);
   TensorPtr y = make_tensor(n_out, x.exp, false);
   const double b = ly.bias_offset >= 0 ? bias_value : 0.0;
-  Index channels = n_out;
-  Index positions = 1;
+  Planes planes{n_out, 1};  // what the bias adds to: dense, one channel per output
   visit_param_kind(ly, "ones_forward", [&]<class K>(K) {
     return K::map(ParamMaps{
         .dense =
@@ -90,12 +117,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
             [&] {
               const ConvShape c = conv_shape(plan.window(l));
               const Window& w = *c.w;
-              channels = w.channels_out;
-              positions = c.n_out;
-              for (Index g = 0; g < w.groups; ++g) {
-                const std::vector<double> sum =
-                    channel_sum(x.value.data(), g * c.cg_in, c.cg_in, c.n_in);
-                double* first = y->value.data() + g * c.cg_out * c.n_out;
+              const auto window_sums = [&](const std::vector<double>& sum, double* plane) {
                 Index o = 0;
                 for (Index oh = 0; oh < w.h.out; ++oh) {
                   for (Index ow = 0; ow < w.w.out; ++ow, ++o) {
@@ -106,13 +128,11 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
                         acc += sum[static_cast<std::size_t>(ih * w.w.in + w.w.input(ow, kw))];
                       }
                     }
-                    first[o] = acc;
+                    plane[o] = acc;
                   }
                 }
-                for (Index co = 1; co < c.cg_out; ++co) {
-                  std::copy(first, first + c.n_out, first + co * c.n_out);
-                }
-              }
+              };
+              planes = ones_window(c, false, x.value.data(), y->value.data(), window_sums);
             },
         .adjoint_window =
             [&] {
@@ -121,12 +141,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
               // it.
               const ConvShape c = conv_shape(plan.window(l));
               const Window& w = *c.w;
-              channels = w.channels_in;
-              positions = c.n_in;
-              for (Index g = 0; g < w.groups; ++g) {
-                const std::vector<double> sum =
-                    channel_sum(x.value.data(), g * c.cg_out, c.cg_out, c.n_out);
-                double* first = y->value.data() + g * c.cg_in * c.n_in;
+              const auto reader_sums = [&](const std::vector<double>& sum, double* plane) {
                 for (Index p = 0; p < c.n_in; ++p) {
                   double acc = 0;
                   w.h.readers(p / w.w.in, [&](Index ih, Index) {
@@ -134,26 +149,24 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
                       acc += sum[static_cast<std::size_t>(ih * w.w.out + iw)];
                     });
                   });
-                  first[p] = acc;
+                  plane[p] = acc;
                 }
-                for (Index co = 1; co < c.cg_in; ++co) {
-                  std::copy(first, first + c.n_in, first + co * c.n_in);
-                }
-              }
+              };
+              planes = ones_window(c, true, x.value.data(), y->value.data(), reader_sums);
             },
         .channel_affine =
             [&] {
-              channels = plan.shape(l)[0];
-              positions = n_out / channels;
+              planes.channels = plan.shape(l)[0];
+              planes.positions = n_out / planes.channels;
               std::copy(x.value.begin(), x.value.end(), y->value.begin());
             }});
   });
   Block bias;
   if (b != 0) {
-    bias.m.assign(static_cast<std::size_t>(channels), 1.0);
+    bias.m.assign(static_cast<std::size_t>(planes.channels), 1.0);
     bias.zero = false;
   }
-  add_bias(*y, bias, channels, positions, b, threads);
+  add_bias(*y, bias, planes.channels, planes.positions, b, threads);
   return y;
 }
 
