@@ -336,6 +336,15 @@ Model conv_model(NodeProto** conv, std::vector<std::int64_t> input = {2, 5, 5}) 
   return m;
 }
 
+/// conv_model() with its weight 'w' reshaped to {54}: rank 1, which no Conv reads.
+Model conv_model_with_rank1_weight() {
+  NodeProto* conv = nullptr;
+  Model m = conv_model(&conv);
+  m.graph().mutable_initializer(0)->clear_dims();
+  m.graph().mutable_initializer(0)->add_dims(54);
+  return m;
+}
+
 /// A committed case of scripts/make_onnx_cases.py against the reference it carries.
 LayerGraph check_case(const std::string& name) {
   std::ifstream in(data_file(name), std::ios::binary);
@@ -630,13 +639,11 @@ TEST(Onnx28, WeightsMustBeFloatingPoint) {
 }
 
 TEST(Onnx28, MessagesNameTheNodeAndUseOnnxAxes) {
-  NodeProto* conv = nullptr;
-  Model rank1 = conv_model(&conv);
-  rank1.graph().mutable_initializer(0)->clear_dims();
-  rank1.graph().mutable_initializer(0)->add_dims(54);
+  const Model rank1 = conv_model_with_rank1_weight();
   EXPECT_TRUE(contains(refusal<NetworkError>(rank1),
                        "ONNX node 'conv' (Conv): weight 'w' of shape {54} has rank 1: a Conv "
                        "weight has rank 3 (1-D convolution) or 4 (2-D)"));
+  NodeProto* conv = nullptr;
   Model bias = conv_model(&conv);
   bias.graph().mutable_initializer(1)->add_dims(1);
   bias.graph().mutable_initializer(1)->add_dims(1);
@@ -673,10 +680,7 @@ TEST(Onnx28, MessagesNameTheNodeAndUseOnnxAxes) {
 TEST(Onnx28, EveryProblemIsListedAtOnce) {
   // Unsupported operations after one another, a linear Upsample after an unsupported one,
   // and an invalid Conv: one UnsupportedModel listing all, no crash.
-  NodeProto* conv = nullptr;
-  Model m = conv_model(&conv);
-  m.graph().mutable_initializer(0)->clear_dims();
-  m.graph().mutable_initializer(0)->add_dims(54);
+  Model m = conv_model_with_rank1_weight();
   m.node("Sigmoid", {"x"}, {"s"}, "sig");
   m.node("Tanh", {"s"}, {"t"}, "tanh");
   attr(m.node("Upsample", {"t"}, {"p"}, "up"), "mode", std::string("linear"));
