@@ -41,6 +41,25 @@ inline ReferenceDims reference_dims(const Layer& ly, const Tensor& x) {
       ly.kernel.back()};
 }
 
+/// The sizes of a resizing layer (adaptive pooling, interpolation): its input {C, L} or
+/// {C, H, W} (a 1-D input as height 1) and its output_size.
+struct ResizeDims {
+  bool one_d;
+  Index c, h_in, w_in, h_out, w_out;
+};
+
+inline ResizeDims resize_dims(const Layer& ly, const Tensor& x) {
+  const bool one_d = x.shape.size() == 2;
+  const Index h_in = one_d ? 1 : x.shape[1];
+  const Index h_out = one_d ? 1 : ly.output_size[0];
+  return {one_d, x.shape[0], h_in, x.shape.back(), h_out, ly.output_size.back()};
+}
+
+/// The shape of an output with c channels: {c, w} (1-D) or {c, h, w}.
+inline std::vector<Index> reference_shape(bool one_d, Index c, Index h, Index w) {
+  return one_d ? std::vector<Index>{c, w} : std::vector<Index>{c, h, w};
+}
+
 /// Entry i (0: height, 1: width) of a per-dimension list, `dflt` when it is empty or for the
 /// height of a 1-D layer.
 inline Index per_axis(const std::vector<Index>& v, std::size_t i, Index dflt, bool one_d) {
@@ -80,7 +99,7 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
   const Index cg_in = c_in / groups;
   const Index cg_out = c_out / groups;
   Tensor y;
-  y.shape = one_d ? std::vector<Index>{c_out, w_out} : std::vector<Index>{c_out, h_out, w_out};
+  y.shape = reference_shape(one_d, c_out, h_out, w_out);
   for (Index co = 0; co < c_out; ++co) {
     const Index g = co / cg_out;
     for (Index oh = 0; oh < h_out; ++oh) {
@@ -155,7 +174,7 @@ inline Tensor reference_conv_transpose(const Layer& ly, const Tensor& x,
   const Index cg_in = c_in / ly.groups;
   const Index cg_out = c_out / ly.groups;
   Tensor y;
-  y.shape = one_d ? std::vector<Index>{c_out, w_out} : std::vector<Index>{c_out, h_out, w_out};
+  y.shape = reference_shape(one_d, c_out, h_out, w_out);
   y.v.assign(static_cast<std::size_t>(c_out * h_out * w_out), 0.0);
   for (Index ci = 0; ci < c_in; ++ci) {
     const Index g = ci / cg_in;
@@ -192,14 +211,9 @@ inline Tensor reference_conv_transpose(const Layer& ly, const Tensor& x,
 
 /// PyTorch's adaptive average pooling, naively.
 inline Tensor reference_adaptive(const Layer& ly, const Tensor& x) {
-  const bool one_d = x.shape.size() == 2;
-  const Index c = x.shape[0];
-  const Index h_in = one_d ? 1 : x.shape[1];
-  const Index w_in = x.shape.back();
-  const Index h_out = one_d ? 1 : ly.output_size[0];
-  const Index w_out = ly.output_size.back();
+  const auto [one_d, c, h_in, w_in, h_out, w_out] = resize_dims(ly, x);
   Tensor y;
-  y.shape = one_d ? std::vector<Index>{c, w_out} : std::vector<Index>{c, h_out, w_out};
+  y.shape = reference_shape(one_d, c, h_out, w_out);
   for (Index ch = 0; ch < c; ++ch) {
     for (Index oh = 0; oh < h_out; ++oh) {
       const auto h0 = static_cast<Index>(std::floor(double(oh * h_in) / double(h_out)));
@@ -225,12 +239,7 @@ inline Tensor reference_adaptive(const Layer& ly, const Tensor& x) {
 /// neighbours floor(src) and the next one unless at the end; an axis of unchanged size is
 /// copied), naively: a sum over the four neighbours of each output.
 inline Tensor reference_interpolate(const Layer& ly, const Tensor& x) {
-  const bool one_d = x.shape.size() == 2;
-  const Index c = x.shape[0];
-  const Index h_in = one_d ? 1 : x.shape[1];
-  const Index w_in = x.shape.back();
-  const Index h_out = one_d ? 1 : ly.output_size[0];
-  const Index w_out = ly.output_size.back();
+  const auto [one_d, c, h_in, w_in, h_out, w_out] = resize_dims(ly, x);
   // Per axis and output: (index, weight) of the two neighbours.
   const auto neighbours = [&](Index in, Index out, std::size_t axis, Index o) {
     if (in == out) {
@@ -250,7 +259,7 @@ inline Tensor reference_interpolate(const Layer& ly, const Tensor& x) {
     return std::array<std::pair<Index, double>, 2>{{{i0, 1.0 - l1}, {i1, l1}}};
   };
   Tensor y;
-  y.shape = one_d ? std::vector<Index>{c, w_out} : std::vector<Index>{c, h_out, w_out};
+  y.shape = reference_shape(one_d, c, h_out, w_out);
   for (Index ch = 0; ch < c; ++ch) {
     for (Index oh = 0; oh < h_out; ++oh) {
       const auto hs = one_d ? std::array<std::pair<Index, double>, 2>{{{0, 1.0}, {0, 0.0}}}
