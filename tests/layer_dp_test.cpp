@@ -280,14 +280,7 @@ TEST(LayerDp, RefusesWhatItCannotAnswer) {
                        "s = -1"));
   // A module applied twice in sequence: the diagonal is not a sum over edges, so the graph is
   // unrolled and the DAG answers.
-  GraphBuilder b({4});
-  const Index l1 = b.linear("l", 0, 4);
-  LayerGraph twice = b.graph({l1});
-  Layer again = twice.layers[static_cast<std::size_t>(l1)];
-  again.name = "l_again";
-  again.inputs = {l1};
-  twice.layers.push_back(again);
-  twice.outputs = {l1 + 1};
+  const LayerGraph twice = testing::zoo_twice_in_sequence();
   const std::vector<double> t2 = normal(twice.num_params, 2);
   const Network net = unroll(twice);
   const Buffer<double> da = kernel_diagonal(twice, t2);

@@ -263,19 +263,6 @@ std::vector<Index> other_weight_parameters(const LayerGraph& g) {
   return block_parameters(g, false, {LayerKind::linear, LayerKind::batch_norm});
 }
 
-/// A linear layer applied twice in sequence (its parameters twice on every path).
-LayerGraph zoo_twice_in_sequence() {
-  GraphBuilder b({4});
-  const Index l1 = b.linear("l", 0, 4);
-  LayerGraph g = b.graph({l1});
-  Layer again = g.layers[static_cast<std::size_t>(l1)];
-  again.name = "l_again";
-  again.inputs = {l1};
-  g.layers.push_back(again);
-  g.outputs = {l1 + 1};
-  return g;
-}
-
 /// Border windows that read only padding (padding 2, kernel 2: the bias alone), a strided conv
 /// with a large padding, and a transposed convolution with padding 0 and stride 3 whose
 /// outputs between the taps no input reaches (the bias alone).
@@ -303,7 +290,7 @@ LayerGraph issue_graph() {
 std::vector<LayerGraph> zoo() {
   std::vector<LayerGraph> z = testing::layer_zoo();
   z.back() = testing::zoo_wide_linear(500);  // the zoo's last graph, narrower
-  z.push_back(zoo_twice_in_sequence());
+  z.push_back(testing::zoo_twice_in_sequence());
   z.push_back(zoo_padding_only());
   z.push_back(issue_graph());
   return z;

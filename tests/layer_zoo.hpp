@@ -67,6 +67,19 @@ inline LayerGraph zoo_shared_parallel() {
   return g;
 }
 
+/// A linear layer "l" applied twice in sequence ("l_again": its parameters twice on every path).
+inline LayerGraph zoo_twice_in_sequence() {
+  GraphBuilder b({4});
+  const Index l1 = b.linear("l", 0, 4);
+  LayerGraph g = b.graph({l1});
+  Layer again = g.layers[static_cast<std::size_t>(l1)];
+  again.name = "l_again";
+  again.inputs = {l1};
+  g.layers.push_back(again);
+  g.outputs = {l1 + 1};
+  return g;
+}
+
 /// ReLU after ReLU nodes (the unroller keeps the one node: no edge of its own), also after a
 /// concat of relu entries and pending sums (some entries merged, some not); a leaky ReLU after
 /// a ReLU and a ReLU after it (nodes of their own).
