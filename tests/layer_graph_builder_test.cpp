@@ -14,6 +14,7 @@
 #include "pathlift/layer_graph_builder.hpp"
 #include "pathlift/layers.hpp"
 #include "support.hpp"
+#include "tests/layers_builder.hpp"
 
 namespace pathlift {
 namespace {
@@ -29,18 +30,24 @@ Layer layer(LayerKind kind, std::string name, std::vector<Index> inputs) {
   return l;
 }
 
-Layer conv(std::string name, Index in, Index out, std::vector<Index> kernel,
+/// A convolution whose weight block starts at theta[0].
+Layer conv(const std::string& name, Index in, Index out, std::vector<Index> kernel,
            std::vector<Index> stride, std::vector<Index> padding, std::vector<Index> dilation,
            Index groups = 1) {
-  Layer l = layer(LayerKind::conv, std::move(name), {in});
-  l.out_channels = out;
-  l.kernel = std::move(kernel);
-  l.stride = std::move(stride);
-  l.padding = std::move(padding);
-  l.dilation = std::move(dilation);
-  l.groups = groups;
+  Layer l = testing::GraphBuilder::convolution(LayerKind::conv, name, in, out, std::move(kernel),
+                                               std::move(stride), std::move(padding),
+                                               std::move(dilation), groups);
   l.weight_offset = 0;
   return l;
+}
+
+/// A linear layer "fc" of 3 outputs on an input {4}: weight block [0, 12), bias block [12, 15).
+Layer fc_4_to_3() {
+  Layer fc = layer(LayerKind::linear, "fc", {0});
+  fc.out_features = 3;
+  fc.weight_offset = 0;
+  fc.bias_offset = 12;
+  return fc;
 }
 
 /// PyTorch's Conv2d / MaxPool2d output size: floor((in + 2p - d (k - 1) - 1) / s) + 1.
@@ -152,10 +159,7 @@ TEST(LayerGraphBuilder, SizesAreCheckedNeverWrapped) {
 
 TEST(LayerGraphBuilder, ParameterBlocksAreCheckedAgainstD) {
   LayerGraphBuilder b({4});
-  Layer fc = layer(LayerKind::linear, "fc", {0});
-  fc.out_features = 3;
-  fc.weight_offset = 0;
-  fc.bias_offset = 12;
+  const Layer fc = fc_4_to_3();
   b.output(b.add(fc).layer);
   const std::string msg = error_of<NetworkError>([&] { (void)b.finish(14); });
   EXPECT_TRUE(
@@ -169,10 +173,7 @@ TEST(LayerGraphBuilder, ParameterBlocksAreCheckedAgainstD) {
 
 TEST(LayerGraphBuilder, NamesTheLayerOfANonFiniteWeight) {
   LayerGraphBuilder b({4});
-  Layer fc = layer(LayerKind::linear, "fc", {0});
-  fc.out_features = 3;
-  fc.weight_offset = 0;
-  fc.bias_offset = 12;
+  const Layer fc = fc_4_to_3();
   b.output(b.add(fc).layer);
   std::vector<double> w(15, 1.0);
   w[13] = std::nan("");

@@ -34,16 +34,13 @@ class GraphBuilder {
   }
 
   /// A convolution's fields (its parameters are the caller's).
-  Layer convolution(LayerKind kind, const std::string& name, Index in, Index out,
-                    std::vector<Index> kernel, std::vector<Index> stride,
-                    std::vector<Index> padding, std::vector<Index> dilation, Index groups) {
-    Layer l = base(kind, name, {in});
+  static Layer convolution(LayerKind kind, const std::string& name, Index in, Index out,
+                           std::vector<Index> kernel, std::vector<Index> stride,
+                           std::vector<Index> padding, std::vector<Index> dilation, Index groups) {
+    Layer l = window(kind, name, in, std::move(kernel), std::move(stride), std::move(padding),
+                     std::move(dilation));
     l.out_channels = out;
     l.groups = groups;
-    l.kernel = std::move(kernel);
-    l.stride = std::move(stride);
-    l.padding = std::move(padding);
-    l.dilation = std::move(dilation);
     return l;
   }
 
@@ -100,12 +97,9 @@ class GraphBuilder {
              std::vector<Index> stride = {}, std::vector<Index> padding = {},
              std::vector<Index> dilation = {}, bool count_include_pad = true,
              bool ceil_mode = false) {
-    Layer l = base(kind, name, {in});
+    Layer l = window(kind, name, in, std::move(kernel), std::move(stride), std::move(padding),
+                     std::move(dilation));
     l.ceil_mode = ceil_mode;
-    l.kernel = std::move(kernel);
-    l.stride = std::move(stride);
-    l.padding = std::move(padding);
-    l.dilation = std::move(dilation);
     l.count_include_pad = count_include_pad;
     return push(std::move(l));
   }
@@ -167,6 +161,17 @@ class GraphBuilder {
     l.kind = kind;
     l.name = name;
     l.inputs = std::move(inputs);
+    return l;
+  }
+  /// A window layer's fields (a convolution's or a pool's) on layer `in`.
+  static Layer window(LayerKind kind, const std::string& name, Index in, std::vector<Index> kernel,
+                      std::vector<Index> stride, std::vector<Index> padding,
+                      std::vector<Index> dilation) {
+    Layer l = base(kind, name, {in});
+    l.kernel = std::move(kernel);
+    l.stride = std::move(stride);
+    l.padding = std::move(padding);
+    l.dilation = std::move(dilation);
     return l;
   }
   void params(Layer& l, Index weights, Index biases) {
