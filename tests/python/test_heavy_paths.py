@@ -303,6 +303,13 @@ class Brute:
         return i
 
 
+def brutes(pl, net, seed):
+    """(zeros, theta, Brute) for theta_of(net, seed) without, then with, zero weights."""
+    for zeros in (False, True):
+        theta = theta_of(net, seed, zeros)
+        yield zeros, theta, Brute(pl, net, theta)
+
+
 # --- top_paths ---------------------------------------------------------------------------------
 
 
@@ -334,9 +341,7 @@ def top_ks(P):
 @pytest.mark.parametrize("name", dag_ids())
 def test_top_paths_against_enumeration(pl, networks, name):
     net = networks[name]
-    for zeros in (False, True):
-        theta = theta_of(net, 7, zeros)
-        brute = Brute(pl, net, theta)
+    for zeros, theta, brute in brutes(pl, net, 7):
         for k in top_ks(brute.P):
             # exact ties of rounded products: test_top_paths_exact_ties_of_random_weights
             check_top(brute, pl.top_paths(net, theta, k=k), k, exact_ties=False)
@@ -357,9 +362,7 @@ def test_top_paths_exact_ties_of_random_weights(pl, networks, name):
     """Random weights: paths whose |Phi| computed here are exactly equal (e.g. the same
     parameters through mirror-image interpolation weights) come in canonical order."""
     net = networks[name]
-    for zeros in (False, True):
-        theta = theta_of(net, 7, zeros)
-        brute = Brute(pl, net, theta)
+    for _, theta, brute in brutes(pl, net, 7):
         check_top(brute, pl.top_paths(net, theta, k=brute.P), brute.P, exact_ties=True)
 
 
@@ -427,9 +430,7 @@ def test_top_paths_ties_in_canonical_order(pl, networks, name):
             top = pl.top_paths(net, theta, k=k)
             assert [brute.index[tuple(p["edges"])] for p in top] == list(order[:k])
             assert [p["value"] for p in top] == list(brute.phi[order[:k]])
-    for zeros in (False, True):
-        theta = theta_of(net, 9, zeros)
-        brute = Brute(pl, net, theta)
+    for _, theta, brute in brutes(pl, net, 9):
         for k in (1, 6, brute.P + 1):
             top = pl.top_paths(net, theta, k=k, s=0)
             assert [tuple(p["edges"]) for p in top] == brute.paths[:k]
@@ -633,9 +634,7 @@ def check_share_object(sh, by, s, brute, names):
 @pytest.mark.parametrize("name", net_ids())
 def test_parameter_and_node_shares_against_enumeration(pl, networks, name):
     net = networks[name]
-    for zeros in (False, True):
-        theta = theta_of(net, 13, zeros)
-        brute = Brute(pl, net, theta)
+    for zeros, theta, brute in brutes(pl, net, 13):
         dag = brute.dag
         # s < 1 with zero weights: test_shares_below_one_with_zero_weights
         for s in (1.0, 2.0) + (() if zeros else (0.5,)):
@@ -716,9 +715,7 @@ LAYER_NETS = ["mlp_bias", "mlp_nobias", "cnn_a", "cnn_b", "cnn_chain", "shared_l
 def test_channel_and_layer_shares_against_enumeration(pl, networks, name):
     net = networks[name]
     channels, layers = channel_blocks(pl, net)
-    for zeros in (False, True):
-        theta = theta_of(net, 17, zeros)
-        brute = Brute(pl, net, theta)
+    for _, theta, brute in brutes(pl, net, 17):
         for s in (1.0, 2.0):
             params = pl.path_norm_shares(net, theta, s=s, by="parameter").shares
             for by, blocks in (("channel", channels), ("layer", layers)):
