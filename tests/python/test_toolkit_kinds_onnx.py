@@ -7,15 +7,13 @@ bound's P and K on them.
 
 Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test_toolkit_kinds_onnx.py
 """
-import io
 import warnings
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-onnx = pytest.importorskip("onnx", reason="onnx (Debian: python3-onnx) is needed for the ONNX "
-                                          "tests")
+from onnx_export import onnx, onnx_bytes, torch  # the module is skipped without torch or onnx
+
 nn = torch.nn
 F = torch.nn.functional
 helper = onnx.helper
@@ -23,14 +21,11 @@ numpy_helper = pytest.importorskip("onnx.numpy_helper")
 
 
 def export(model, shape, opset=13):
-    """model (float64, eval mode) as ONNX bytes, batch symbolic."""
-    buffer = io.BytesIO()
+    """model (float64, eval mode) as ONNX bytes, batch symbolic, the exporter's warnings
+    silenced."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model.double().eval(), torch.zeros((1, *shape), dtype=torch.float64),
-                          buffer, input_names=["x"], output_names=["y"], opset_version=opset,
-                          dynamic_axes={"x": {0: "batch"}})
-    return buffer.getvalue()
+        return onnx_bytes(model, shape, opset)
 
 
 def ops(data):
