@@ -27,6 +27,12 @@ def zoo_model(name):
     return R.torchvision_model(name, **kwargs)
 
 
+def zoo_net(pl, name, shape):
+    """zoo_model(name) and pathlift's import of it on inputs of this shape."""
+    model = zoo_model(name)
+    return model, pl.from_torch(model, input_shape=shape)
+
+
 def rel(a, b):
     return abs(a - b) / abs(b)
 
@@ -34,9 +40,8 @@ def rel(a, b):
 @pytest.mark.parametrize("name", ZOO)
 def test_torchvision_models_at_224_equal_the_recipes(pathlift_module, name):
     pl = pathlift_module
-    model = zoo_model(name)
     shape = (3, 224, 224)
-    net = pl.from_torch(model, input_shape=shape)
+    model, net = zoo_net(pl, name, shape)
     theta = np.asarray(net.weights)
     np.testing.assert_array_equal(theta, R.theta(model).numpy())
     lm = R.LinearModel(model, shape)
@@ -51,9 +56,8 @@ def test_torchvision_models_at_224_equal_the_recipes(pathlift_module, name):
 @pytest.mark.parametrize("name", ZOO)
 def test_torchvision_models_forward_where_they_unroll(pathlift_module, name):
     pl = pathlift_module
-    model = zoo_model(name)
     shape = (3, 32, 32)
-    net = pl.from_torch(model, input_shape=shape)
+    model, net = zoo_net(pl, name, shape)
     X = torch.randn(3, *shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want = model(X).numpy()
