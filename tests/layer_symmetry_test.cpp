@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "pathlift/counting.hpp"
@@ -289,7 +290,13 @@ LayerGraph issue_graph() {
 /// minimal case.
 std::vector<LayerGraph> zoo() {
   std::vector<LayerGraph> z = testing::layer_zoo();
-  z.back() = testing::zoo_wide_linear(500);  // the zoo's last graph, narrower
+  // The zoo's wide linear graph (the only one whose input is flat and 17,000 wide), narrower.
+  const std::vector<Index> wide = testing::zoo_wide_linear().input_shape;
+  const auto it = std::ranges::find(z, wide, &LayerGraph::input_shape);
+  if (it == z.end()) {
+    throw std::logic_error("layer_symmetry_test: the zoo has no wide linear graph");
+  }
+  *it = testing::zoo_wide_linear(500);
   z.push_back(testing::zoo_twice_in_sequence());
   z.push_back(zoo_padding_only());
   z.push_back(issue_graph());
