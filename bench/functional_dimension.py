@@ -15,7 +15,6 @@ put in eval mode.
     PYTHONPATH=build/python /usr/bin/python3 bench/functional_dimension.py [--threads 2]
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -24,6 +23,8 @@ from functorch import jacrev, make_functional_with_buffers, vmap
 from sklearn.datasets import load_digits
 
 import pathlift
+
+import bench_cli  # bench/, the script's folder
 
 
 def mlp() -> torch.nn.Module:
@@ -65,12 +66,7 @@ def torch_rank(model: torch.nn.Module, X: torch.Tensor) -> tuple[int, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--samples", type=int, default=1000)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = bench_cli.parse_args(__doc__, samples=1000)
     digits = load_digits()
     X = torch.tensor(digits.data / 16.0, dtype=torch.float64)
     y = torch.tensor(digits.target)

@@ -5,15 +5,15 @@ nominal depth, P = 1, K = 9, d_in = 150,528, d_out = 1,000): the table of docs/g
     PYTHONPATH=build/python /usr/bin/python3 bench/generalization_resnets.py [--threads 2]
 """
 
-import argparse
 import math
 import time
 
-import torch
 import torchvision
 
 import pathlift
 import pathlift.torch
+
+import bench_cli  # bench/, the script's folder
 
 N = 1268355  # the toolkit's n: 99% of ImageNet's 1,281,167 training images
 B = 2.640000104904175  # the toolkit's B: max ||x||_inf of the normalized training images
@@ -28,10 +28,7 @@ def toolkit_coefficient(depth: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
-    torch.manual_seed(0)
+    args = bench_cli.parse_args(__doc__, torch_threads=False)  # the threads are pathlift's
     print("| model | D | exact | P | K | M | C | coefficient | log10 L1 path-norm | log10 bound "
           "| s | folded D | folded coefficient | toolkit D | toolkit coefficient |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -10,7 +10,6 @@ the same calls on the unrolled DAG are timed beside (the same paths).
     PYTHONPATH=build/python /usr/bin/python3 bench/heavy_paths.py [--threads 2]
 """
 
-import argparse
 import math
 import time
 
@@ -19,6 +18,8 @@ import torch
 import torchvision
 
 import pathlift
+
+import bench_cli  # bench/, the script's folder
 
 
 def read_back(model: torch.nn.Module, name: str) -> float:
@@ -55,12 +56,7 @@ def timed(f):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    args = bench_cli.parse_args(__doc__)
     print("| model | d | unrolled edges | top 100 (s) | 10,000 samples (s) | largest difference "
           "read back | heaviest path |")
     print("|---|---:|---:|---:|---:|---:|---|")

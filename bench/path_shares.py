@@ -9,28 +9,22 @@ read from the module once (its own column) and given to both.
     PYTHONPATH=build/python /usr/bin/python3 bench/path_shares.py [--threads 2]
 """
 
-import argparse
 import pathlib
 import sys
 import time
 
 import numpy as np
-import torch
 import torchvision
 
 import pathlift
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import bench_cli  # noqa: E402
 import torch_recipes  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    args = bench_cli.parse_args(__doc__)
     print("| model | d | layers | channels | theta from the module (s) | pathlift by layer (s) | "
           "pathlift by channel (s) | torch recipe + autograd (s) | largest difference |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
