@@ -190,6 +190,50 @@ def test_no_switch_over_a_layer_kind_has_a_default():
     assert not wrong, wrong
 
 
+# Where C++ may name a layer kind (LayerKind::x) besides its unit (src/layers/kinds/x.hpp), the
+# table (src/layers/layer_kinds.hpp) and the ONNX operator table (onnx_operators.cpp, the kind a
+# node of an operator builds): each place and why. Everything else asks the kind's record or
+# visits its form (docs/adding-a-layer-kind.md).
+KIND_NAMED_ELSEWHERE = {
+    # the public enum's examples, Layer's default, a graph's layer 0
+    "include/pathlift/layers.hpp": {"conv", "activation", "input"},
+    "include/pathlift/layer_graph_builder.hpp": {"linear", "activation"},  # its example
+    "src/layers/kinds/kind.hpp": {"input", "x"},  # the input is no plain map; `x` in a comment
+    # layer 0 is the input, and only layer 0
+    "src/layers/detail/layers_json.cpp": {"input"},
+    "src/layers/layer_graph_builder.cpp": {"input"},
+    "src/layers/layers.cpp": {"input"},
+    # ONNX handlers whose operator becomes layers of several kinds (no one kind in the table)
+    "src/layers/detail/onnx_scale.cpp": {"adaptive_avg_pool", "scale", "flatten", "concat",
+                                         "group_sort"},  # ReduceMean/ReduceSum, Max/Min
+    "src/layers/detail/onnx_views.cpp": {"gather", "flatten"},  # gather_along, views
+    "src/layers/detail/onnx_layers.cpp": {"flatten"},  # Reshape
+    "src/layers/detail/onnx_resize.cpp": {"interpolate"},  # Resize: gathers or interpolate
+}
+
+
+def test_a_layer_kind_is_named_only_in_its_homes():
+    """Issue 45's extension without a hunt: a kind is named (LayerKind::x) by its unit, the
+    table and the ONNX operator table, and elsewhere only where KIND_NAMED_ELSEWHERE says why.
+    A pass that needs to know a kind visits its form or reads its record instead."""
+    homes = {"src/layers/layer_kinds.hpp", "src/layers/detail/onnx_operators.cpp"}
+    wrong = {}
+    for d in ("src", "include", "cli", "python/src"):
+        for p in (ROOT / d).rglob("*"):
+            if p.suffix not in (".cpp", ".hpp"):
+                continue
+            rel = str(p.relative_to(ROOT))
+            named = set(re.findall(r"LayerKind::(\w+)", p.read_text()))
+            if rel.startswith("src/layers/kinds/") and rel != "src/layers/kinds/kind.hpp":
+                named -= {p.stem} | ({"add"} if p.stem == "sub" else set())  # sub is add's rule
+            elif rel in homes:
+                continue
+            extra = named - KIND_NAMED_ELSEWHERE.get(rel, set())
+            if extra:
+                wrong[rel] = sorted(extra)
+    assert not wrong, wrong
+
+
 def test_unity_batches_cannot_collide():
     """The CLI and the bindings compile in unity batches (several .cpp files as one): a function
     defined at file scope in two of their files, in anonymous namespaces, would be a
