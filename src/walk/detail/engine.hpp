@@ -60,6 +60,16 @@ struct WalkTables {
   Buffer<Index> memo_offsets;       ///< pool rows + 1
   Buffer<EdgeId> memo_edges;        ///< walk order
   Buffer<NodeId> memo_end;          ///< output node of each pool row
+
+  /// Node v's memo block (memo_row[v] >= 0): its pool rows [first, last), one per suffix.
+  struct MemoBlock {
+    Index first;
+    Index last;
+  };
+  [[nodiscard]] MemoBlock memo_block(NodeId v) const {
+    const Index first = memo_row[static_cast<std::size_t>(v)];
+    return {first, first + static_cast<Index>(suffix_count[static_cast<std::size_t>(v)])};
+  }
 };
 
 /// Builds the tables. The pool's edges (memo_offsets, memo_edges, memo_end) are what path

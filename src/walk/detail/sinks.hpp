@@ -47,8 +47,7 @@ struct StructureSink {
   }
 
   void block(const Prefix<T>& p, NodeId v) {
-    const Index r0 = t->memo_row[static_cast<std::size_t>(v)];
-    const Index r1 = r0 + static_cast<Index>(t->suffix_count[static_cast<std::size_t>(v)]);
+    const auto [r0, r1] = t->memo_block(v);
     const Index* moff = t->memo_offsets.data();
     const EdgeId* medges = t->memo_edges.data();
     const Index a = p.length;
@@ -90,8 +89,8 @@ struct PhiSink {
   void single(const Prefix<T>& p, NodeId /*w*/) { out[row++] = p.product(); }
 
   void block(const Prefix<T>& p, NodeId v) {
-    const Index r0 = t->memo_row[static_cast<std::size_t>(v)];
-    const auto n = static_cast<Index>(t->suffix_count[static_cast<std::size_t>(v)]);
+    const auto [r0, r1] = t->memo_block(v);
+    const Index n = r1 - r0;
     const T pp = p.product();
     const T* __restrict src = memo_phi + r0;
     T* __restrict dst = out + row;
@@ -161,8 +160,7 @@ struct JacobianSink {
   }
 
   void block(Prefix<T>& p, NodeId v) {
-    const Index r0 = t->memo_row[static_cast<std::size_t>(v)];
-    const Index r1 = r0 + static_cast<Index>(t->suffix_count[static_cast<std::size_t>(v)]);
+    const auto [r0, r1] = t->memo_block(v);
     const Index* moff = t->memo_offsets.data();
     const EdgeId* medges = t->memo_edges.data();
     const Index a = p.length;
