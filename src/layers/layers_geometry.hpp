@@ -312,16 +312,17 @@ void conv_taps(const Layer& ly, const Window& w, Index e, const F& f) {
 /// (ci, co mod cg_out, kh, kw).
 template <class F>
 void adjoint_window_taps(const Layer& ly, const Window& w, Index e, const F& f) {
-  const auto [co, oh, ow] = w.in_position(e);
+  const Position at = w.in_position(e);           // a named struct: the lambdas below read it
   const Index cg_out = w.channels_in / w.groups;  // this layer's output channels per group
   const Index cg_in = w.channels_out / w.groups;  // its input channels per group
-  const Index ci0 = (co / cg_out) * cg_in;
+  const Index ci0 = (at.c / cg_out) * cg_in;
   for (Index ci = ci0; ci < ci0 + cg_in; ++ci) {
-    const Index p0 = ly.weight_offset + (ci * cg_out + co % cg_out) * w.h.kernel * w.w.kernel;
+    const Index p0 = ly.weight_offset + (ci * cg_out + at.c % cg_out) * w.h.kernel * w.w.kernel;
     const Index plane = ci * w.h.out * w.w.out;
-    w.h.readers(oh, [&](Index ih, Index kh) {
-      w.w.readers(
-          ow, [&](Index iw, Index kw) { f(plane + ih * w.w.out + iw, p0 + kh * w.w.kernel + kw); });
+    w.h.readers(at.h, [&](Index ih, Index kh) {
+      w.w.readers(at.w, [&](Index iw, Index kw) {
+        f(plane + ih * w.w.out + iw, p0 + kh * w.w.kernel + kw);
+      });
     });
   }
 }

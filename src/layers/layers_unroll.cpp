@@ -353,18 +353,16 @@ template <class Sink>
 void Unroller::emit_conv(std::size_t l, Index e, int block, Sink& sink) const {
   const Layer& ly = layer(l);
   const Window& w = m_window[l];
+  const Position at = w.out_position(e);
   if constexpr (Sink::count_only) {
-    const Index oh = (e % (w.h.out * w.w.out)) / w.w.out;
-    const Index ow = e % w.w.out;
-    sink.bulk(block, (w.channels_in / w.groups) * std::max<Index>(0, w.h.last(oh) - w.h.first(oh)) *
-                         std::max<Index>(0, w.w.last(ow) - w.w.first(ow)));
+    sink.bulk(block, (w.channels_in / w.groups) * w.h.taps(at.h) * w.w.taps(at.w));
   } else {
     const std::vector<NodeId>& in = m_in_nodes[l];
     conv_taps(ly, w, e,
               [&](Index i, Index p) { sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0); });
   }
   if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e / (w.h.out * w.w.out), 0.0);
+    sink.term(block + 1, m_bias_node[l], ly.bias_offset + at.c, 0.0);
   }
 }
 

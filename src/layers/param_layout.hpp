@@ -69,19 +69,19 @@ inline std::optional<ParamLayout> param_layout(const Layer& layer, const std::ve
     }
   };
   visit_param_kind(layer, "param_layout", [&]<class K>(K) {
-    K::map(ParamMaps{.dense =
-                         [&] {
-                           p.out = p.out_group = layer.out_features;
-                           p.in = p.in_group = entries_of(in);
-                           p.weight_shape = {p.out, p.in};
-                         },
-                     .window = [&] { window(false); },
-                     .adjoint_window = [&] { window(true); },
-                     .channel_affine = [&] {  // a group per channel
-                       p.out = p.in = in[0];
-                       p.out_group = p.in_group = 1;
-                       p.weight_shape = {p.out};
-                     }});
+    K::map(ParamMaps<void>{.dense =
+                               [&] {
+                                 p.out = p.out_group = layer.out_features;
+                                 p.in = p.in_group = entries_of(in);
+                                 p.weight_shape = {p.out, p.in};
+                               },
+                           .window = [&] { window(false); },
+                           .adjoint_window = [&] { window(true); },
+                           .channel_affine = [&] {  // a group per channel
+                             p.out = p.in = in[0];
+                             p.out_group = p.in_group = 1;
+                             p.weight_shape = {p.out};
+                           }});
   });
   p.weights = 1;
   for (const Index s : p.weight_shape) {

@@ -210,31 +210,31 @@ class LayerSymmetry : private detail::SymmetryLayerView {
     };
     const auto none = [](auto...) {};  // views, and one edge per weight and per bias
     visit_kind(ly.kind, [&]<class K>(K) {
-      K::map(Maps{.input = none,
-                  .dense = none,
-                  .window = [&] { merge_conv(l); },
-                  .adjoint_window = [&] { merge_conv(l); },
-                  .channel_affine =
-                      [&] {
-                        const std::vector<Index>& in = channel_roots(op(l), true);
-                        for (Index c = 0; c < channels(l).count; ++c) {
-                          // b: edges from the bias node (pinned); a: from a channel that is
-                          // one class.
-                          if ((ly.bias_offset >= 0 && has_edges(ly.bias_offset + c)) ||
-                              in[static_cast<std::size_t>(c)] >= 0) {
-                            unite_channel(l, c);
-                          }
-                        }
-                      },
-                  .pool = [&](bool /*max*/) { merge_pool(l); },
-                  .entrywise = operands,
-                  .scaled = operands,
-                  .sum = operands,
-                  .concat = none,
-                  .reshape = none,
-                  .pick = none,
-                  .group = [&] { merge_group(l); },
-                  .lerp = [&] { merge_lerp(l); }});
+      K::map(Maps<void>{.input = none,
+                        .dense = none,
+                        .window = [&] { merge_conv(l); },
+                        .adjoint_window = [&] { merge_conv(l); },
+                        .channel_affine =
+                            [&] {
+                              const std::vector<Index>& in = channel_roots(op(l), true);
+                              for (Index c = 0; c < channels(l).count; ++c) {
+                                // b: edges from the bias node (pinned); a: from a channel that is
+                                // one class.
+                                if ((ly.bias_offset >= 0 && has_edges(ly.bias_offset + c)) ||
+                                    in[static_cast<std::size_t>(c)] >= 0) {
+                                  unite_channel(l, c);
+                                }
+                              }
+                            },
+                        .pool = [&](bool /*max*/) { merge_pool(l); },
+                        .entrywise = operands,
+                        .scaled = operands,
+                        .sum = operands,
+                        .concat = none,
+                        .reshape = none,
+                        .pick = none,
+                        .group = [&] { merge_group(l); },
+                        .lerp = [&] { merge_lerp(l); }});
     });
   }
 
@@ -379,7 +379,7 @@ class LayerSymmetry : private detail::SymmetryLayerView {
     }
     const Index pin = m_cls.find(m_pin);
     visit_param_kind(ly, "constrain", [&]<class K>(K) {
-      K::map(ParamMaps{
+      K::map(ParamMaps<void>{
           .dense =
               [&] {
                 const Index f = entries(op(l));

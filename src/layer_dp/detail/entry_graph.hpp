@@ -91,58 +91,58 @@ class EntryGraph {
       throw std::logic_error("EntryGraph::terms: a view has no terms of its own");
     };
     visit_kind(ly.kind, [&]<class K>(K) {
-      K::map(
-          Maps{.input = [] {},
-               .dense =
-                   [&] {
-                     const Index in = m_entries[op(l)];
-                     const Index w0 = ly.weight_offset + e * in;
-                     for (Index j = 0; j < in; ++j) {
-                       f(0, j, w0 + j, theta[w0 + j]);
-                     }
-                     bias_of(e);
-                   },
-               .window =
-                   [&] {
-                     const Window& w = m_window[l];
-                     conv_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
-                     bias_of(e / (w.h.out * w.w.out));
-                   },
-               .adjoint_window =
-                   [&] {
-                     const Window& w = m_window[l];
-                     adjoint_window_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
-                     bias_of(e / (w.h.in * w.w.in));
-                   },
-               .channel_affine =
-                   [&] {
-                     const Index c = e / (m_entries[l] / m_shapes[l][0]);
-                     from(0, e, ly.weight_offset + c, 0.0);
-                     bias_of(c);
-                   },
-               .pool =
-                   [&](bool /*max*/) {
-                     const Window& w = m_window[l];
-                     const Position at = w.out_position(e);
-                     const double weight = pool_weight(ly, w, at.h, at.w);
-                     window_taps(w, e, [&](Index i) { f(0, i, -1, weight); });
-                   },
-               .entrywise = [&] { f(0, e, -1, 1.0); },
-               .scaled = [&] { from(0, e, -1, ly.factor); },
-               .sum =
-                   [&](bool negate_last) {
-                     for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
-                       f(k, e, -1, negate_last && k + 1 == ly.inputs.size() ? -1.0 : 1.0);
-                     }
-                   },
-               .concat = view,
-               .reshape = view,
-               .pick = view,
-               .group = [&] { group_taps(m_groups[l], e, [&](Index i) { f(0, i, -1, 1.0); }); },
-               .lerp =
-                   [&] {
-                     lerp_taps(m_lerp[l], e, [&](Index i, double weight) { f(0, i, -1, weight); });
-                   }});
+      K::map(Maps<void>{
+          .input = [] {},
+          .dense =
+              [&] {
+                const Index in = m_entries[op(l)];
+                const Index w0 = ly.weight_offset + e * in;
+                for (Index j = 0; j < in; ++j) {
+                  f(0, j, w0 + j, theta[w0 + j]);
+                }
+                bias_of(e);
+              },
+          .window =
+              [&] {
+                const Window& w = m_window[l];
+                conv_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
+                bias_of(w.out_position(e).c);
+              },
+          .adjoint_window =
+              [&] {
+                const Window& w = m_window[l];
+                adjoint_window_taps(ly, w, e, [&](Index i, Index p) { f(0, i, p, theta[p]); });
+                bias_of(w.in_position(e).c);
+              },
+          .channel_affine =
+              [&] {
+                const Index c = e / (m_entries[l] / m_shapes[l][0]);
+                from(0, e, ly.weight_offset + c, 0.0);
+                bias_of(c);
+              },
+          .pool =
+              [&](bool /*max*/) {
+                const Window& w = m_window[l];
+                const Position at = w.out_position(e);
+                const double weight = pool_weight(ly, w, at.h, at.w);
+                window_taps(w, e, [&](Index i) { f(0, i, -1, weight); });
+              },
+          .entrywise = [&] { f(0, e, -1, 1.0); },
+          .scaled = [&] { from(0, e, -1, ly.factor); },
+          .sum =
+              [&](bool negate_last) {
+                for (std::size_t k = 0; k < ly.inputs.size(); ++k) {
+                  f(k, e, -1, negate_last && k + 1 == ly.inputs.size() ? -1.0 : 1.0);
+                }
+              },
+          .concat = view,
+          .reshape = view,
+          .pick = view,
+          .group = [&] { group_taps(m_groups[l], e, [&](Index i) { f(0, i, -1, 1.0); }); },
+          .lerp =
+              [&] {
+                lerp_taps(m_lerp[l], e, [&](Index i, double weight) { f(0, i, -1, weight); });
+              }});
     });
   }
 

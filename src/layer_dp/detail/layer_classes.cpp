@@ -101,25 +101,25 @@ LayerClasses forward_classes(const LayerPlan& plan) {
       c = Classes{common_classes(hs), common_classes(ws)};
     };
     visit_kind(ly.kind, [&]<class K>(K) {
-      K::map(Maps{.input = none,
-                  .dense = none,
-                  .window = window,
-                  .adjoint_window = none,
-                  .channel_affine = same,
-                  .pool = window,
-                  .entrywise = same,
-                  .scaled = same,
-                  .sum = common,
-                  .concat =
-                      [&] {
-                        if (ly.axis == 0) {  // along the channels
-                          common();
-                        }
-                      },
-                  .reshape = none,
-                  .pick = none,
-                  .group = same,
-                  .lerp = none});
+      K::map(Maps<void>{.input = none,
+                        .dense = none,
+                        .window = window,
+                        .adjoint_window = none,
+                        .channel_affine = same,
+                        .pool = window,
+                        .entrywise = same,
+                        .scaled = same,
+                        .sum = common,
+                        .concat =
+                            [&] {
+                              if (ly.axis == 0) {  // along the channels
+                                common();
+                              }
+                            },
+                        .reshape = none,
+                        .pick = none,
+                        .group = same,
+                        .lerp = none});
     });
     if (c && !all_distinct(*c)) {
       out[l] = std::move(c);
@@ -413,7 +413,7 @@ TensorPtr classes_forward(const LayerPlan& plan, std::size_t l, const std::vecto
     return param_forward(plan, l, *sums[src], spec, bias_value, &classes);
   };
   return visit_kind(ly.kind, [&]<class K>(K) {
-    return K::map(Maps{
+    return K::map(Maps<TensorPtr>{
         .input = never,
         .dense = never,
         .window = with_parameters,

@@ -30,7 +30,7 @@ TensorPtr param_transpose(const LayerPlan& plan, std::size_t l, const Tensor& y,
   // norm scales every entry.
   TensorPtr x = make_tensor(n_in, 0, form_of(ly.kind) != Form::channel_affine);
   visit_param_kind(ly, "param_transpose", [&]<class K>(K) {
-    return K::map(ParamMaps{
+    return K::map(ParamMaps<void>{
         .dense =
             [&] {
               const Index out = plan.entries(l);
@@ -84,7 +84,7 @@ TensorPtr plain_transpose(const LayerPlan& plan, std::size_t l, std::size_t k, c
   const Index n_src =
       in_cls != nullptr ? plan.shape(src)[0] * in_cls->positions() : plan.entries(src);
   return visit_plain_kind(ly, "plain_transpose", [&]<class K>(K) {
-    return K::map(PlainMaps{
+    return K::map(PlainMaps<TensorPtr>{
         .pool =
             [&](bool /*max*/) {
               TensorPtr x = make_tensor(n_src, y->exp);

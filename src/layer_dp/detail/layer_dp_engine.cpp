@@ -104,7 +104,7 @@ TensorPtr ones_forward(const LayerPlan& plan, std::size_t l, const Tensor& x, do
   const double b = ly.bias_offset >= 0 ? bias_value : 0.0;
   Planes planes{n_out, 1};  // what the bias adds to: dense, one channel per output
   visit_param_kind(ly, "ones_forward", [&]<class K>(K) {
-    return K::map(ParamMaps{
+    return K::map(ParamMaps<void>{
         .dense =
             [&] {
               double acc = 0;
@@ -197,7 +197,7 @@ TensorPtr param_forward(const LayerPlan& plan, std::size_t l, const Tensor& x,
   }
   TensorPtr y = make_tensor(n_out, 0, false);
   return visit_param_kind(ly, "param_forward", [&]<class K>(K) {
-    return K::map(ParamMaps{
+    return K::map(ParamMaps<TensorPtr>{
         .dense =
             [&] {
               const Index f = plan.entries(plan.input(l));
@@ -258,7 +258,7 @@ TensorPtr plain_forward(const LayerPlan& plan, std::size_t l, const std::vector<
   const int threads = plan.threads();
   const Index n = plan.entries(l);
   return visit_plain_kind(ly, "plain_forward", [&]<class K>(K) {
-    return K::map(PlainMaps{
+    return K::map(PlainMaps<TensorPtr>{
         .pool =
             [&](bool /*max*/) {
               const Tensor& x = *sums[plan.input(l)];

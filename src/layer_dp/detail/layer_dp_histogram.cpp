@@ -110,22 +110,22 @@ double layer_work(const LayerPlan& plan, std::size_t l) {
            static_cast<double>(plan.shape(plan.input(l))[0] / std::max<Index>(ly.groups, 1));
   };
   return visit_kind(ly.kind, [&]<class K>(K) {
-    return K::map(
-        Maps{.input = per_input,
-             .dense = [&] { return out * static_cast<double>(plan.entries(plan.input(l))); },
-             .window = convolution,
-             .adjoint_window = convolution,
-             .channel_affine = per_input,
-             // an adaptive pool has no kernel: one per entry
-             .pool = [&](bool /*max*/) { return out * taps; },
-             .entrywise = per_input,
-             .scaled = per_input,
-             .sum = per_input,
-             .concat = per_input,
-             .reshape = per_input,
-             .pick = per_input,
-             .group = [&] { return out * static_cast<double>(ly.group_size); },
-             .lerp = [&] { return out * 4; }});
+    return K::map(Maps<double>{
+        .input = per_input,
+        .dense = [&] { return out * static_cast<double>(plan.entries(plan.input(l))); },
+        .window = convolution,
+        .adjoint_window = convolution,
+        .channel_affine = per_input,
+        // an adaptive pool has no kernel: one per entry
+        .pool = [&](bool /*max*/) { return out * taps; },
+        .entrywise = per_input,
+        .scaled = per_input,
+        .sum = per_input,
+        .concat = per_input,
+        .reshape = per_input,
+        .pick = per_input,
+        .group = [&] { return out * static_cast<double>(ly.group_size); },
+        .lerp = [&] { return out * 4; }});
   });
 }
 

@@ -177,7 +177,7 @@ void edge_products(const LayerPlan& plan, std::size_t l, std::span<const EdgeTer
     }
   };
   visit_param_kind(ly, "edge_products", [&]<class K>(K) {
-    return K::map(ParamMaps{
+    return K::map(ParamMaps<void>{
         .dense =
             [&] {
               // y[o] x[j], made and merged by pieces of a row (no out x f buffer: a linear layer

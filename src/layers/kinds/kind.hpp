@@ -1,6 +1,6 @@
 #pragma once
-// A layer kind is one unit: `Kind<LayerKind::x>`, declared in src/layers/kinds/x.hpp and
-// defined there and in x.cpp, holds everything specific to the kind (its record: JSON name,
+// A layer kind is one unit: `Kind<LayerKind::x>`, the one file src/layers/kinds/x.hpp, holds
+// everything specific to the kind (its record: JSON name,
 // traits, inputs, fields, description; its rule: the output shape it checks and returns; its
 // map: the form it is, which every pass computing through the layers visits). The table
 // (src/layers/layer_kinds.hpp) includes every unit and dispatches on a kind once, by
@@ -9,8 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pathlift/layers.hpp"
@@ -108,57 +111,86 @@ struct KindRecord {
 template <LayerKind K>
 struct Kind;
 
-/// A visitor of every form made of callables, one per form (in the vocabulary's order), for a
-/// pass over every kind written in place:
-///   visit_kind(ly.kind, [&]<class K>(K) { return K::map(Maps{.input = [&] { ... }, ...}); });
-template <class Input, class Dense, class Window, class AdjointWindow, class ChannelAffine,
-          class Pool, class Entrywise, class Scaled, class Sum, class Concat, class Reshape,
-          class Pick, class Group, class Lerp>
-struct Maps {
-  Input input;
-  Dense dense;
-  Window window;
-  AdjointWindow adjoint_window;
-  ChannelAffine channel_affine;
-  Pool pool;
-  Entrywise entrywise;
-  Scaled scaled;
-  Sum sum;
-  Concat concat;
-  Reshape reshape;
-  Pick pick;
-  Group group;
-  Lerp lerp;
+/// One form of a visitor written in place: a reference to a callable (a lambda of the call)
+/// that returns R. A visitor is built inside the call of K::map, whose full expression keeps
+/// its lambdas alive: never keep one in a variable. Not default-constructible, so that a
+/// visitor written with a form left out does not compile. (The visitors name their result type,
+/// Maps<R>, rather than deduce their lambdas' types: C++20's deduction for aggregates with
+/// designated initializers is not in clang 14, which builds the fuzzers.)
+template <class Sig>
+class FormRef;
+template <class R, class... A>
+class FormRef<R(A...)> {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FormRef> &&
+           std::is_invocable_r_v<R, const std::remove_reference_t<F>&, A...>)
+      // NOLINTNEXTLINE(google-explicit-constructor): a lambda is a form where one is expected
+      FormRef(F&& f)
+  noexcept
+      : m_callable(static_cast<const void*>(std::addressof(f))),
+        m_call([](const void* callable, A... a) -> R {
+          const auto& g = *static_cast<const std::remove_reference_t<F>*>(callable);
+          if constexpr (std::is_void_v<R>) {
+            g(std::forward<A>(a)...);
+          } else {
+            return g(std::forward<A>(a)...);
+          }
+        }) {}
+  R operator()(A... a) const { return m_call(m_callable, std::forward<A>(a)...); }
+
+ private:
+  const void* m_callable;
+  R (*m_call)(const void*, A...);
 };
 
-/// A visitor of the four parameter forms made of callables, one per form, for a pass written
-/// in place:
-///   visit_param_kind(ly, "pass", [&]<class K>(K) -> R {
-///     return K::map(ParamMaps{.dense = [&] { ... }, .window = [&] { ... },
-///                             .adjoint_window = [&] { ... }, .channel_affine = [&] { ... }});
+/// A visitor of every form, one callable per form (in the vocabulary's order), for a pass over
+/// every kind written in place, returning R:
+///   visit_kind(ly.kind, [&]<class K>(K) { return K::map(Maps<R>{.input = [&] { ... }, ...}); });
+template <class R>
+struct Maps {
+  FormRef<R()> input;
+  FormRef<R()> dense;
+  FormRef<R()> window;
+  FormRef<R()> adjoint_window;
+  FormRef<R()> channel_affine;
+  FormRef<R(bool)> pool;
+  FormRef<R()> entrywise;
+  FormRef<R()> scaled;
+  FormRef<R(bool)> sum;
+  FormRef<R()> concat;
+  FormRef<R()> reshape;
+  FormRef<R()> pick;
+  FormRef<R()> group;
+  FormRef<R()> lerp;
+};
+
+/// A visitor of the four parameter forms, for a pass written in place:
+///   visit_param_kind(ly, "pass", [&]<class K>(K) {
+///     return K::map(ParamMaps<R>{.dense = [&] { ... }, .window = [&] { ... },
+///                                .adjoint_window = [&] { ... }, .channel_affine = [&] { ... }});
 ///   });
-template <class Dense, class Window, class AdjointWindow, class ChannelAffine>
+template <class R>
 struct ParamMaps {
-  Dense dense;
-  Window window;
-  AdjointWindow adjoint_window;
-  ChannelAffine channel_affine;
+  FormRef<R()> dense;
+  FormRef<R()> window;
+  FormRef<R()> adjoint_window;
+  FormRef<R()> channel_affine;
 };
 
 /// The same for the forms of the kinds without parameters (visit_plain_kind): pool(bool max),
 /// entrywise(), scaled(), sum(bool negate_last), concat(), reshape(), pick(), group(), lerp().
-template <class Pool, class Entrywise, class Scaled, class Sum, class Concat, class Reshape,
-          class Pick, class Group, class Lerp>
+template <class R>
 struct PlainMaps {
-  Pool pool;
-  Entrywise entrywise;
-  Scaled scaled;
-  Sum sum;
-  Concat concat;
-  Reshape reshape;
-  Pick pick;
-  Group group;
-  Lerp lerp;
+  FormRef<R(bool)> pool;
+  FormRef<R()> entrywise;
+  FormRef<R()> scaled;
+  FormRef<R(bool)> sum;
+  FormRef<R()> concat;
+  FormRef<R()> reshape;
+  FormRef<R()> pick;
+  FormRef<R()> group;
+  FormRef<R()> lerp;
 };
 
 /// The fields of a layer with parameters: where its blocks start in theta.
