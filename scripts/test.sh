@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The README's second command: install the Debian packages, build, and run the whole test
-# suite: formatting, the C++ tests under ASan + UBSan, the C++ tests in Release, and the
-# Python tests (bindings, CLI, PyTorch references, mypy) against the Release build; between
-# them, `cmake --install` into a prefix and `pip install` into a virtual environment.
+# suite: formatting, every source under clang (the fuzz build's compiler), the C++ tests under
+# ASan + UBSan, the C++ tests in Release, and the Python tests (bindings, CLI, PyTorch
+# references, mypy) against the Release build; between them, `cmake --install` into a prefix
+# and `pip install` into a virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/check-format.sh
 scripts/build.sh release
+scripts/check-clang.sh build
 scripts/check-install.sh build
 scripts/build.sh asan
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -73,8 +73,8 @@ inline Index per_axis(const std::vector<Index>& v, std::size_t i, Index dflt, bo
 inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const double> theta,
                                int mode) {
   const auto [one_d, c_in, h_in, w_in, kh, kw] = reference_dims(ly, x);
-  const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
-    return per_axis(v, i, dflt, one_d);
+  const auto get = [&, is_1d = one_d](const std::vector<Index>& v, std::size_t i, Index dflt) {
+    return per_axis(v, i, dflt, is_1d);  // a copy: clang 14 does not capture a binding
   };
   const Index sh = get(ly.stride, 0, mode == 0 ? 1 : kh);
   const Index sw = get(ly.stride, 1, mode == 0 ? 1 : kw);
@@ -157,8 +157,8 @@ inline Tensor reference_window(const Layer& ly, const Tensor& x, std::span<const
 inline Tensor reference_conv_transpose(const Layer& ly, const Tensor& x,
                                        std::span<const double> theta) {
   const auto [one_d, c_in, h_in, w_in, kh, kw] = reference_dims(ly, x);
-  const auto get = [&](const std::vector<Index>& v, std::size_t i, Index dflt) {
-    return per_axis(v, i, dflt, one_d);
+  const auto get = [&, is_1d = one_d](const std::vector<Index>& v, std::size_t i, Index dflt) {
+    return per_axis(v, i, dflt, is_1d);  // a copy: clang 14 does not capture a binding
   };
   const Index sh = get(ly.stride, 0, 1);
   const Index sw = get(ly.stride, 1, 1);

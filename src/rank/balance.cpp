@@ -252,7 +252,11 @@ BalanceStart balance_start(const Model& model, std::span<const double> theta,
 
 BalanceReport enorm(const Model& model, std::span<const double> theta,
                     const BalanceOptions& options) {
-  auto [pc, memory, r] = balance_start(model, theta, options, "enorm");
+  // Named members, not a structured binding: the lambdas below read them (clang 14).
+  BalanceStart start = balance_start(model, theta, options, "enorm");
+  const ParameterClasses& pc = start.pc;
+  const BalanceMemory& memory = start.memory;
+  BalanceReport& r = start.report;
   {
     std::vector<std::uint8_t> all(theta.size(), 1);
     Descent g{detail::incidence(pc, all), Weights::squares(theta)};
@@ -298,7 +302,11 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
 
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options) {
-  auto [pc, memory, r] = balance_start(model, theta, options, "path_cond");
+  // Named members, not a structured binding: the lambdas below read them (clang 14).
+  BalanceStart start = balance_start(model, theta, options, "path_cond");
+  const ParameterClasses& pc = start.pc;
+  const BalanceMemory& memory = start.memory;
+  BalanceReport& r = start.report;
   Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, memory.classes));
   {
     std::vector<std::uint8_t> counted(diag.size(), 0);  // G_kk > 0; 2 once marked (log_rest)

@@ -35,6 +35,9 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// The deduction guide C++20 makes implicit, for clang 14 (the fuzz build).
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 std::string key_list(const std::vector<std::string_view>& keys) {
   std::string out;
