@@ -229,7 +229,8 @@ namespace {
 
 /// Where enorm and path_cond start: the options and theta checked, the parameter classes, the
 /// memory the descent needs (refused beyond the limit), and a report with every class at
-/// log-scale 0.
+/// log-scale 0. Read by its members (s.pc, s.report), not as a structured binding: the descent's
+/// lambdas read them, and clang 14 (the fuzz build) does not capture a binding.
 struct BalanceStart {
   ParameterClasses pc;
   BalanceMemory memory;
@@ -252,19 +253,15 @@ BalanceStart balance_start(const Model& model, std::span<const double> theta,
 
 BalanceReport enorm(const Model& model, std::span<const double> theta,
                     const BalanceOptions& options) {
-  // Named members, not a structured binding: the lambdas below read them (clang 14).
-  BalanceStart start = balance_start(model, theta, options, "enorm");
-  const ParameterClasses& pc = start.pc;
-  const BalanceMemory& memory = start.memory;
-  BalanceReport& r = start.report;
+  BalanceStart s = balance_start(model, theta, options, "enorm");
   {
     std::vector<std::uint8_t> all(theta.size(), 1);
-    Descent g{detail::incidence(pc, all), Weights::squares(theta)};
+    Descent g{detail::incidence(s.pc, all), Weights::squares(theta)};
     all = {};
     const auto criterion = [&] {
       return std::exp(g.w.log_sum_if([](std::size_t) { return true; }));
     };
-    r.criterion_before = criterion();
+    s.report.criterion_before = criterion();
     const auto step = [&](std::size_t h) {
       const double in = g.log_in(h);
       const double out = g.log_out(h);
@@ -273,7 +270,7 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
       }
       // in lambda^2 + out lambda^-2 is least at lambda^4 = out / in.
       const double delta = 0.25 * (out - in);
-      r.log_scales[h] += delta;
+      s.report.log_scales[h] += delta;
       g.scale(h, 2 * delta);
       return delta;
     };
@@ -288,26 +285,23 @@ BalanceReport enorm(const Model& model, std::span<const double> theta,
     detail::NewtonCache cache;
     const auto newton = [&](double stationarity_now) {
       return fits && newton_or_not(fits, cache, [&] {
-               return detail::newton_step(g, pc, {1.0, 0.0, nullptr}, cache, r.log_scales,
-                                          forcing(stationarity_now, options.tolerance),
-                                          leaving(options.engine, memory.classes + memory.descent));
+               return detail::newton_step(
+                   g, s.pc, {1.0, 0.0, nullptr}, cache, s.report.log_scales,
+                   forcing(stationarity_now, options.tolerance),
+                   leaving(options.engine, s.memory.classes + s.memory.descent));
              });
     };
-    descend(r, pc.classes, options, newton, step, stationarity);
-    r.criterion_after = criterion();
+    descend(s.report, s.pc.classes, options, newton, step, stationarity);
+    s.report.criterion_after = criterion();
   }  // the incidence and the weights released before the rescaled theta is made
-  r.theta = rescaled(theta, pc, r.log_scales, "enorm");
-  return std::move(r);
+  s.report.theta = rescaled(theta, s.pc, s.report.log_scales, "enorm");
+  return std::move(s.report);
 }
 
 BalanceReport path_cond(const Model& model, std::span<const double> theta,
                         const BalanceOptions& options) {
-  // Named members, not a structured binding: the lambdas below read them (clang 14).
-  BalanceStart start = balance_start(model, theta, options, "path_cond");
-  const ParameterClasses& pc = start.pc;
-  const BalanceMemory& memory = start.memory;
-  BalanceReport& r = start.report;
-  Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, memory.classes));
+  BalanceStart s = balance_start(model, theta, options, "path_cond");
+  Buffer<double> diag = kernel_diagonal(model, theta, leaving(options.engine, s.memory.classes));
   {
     std::vector<std::uint8_t> counted(diag.size(), 0);  // G_kk > 0; 2 once marked (log_rest)
     double count = 0;                                   // n
@@ -315,7 +309,7 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       counted[k] = diag[k] > 0 ? 1 : 0;
       count += counted[k];
     }
-    Descent g{detail::incidence(pc, counted), Weights::values(std::move(diag))};
+    Descent g{detail::incidence(s.pc, counted), Weights::values(std::move(diag))};
     const auto log_total = [&] {
       return g.w.log_sum_if([&](std::size_t k) { return counted[k] != 0; });
     };
@@ -330,7 +324,7 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       }
       return count * log_total() - logs;
     };
-    r.criterion_before = criterion();
+    s.report.criterion_before = criterion();
     double lt = log_total();  // log sum_k G_kk, kept through the sweep
     // The rest A = total - B - C of class h, exactly where the subtraction would cancel (B + C
     // holds all but 1e-3 of the total: at most two classes a sweep, as each parameter is into
@@ -367,7 +361,7 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
       const double log_x =
           0.5 * (lb - lc) + pathcond_log_root(count, g.degree(h), la - 0.5 * (lb + lc));
       const double delta = 0.5 * log_x;
-      r.log_scales[h] += delta;
+      s.report.log_scales[h] += delta;
       g.scale(h, -log_x);
       lt = log_add(la, lb - log_x, lc + log_x);
       return delta;
@@ -385,20 +379,20 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
     bool fits = true;  // Newton's Hessian within the memory limit
     detail::NewtonCache cache;
     const auto newton = [&](double stationarity_now) {
-      const bool moved =
-          fits && newton_or_not(fits, cache, [&] {
-            return detail::newton_step(g, pc, {-1.0, count, &counted}, cache, r.log_scales,
-                                       forcing(stationarity_now, options.tolerance),
-                                       leaving(options.engine, memory.classes + memory.descent));
-          });
+      const bool moved = fits && newton_or_not(fits, cache, [&] {
+                           return detail::newton_step(
+                               g, s.pc, {-1.0, count, &counted}, cache, s.report.log_scales,
+                               forcing(stationarity_now, options.tolerance),
+                               leaving(options.engine, s.memory.classes + s.memory.descent));
+                         });
       lt = log_total();
       return moved;
     };
-    descend(r, pc.classes, options, newton, step, stationarity);
-    r.criterion_after = criterion();
+    descend(s.report, s.pc.classes, options, newton, step, stationarity);
+    s.report.criterion_after = criterion();
   }  // the incidence, the weights and the flags released before the rescaled theta is made
-  r.theta = rescaled(theta, pc, r.log_scales, "path_cond");
-  return std::move(r);
+  s.report.theta = rescaled(theta, s.pc, s.report.log_scales, "path_cond");
+  return std::move(s.report);
 }
 
 std::string to_json(const BalanceReport& report, int indent) {
