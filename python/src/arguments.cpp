@@ -379,6 +379,11 @@ std::string fspath(const py::object& path) {
   return py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
 }
 
+void prime_out_of_range(const std::string& text) {
+  // The library's words for a modulus that is no prime (modular arithmetic's check).
+  throw py::value_error(fmt::format("prime: the modulus {} is not a prime below 2^63", text));
+}
+
 template py::array_t<double, py::array::c_style | py::array::forcecast> vector_argument<double>(
     const py::object&, const char*);
 template py::array_t<float, py::array::c_style | py::array::forcecast> vector_argument<float>(

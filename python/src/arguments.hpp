@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -81,4 +82,54 @@ py::object array_of(const py::object& x, const char* what);
 /// numpy.dtype(dtype).
 py::dtype numpy_dtype(const py::object& dtype);
 
+/// A `prime=` argument: a Python int in [0, 2^63), which the library then checks is a prime. A
+/// negative int, or one of 2^63 or more, is a ValueError naming it, where pybind11's caster of
+/// std::uint64_t would refuse it with a TypeError listing the function's signatures.
+class Prime {
+ public:
+  constexpr Prime(std::uint64_t value = 0) : m_value(value) {}  // NOLINT: implicit, an int
+  constexpr operator std::uint64_t() const { return m_value; }  // NOLINT: implicit, an int
+
+ private:
+  std::uint64_t m_value;
+};
+
+/// The ValueError of a `prime=` int outside [0, 2^63) (`text`: the int as Python writes it).
+[[noreturn]] void prime_out_of_range(const std::string& text);
+
 }  // namespace pathlift::python
+
+namespace pybind11::detail {
+
+/// Prime from a Python int (or anything with __index__, such as numpy.uint64): see Prime.
+template <>
+struct type_caster<pathlift::python::Prime> {
+  PYBIND11_TYPE_CASTER(pathlift::python::Prime, const_name("int"));
+
+  bool load(handle src, bool /*convert*/) {
+    if (!src || PyFloat_Check(src.ptr()) || PyIndex_Check(src.ptr()) == 0) {
+      return false;  // not an int: pybind11's TypeError, as for any argument of the wrong type
+    }
+    const auto i = reinterpret_steal<object>(PyNumber_Index(src.ptr()));
+    if (!i) {
+      throw error_already_set();
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (v == -1 && PyErr_Occurred() != nullptr) {
+      throw error_already_set();
+    }
+    if (overflow != 0 || v < 0) {
+      pathlift::python::prime_out_of_range(str(i).cast<std::string>());
+    }
+    value = pathlift::python::Prime(static_cast<std::uint64_t>(v));
+    return true;
+  }
+
+  static handle cast(pathlift::python::Prime src, return_value_policy /*policy*/,
+                     handle /*parent*/) {
+    return PyLong_FromUnsignedLongLong(src);
+  }
+};
+
+}  // namespace pybind11::detail

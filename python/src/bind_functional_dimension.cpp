@@ -81,7 +81,7 @@ to_dict() is `pathlift rank --data --json`'s object. docs/functional-dimension.m
   m.def(
       "functional_dimension",
       [](const NetworkArg& net, const py::object& theta, const py::object& X,
-         std::optional<std::uint64_t> prime, const py::object& numerical, double tolerance,
+         std::optional<Prime> prime, const py::object& numerical, double tolerance,
          const py::object& columns, int threads, const py::object& progress,
          std::size_t max_memory) {
         if (!std::isfinite(tolerance) || tolerance < 0) {

@@ -259,7 +259,7 @@ Complexity: O(m (m + d) + d^2). The GIL is released.)doc");
 
   m.def(
       "skeleton_gram_mod",
-      [](const NetworkArg& net, std::uint64_t prime, int threads, const py::object& progress,
+      [](const NetworkArg& net, Prime prime, int threads, const py::object& progress,
          std::size_t max_memory) {
         const EngineOptions o = engine_options(threads, max_memory, progress, "skeleton_gram_mod");
         const Network& dag = net.dag(max_memory);

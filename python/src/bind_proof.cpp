@@ -315,8 +315,8 @@ false as stated where the step still stands.
 void bind_proof_functions(py::module_& m) {
   m.def(
       "prove_rank",
-      [](const NetworkArg& arg, bool keep_matrices, bool check_rank_after, std::uint64_t prime,
-         int threads, const py::object& progress, std::size_t max_memory) {
+      [](const NetworkArg& arg, bool keep_matrices, bool check_rank_after, Prime prime, int threads,
+         const py::object& progress, std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
         ProveOptions o;
         o.keep_matrices = keep_matrices;
@@ -346,7 +346,7 @@ Example::
 
   m.def(
       "check_proof",
-      [](const ProofCertificate& cert, std::uint64_t prime, int threads, const py::object& progress,
+      [](const ProofCertificate& cert, Prime prime, int threads, const py::object& progress,
          std::size_t max_memory) {
         ProofCheckOptions o;
         o.prime = prime;

@@ -242,8 +242,8 @@ void bind_modular_ranks(py::module_& m) {
 
   m.def(
       "modular_rank",
-      [](const py::object& matrix, std::uint64_t prime, const py::object& column_order,
-         Index stop_at, int threads) -> Index {
+      [](const py::object& matrix, Prime prime, const py::object& column_order, Index stop_at,
+         int threads) -> Index {
         if (threads < 0) {
           throw std::invalid_argument(
               fmt::format("threads must be >= 0 (0 = all cores), got {}", threads));
@@ -278,7 +278,7 @@ Complexity: O(nnz) to O(rows * rank * cols) sparse; O(rows * cols * rank) dense.
 
   m.def(
       "certify_rank",
-      [](const NetworkArg& arg, const py::object& b, const std::string& method, std::uint64_t prime,
+      [](const NetworkArg& arg, const py::object& b, const std::string& method, Prime prime,
          int threads, std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
         const RankOptions o = rank_options(method, prime, threads, max_memory);
@@ -311,7 +311,7 @@ Complexity: O(nnz(B)) for the skeleton method.)doc") +
 
   m.def(
       "certify_rank_from_gram",
-      [](const NetworkArg& arg, const py::object& gram, std::uint64_t prime, int threads) {
+      [](const NetworkArg& arg, const py::object& gram, Prime prime, int threads) {
         const Network& net = arg.dag(0);
         if (threads < 0) {
           throw std::invalid_argument(
@@ -361,7 +361,7 @@ void bind_rank_theorem(py::module_& m) {
   m.def(
       "certify_jacobian_rank",
       [](const NetworkArg& arg, const py::object& theta, const RankCertificate& rank_b,
-         const py::object& b, std::uint64_t prime) {
+         const py::object& b, Prime prime) {
         const Network& net = arg.dag(0);
         const auto t = theta_argument<double>(theta, arg);
         RankOptions o;
@@ -411,8 +411,8 @@ matrix needed exceeds max_memory. The GIL is released.)doc");
 
   m.def(
       "check_rank_theorem",
-      [](const NetworkArg& arg, const py::object& theta, const std::string& method,
-         std::uint64_t prime, const std::string& jacobian_method, double tolerance, double min_gap,
+      [](const NetworkArg& arg, const py::object& theta, const std::string& method, Prime prime,
+         const std::string& jacobian_method, double tolerance, double min_gap,
          const py::object& numerical, int threads, std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
         const RankOptions ro = rank_options(method, prime, threads, max_memory);
@@ -441,7 +441,7 @@ for the stored weights. jacobian_method, tolerance, min_gap: as in numerical_ran
   m.def(
       "rank",
       [](const NetworkArg& arg, const py::object& theta, const py::object& enumerate,
-         const std::string& method, std::uint64_t prime, const std::string& jacobian_method,
+         const std::string& method, Prime prime, const std::string& jacobian_method,
          double tolerance, double min_gap, const py::object& numerical, int threads,
          const py::object& progress, std::size_t max_memory) {
         // A LayerNetwork's own limit bounds its unrolling (and the enumeration) by default.

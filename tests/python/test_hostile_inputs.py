@@ -367,3 +367,31 @@ def test_a_network_from_a_named_fifo(run_cli, tmp_path):
     writer.start()
     r = run_cli("info", "--network", fifo, "--json", check=True)
     assert json.loads(r.stdout)["d"] == 7
+
+
+# --- a prime= out of range: a ValueError naming it (was a TypeError listing the signatures) -----
+
+PRIME_TAKERS = {
+    "modular_rank": lambda pl, p: pl.modular_rank([[1, 2], [3, 4]], prime=p),
+    "rank": lambda pl, p: pl.rank(pl.feed_forward(2, [3], 1), prime=p),
+    "skeleton_gram_mod": lambda pl, p: pl.skeleton_gram_mod(pl.feed_forward(2, [3], 1), prime=p),
+    "prove_rank": lambda pl, p: pl.prove_rank(pl.feed_forward(2, [3], 1), prime=p),
+    "functional_dimension": lambda pl, p: pl.functional_dimension(
+        pl.feed_forward(2, [3], 1), np.linspace(0.5, 1.5, 13), np.eye(2), prime=p),
+}
+
+
+@pytest.mark.parametrize("prime", [-5, 2**63, 2**64, np.int64(-3)], ids=str)
+@pytest.mark.parametrize("name", sorted(PRIME_TAKERS))
+def test_a_prime_out_of_range_is_a_value_error_naming_it(pathlift_module, name, prime):
+    with pytest.raises(ValueError, match=rf"^prime: the modulus {int(prime)} is not a prime below "
+                                         r"2\^63$"):
+        PRIME_TAKERS[name](pathlift_module, prime)
+
+
+@pytest.mark.parametrize("name", sorted(PRIME_TAKERS))
+def test_a_prime_that_is_an_int_of_another_type_is_taken(pathlift_module, name):
+    """numpy integers are ints (__index__); a composite one is the library's ValueError."""
+    PRIME_TAKERS[name](pathlift_module, np.uint64(1000003))
+    with pytest.raises(ValueError, match="the modulus 1000001 is not a prime below 2"):
+        PRIME_TAKERS[name](pathlift_module, np.int64(1000001))
