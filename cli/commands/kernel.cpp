@@ -42,9 +42,7 @@ struct KernelOptions {
   Index top_eig = 0;
   std::string output;
   std::string method = "auto";
-  double tolerance = 1e-10;
-  Index max_iterations = 1000;
-  Index subspace = 0;
+  EigenOptions eigen;  // --tol, --max-iterations, --subspace (run_kernel sets the rest)
   std::string vectors;
   bool json = false;
 };
@@ -218,11 +216,8 @@ void run_kernel(const KernelOptions& opts) {
   if (!opts.vectors.empty()) {
     output_format(opts.vectors, Content::dense);
   }
-  EigenOptions eo;
+  EigenOptions eo = opts.eigen;
   eo.method = parse_eigen_method(opts.method);
-  eo.tolerance = opts.tolerance;
-  eo.max_iterations = opts.max_iterations;
-  eo.subspace = opts.subspace;
   eo.vectors = !opts.vectors.empty();
   eo.engine = engine_options(opts.compute, "top eigenvalues of K");
   const ScaledReal trace = source.trace();
@@ -301,15 +296,15 @@ void add_kernel_command(CLI::App& app) {
          "a block of N where twin units repeat them), "
          "lobpcg, dense")
       ->check(CLI::IsMember({"auto", "lobpcg", "lanczos", "dense"}));
-  cmd->add_option("--tol", opts->tolerance,
+  cmd->add_option("--tol", opts->eigen.tolerance,
                   "Relative tolerance (default 1e-10): Lanczos and LOBPCG stop when "
                   "||K v - lambda v|| <= tol x lambda for each pair")
       ->check(positive_number);
-  cmd->add_option("--max-iterations,--max-iter", opts->max_iterations,
+  cmd->add_option("--max-iterations,--max-iter", opts->eigen.max_iterations,
                   "The iteration cap of every method: LOBPCG iterations or Lanczos restarts "
                   "(default 1000; Python's max_iterations)")
       ->check(positive_number);
-  cmd->add_option("--subspace", opts->subspace,
+  cmd->add_option("--subspace", opts->eigen.subspace,
                   "Lanczos's basis size (default max(2N + 1, N + 20), narrowed to --max-memory) "
                   "or LOBPCG's block size (default N + max(2, N/2)); Python's subspace")
       ->check(positive_integer);
