@@ -137,22 +137,9 @@ constexpr const KindRecord& record(LayerKind kind) {
 
 /// The forms of the maps' vocabulary (kinds/kind.hpp), for a pass that asks which one a kind
 /// is rather than visiting it.
-enum class Form : std::uint8_t {
-  input,
-  dense,
-  window,
-  adjoint_window,
-  channel_affine,
-  pool,
-  entrywise,
-  scaled,
-  sum,
-  concat,
-  reshape,
-  pick,
-  group,
-  lerp
-};
+#define PATHLIFT_FORM_NAME(name, ...) name,
+enum class Form : std::uint8_t { PATHLIFT_FORMS(PATHLIFT_FORM_NAME) };
+#undef PATHLIFT_FORM_NAME
 
 /// The call a kind's map makes: its form, and the flag the call passes (pool's max, sum's
 /// negate_last; false for the others).
@@ -162,22 +149,15 @@ struct FormCall {
 };
 
 constexpr FormCall form_call(LayerKind kind) {
+  // One member per form (PATHLIFT_FORMS): the form, and its flag where its call has one.
+#define PATHLIFT_FORM_CALL(name, ...)                            \
+  static constexpr FormCall name(__VA_ARGS__ __VA_OPT__(flag)) { \
+    return {Form::name __VA_OPT__(, flag)};                      \
+  }
   struct Calls {
-    static constexpr FormCall input() { return {Form::input}; }
-    static constexpr FormCall dense() { return {Form::dense}; }
-    static constexpr FormCall window() { return {Form::window}; }
-    static constexpr FormCall adjoint_window() { return {Form::adjoint_window}; }
-    static constexpr FormCall channel_affine() { return {Form::channel_affine}; }
-    static constexpr FormCall pool(bool max) { return {Form::pool, max}; }
-    static constexpr FormCall entrywise() { return {Form::entrywise}; }
-    static constexpr FormCall scaled() { return {Form::scaled}; }
-    static constexpr FormCall sum(bool negate_last) { return {Form::sum, negate_last}; }
-    static constexpr FormCall concat() { return {Form::concat}; }
-    static constexpr FormCall reshape() { return {Form::reshape}; }
-    static constexpr FormCall pick() { return {Form::pick}; }
-    static constexpr FormCall group() { return {Form::group}; }
-    static constexpr FormCall lerp() { return {Form::lerp}; }
+    PATHLIFT_FORMS(PATHLIFT_FORM_CALL)
   };
+#undef PATHLIFT_FORM_CALL
   return visit_kind(kind, []<class K>(K) { return K::map(Calls{}); });
 }
 

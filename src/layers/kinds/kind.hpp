@@ -144,25 +144,37 @@ class FormRef<R(A...)> {
   R (*m_call)(const void*, A...);
 };
 
+/// The forms of the vocabulary, each once: X(name, the argument types of its call). The
+/// visitors below (Maps, ParamMaps, PlainMaps), the table's Form and form_call
+/// (layer_kinds.hpp) are made from these lists, in this order: a new form is one line here,
+/// then a compile error in each pass until it says what the form does there.
+#define PATHLIFT_PARAM_FORMS(X) \
+  X(dense, )                    \
+  X(window, )                   \
+  X(adjoint_window, )           \
+  X(channel_affine, )
+#define PATHLIFT_PLAIN_FORMS(X) \
+  X(pool, bool)                 \
+  X(entrywise, )                \
+  X(scaled, )                   \
+  X(sum, bool)                  \
+  X(concat, )                   \
+  X(reshape, )                  \
+  X(pick, )                     \
+  X(group, )                    \
+  X(lerp, )
+/// Every form: the input, then the parameter forms, then the plain ones.
+#define PATHLIFT_FORMS(X) X(input, ) PATHLIFT_PARAM_FORMS(X) PATHLIFT_PLAIN_FORMS(X)
+
+/// A visitor's member for a form: FormRef<R(its arguments)> name.
+#define PATHLIFT_FORM_REF(name, ...) FormRef<R(__VA_ARGS__)> name;
+
 /// A visitor of every form, one callable per form (in the vocabulary's order), for a pass over
 /// every kind written in place, returning R:
 ///   visit_kind(ly.kind, [&]<class K>(K) { return K::map(Maps<R>{.input = [&] { ... }, ...}); });
 template <class R>
 struct Maps {
-  FormRef<R()> input;
-  FormRef<R()> dense;
-  FormRef<R()> window;
-  FormRef<R()> adjoint_window;
-  FormRef<R()> channel_affine;
-  FormRef<R(bool)> pool;
-  FormRef<R()> entrywise;
-  FormRef<R()> scaled;
-  FormRef<R(bool)> sum;
-  FormRef<R()> concat;
-  FormRef<R()> reshape;
-  FormRef<R()> pick;
-  FormRef<R()> group;
-  FormRef<R()> lerp;
+  PATHLIFT_FORMS(PATHLIFT_FORM_REF)
 };
 
 /// A visitor of the four parameter forms, for a pass written in place:
@@ -172,26 +184,17 @@ struct Maps {
 ///   });
 template <class R>
 struct ParamMaps {
-  FormRef<R()> dense;
-  FormRef<R()> window;
-  FormRef<R()> adjoint_window;
-  FormRef<R()> channel_affine;
+  PATHLIFT_PARAM_FORMS(PATHLIFT_FORM_REF)
 };
 
 /// The same for the forms of the kinds without parameters (visit_plain_kind): pool(bool max),
 /// entrywise(), scaled(), sum(bool negate_last), concat(), reshape(), pick(), group(), lerp().
 template <class R>
 struct PlainMaps {
-  FormRef<R(bool)> pool;
-  FormRef<R()> entrywise;
-  FormRef<R()> scaled;
-  FormRef<R(bool)> sum;
-  FormRef<R()> concat;
-  FormRef<R()> reshape;
-  FormRef<R()> pick;
-  FormRef<R()> group;
-  FormRef<R()> lerp;
+  PATHLIFT_PLAIN_FORMS(PATHLIFT_FORM_REF)
 };
+
+#undef PATHLIFT_FORM_REF
 
 /// The fields of a layer with parameters: where its blocks start in theta.
 inline constexpr FieldUse k_weight_offset{Field::weight_offset, true};
