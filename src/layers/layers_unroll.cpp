@@ -28,34 +28,6 @@ constexpr double k_bytes_per_node = 160.0;
 // Batches of fewer edges are written on the calling thread.
 constexpr Index k_parallel_edges = Index{1} << 18;
 
-/// The terms of entry e of layer l (a pending sum, or a max node's operands), into `sink`
-/// from term block `block` on.
-template <class Sink>
-struct EntryTerms {
-  const Unroller& u;
-  std::size_t l;
-  Index e;
-  int block;
-  Sink& sink;
-
-  void input() const {}
-  void dense() const { u.emit_dense(l, e, block, sink); }
-  void window() const { u.emit_conv(l, e, block, sink); }
-  void adjoint_window() const { u.emit_adjoint_window(l, e, block, sink); }
-  void channel_affine() const { u.emit_channel_affine(l, e, block, sink); }
-  void pool(bool max) const { u.emit_window(l, e, block, sink, max ? 1.0 : 0.0); }
-  // No terms of its own: an activation's node reads its operand's (run_layer); views show
-  // other entries.
-  void entrywise() const {}
-  void scaled() const { u.emit_scaled(l, e, block, sink); }
-  void sum(bool negate_last) const { u.emit_operands(l, e, block, sink, negate_last); }
-  void concat() const {}
-  void reshape() const {}
-  void pick() const {}
-  void group() const { u.emit_group(l, e, block, sink); }
-  void lerp() const { u.emit_lerp(l, e, block, sink); }
-};
-
 /// Counts the terms of one job, per block.
 struct CountSink {
   static constexpr bool count_only = true;
@@ -84,6 +56,137 @@ struct WriteSink {
 };
 
 }  // namespace
+
+/// The terms of entry e of layer l, into `sink` from term block `block` on, in the canonical
+/// edge order (docs/layers.md#order): one member per form of the kinds' maps.
+template <class Sink>
+struct Unroller::EntryTerms {
+  const Unroller& u;
+  std::size_t l;
+  Index e;
+  int block;
+  Sink& sink;
+
+  void input() const {}
+
+  /// A weight per operand entry, then the bias.
+  void dense() const {
+    const auto f = static_cast<Index>(u.m_in_nodes[l].size());
+    if constexpr (Sink::count_only) {
+      sink.bulk(block, f);
+    } else {
+      const auto term = operand_term();
+      const Index w0 = u.layer(l).weight_offset + e * f;
+      for (Index j = 0; j < f; ++j) {
+        term(j, w0 + j, 0.0);
+      }
+    }
+    bias(e);
+  }
+
+  /// A convolution: its window's weights, then its bias.
+  void window() const {
+    const Window& w = u.m_window[l];
+    const Position at = w.out_position(e);
+    if constexpr (Sink::count_only) {
+      sink.bulk(block, (w.channels_in / w.groups) * w.h.taps(at.h) * w.w.taps(at.w));
+    } else {
+      const auto term = operand_term();
+      conv_taps(u.layer(l), w, e, [&](Index i, Index p) { term(i, p, 0.0); });
+    }
+    bias(at.c);
+  }
+
+  /// The terms of the window's outputs that read the entry, then its bias.
+  void adjoint_window() const {
+    const Window& w = u.m_window[l];  // the adjoint convolution: its input is this layer's output
+    const Position at = w.in_position(e);
+    if constexpr (Sink::count_only) {
+      Index taps = 0;
+      w.h.readers(at.h, [&](Index, Index) { w.w.readers(at.w, [&](Index, Index) { ++taps; }); });
+      sink.bulk(block, (w.channels_out / w.groups) * taps);
+    } else {
+      const auto term = operand_term();
+      adjoint_window_taps(u.layer(l), w, e, [&](Index i, Index p) { term(i, p, 0.0); });
+    }
+    bias(at.c);
+  }
+
+  /// Its channel's weight, then its bias.
+  void channel_affine() const {
+    const Index c = e / (u.m_entries[l] / u.m_shapes[l][0]);
+    operand_term()(e, u.layer(l).weight_offset + c, 0.0);
+    bias(c);
+  }
+
+  /// Fixed edges from the entry's window: 1 (a max node's operands) or the mean's weight.
+  void pool(bool max) const {
+    const Window& w = u.m_window[l];
+    const auto [c, oh, ow] = w.out_position(e);
+    if constexpr (Sink::count_only) {
+      sink.bulk(block, (w.h.last(oh) - w.h.first(oh)) * (w.w.last(ow) - w.w.first(ow)));
+    } else {
+      const double weight = max ? 1.0 : pool_weight(u.layer(l), w, oh, ow);
+      const auto term = operand_term();
+      window_taps(w, e, [&](Index i) { term(i, kFixedEdge, weight); });
+    }
+  }
+
+  // No terms of its own: an activation's node reads its operand's (run_layer); views show
+  // other entries.
+  void entrywise() const {}
+
+  /// The operand's entry with the layer's fixed factor.
+  void scaled() const { operand_term()(e, kFixedEdge, u.layer(l).factor); }
+
+  /// The operands' entries, each in its own blocks (`negate_last`: the last one's node with
+  /// weight -1, a difference).
+  void sum(bool negate_last) const {
+    const std::size_t n = u.operands(l) - (negate_last ? 1 : 0);
+    int b = block;
+    for (std::size_t k = 0; k < n; ++k) {
+      u.emit_value(u.ref(u.op(l, k), e), b, sink);
+      b += u.m_blocks[u.op(l, k)];
+    }
+    if (negate_last) {
+      sink.term(b, u.m_node[static_cast<std::size_t>(u.ref(u.op(l, n), e))], kFixedEdge, -1.0);
+    }
+  }
+
+  void concat() const {}
+  void reshape() const {}
+  void pick() const {}
+
+  /// Fixed edges 1 from the entries of the entry's group.
+  void group() const {
+    const auto term = operand_term();
+    group_taps(u.m_groups[l], e, [&](Index i) { term(i, kFixedEdge, 1.0); });
+  }
+
+  /// Fixed edges from the interpolation taps of the entry, by increasing input entry.
+  void lerp() const {
+    const auto term = operand_term();
+    lerp_taps(u.m_lerp[l], e, [&](Index i, double weight) { term(i, kFixedEdge, weight); });
+  }
+
+ private:
+  /// term(i, param, weight): the term from the node of operand entry i, in block `block`. It
+  /// holds the sink and the block itself: read through `this`, they would be reloaded per
+  /// kernel row, since the sink's writes may alias them.
+  auto operand_term() const {
+    return [&s = sink, b = block, &in = u.m_in_nodes[l]](Index i, Index param, double weight) {
+      s.term(b, in[static_cast<std::size_t>(i)], param, weight);
+    };
+  }
+
+  /// The bias term of parameter `index` of the layer's bias, in the block after `block`.
+  void bias(Index index) const {
+    const Index offset = u.layer(l).bias_offset;
+    if (offset >= 0) {
+      sink.term(block + 1, u.m_bias_node[l], offset + index, 0.0);
+    }
+  }
+};
 
 template <bool Emit, class Name>
 NodeId Unroller::new_node(const Name& name, Activation act, bool hidden) {
@@ -286,121 +389,6 @@ void Unroller::emit_pending(Index g, int block, Sink& sink) const {
   const Index e = g - m_base[l];
   const Layer& ly = layer(l);
   visit_kind(ly.kind, [&]<class K>(K) { K::map(EntryTerms<Sink>{*this, l, e, block, sink}); });
-}
-
-template <class Sink>
-void Unroller::emit_dense(std::size_t l, Index e, int block, Sink& sink) const {
-  const Layer& ly = layer(l);
-  const std::vector<NodeId>& in = m_in_nodes[l];
-  const auto f = static_cast<Index>(in.size());
-  if constexpr (Sink::count_only) {
-    sink.bulk(block, f);
-  } else {
-    const Index w0 = ly.weight_offset + e * f;
-    for (Index j = 0; j < f; ++j) {
-      sink.term(block, in[static_cast<std::size_t>(j)], w0 + j, 0.0);
-    }
-  }
-  if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + e, 0.0);
-  }
-}
-
-template <class Sink>
-void Unroller::emit_channel_affine(std::size_t l, Index e, int block, Sink& sink) const {
-  const Layer& ly = layer(l);
-  const Index c = e / (m_entries[l] / m_shapes[l][0]);
-  sink.term(block, m_in_nodes[l][static_cast<std::size_t>(e)], ly.weight_offset + c, 0.0);
-  if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + c, 0.0);
-  }
-}
-
-template <class Sink>
-void Unroller::emit_scaled(std::size_t l, Index e, int block, Sink& sink) const {
-  sink.term(block, m_in_nodes[l][static_cast<std::size_t>(e)], kFixedEdge, layer(l).factor);
-}
-
-template <class Sink>
-void Unroller::emit_operands(std::size_t l, Index e, int block, Sink& sink,
-                             bool negate_last) const {
-  const std::size_t n = operands(l) - (negate_last ? 1 : 0);
-  for (std::size_t k = 0; k < n; ++k) {
-    emit_value(ref(op(l, k), e), block, sink);
-    block += m_blocks[op(l, k)];
-  }
-  if (negate_last) {
-    sink.term(block, m_node[static_cast<std::size_t>(ref(op(l, n), e))], kFixedEdge, -1.0);
-  }
-}
-
-template <class Sink>
-void Unroller::emit_group(std::size_t l, Index e, int block, Sink& sink) const {
-  const std::vector<NodeId>& in = m_in_nodes[l];
-  group_taps(m_groups[l], e,
-             [&](Index i) { sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, 1.0); });
-}
-
-template <class Sink>
-void Unroller::emit_lerp(std::size_t l, Index e, int block, Sink& sink) const {
-  const std::vector<NodeId>& in = m_in_nodes[l];
-  lerp_taps(m_lerp[l], e, [&](Index i, double weight) {
-    sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, weight);
-  });
-}
-
-template <class Sink>
-void Unroller::emit_conv(std::size_t l, Index e, int block, Sink& sink) const {
-  const Layer& ly = layer(l);
-  const Window& w = m_window[l];
-  const Position at = w.out_position(e);
-  if constexpr (Sink::count_only) {
-    sink.bulk(block, (w.channels_in / w.groups) * w.h.taps(at.h) * w.w.taps(at.w));
-  } else {
-    const std::vector<NodeId>& in = m_in_nodes[l];
-    conv_taps(ly, w, e,
-              [&](Index i, Index p) { sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0); });
-  }
-  if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + at.c, 0.0);
-  }
-}
-
-template <class Sink>
-void Unroller::emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const {
-  const Layer& ly = layer(l);
-  const Window& w = m_window[l];  // the adjoint convolution: its input is this layer's output
-  const Position at = w.in_position(e);
-  if constexpr (Sink::count_only) {
-    Index taps = 0;
-    w.h.readers(at.h, [&](Index, Index) { w.w.readers(at.w, [&](Index, Index) { ++taps; }); });
-    sink.bulk(block, (w.channels_out / w.groups) * taps);
-  } else {
-    const std::vector<NodeId>& in = m_in_nodes[l];
-    adjoint_window_taps(ly, w, e, [&](Index i, Index p) {
-      sink.term(block, in[static_cast<std::size_t>(i)], p, 0.0);
-    });
-  }
-  if (ly.bias_offset >= 0) {
-    sink.term(block + 1, m_bias_node[l], ly.bias_offset + at.c, 0.0);
-  }
-}
-
-template <class Sink>
-void Unroller::emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const {
-  const Window& w = m_window[l];
-  const auto [c, oh, ow] = w.out_position(e);
-  if constexpr (Sink::count_only) {
-    sink.bulk(block, (w.h.last(oh) - w.h.first(oh)) * (w.w.last(ow) - w.w.first(ow)));
-  } else {
-    if (weight == 0.0) {
-      weight = pool_weight(layer(l), w, oh, ow);
-    }
-    const std::vector<NodeId>& in = m_in_nodes[l];
-    window_taps(w, e, [&](Index i) {
-      sink.term(block, in[static_cast<std::size_t>(i)], kFixedEdge, weight);
-    });
-  }
 }
 
 UnrolledSize Unroller::size() {

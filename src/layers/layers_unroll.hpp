@@ -131,8 +131,8 @@ class Unroller {
   /// The groups of a group_sort layer (groups_of()).
   [[nodiscard]] const Groups& groups(std::size_t l) const { return m_groups[l]; }
 
-  // The mechanisms the unroller's visitors of the kinds' maps compose (MarkOperands,
-  // EntryTerms): the liveness of a layer's operands, the terms of an entry.
+  // The mechanisms MarkOperands (the plan's visitor of the kinds' maps) composes: the
+  // liveness of a layer's operands.
   [[nodiscard]] std::size_t operands(std::size_t l) const { return layer(l).inputs.size(); }
 
   /// Marks operand k of l entry-wise (as values: `value`): entry e for each live entry e of l.
@@ -147,36 +147,6 @@ class Unroller {
   /// The same for groups (group_sort) and interpolation taps.
   void mark_groups(std::size_t l);
   void mark_lerp(std::size_t l);
-
-  /// A dense map's entry e: a weight per operand entry, then its bias.
-  template <class Sink>
-  void emit_dense(std::size_t l, Index e, int block, Sink& sink) const;
-  /// A per-channel affine map's entry e: its channel's weight, then its bias.
-  template <class Sink>
-  void emit_channel_affine(std::size_t l, Index e, int block, Sink& sink) const;
-  /// Entry e of the operand with the layer's fixed factor.
-  template <class Sink>
-  void emit_scaled(std::size_t l, Index e, int block, Sink& sink) const;
-  /// The operands' entries e, each in its own blocks (`negate_last`: the last one's node with
-  /// weight -1, a difference).
-  template <class Sink>
-  void emit_operands(std::size_t l, Index e, int block, Sink& sink, bool negate_last) const;
-  /// A convolution's entry e: its window's weights, then its bias.
-  template <class Sink>
-  void emit_conv(std::size_t l, Index e, int block, Sink& sink) const;
-  /// An adjoint window's entry e: the terms of the window's outputs that
-  /// read it, then its bias.
-  template <class Sink>
-  void emit_adjoint_window(std::size_t l, Index e, int block, Sink& sink) const;
-  /// Fixed edges from the window of entry e. `weight` 0 means the mean's weight.
-  template <class Sink>
-  void emit_window(std::size_t l, Index e, int block, Sink& sink, double weight) const;
-  /// Fixed edges 1 from the entries of entry e's group.
-  template <class Sink>
-  void emit_group(std::size_t l, Index e, int block, Sink& sink) const;
-  /// Fixed edges from the interpolation taps of entry e, by increasing input entry.
-  template <class Sink>
-  void emit_lerp(std::size_t l, Index e, int block, Sink& sink) const;
 
  private:
   [[nodiscard]] const Layer& layer(std::size_t l) const { return m_graph.layers[l]; }
@@ -236,6 +206,11 @@ class Unroller {
   /// within a block, in generation order within a node.
   template <bool Emit, class Gen>
   void batch(const std::vector<NodeId>& dst, int blocks, const Gen& gen);
+
+  /// The terms of entry e of layer l (a pending sum, or a max node's operands): the run's
+  /// visitor of the kinds' maps (layers_unroll.cpp).
+  template <class Sink>
+  struct EntryTerms;
 
   /// The terms of global entry g: a fixed edge 1 from its node, or its pending sum.
   template <class Sink>
