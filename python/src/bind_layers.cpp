@@ -170,6 +170,7 @@ const char* field_doc(std::string_view key) {
 }
 
 void bind_layer(py::module_& m) {
+  const Layer defaults;  // the keywords' defaults are Layer's own
   py::class_<Layer> cls(m, "Layer", layer_doc());
   cls.def(
       py::init([](const std::string& kind, std::string name, IndexList inputs, Index out_features,
@@ -208,16 +209,19 @@ void bind_layer(py::module_& m) {
         return l;
       }),
       py::arg("kind"), py::arg("name"), py::arg("inputs") = IndexList{}, py::kw_only(),
-      py::arg("out_features") = 0, py::arg("out_channels") = 0, py::arg("groups") = 1,
+      py::arg("out_features") = defaults.out_features,
+      py::arg("out_channels") = defaults.out_channels, py::arg("groups") = defaults.groups,
       py::arg("kernel") = IndexList{}, py::arg("stride") = IndexList{},
       py::arg("padding") = IndexList{}, py::arg("dilation") = IndexList{},
-      py::arg("output_padding") = IndexList{}, py::arg("ceil_mode") = false,
-      py::arg("count_include_pad") = true, py::arg("output_size") = IndexList{},
-      py::arg("axis") = 0, py::arg("indices") = IndexList{}, py::arg("factor") = 1.0,
-      py::arg("activation") = "identity", py::arg("weight_offset") = -1,
-      py::arg("bias_offset") = -1, py::arg("k") = 1, py::arg("group_size") = 0,
-      py::arg("descending") = false, py::arg("align_corners") = false,
-      py::arg("scales") = std::vector<double>{},
+      py::arg("output_padding") = IndexList{}, py::arg("ceil_mode") = defaults.ceil_mode,
+      py::arg("count_include_pad") = defaults.count_include_pad,
+      py::arg("output_size") = IndexList{}, py::arg("axis") = defaults.axis,
+      py::arg("indices") = IndexList{}, py::arg("factor") = defaults.factor,
+      py::arg("activation") = defaults.activation.name(),
+      py::arg("weight_offset") = defaults.weight_offset,
+      py::arg("bias_offset") = defaults.bias_offset, py::arg("k") = defaults.k,
+      py::arg("group_size") = defaults.group_size, py::arg("descending") = defaults.descending,
+      py::arg("align_corners") = defaults.align_corners, py::arg("scales") = std::vector<double>{},
       "A layer (see the class docstring); activation is 'identity', 'relu' or "
       "'leaky_relu:<slope>'.");
   cls.def_property(
