@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <memory>
@@ -282,6 +283,17 @@ class Importer {
   /// The Add that adds a bias to MatMul node i's output: its index, or -1.
   int bias_add(int i, Index out_features, std::string& bias) const;
   void conv_or_pool(int i);
+  /// A window's integer attribute (kernel_shape, strides, dilations: entries from 1;
+  /// output_padding: from 0).
+  struct WindowInts {
+    const char* name;
+    const std::vector<Index>* values;
+    Index lowest = 1;
+  };
+  /// Whether each list has one entry per spatial dimension of the input of per-sample shape
+  /// `shape`, each in lowest..k_max_dim; false after recording which is not.
+  bool window_ints_fit(int i, std::initializer_list<WindowInts> lists,
+                       const std::vector<Index>& shape);
   /// The padding of node i per spatial dimension (pads or auto_pad), or nullopt after recording
   /// why; `in` is the spatial input size.
   std::optional<std::vector<Index>> window_padding(int i, const std::vector<Index>& in,

@@ -16,6 +16,28 @@ namespace pathlift::detail {
 // ---------------------------------------------------------------------------------------------
 // Convolutions and pools
 
+bool Importer::window_ints_fit(int i, std::initializer_list<WindowInts> lists,
+                               const std::vector<Index>& shape) {
+  const std::size_t dims = shape.size() - 1;
+  for (const WindowInts& list : lists) {
+    const std::vector<Index>& v = *list.values;
+    if (v.size() != dims) {
+      invalid(i, fmt::format("{} [{}] has {} entries but the input of shape {} has {} spatial "
+                             "dimension{}",
+                             list.name, fmt::join(v, ", "), v.size(), shape_text(shape), dims,
+                             dims == 1 ? "" : "s"));
+      return false;
+    }
+    if (std::any_of(v.begin(), v.end(),
+                    [&](Index e) { return e < list.lowest || e > k_max_dim; })) {
+      invalid(i, fmt::format("{} [{}] must be in {}..{}", list.name, fmt::join(v, ", "),
+                             list.lowest, k_max_dim));
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<std::vector<Index>> Importer::window_padding(int i, const std::vector<Index>& in,
                                                            const std::vector<Index>& kernel,
                                                            const std::vector<Index>& stride,
@@ -155,20 +177,9 @@ void Importer::conv_or_pool(int i) {
   const std::vector<Index> stride = ints_attr(n, "strides").value_or(std::vector<Index>(dims, 1));
   const std::vector<Index> dilation =
       ints_attr(n, "dilations").value_or(std::vector<Index>(dims, 1));
-  using Named = std::pair<const char*, const std::vector<Index>*>;
-  for (const auto& [what, v] :
-       {Named{"kernel_shape", &kernel}, Named{"strides", &stride}, Named{"dilations", &dilation}}) {
-    if (v->size() != dims) {
-      invalid(i, fmt::format("{} [{}] has {} entries but the input of shape {} has {} spatial "
-                             "dimension{}",
-                             what, fmt::join(*v, ", "), v->size(), shape_text(shape), dims,
-                             dims == 1 ? "" : "s"));
-      return;
-    }
-    if (std::any_of(v->begin(), v->end(), [](Index e) { return e < 1 || e > k_max_dim; })) {
-      invalid(i, fmt::format("{} [{}] must be in 1..{}", what, fmt::join(*v, ", "), k_max_dim));
-      return;
-    }
+  if (!window_ints_fit(
+          i, {{"kernel_shape", &kernel}, {"strides", &stride}, {"dilations", &dilation}}, shape)) {
+    return;
   }
   std::vector<Index> in(shape.begin() + 1, shape.end());
   for (std::size_t d = 0; d < extra.size() && d < dims; ++d) {
@@ -288,17 +299,13 @@ void Importer::transposed_conv(int i) {
       ints_attr(n, "dilations").value_or(std::vector<Index>(dims, 1));
   const std::vector<Index> output_padding =
       ints_attr(n, "output_padding").value_or(std::vector<Index>(dims, 0));
-  using Named = std::pair<const char*, const std::vector<Index>*>;
-  for (const auto& [what, v] :
-       {Named{"kernel_shape", &kernel}, Named{"strides", &stride}, Named{"dilations", &dilation},
-        Named{"output_padding", &output_padding}}) {
-    const Index lo = std::string_view(what) == "output_padding" ? 0 : 1;
-    if (v->size() != dims ||
-        std::any_of(v->begin(), v->end(), [&](Index e) { return e < lo || e > k_max_dim; })) {
-      invalid(i, fmt::format("{} [{}] must have {} entries in {}..{}", what, fmt::join(*v, ", "),
-                             dims, lo, k_max_dim));
-      return;
-    }
+  if (!window_ints_fit(i,
+                       {{"kernel_shape", &kernel},
+                        {"strides", &stride},
+                        {"dilations", &dilation},
+                        {"output_padding", &output_padding, 0}},
+                       shape)) {
+    return;
   }
   if (kernel != kernel_of_weight) {
     invalid(i, fmt::format("kernel_shape [{}] is not the weight's {}", fmt::join(kernel, ", "),
