@@ -14,15 +14,8 @@
 /// Parameters: theta is the concatenation the model's own parameter list gives
 /// (model.parameters() in PyTorch, initializers in ONNX), and each layer says where its
 /// parameters start in it (weight_offset, bias_offset). A layer applied twice (weight sharing)
-/// has two Layer entries with the same offsets. Layout of each parameter block, row-major:
-///   linear     weight (out_features, in_features), bias (out_features)
-///   conv       weight (out_channels, in_channels / groups, k0[, k1]), bias (out_channels)
-///   conv_transpose weight (in_channels, out_channels / groups, k0[, k1]), bias (out_channels):
-///              PyTorch's layout; output o of an axis reads input i by tap k when
-///              o = i stride - padding + k dilation
-///   batch_norm a (channels) at weight_offset, b (channels) at bias_offset, where in eval mode
-///              y = a x + b, a = gamma / sqrt(running_var + eps), b = beta - a running_mean
-///              (theta holds a and b where the model holds gamma and beta).
+/// has two Layer entries with the same offsets. The layout of each parameter block, row-major,
+/// is in its kind's description (describe(kind); the list pathlift/layer_kinds.def).
 ///
 /// Example (a LeNet-like block):
 /// \code
@@ -50,28 +43,11 @@
 
 namespace pathlift {
 
+/// The layer kinds, one per entry of the list pathlift/layer_kinds.def, in its order: the
+/// list gives each its JSON name and what a layer of it is (describe(kind)).
 enum class LayerKind : std::uint8_t {
-  input,              ///< layer 0 and only layer 0: the data, of shape input_shape
-  linear,             ///< y = W x + b on a {F} input (a {C, ...} input is an error: flatten first)
-  conv,               ///< Conv1d ({C, L} input, 1 kernel dim) or Conv2d ({C, H, W}, 2 dims)
-  max_pool,           ///< max over each window (padding: absent entries), a max node per entry
-  avg_pool,           ///< mean over each window: fixed edges 1/k (see count_include_pad)
-  adaptive_avg_pool,  ///< PyTorch's adaptive windows [floor(i In/Out), ceil((i+1) In/Out))
-  batch_norm,         ///< eval-mode per-channel affine y = a x + b (parameters a and b)
-  activation,         ///< relu, leaky_relu or identity, entry-wise
-  add,                ///< inputs[0] + inputs[1] (+ ...), same shapes
-  sub,                ///< inputs[0] - inputs[1], same shapes
-  concat,             ///< along `axis` (0: channels), other dimensions equal
-  flatten,            ///< to {product of the shape}: no node, no edge
-  gather,             ///< entries picked along `axis`: output index i reads input index
-                      ///< indices[i] (repeats allowed: copies); no node, no edge of its own
-  conv_transpose,     ///< ConvTranspose1d/2d: the transposed map of a convolution
-  scale,              ///< y = factor x, entry-wise: fixed edges of weight `factor`
-  k_max_pool,         ///< the k-th largest of each window (k = 1: max_pool), a max:k node per entry
-  group_sort,         ///< each group of `group_size` consecutive entries along axis 0 sorted
-                      ///< (ascending; `descending`): an order-statistic node per entry
-  interpolate,        ///< linear (1-D) / bilinear (2-D) interpolation to output_size with
-                      ///< PyTorch's weights (align_corners, scales): fixed edges
+#define PATHLIFT_LAYER_KIND(name, description) name,
+#include "pathlift/layer_kinds.def"
 };
 
 /// "linear", "conv", "max_pool", ... (the JSON names); parse_layer_kind throws FormatError
@@ -96,7 +72,8 @@ struct LayerField {
 /// the order the JSON reader reads them.
 std::vector<LayerField> layer_fields();
 
-/// One layer. Only the fields of its kind are read; the others keep their defaults.
+/// One layer. Only the fields of its kind are read (layer_fields() says which kinds have each);
+/// the others keep their defaults.
 struct Layer {
   LayerKind kind = LayerKind::input;
   std::string name;           ///< unique, non-empty: names the layer in messages and nodes
@@ -107,11 +84,12 @@ struct Layer {
   // conv
   Index out_channels = 0;
   Index groups = 1;
-  // conv, conv_transpose and pools: one entry per spatial dimension (1 or 2); stride defaults
-  // to kernel for pools and to 1 for conv when left empty; padding and dilation default to 0
-  // and 1.
+  // convolutions (conv and its transpose) and pools: one entry per spatial dimension (1 or 2);
+  // stride defaults to kernel for pools and to 1 for conv when left empty; padding and dilation
+  // default to 0 and 1.
   std::vector<Index> kernel, stride, padding, dilation;
-  // conv_transpose: PyTorch's output_padding (added at the end of each spatial dimension)
+  // the transposed convolution: PyTorch's output_padding (added at the end of each spatial
+  // dimension)
   std::vector<Index> output_padding;
   // k_max_pool: which order statistic (1: the largest)
   Index k = 1;
@@ -130,16 +108,17 @@ struct Layer {
   bool count_include_pad = true;
   // adaptive_avg_pool, interpolate: the output spatial size
   std::vector<Index> output_size;
-  // concat, gather: the dimension (0: channels)
+  // concat, and the layer that picks entries by index: the dimension (0: channels)
   Index axis = 0;
-  // gather: the input index along `axis` of each output index
+  // the layer that picks entries: the input index along `axis` of each output index
   std::vector<Index> indices;
   // scale: the fixed weight
   double factor = 1.0;
   // activation
   Activation activation = Activation::identity();
 
-  // Parameters (linear, conv, batch_norm): where the blocks start in theta; -1 = no bias.
+  // Parameters (linear, conv and its transpose, batch_norm): where the blocks start in theta;
+  // -1 = no bias.
   Index weight_offset = -1;
   Index bias_offset = -1;
 

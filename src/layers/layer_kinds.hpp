@@ -1,7 +1,9 @@
 #pragma once
-// The table of layer kinds: every kind's unit (src/layers/kinds/<kind>.hpp, Kind<K>: its record
-// and its rules), k_kinds (the records, in LayerKind's order) and visit_kind, the one dispatch
-// from a kind to its unit. A pass that needs a rule of every kind calls
+// The table of layer kinds: every kind's unit (src/layers/kinds/<kind>.hpp, Kind<K>: its spec
+// and its rules), k_kinds (the records: each unit's spec joined to its entry of the list
+// pathlift/layer_kinds.def, in LayerKind's order) and visit_kind, the one dispatch from a kind to
+// its unit. All three are made from the list, which is the one place that names the kinds. A
+// pass that needs a rule of every kind calls
 //   visit_kind(layer.kind, [&]<class K>(K) { return K::rule(...); })
 // so that a kind without the rule fails to compile (docs/adding-a-layer-kind.md); the passes
 // that concern only the layers with parameters call visit_param_kind, those over the plain
@@ -19,71 +21,24 @@
 #include <utility>
 
 #include "pathlift/layers.hpp"
-#include "src/layers/kinds/activation.hpp"
-#include "src/layers/kinds/adaptive_avg_pool.hpp"
-#include "src/layers/kinds/add.hpp"
-#include "src/layers/kinds/avg_pool.hpp"
-#include "src/layers/kinds/batch_norm.hpp"
-#include "src/layers/kinds/concat.hpp"
-#include "src/layers/kinds/conv.hpp"
-#include "src/layers/kinds/conv_transpose.hpp"
-#include "src/layers/kinds/flatten.hpp"
-#include "src/layers/kinds/gather.hpp"
-#include "src/layers/kinds/group_sort.hpp"
-#include "src/layers/kinds/input.hpp"
-#include "src/layers/kinds/interpolate.hpp"
-#include "src/layers/kinds/k_max_pool.hpp"
 #include "src/layers/kinds/kind.hpp"
-#include "src/layers/kinds/linear.hpp"
-#include "src/layers/kinds/max_pool.hpp"
-#include "src/layers/kinds/scale.hpp"
-#include "src/layers/kinds/sub.hpp"
+// Every kind's unit: one #include of src/layers/kinds/<name>.hpp per entry of the list,
+// generated from it by src/CMakeLists.txt (a kind in the list without its unit file fails here).
+#include "src/layers/kind_units.inc"
 
 namespace pathlift::detail {
 
 /// Calls f(Kind<kind>{}) (an empty tag: f reads the unit's members through its type) and returns
-/// what it returns; otherwise() for a value that is no kind. Exhaustive, with no default
-/// (-Wswitch is an error): a kind appended to the enum fails to compile here until it has its
-/// case and its unit.
+/// what it returns; otherwise() for a value that is no kind. A case per entry of the list, with
+/// no default (-Wswitch is an error): a kind in the list fails to compile here until its unit
+/// specializes Kind.
 template <class F, class G>
 constexpr decltype(auto) visit_kind_or(LayerKind kind, F&& f, G&& otherwise) {
   switch (kind) {
-    case LayerKind::input:
-      return f(Kind<LayerKind::input>{});
-    case LayerKind::linear:
-      return f(Kind<LayerKind::linear>{});
-    case LayerKind::conv:
-      return f(Kind<LayerKind::conv>{});
-    case LayerKind::max_pool:
-      return f(Kind<LayerKind::max_pool>{});
-    case LayerKind::avg_pool:
-      return f(Kind<LayerKind::avg_pool>{});
-    case LayerKind::adaptive_avg_pool:
-      return f(Kind<LayerKind::adaptive_avg_pool>{});
-    case LayerKind::batch_norm:
-      return f(Kind<LayerKind::batch_norm>{});
-    case LayerKind::activation:
-      return f(Kind<LayerKind::activation>{});
-    case LayerKind::add:
-      return f(Kind<LayerKind::add>{});
-    case LayerKind::sub:
-      return f(Kind<LayerKind::sub>{});
-    case LayerKind::concat:
-      return f(Kind<LayerKind::concat>{});
-    case LayerKind::flatten:
-      return f(Kind<LayerKind::flatten>{});
-    case LayerKind::gather:
-      return f(Kind<LayerKind::gather>{});
-    case LayerKind::conv_transpose:
-      return f(Kind<LayerKind::conv_transpose>{});
-    case LayerKind::scale:
-      return f(Kind<LayerKind::scale>{});
-    case LayerKind::k_max_pool:
-      return f(Kind<LayerKind::k_max_pool>{});
-    case LayerKind::group_sort:
-      return f(Kind<LayerKind::group_sort>{});
-    case LayerKind::interpolate:
-      return f(Kind<LayerKind::interpolate>{});
+#define PATHLIFT_LAYER_KIND(name, description) \
+  case LayerKind::name:                        \
+    return f(Kind<LayerKind::name>{});
+#include "pathlift/layer_kinds.def"
   }
   return otherwise();
 }
@@ -97,34 +52,56 @@ constexpr decltype(auto) visit_kind(LayerKind kind, F&& f) {
   });
 }
 
-/// The number of layer kinds: the enum's values are 0 .. k_kind_count - 1, those visit_kind_or
-/// knows.
-inline constexpr std::size_t k_kind_count = [] {
-  std::size_t n = 0;
-  while (visit_kind_or(
-      static_cast<LayerKind>(n), [](auto) { return true; }, [] { return false; })) {
-    ++n;
-  }
-  return n;
-}();
+/// The unit's kind: kind_of_unit<Kind<K>> is K.
+template <class Unit>
+inline constexpr LayerKind kind_of_unit = LayerKind{};
+template <LayerKind K>
+inline constexpr LayerKind kind_of_unit<Kind<K>> = K;
 
 /// One record per kind, in LayerKind's declaration order (the order of the JSON names and of
-/// Python's layer_kinds()).
-inline constexpr auto k_kinds = []<std::size_t... I>(std::index_sequence<I...>) {
-  return std::array<KindRecord, sizeof...(I)>{Kind<static_cast<LayerKind>(I)>::record...};
-}
-(std::make_index_sequence<k_kind_count>{});
+/// Python's layer_kinds()): the list's entry joined to its unit's spec.
+inline constexpr std::array k_kinds{
+#define PATHLIFT_LAYER_KIND(name, description) \
+  KindRecord{Kind<LayerKind::name>::spec, LayerKind::name, #name, description},
+#include "pathlift/layer_kinds.def"
+};
 
+// What the passes assume of the kinds, checked once here.
+static_assert(
+    [] {
+      // visit_kind_or reaches the unit of each kind, and only the kinds
+      const auto unit = [](auto u) { return kind_of_unit<decltype(u)>; };
+      for (std::size_t i = 0; i < k_kinds.size(); ++i) {
+        const KindRecord& r = k_kinds[i];
+        if (static_cast<std::size_t>(r.kind) != i ||
+            visit_kind_or(r.kind, unit, [] { return LayerKind{}; }) != r.kind) {
+          return false;
+        }
+      }
+      return !visit_kind_or(
+          static_cast<LayerKind>(k_kinds.size()), [](auto) { return true; }, [] { return false; });
+    }(),
+    "k_kinds: one row per LayerKind, in declaration order, each visiting its own unit");
 static_assert(
     [] {
       for (std::size_t i = 0; i < k_kinds.size(); ++i) {
-        if (static_cast<std::size_t>(k_kinds[i].kind) != i) {
+        const KindRecord& r = k_kinds[i];
+        if (r.name.empty() || r.doc.empty() || r.min_inputs < 1 || r.min_inputs > r.max_inputs ||
+            (r.has(Field::bias_offset) && !r.has_parameters())) {
           return false;
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+          if (k_kinds[j].name == r.name) {
+            return false;
+          }
         }
       }
       return true;
     }(),
-    "k_kinds: one row per LayerKind, in declaration order");
+    "k_kinds: every kind has a name of its own and a description, takes 1 <= min_inputs <= "
+    "max_inputs inputs, and has a bias only with a weight");
+static_assert(k_kinds[0].kind == LayerKind::input,
+              "the input is kind 0, LayerKind{} (Layer's default kind, layer 0's kind)");
 
 /// The record of `kind` (std::logic_error for a value that is no kind: a bug).
 constexpr const KindRecord& record(LayerKind kind) {
@@ -217,11 +194,11 @@ template <class F>
 decltype(auto) visit_param_kind(const Layer& ly, std::string_view pass, F&& f) {
   using R = std::invoke_result_t<F&, Kind<k_a_param_kind>>;
   return visit_kind(ly.kind, [&]<class K>(K k) -> R {
-    if constexpr (K::record.has_parameters()) {
+    if constexpr (K::spec.has_parameters()) {
       return f(k);
     } else {
       throw std::logic_error(fmt::format("{}: layer '{}' of kind {} has no parameters", pass,
-                                         ly.name, K::record.name));
+                                         ly.name, record(kind_of_unit<K>).name));
     }
   });
 }
@@ -232,11 +209,11 @@ template <class F>
 decltype(auto) visit_plain_kind(const Layer& ly, std::string_view pass, F&& f) {
   using R = std::invoke_result_t<F&, Kind<k_a_plain_kind>>;
   return visit_kind(ly.kind, [&]<class K>(K k) -> R {
-    if constexpr (K::record.is_plain()) {
+    if constexpr (record(kind_of_unit<K>).is_plain()) {
       return f(k);
     } else {
       throw std::logic_error(fmt::format("{}: layer '{}' of kind {} is the input or has parameters",
-                                         pass, ly.name, K::record.name));
+                                         pass, ly.name, record(kind_of_unit<K>).name));
     }
   });
 }

@@ -94,7 +94,7 @@ PUBLIC = {
     "core": ["types", "error", "options", "limits", "sparse", "count", "scaled_real", "mod_p",
              "version"],
     "network": ["network", "builtins", "io"],
-    "layers": ["layers", "layer_graph_builder", "onnx"],
+    "layers": ["layers", "layer_kinds", "layer_graph_builder", "onnx"],  # layer_kinds.def: the list
     "model": ["model"],
     "layer_dp": ["layer_dp", "path_free", "generalization", "heavy_paths", "path_shares"],
     "dp": ["counting", "norms", "kernel", "magnitude", "gram", "path_memory", "path_metric"],
@@ -172,10 +172,11 @@ def switches(text: str):
 
 
 def test_no_switch_over_a_layer_kind_has_a_default():
-    """A layer kind is one unit (src/layers/kinds/<kind>.hpp): the table
-    (src/layers/layer_kinds.hpp) is the one place that switches over LayerKind (visit_kind_or,
-    the dispatch every pass goes through), naming every kind with no `default:`, so that -Wswitch (an error here) and the units' rules make a new kind compile
-    only once it has them all (docs/adding-a-layer-kind.md)."""
+    """A layer kind is one entry of the list (include/pathlift/layer_kinds.def) and one unit
+    (src/layers/kinds/<kind>.hpp): the table (src/layers/layer_kinds.hpp) is the one place that
+    switches over LayerKind (visit_kind_or, the dispatch every pass goes through), a case per
+    entry of the list with no `default:`, so that -Wswitch (an error here) and the units' rules
+    make a new kind compile only once it has them all (docs/adding-a-layer-kind.md)."""
     sources = [p for d in ("src", "include", "cli", "python/src") for p in (ROOT / d).rglob("*")
                if p.suffix in (".cpp", ".hpp")]
     found, wrong = [], []
@@ -190,11 +191,13 @@ def test_no_switch_over_a_layer_kind_has_a_default():
     assert not wrong, wrong
 
 
-# Where C++ may name a layer kind (LayerKind::x) besides its unit (src/layers/kinds/x.hpp), the
-# table (src/layers/layer_kinds.hpp) and the ONNX operator table (onnx_operators.cpp, the kind a
+# Where C++ may name a layer kind (LayerKind::x) besides the list (include/pathlift/layer_kinds.def),
+# its unit (src/layers/kinds/x.hpp) and the ONNX operator table (onnx_operators.cpp, the kind a
 # node of an operator builds): each place and why. Everything else asks the kind's record or
 # visits its form (docs/adding-a-layer-kind.md).
 KIND_NAMED_ELSEWHERE = {
+    # the input is kind 0; `name`: the list's entry in the table's X-macros (visit_kind_or, k_kinds)
+    "src/layers/layer_kinds.hpp": {"input", "name"},
     # the public enum's examples, Layer's default, a graph's layer 0
     "include/pathlift/layers.hpp": {"conv", "activation", "input"},
     "include/pathlift/layer_graph_builder.hpp": {"linear", "activation"},  # its example
@@ -213,10 +216,10 @@ KIND_NAMED_ELSEWHERE = {
 
 
 def test_a_layer_kind_is_named_only_in_its_homes():
-    """Issue 45's extension without a hunt: a kind is named (LayerKind::x) by its unit, the
-    table and the ONNX operator table, and elsewhere only where KIND_NAMED_ELSEWHERE says why.
-    A pass that needs to know a kind visits its form or reads its record instead."""
-    homes = {"src/layers/layer_kinds.hpp", "src/layers/detail/onnx_operators.cpp"}
+    """Issue 45's extension without a hunt: a kind is named (LayerKind::x) by the list, its unit
+    and the ONNX operator table, and elsewhere only where KIND_NAMED_ELSEWHERE says why. A pass
+    that needs to know a kind visits its form or reads its record instead."""
+    homes = {"src/layers/detail/onnx_operators.cpp"}
     wrong, seen = {}, {}
     for d in ("src", "include", "cli", "python/src"):
         for p in (ROOT / d).rglob("*"):
@@ -237,6 +240,26 @@ def test_a_layer_kind_is_named_only_in_its_homes():
     stale = {f: sorted(k - seen.get(f, set())) for f, k in KIND_NAMED_ELSEWHERE.items()
              if k - seen.get(f, set())}
     assert not stale, stale
+
+
+LIST = ROOT / "include/pathlift/layer_kinds.def"
+
+
+def listed_kinds():
+    """The kinds of the list, include/pathlift/layer_kinds.def, in its order."""
+    return re.findall(r"^PATHLIFT_LAYER_KIND\((\w+),", LIST.read_text(), re.M)
+
+
+def test_every_kind_of_the_list_has_its_unit_and_nothing_else():
+    """The list is the kinds: each entry has its unit (the build includes
+    src/layers/kinds/<name>.hpp for it, which specializes Kind<LayerKind::name>), and every unit
+    is an entry of the list."""
+    kinds = listed_kinds()
+    assert kinds and len(set(kinds)) == len(kinds), kinds
+    units = {p.stem for p in (ROOT / "src/layers/kinds").glob("*.hpp")} - {"kind", "fields"}
+    assert units == set(kinds), (sorted(units - set(kinds)), sorted(set(kinds) - units))
+    for k in kinds:
+        assert f"struct Kind<LayerKind::{k}> {{" in (ROOT / f"src/layers/kinds/{k}.hpp").read_text()
 
 
 def test_unity_batches_cannot_collide():

@@ -15,13 +15,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::activation> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::activation, true}};
-  static constexpr KindRecord record{LayerKind::activation,
-                                     "activation",
-                                     kNoTrait,
-                                     1,
-                                     1,
-                                     fields,
-                                     "relu, leaky_relu:<slope> or identity, entry-wise"};
+  static constexpr KindSpec spec{.fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

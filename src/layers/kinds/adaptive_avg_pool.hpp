@@ -13,14 +13,8 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::adaptive_avg_pool> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::output_size, true}};
-  static constexpr KindRecord record{
-      LayerKind::adaptive_avg_pool,
-      "adaptive_avg_pool",
-      kTraitSum | kTraitWindow | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "PyTorch's adaptive windows [floor(i In/Out), ceil((i+1) In/Out)) to output_size"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitWindow | kTraitReadsValues,
+                                 .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, true); }

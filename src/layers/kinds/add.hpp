@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <vector>
 
 #include "src/layers/detail/layer_rules.hpp"
@@ -13,14 +12,7 @@ namespace pathlift::detail {
 
 template <>
 struct Kind<LayerKind::add> {
-  static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{LayerKind::add,
-                                     "add",
-                                     kTraitSum,
-                                     2,
-                                     k_any_inputs,
-                                     fields,
-                                     "inputs[0] + inputs[1] (+ ...), same shapes"};
+  static constexpr KindSpec spec{.traits = kTraitSum, .min_inputs = 2, .max_inputs = k_any_inputs};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

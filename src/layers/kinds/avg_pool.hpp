@@ -15,14 +15,8 @@ struct Kind<LayerKind::avg_pool> {
       FieldUse{Field::kernel, true},     FieldUse{Field::stride, false},
       FieldUse{Field::padding, false},   FieldUse{Field::dilation, false},
       FieldUse{Field::ceil_mode, false}, FieldUse{Field::count_include_pad, false}};
-  static constexpr KindRecord record{
-      LayerKind::avg_pool,
-      "avg_pool",
-      kTraitSum | kTraitWindow | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "the mean of each window (count_include_pad: PyTorch's divisor)"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitWindow | kTraitReadsValues,
+                                 .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, false); }

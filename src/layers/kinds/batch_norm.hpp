@@ -12,14 +12,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::batch_norm> {
   static constexpr std::array<FieldUse, 2> fields{k_weight_offset, k_bias_offset};
-  static constexpr KindRecord record{LayerKind::batch_norm,
-                                     "batch_norm",
-                                     kTraitSum | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields,
-                                     "eval-mode y = a x + b per channel: a (channels) at "
-                                     "weight_offset, b (channels) at bias_offset"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitReadsValues, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) { return c.in(0); }

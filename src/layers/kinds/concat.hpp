@@ -16,14 +16,8 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::concat> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::axis, false}};
-  static constexpr KindRecord record{
-      LayerKind::concat,
-      "concat",
-      kTraitView,
-      1,
-      k_any_inputs,
-      fields,
-      "the inputs side by side along axis (0: channels), the other dimensions equal"};
+  static constexpr KindSpec spec{
+      .traits = kTraitView, .max_inputs = k_any_inputs, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

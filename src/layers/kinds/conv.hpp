@@ -19,14 +19,8 @@ struct Kind<LayerKind::conv> {
                                                   FieldUse{Field::groups, false},
                                                   k_weight_offset,
                                                   k_bias_offset};
-  static constexpr KindRecord record{
-      LayerKind::conv,
-      "conv",
-      kTraitSum | kTraitWindow | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "Conv1d / Conv2d: weight (out_channels, in_channels / groups, *kernel), bias (out_channels)"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitWindow | kTraitReadsValues,
+                                 .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) { return c.window(true, false); }

@@ -25,14 +25,8 @@ struct Kind<LayerKind::conv_transpose> {
                                                   FieldUse{Field::groups, false},
                                                   k_weight_offset,
                                                   k_bias_offset};
-  static constexpr KindRecord record{LayerKind::conv_transpose,
-                                     "conv_transpose",
-                                     kTraitSum | kTraitWindow | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields,
-                                     "ConvTranspose1d / 2d: weight (in_channels, out_channels / "
-                                     "groups, *kernel), bias (out_channels)"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitWindow | kTraitReadsValues,
+                                 .fields = fields};
 
   // Its adjoint convolution's window, read backwards.
   static std::vector<Index> shape(const LayerChecker& c) {

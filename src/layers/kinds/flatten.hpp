@@ -1,7 +1,6 @@
 #pragma once
 // The flatten layer kind: to {product of the shape}: no node, no edge.
 
-#include <array>
 #include <vector>
 
 #include "src/layers/detail/layer_rules.hpp"
@@ -11,9 +10,7 @@ namespace pathlift::detail {
 
 template <>
 struct Kind<LayerKind::flatten> {
-  static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{
-      LayerKind::flatten, "flatten", kTraitView, 1, 1, fields, "to {product of the shape}"};
+  static constexpr KindSpec spec{.traits = kTraitView};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -18,14 +18,7 @@ template <>
 struct Kind<LayerKind::gather> {
   static constexpr std::array<FieldUse, 2> fields{FieldUse{Field::axis, false},
                                                   FieldUse{Field::indices, true}};
-  static constexpr KindRecord record{
-      LayerKind::gather,
-      "gather",
-      kTraitView,
-      1,
-      1,
-      fields,
-      "entries picked along axis: output index i reads input index indices[i] (repeats allowed)"};
+  static constexpr KindSpec spec{.traits = kTraitView, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

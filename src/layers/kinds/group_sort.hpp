@@ -16,14 +16,7 @@ template <>
 struct Kind<LayerKind::group_sort> {
   static constexpr std::array<FieldUse, 2> fields{FieldUse{Field::group_size, true},
                                                   FieldUse{Field::descending, false}};
-  static constexpr KindRecord record{
-      LayerKind::group_sort,
-      "group_sort",
-      kTraitMaxNodes | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "group_size consecutive entries along axis 0 sorted (descending: largest first)"};
+  static constexpr KindSpec spec{.traits = kTraitMaxNodes | kTraitReadsValues, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -1,7 +1,6 @@
 #pragma once
 // The input layer kind: layer 0: the data (any other layer of this kind is an error).
 
-#include <array>
 #include <vector>
 
 #include "src/layers/detail/layer_rules.hpp"
@@ -11,14 +10,7 @@ namespace pathlift::detail {
 
 template <>
 struct Kind<LayerKind::input> {
-  static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{LayerKind::input,
-                                     "input",
-                                     kNoTrait,
-                                     1,
-                                     1,
-                                     fields,
-                                     "the data, of shape input_shape (layer 0, and only layer 0)"};
+  static constexpr KindSpec spec{};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -20,15 +20,7 @@ struct Kind<LayerKind::interpolate> {
   static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::output_size, true},
                                                   FieldUse{Field::align_corners, false},
                                                   FieldUse{Field::scales, false}};
-  static constexpr KindRecord record{
-      LayerKind::interpolate,
-      "interpolate",
-      kTraitSum | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "linear (1-D) / bilinear (2-D) interpolation to output_size with PyTorch's weights "
-      "(align_corners; scales: PyTorch's scale_factor)"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitReadsValues, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

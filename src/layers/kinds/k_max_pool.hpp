@@ -18,14 +18,8 @@ struct Kind<LayerKind::k_max_pool> {
       FieldUse{Field::kernel, true},     FieldUse{Field::stride, false},
       FieldUse{Field::padding, false},   FieldUse{Field::dilation, false},
       FieldUse{Field::ceil_mode, false}, FieldUse{Field::k, false}};
-  static constexpr KindRecord record{
-      LayerKind::k_max_pool,
-      "k_max_pool",
-      kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "a max_pool's fields and k: the k-th largest of each window (k = 1: max_pool)"};
+  static constexpr KindSpec spec{.traits = kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
+                                 .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -1,10 +1,11 @@
 #pragma once
-// A layer kind is one unit: `Kind<LayerKind::x>`, the one file src/layers/kinds/x.hpp, holds
-// everything specific to the kind (its record: JSON name,
-// traits, inputs, fields, description; its rule: the output shape it checks and returns; its
-// map: the form it is, which every pass computing through the layers visits). The table
-// (src/layers/layer_kinds.hpp) includes every unit and dispatches on a kind once, by
-// visit_kind; a kind without a rule a pass asks for fails to compile there.
+// A layer kind is one entry of the list pathlift/layer_kinds.def (its name, the JSON name, and
+// its one-line description) and one unit: `Kind<LayerKind::x>`, the one file
+// src/layers/kinds/x.hpp, holds everything else specific to the kind (its spec: traits, inputs,
+// fields; its rule: the output shape it checks and returns; its map: the form it is, which every
+// pass computing through the layers visits). The table (src/layers/layer_kinds.hpp) includes
+// every unit, joins each spec to its entry of the list into the kind's record, and dispatches
+// on a kind once, by visit_kind; a kind without a rule a pass asks for fails to compile there.
 // docs/adding-a-layer-kind.md lists the steps.
 
 #include <cstddef>
@@ -33,21 +34,17 @@ enum KindTrait : std::uint8_t {
   kTraitView = 16,        ///< its entries are other layers' entries: no node, no edge
 };
 
-/// Any number of inputs (KindRecord::max_inputs).
+/// Any number of inputs (KindSpec::max_inputs).
 inline constexpr std::size_t k_any_inputs = SIZE_MAX;
 
-/// Everything static about a layer kind: its JSON name, its traits, how many inputs it takes
-/// and its fields beyond kind, name and inputs (the keys its JSON may have). A kind with the
-/// field weight_offset has parameters (blocks of theta); every other kind but the input is
-/// plain (it maps its inputs' entries with fixed weights, or shows them).
-struct KindRecord {
-  LayerKind kind;
-  std::string_view name;  ///< the JSON name: to_string, parse_layer_kind, layer_kinds()
-  unsigned traits;        ///< KindTrait values or-ed
-  std::size_t min_inputs;
-  std::size_t max_inputs;
-  std::span<const FieldUse> fields;
-  std::string_view doc;  ///< what a layer of the kind is, in one line (describe())
+/// What a kind's unit says of it: its traits, how many inputs it takes and its fields beyond
+/// kind, name and inputs (the keys its JSON may have). A kind with the field weight_offset has
+/// parameters (blocks of theta). By default: no trait, one input, no field.
+struct KindSpec {
+  unsigned traits = kNoTrait;  ///< KindTrait values or-ed
+  std::size_t min_inputs = 1;
+  std::size_t max_inputs = 1;
+  std::span<const FieldUse> fields{};
 
   [[nodiscard]] constexpr bool has(KindTrait t) const { return (traits & t) != 0; }
   /// Whether the kind has field f (required or not).
@@ -61,10 +58,6 @@ struct KindRecord {
   }
   /// Whether layers of the kind read parameters from theta (weight and bias blocks).
   [[nodiscard]] constexpr bool has_parameters() const { return has(Field::weight_offset); }
-  /// Whether the kind is neither the input nor a kind with parameters.
-  [[nodiscard]] constexpr bool is_plain() const {
-    return !has_parameters() && kind != LayerKind::input;
-  }
   [[nodiscard]] constexpr bool requires_field(Field f) const {
     for (const FieldUse& u : fields) {
       if (u.field == f) {
@@ -75,8 +68,23 @@ struct KindRecord {
   }
 };
 
+/// Everything static about a layer kind: its unit's spec, and its entry of the list
+/// pathlift/layer_kinds.def (the table, layer_kinds.hpp, joins them). Every kind but the input
+/// and those with parameters is plain (it maps its inputs' entries with fixed weights, or shows
+/// them).
+struct KindRecord : KindSpec {
+  LayerKind kind;
+  std::string_view name;  ///< the JSON name: to_string, parse_layer_kind, layer_kinds()
+  std::string_view doc;   ///< what a layer of the kind is, in one line (describe())
+
+  /// Whether the kind is neither the input nor a kind with parameters.
+  [[nodiscard]] constexpr bool is_plain() const {
+    return !has_parameters() && kind != LayerKind::input;
+  }
+};
+
 /// A kind's unit: each kind specializes it in src/layers/kinds/<kind>.hpp with
-///   static constexpr KindRecord record;                         its record
+///   static constexpr KindSpec spec;                             its spec
 ///   static std::vector<Index> shape(const LayerChecker& c);     its rule: checks the layer
 ///                                                               against its inputs' shapes
 ///                                                               (c.fail on a problem) and

@@ -15,14 +15,7 @@ template <>
 struct Kind<LayerKind::linear> {
   static constexpr std::array<FieldUse, 3> fields{FieldUse{Field::out_features, true},
                                                   k_weight_offset, k_bias_offset};
-  static constexpr KindRecord record{
-      LayerKind::linear,
-      "linear",
-      kTraitSum | kTraitReadsValues,
-      1,
-      1,
-      fields,
-      "y = W x + b on a {F} input: weight (out_features, in_features), bias (out_features)"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitReadsValues, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -15,13 +15,8 @@ struct Kind<LayerKind::max_pool> {
       FieldUse{Field::kernel, true}, FieldUse{Field::stride, false},
       FieldUse{Field::padding, false}, FieldUse{Field::dilation, false},
       FieldUse{Field::ceil_mode, false}};
-  static constexpr KindRecord record{LayerKind::max_pool,
-                                     "max_pool",
-                                     kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
-                                     1,
-                                     1,
-                                     fields,
-                                     "the max of each window (padding: absent entries)"};
+  static constexpr KindSpec spec{.traits = kTraitWindow | kTraitMaxNodes | kTraitReadsValues,
+                                 .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) { return c.window(false, false); }

@@ -15,9 +15,7 @@ namespace pathlift::detail {
 template <>
 struct Kind<LayerKind::scale> {
   static constexpr std::array<FieldUse, 1> fields{FieldUse{Field::factor, true}};
-  static constexpr KindRecord record{
-      LayerKind::scale,          "scale", kTraitSum | kTraitReadsValues, 1, 1, fields,
-      "y = factor x, entry-wise"};
+  static constexpr KindSpec spec{.traits = kTraitSum | kTraitReadsValues, .fields = fields};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {

@@ -1,7 +1,6 @@
 #pragma once
 // The sub layer kind: inputs[0] - inputs[1], same shapes.
 
-#include <array>
 #include <vector>
 
 #include "src/layers/detail/layer_rules.hpp"
@@ -12,9 +11,7 @@ namespace pathlift::detail {
 
 template <>
 struct Kind<LayerKind::sub> {
-  static constexpr std::array<FieldUse, 0> fields{};
-  static constexpr KindRecord record{
-      LayerKind::sub, "sub", kTraitSum, 2, 2, fields, "inputs[0] - inputs[1], same shapes"};
+  static constexpr KindSpec spec{.traits = kTraitSum, .min_inputs = 2, .max_inputs = 2};
 
   /// Its builder rule: checks the layer (c.fail names it) and returns its output shape.
   static std::vector<Index> shape(const LayerChecker& c) {
