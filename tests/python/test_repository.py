@@ -8,6 +8,8 @@ repository.
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LIBRARY = [p for d in ("src", "include") for p in (ROOT / d).rglob("*") if p.suffix in (".cpp", ".hpp")]
 
@@ -209,7 +211,7 @@ KIND_NAMED_ELSEWHERE = {
     # ONNX handlers whose operator becomes layers of several kinds (no one kind in the table)
     "src/layers/detail/onnx_scale.cpp": {"adaptive_avg_pool", "scale", "flatten", "concat",
                                          "group_sort"},  # ReduceMean/ReduceSum, Max/Min
-    "src/layers/detail/onnx_views.cpp": {"gather", "flatten"},  # gather_along, views
+    "src/layers/detail/onnx_views.cpp": {"flatten"},  # a view made a vector
     "src/layers/detail/onnx_layers.cpp": {"flatten"},  # Reshape
     "src/layers/detail/onnx_resize.cpp": {"interpolate"},  # Resize: gathers or interpolate
 }
@@ -260,6 +262,23 @@ def test_every_kind_of_the_list_has_its_unit_and_nothing_else():
     assert units == set(kinds), (sorted(units - set(kinds)), sorted(set(kinds) - units))
     for k in kinds:
         assert f"struct Kind<LayerKind::{k}> {{" in (ROOT / f"src/layers/kinds/{k}.hpp").read_text()
+
+
+# The files outside tests, docs and bench that name a kind whose name is no common word: the
+# list, its unit, the ONNX operator table, the torch.fx importer and the Python layer
+# description (torch.py's docstring). The other places say what they need in other words
+# (a transposed convolution, a layer picking entries) or ask the kind's record.
+KIND_HOMES = {"include/pathlift/layer_kinds.def", "src/layers/detail/onnx_operators.cpp",
+              "python/pathlift/_torch_fx.py", "python/pathlift/torch.py"}
+
+
+@pytest.mark.parametrize("kind", ["conv_transpose", "gather"])
+def test_a_kind_is_named_in_its_five_homes(kind):
+    word = re.compile(rf"\b{kind}\b")
+    naming = {str(p.relative_to(ROOT)) for d in ("src", "include", "cli", "python")
+              for p in (ROOT / d).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+              and word.search(p.read_text(errors="replace"))}
+    assert naming == KIND_HOMES | {f"src/layers/kinds/{kind}.hpp"}, naming
 
 
 def test_unity_batches_cannot_collide():

@@ -317,11 +317,11 @@ class Importer {
   void reduce(int i);
 
   // onnx_views.cpp: entries picked, repeated, reshaped and permuted.
-  /// Appends a gather of layer `x` along pathlift's `axis` (named after node i) unless
-  /// `indices` picks every entry in order; x becomes the result. False when the builder
-  /// refused it (it recorded why).
+  /// Appends a layer picking entries of layer `x` along pathlift's `axis` (pick_layer, named
+  /// after node i) unless `indices` picks every entry in order; x becomes the result. False
+  /// when the builder refused it (it recorded why).
   bool gather_along(int i, Index& x, Index axis, std::vector<Index> indices);
-  /// Counts `count` more gather indices (node i is about to make them): TooLarge, before they
+  /// Counts `count` more picked indices (node i is about to make them): TooLarge, before they
   /// are allocated, when all of them exceed the memory limit.
   void count_indices(int i, Index count);
   /// Sets output `slot` of node i to layer x.
@@ -354,7 +354,7 @@ class Importer {
   void transpose(int i);
   void slice(int i);
   void split(int i);
-  /// Gather of constant indices: a gather layer (gather_along).
+  /// Gather of constant indices: a layer picking entries (gather_along).
   void gather_constant(int i);
   /// A reflect or edge Pad (`mode`) of layer x by `pads` (begins, then ends) on `axes`: gathers.
   void copy_pad(int i, Index x, const std::string& mode, const std::vector<std::int64_t>& pads,
@@ -433,7 +433,7 @@ class Importer {
   bool m_unknown_op = false;  // an operator outside the table was met
   std::vector<std::string> m_invalid;
   std::vector<int> m_view_refused;  // nodes whose view was refused (each once)
-  double m_indices = 0;             // gather indices made so far
+  double m_indices = 0;             // picked indices made so far (count_indices)
   // Max / Min: the sorted interleaving of each list of operands, shared by a Max and a Min of
   // the same operands (MaxMin), as from_torch shares it.
   std::map<std::vector<Index>, Index> m_sorted;

@@ -1,9 +1,9 @@
 // The ONNX importer's resizing (onnx_import.hpp): Resize (opset 11 on: the coordinate
 // transformation and the rounding of ONNX's formula, evaluated exactly in integers) and Upsample
-// / opset-10 Resize (integer scales: each entry repeated), in mode nearest, as one gather per
-// resized axis; Resize in mode linear as an interpolate layer (PyTorch's weights). Scales whose
-// output entries the specification (scale = out / in) and the runtimes (the given scale) take from
-// different input entries are refused.
+// / opset-10 Resize (integer scales: each entry repeated), in mode nearest, as one layer picking
+// entries (gather_along) per resized axis; Resize in mode linear as an interpolate layer
+// (PyTorch's weights). Scales whose output entries the specification (scale = out / in) and the
+// runtimes (the given scale) take from different input entries are refused.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,8 +1,8 @@
 // The ONNX importer's gathers (onnx_import.hpp): operations that pick, repeat or reorder the
-// entries of a tensor computed from the data, each a gather layer per axis it changes: Slice,
-// Split, Gather, Pad in reflect and edge modes, and Reshape / Transpose sequences such as a
-// channel shuffle, tracked as an EntryView until they come back to a layer's dimensions. The
-// nearest resizes, also gathers, are in onnx_resize.cpp.
+// entries of a tensor computed from the data, each a layer picking entries (gather_along) per
+// axis it changes: Slice, Split, Gather, Pad in reflect and edge modes, and Reshape / Transpose
+// sequences such as a channel shuffle, tracked as an EntryView until they come back to a layer's
+// dimensions. The nearest resizes, also gathers, are in onnx_resize.cpp.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +15,7 @@
 #include "pathlift/limits.hpp"
 #include "src/core/checked.hpp"
 #include "src/layers/detail/onnx_import.hpp"
+#include "src/layers/layer_kinds.hpp"
 
 namespace pathlift::detail {
 
@@ -177,10 +178,7 @@ bool Importer::gather_along(int i, Index& x, Index axis, std::vector<Index> indi
   if (same) {
     return true;
   }
-  Layer l = make_layer(LayerKind::gather, node_name(i), {x});
-  l.axis = axis;
-  l.indices = std::move(indices);
-  const LayerOutput y = m_builder->add(std::move(l));
+  const LayerOutput y = m_builder->add(pick_layer(node_name(i), x, axis, std::move(indices)));
   x = y.layer;
   return y.ok;
 }
@@ -231,7 +229,7 @@ Index Importer::materialise(int i, const EntryView& v) {
   const std::vector<Index> shape = v.shape();
   Index x = v.layer;
   if (shape.size() == source.size()) {
-    // Each view dimension d made of atoms of source dimension d: one gather per dimension.
+    // Each view dimension d made of atoms of source dimension d: one gather_along per dimension.
     std::vector<Index> unit(source.size(), 1);  // the stride of each source dimension
     for (std::size_t d = source.size() - 1; d-- > 0;) {
       unit[d] = unit[d + 1] * source[d + 1];

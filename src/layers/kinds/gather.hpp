@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,5 +52,17 @@ struct Kind<LayerKind::gather> {
     return v.pick();
   }
 };
+
+/// A layer of this kind named `name`: the entries of layer `input` picked along `axis`, output
+/// index i reading input index indices[i] (the ONNX importer's gathers, gather_along).
+inline Layer pick_layer(std::string name, Index input, Index axis, std::vector<Index> indices) {
+  Layer l;
+  l.kind = LayerKind::gather;
+  l.name = std::move(name);
+  l.inputs = {input};
+  l.axis = axis;
+  l.indices = std::move(indices);
+  return l;
+}
 
 }  // namespace pathlift::detail
