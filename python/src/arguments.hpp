@@ -120,7 +120,12 @@ struct type_caster<pathlift::python::Prime> {
       throw error_already_set();
     }
     if (overflow != 0 || v < 0) {
-      pathlift::python::prime_out_of_range(str(i).cast<std::string>());
+      // The int as Python writes it, unless it is too long to print (its size then).
+      const auto bits = i.attr("bit_length")().cast<std::size_t>();
+      pathlift::python::prime_out_of_range(
+          bits <= 128 ? str(i).cast<std::string>()
+                      : std::string(v < 0 || overflow < 0 ? "-" : "") + "(an int of " +
+                            std::to_string(bits) + " bits)");
     }
     value = pathlift::python::Prime(static_cast<std::uint64_t>(v));
     return true;

@@ -85,6 +85,14 @@ char dtype_kind(const py::handle& array) {
   return kind.empty() ? '?' : kind.front();
 }
 
+/// Before entries are reduced modulo `prime`: 0 or 1 is no prime (and x % 0 would trap); the
+/// library says whether a larger one is.
+void require_modulus(std::uint64_t prime) {
+  if (prime < 2) {
+    throw std::invalid_argument(fmt::format("prime must be a prime < 2^63 (got {})", prime));
+  }
+}
+
 /// An integer matrix (numpy or scipy) reduced modulo `prime` into a dense ModMatrix.
 ModMatrix mod_matrix_argument(const py::object& obj, std::uint64_t prime, const char* what) {
   py::module_ np = py::module_::import("numpy");
@@ -105,9 +113,7 @@ ModMatrix mod_matrix_argument(const py::object& obj, std::uint64_t prime, const 
   out.rows = shape[0].cast<Index>();
   out.cols = shape[1].cast<Index>();
   out.data.resize(static_cast<std::size_t>(out.rows * out.cols));
-  if (prime < 2) {
-    throw std::invalid_argument(fmt::format("prime must be a prime < 2^63 (got {})", prime));
-  }
+  require_modulus(prime);
   if (kind == 'u') {
     const auto u = checked_array<std::uint64_t>(a, what);
     for (std::size_t i = 0; i < out.data.size(); ++i) {
@@ -160,6 +166,7 @@ SparseIntMatrix int_matrix_argument(const py::object& obj, std::uint64_t prime, 
   const char kind = dtype_kind(data);
   std::vector<std::int64_t> values(static_cast<std::size_t>(indices.size()));
   if (kind == 'u') {
+    require_modulus(prime);
     const auto u = checked_array<std::uint64_t>(data, what);
     for (std::size_t i = 0; i < values.size(); ++i) {
       const std::uint64_t x = u.data()[i];
@@ -383,9 +390,11 @@ PathSet or the 0/1 skeleton), elimination modulo `prime` (odd) of the exact entr
 (method 'elimination'); otherwise lower bound 0 (method 'none'). Upper bound: rank_B.upper.
 Returns a JacobianRankCertificate. The GIL is released.)doc");
 
-  m.def("dyadic_residue", &dyadic_residue, py::arg("x"), py::arg("prime") = default_prime,
-        "The residue modulo an odd prime of a finite double x = m 2^e (the ring map "
-        "Z[1/2] -> Z/pZ). ValueError for a non-finite x or a prime that is not odd.");
+  m.def(
+      "dyadic_residue", [](double x, Prime prime) { return dyadic_residue(x, prime); },
+      py::arg("x"), py::arg("prime") = default_prime,
+      "The residue modulo an odd prime of a finite double x = m 2^e (the ring map "
+      "Z[1/2] -> Z/pZ). ValueError for a non-finite x or a prime that is not odd.");
 
   m.def(
       "numerical_rank",

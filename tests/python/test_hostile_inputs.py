@@ -8,6 +8,7 @@ Run with PATHLIFT_BUILD_DIR=<build> /usr/bin/python3 -m pytest tests/python/test
 import json
 import os
 import pathlib
+import re
 import struct
 import subprocess
 import time
@@ -371,27 +372,62 @@ def test_a_network_from_a_named_fifo(run_cli, tmp_path):
 
 # --- a prime= out of range: a ValueError naming it (was a TypeError listing the signatures) -----
 
+def _net(pl):
+    return pl.feed_forward(2, [3], 1)  # d = 13
+
+
+_THETA = np.linspace(0.5, 1.5, 13)
+
+# Every function with a prime= keyword.
 PRIME_TAKERS = {
     "modular_rank": lambda pl, p: pl.modular_rank([[1, 2], [3, 4]], prime=p),
-    "rank": lambda pl, p: pl.rank(pl.feed_forward(2, [3], 1), prime=p),
-    "skeleton_gram_mod": lambda pl, p: pl.skeleton_gram_mod(pl.feed_forward(2, [3], 1), prime=p),
-    "prove_rank": lambda pl, p: pl.prove_rank(pl.feed_forward(2, [3], 1), prime=p),
-    "functional_dimension": lambda pl, p: pl.functional_dimension(
-        pl.feed_forward(2, [3], 1), np.linspace(0.5, 1.5, 13), np.eye(2), prime=p),
+    "rank": lambda pl, p: pl.rank(_net(pl), prime=p),
+    "skeleton_gram_mod": lambda pl, p: pl.skeleton_gram_mod(_net(pl), prime=p),
+    "prove_rank": lambda pl, p: pl.prove_rank(_net(pl), prime=p),
+    "check_proof": lambda pl, p: pl.check_proof(pl.prove_rank(_net(pl)), prime=p),
+    "functional_dimension": lambda pl, p: pl.functional_dimension(_net(pl), _THETA, np.eye(2),
+                                                                  prime=p),
+    "certify_rank": lambda pl, p: pl.certify_rank(_net(pl), prime=p),
+    "certify_rank_from_gram": lambda pl, p: pl.certify_rank_from_gram(
+        _net(pl), pl.skeleton_gram_mod(_net(pl), prime=1000003), prime=p),
+    "certify_jacobian_rank": lambda pl, p: pl.certify_jacobian_rank(
+        _net(pl), _THETA, pl.certify_rank(_net(pl)), prime=p),
+    "check_rank_theorem": lambda pl, p: pl.check_rank_theorem(_net(pl), _THETA, prime=p),
+    "dyadic_residue": lambda pl, p: pl.dyadic_residue(0.5, prime=p),
 }
 
 
-@pytest.mark.parametrize("prime", [-5, 2**63, 2**64, np.int64(-3)], ids=str)
+def test_every_function_with_a_prime_keyword_is_listed(pathlift_module):
+    signature = re.compile(r"\bprime: (Optional\[)?int\b")
+    taking = {name for name in dir(pathlift_module)
+              if signature.search((getattr(getattr(pathlift_module, name), "__doc__", "") or "")
+                                  .split("\n")[0])}
+    assert taking == set(PRIME_TAKERS)
+
+
+@pytest.mark.parametrize("prime,text", [(-5, "-5"), (2**63, str(2**63)), (2**64, str(2**64)),
+                                        (np.int64(-3), "-3"), (-2**300, "-(an int of 301 bits)")],
+                         ids=["negative", "2^63", "2^64", "numpy", "huge"])
 @pytest.mark.parametrize("name", sorted(PRIME_TAKERS))
-def test_a_prime_out_of_range_is_a_value_error_naming_it(pathlift_module, name, prime):
-    with pytest.raises(ValueError, match=rf"^prime: the modulus {int(prime)} is not a prime below "
-                                         r"2\^63$"):
+def test_a_prime_out_of_range_is_a_value_error_naming_it(pathlift_module, name, prime, text):
+    with pytest.raises(ValueError, match=rf"^prime: the modulus {re.escape(text)} is not a prime "
+                                         r"below 2\^63$"):
         PRIME_TAKERS[name](pathlift_module, prime)
 
 
 @pytest.mark.parametrize("name", sorted(PRIME_TAKERS))
 def test_a_prime_that_is_an_int_of_another_type_is_taken(pathlift_module, name):
-    """numpy integers are ints (__index__); a composite one is the library's ValueError."""
+    """numpy integers are ints (__index__); a composite one is the library's ValueError (where
+    the prime is used: certify_jacobian_rank needs none for a theta without zeros)."""
     PRIME_TAKERS[name](pathlift_module, np.uint64(1000003))
-    with pytest.raises(ValueError, match="the modulus 1000001 is not a prime below 2"):
-        PRIME_TAKERS[name](pathlift_module, np.int64(1000001))
+    if name != "certify_jacobian_rank":
+        with pytest.raises(ValueError, match="the modulus 1000001 is not a prime below 2"):
+            PRIME_TAKERS[name](pathlift_module, np.int64(1000001))
+
+
+def test_a_sparse_matrix_with_large_unsigned_entries_and_no_prime_is_refused(pathlift_module):
+    """Its entries beyond int64 are reduced modulo prime: 0 is refused before (x % 0 traps)."""
+    import scipy.sparse
+    m = scipy.sparse.csr_matrix(np.array([[2**63 + 5, 1], [1, 1]], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"prime must be a prime < 2\^63 \(got 0\)"):
+        pathlift_module.modular_rank(m, prime=0)
