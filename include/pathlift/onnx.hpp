@@ -37,9 +37,9 @@ std::vector<OnnxOperator> onnx_operators();
 /// (docs/onnx-operators.md: what each becomes); constant subgraphs (shapes, pads, sizes) are
 /// evaluated at import.
 /// Parameters are the initializers in the file's order; theta follows that order, with
-/// BatchNormalization's scale and bias standing for a and b (layers.hpp) and an (in, out) MatMul or
-/// Gemm transB = 0 weight transposed to (out, in). A parameter the exporter merged with an
-/// equal one (an Identity of its initializer) is a block of its own placed before the first
+/// BatchNormalization's scale and bias standing for a and b (docs/layers.md) and an (in, out)
+/// MatMul or Gemm transB = 0 weight transposed to (out, in). A parameter the exporter merged with
+/// an equal one (an Identity of its initializer) is a block of its own placed before the first
 /// initializer used after it, and initializers made by constant folding come last; so a
 /// torch.onnx.export file gives model.parameters() order only when it has neither, or when the
 /// modules run in the order they are registered (docs/layers.md, "ONNX": otherwise the same

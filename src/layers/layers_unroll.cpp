@@ -58,7 +58,7 @@ struct WriteSink {
 }  // namespace
 
 /// The terms of entry e of layer l, into `sink` from term block `block` on, in the canonical
-/// edge order (docs/layers.md#order): one member per form of the kinds' maps.
+/// edge order (docs/layers.md#orders): one member per form of the kinds' maps.
 template <class Sink>
 struct Unroller::EntryTerms {
   const Unroller& u;

@@ -24,7 +24,7 @@ namespace pathlift::detail {
 
 class LayerChecker;
 
-/// The traits a layer kind may have (KindRecord::traits, a mask).
+/// The traits a layer kind may have (KindSpec::traits, a mask).
 enum KindTrait : std::uint8_t {
   kNoTrait = 0,
   kTraitSum = 1,          ///< its entries are pending sums of terms (the unroller)
