@@ -46,11 +46,39 @@ inline Json count_json(const Count& c) {
   return c.exact() ? Json(c.value()) : number_or_null(c.approx());
 }
 
-/// *x, or null when x is empty.
+/// A report member's JSON value: a number null when not finite, an absent optional null, an
+/// enum its to_string name, anything else as nlohmann writes it.
 template <class T>
-Json optional_json(const std::optional<T>& x) {
-  return x ? Json(*x) : Json(nullptr);
+Json json_value(const T& x) {
+  if constexpr (std::is_enum_v<T>) {
+    return Json(std::string(to_string(x)));
+  } else {
+    return Json(x);
+  }
 }
+inline Json json_value(double x) {
+  return number_or_null(x);
+}
+template <class T>
+Json json_value(const std::optional<T>& x) {
+  return x ? json_value(*x) : Json(nullptr);
+}
+
+}  // namespace pathlift::detail
+
+/// The members of a report whose JSON key is their own name, in order, each by json_value:
+/// PATHLIFT_JSON_MEMBERS(j, report, classes, sweeps) writes j["classes"] and j["sweeps"] (the
+/// idiom of nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE, whose expansion macros it uses).
+#define PATHLIFT_JSON_MEMBERS(json, report, ...)                                 \
+  do {                                                                           \
+    auto& pathlift_json_out = (json);                                            \
+    const auto& pathlift_json_report = (report);                                 \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(PATHLIFT_JSON_MEMBER, __VA_ARGS__)) \
+  } while (false)
+#define PATHLIFT_JSON_MEMBER(member) \
+  pathlift_json_out[#member] = ::pathlift::detail::json_value(pathlift_json_report.member);
+
+namespace pathlift::detail {
 
 /// A JSON value for an error message, never a whole document: nested arrays and objects below
 /// depth 2 shown as [...] and {...}, at most 80 characters ("..." when cut). Bounded recursion,

@@ -397,12 +397,8 @@ BalanceReport path_cond(const Model& model, std::span<const double> theta,
 
 std::string to_json(const BalanceReport& report, int indent) {
   detail::Json j;
-  j["classes"] = report.classes;
-  j["sweeps"] = report.sweeps;
-  j["converged"] = report.converged;
-  j["criterion_before"] = report.criterion_before;
-  j["criterion_after"] = report.criterion_after;
-  j["stationarity"] = report.stationarity;
+  PATHLIFT_JSON_MEMBERS(j, report, classes, sweeps, converged, criterion_before, criterion_after,
+                        stationarity);
   return j.dump(indent);
 }
 

@@ -356,10 +356,7 @@ ConservationLaws conservation_laws(const Model& model, std::span<const double> t
 std::string to_json(const ConservationLaws& laws, int indent) {
   using detail::Json;
   Json j;
-  j["independent"] = laws.independent;
-  j["classes"] = laws.classes;
-  j["unused"] = laws.unused;
-  j["unrolled"] = laws.unrolled;
+  PATHLIFT_JSON_MEMBERS(j, laws, independent, classes, unused, unrolled);
   Json list = Json::array();
   for (std::size_t i = 0; i < laws.values.size(); ++i) {
     Json law;

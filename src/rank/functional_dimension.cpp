@@ -529,30 +529,12 @@ std::string to_json(const FunctionalDimension& fd, int indent) {
   using detail::Json;
   using detail::number_or_null;
   Json j;
-  j["n"] = fd.n;
-  j["q"] = fd.q;
-  j["d"] = fd.d;
-  j["rows"] = fd.rows;
-  j["functional_dimension"] = detail::optional_json(fd.rank());
-  j["lower"] = fd.lower;
-  j["upper"] = fd.upper;
-  j["status"] = std::string(to_string(fd.status));
-  j["explanation"] = fd.explanation;
-  j["upper_rows"] = fd.upper_rows;
-  j["upper_dphi"] = fd.upper_dphi;
-  j["upper_kernel"] = fd.upper_kernel;
-  j["distinct_samples"] = fd.distinct_samples;
-  j["rows_to_rank"] = fd.rows_to_rank;
-  j["rows_used"] = fd.rows_used;
-  j["columns_used"] = fd.columns_used;
-  j["pivot_rows"] = fd.pivot_rows;
-  j["prime"] = fd.prime;
-  j["prime_random"] = fd.prime_random;
-  j["monte_carlo_rank"] = detail::optional_json(fd.monte_carlo_rank);
-  j["monte_carlo_error"] = fd.monte_carlo_error ? number_or_null(*fd.monte_carlo_error) : Json();
-  j["margin"] = number_or_null(fd.margin);
-  j["on_kink"] = fd.on_kink;
-  j["pattern_certified"] = fd.pattern_certified;
+  PATHLIFT_JSON_MEMBERS(j, fd, n, q, d, rows);
+  j["functional_dimension"] = detail::json_value(fd.rank());
+  PATHLIFT_JSON_MEMBERS(j, fd, lower, upper, status, explanation, upper_rows, upper_dphi,
+                        upper_kernel, distinct_samples, rows_to_rank, rows_used, columns_used,
+                        pivot_rows, prime, prime_random, monte_carlo_rank, monte_carlo_error,
+                        margin, on_kink, pattern_certified);
   j["pattern_note"] = detail::text_or_null(fd.pattern_note);
   // The numerical rank's keys: null when it was skipped or failed.
   const NumericalRank* nr = fd.numerical && fd.numerical->status != NumericalRankStatus::failed

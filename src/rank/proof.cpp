@@ -323,9 +323,7 @@ Json step_json(const ProofStep& s, Index index) {
     j["E_plus_u"] = s.e_plus_u;
     j["E_minus_k"] = s.e_minus_k;
     j["E_end"] = s.e_end;
-    j["reduced_rank"] = s.reduced_rank;
-    j["null_rows"] = s.null_rows;
-    j["repeated_rows"] = s.repeated_rows;
+    PATHLIFT_JSON_MEMBERS(j, s, reduced_rank, null_rows, repeated_rows);
     Json dropped = Json::array();
     for (const NodeId v : s.dropped_nodes) {
       dropped.push_back(n.node_name(v));

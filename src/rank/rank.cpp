@@ -372,15 +372,12 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
 
 std::string to_json(const RankReport& rep, int indent) {
   using detail::Json;
+  using detail::json_value;
   using detail::number_or_null;
-  using detail::optional_json;
   const RankCertificate& c = rep.rank_B;
   Json j;
-  j["d"] = rep.d;
-  j["h"] = rep.h;
-  j["h_sym"] = rep.h_sym;
-  j["expected"] = rep.expected;
-  j["rank_B"] = optional_json(c.rank());
+  PATHLIFT_JSON_MEMBERS(j, rep, d, h, h_sym, expected);
+  j["rank_B"] = json_value(c.rank());
   j["rank_B_lower"] = c.lower;
   j["rank_B_upper"] = c.upper;
   j["rank_B_certified"] = c.certified();
@@ -395,7 +392,7 @@ std::string to_json(const RankReport& rep, int indent) {
   j["rank_B_method"] = std::string(to_string(c.method));
   j["prime"] = c.prime;
   const auto& x = rep.rank_J_exact;
-  j["rank_J_exact"] = x ? optional_json(x->rank()) : nullptr;
+  j["rank_J_exact"] = x ? json_value(x->rank()) : nullptr;
   j["rank_J_exact_lower"] = x ? nlohmann::ordered_json(x->lower) : nullptr;
   j["rank_J_exact_upper"] = x ? nlohmann::ordered_json(x->upper) : nullptr;
   j["rank_J_certified"] = x && x->certified();

@@ -70,17 +70,11 @@ std::string to_json(const ModelSummary& s, int indent) {
   if (s.layers) {
     j["layers"] = *s.layers;
   }
-  j["nodes"] = s.nodes;
-  j["inputs"] = s.inputs;
-  j["bias"] = s.bias;
-  j["hidden"] = s.hidden;
-  j["outputs"] = s.outputs;
-  j["d"] = s.d;
-  j["edges"] = s.edges;
+  PATHLIFT_JSON_MEMBERS(j, s, nodes, inputs, bias, hidden, outputs, d, edges);
   j["h"] = s.hidden;
   // d - h is Theorem 1's rank with one parameter per edge; otherwise d - h_sym bounds it.
   j["d_minus_h"] = s.per_edge ? Json(s.d - s.hidden) : Json(nullptr);
-  j["h_sym"] = detail::optional_json(s.h_sym);
+  j["h_sym"] = detail::json_value(s.h_sym);
   j["d_minus_h_sym"] = s.h_sym ? Json(s.d - *s.h_sym) : Json(nullptr);
   j.update(Json::parse(to_json(s.counts, -1)));
   j["warnings"] = s.warnings;

@@ -273,14 +273,7 @@ LinearizationStatus parse_linearization_status(std::string_view name) {
 
 std::string to_json(const LinearizationCheck& check, int indent) {
   detail::Json j;
-  j["n"] = check.n;
-  j["q"] = check.q;
-  j["P"] = check.P;
-  j["nnz_L"] = check.nnz_L;
-  j["margin"] = detail::number_or_null(check.margin);
-  j["max_err_f"] = detail::number_or_null(check.max_err_f);
-  j["max_err_grad"] = detail::number_or_null(check.max_err_grad);
-  j["status"] = to_string(check.status);
+  PATHLIFT_JSON_MEMBERS(j, check, n, q, P, nnz_L, margin, max_err_f, max_err_grad, status);
   return j.dump(indent);
 }
 
