@@ -161,8 +161,7 @@ bool dp_forward(const DagView& g, const double* theta, const W& w, Index first, 
   bool uniform = true;  // every exponent computed so far is 0
   for (Index pos = first; pos < g.n; ++pos) {
     const NodeId v = g.topo[pos];
-    const Index b = g.in_off[v];
-    const Index end = g.in_off[v + 1];
+    const auto [b, end] = g.in_edges(v);
     double a0 = 0;
     double a1 = 0;
     std::int64_t kv = 0;
@@ -201,16 +200,21 @@ bool dp_forward(const DagView& g, const double* theta, const W& w, Index first, 
   return uniform;
 }
 
+/// Every input (bias included) gets the value x, exponent 0.
+inline void dp_set_inputs(const DagView& g, double x, double* m, std::int64_t* k) {
+  for (Index pos = 0; pos < g.num_inputs; ++pos) {
+    const NodeId v = g.topo[pos];
+    m[v] = x;
+    k[v] = 0;
+  }
+}
+
 /// The forward sums over partial paths from the inputs: every input (bias included) counts 1,
 /// then dp_forward over the other nodes. Returns dp_forward's flag.
 template <class W>
 bool dp_forward_from_inputs(const DagView& g, const double* theta, const W& w, double* m,
                             std::int64_t* k) {
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    const auto v = static_cast<std::size_t>(g.topo[pos]);
-    m[v] = 1;
-    k[v] = 0;
-  }
+  dp_set_inputs(g, 1.0, m, k);
   return dp_forward(g, theta, w, g.num_inputs, m, k);
 }
 
@@ -225,7 +229,8 @@ bool dp_backward_settle(const DagView& g, const double* theta, const W& w, NodeI
   if (g.is_output[static_cast<std::size_t>(v)] != 0) {
     acc += dp_ldexp(1.0, -kv);
   }
-  const bool has_out = g.out_off[v + 1] > g.out_off[v];
+  const auto [o0, o1] = g.out_edges(v);
+  const bool has_out = o1 > o0;
   if (has_out && dp_suspect(acc)) {
     dp_backward_careful(g, theta, w, v, m, k);
   } else {
@@ -251,8 +256,7 @@ void dp_backward(const DagView& g, const double* theta, const W& w, double* m, s
     }
     const double gm = m[v];
     const std::int64_t gk = k[v];
-    const Index b = g.in_off[v];
-    const Index end = g.in_off[v + 1];
+    const auto [b, end] = g.in_edges(v);
     visit(v, gm, gk, b, end);
     if (gk == 0 && !merged) {
       for (Index i = b; i < end; ++i) {
@@ -327,48 +331,35 @@ inline void dp_deriv_careful(const Index* off, const EdgeId* list, const NodeId*
 /// exponent is 0 (the values are plain doubles). Throws for a non-finite theta.
 inline bool dp_forward_pair(const DagView& g, const double* theta, const double* dir, double* a,
                             std::int64_t* ka, double* c, std::int64_t* kc) {
-  for (Index pos = 0; pos < g.num_inputs; ++pos) {
-    const NodeId v = g.topo[pos];
-    a[v] = 1;
-    ka[v] = 0;
-    c[v] = 0;
-    kc[v] = 0;
-  }
+  dp_set_inputs(g, 1.0, a, ka);
+  dp_set_inputs(g, 0.0, c, kc);
   bool uniform = true;
   for (Index pos = g.num_inputs; pos < g.n; ++pos) {
     const NodeId v = g.topo[pos];
-    const Index b = g.in_off[v];
-    const Index end = g.in_off[v + 1];
+    const auto [b, end] = g.in_edges(v);
     double acc = 0;
     double dacc = 0;
     std::int64_t kv = 0;
     std::int64_t diff = 0;
+    // Edge e = (u -> v) adds theta_e^2 A(u) to sa and theta_e^2 C(u) + theta_e v_e A(u) to sc.
+    const auto add_edge = [&](EdgeId e, double& sa, double& sc) {
+      const NodeId u = g.src[e];
+      const double t = theta[e];
+      const double tt = t * t;
+      sa += a[u] * tt;
+      sc += c[u] * tt + a[u] * (t * dir[e]);
+    };
     if (uniform) {
       // Two edges a step into separate sums: the additions do not wait on each other.
       double acc1 = 0;
       double dacc1 = 0;
       Index i = b;
       for (; i + 1 < end; i += 2) {
-        const EdgeId e0 = g.in_list[i];
-        const EdgeId e1 = g.in_list[i + 1];
-        const NodeId u0 = g.src[e0];
-        const NodeId u1 = g.src[e1];
-        const double t0 = theta[e0];
-        const double t1 = theta[e1];
-        const double tt0 = t0 * t0;
-        const double tt1 = t1 * t1;
-        acc += a[u0] * tt0;
-        acc1 += a[u1] * tt1;
-        dacc += c[u0] * tt0 + a[u0] * (t0 * dir[e0]);
-        dacc1 += c[u1] * tt1 + a[u1] * (t1 * dir[e1]);
+        add_edge(g.in_list[i], acc, dacc);
+        add_edge(g.in_list[i + 1], acc1, dacc1);
       }
       if (i < end) {
-        const EdgeId e0 = g.in_list[i];
-        const NodeId u0 = g.src[e0];
-        const double t0 = theta[e0];
-        const double tt0 = t0 * t0;
-        acc += a[u0] * tt0;
-        dacc += c[u0] * tt0 + a[u0] * (t0 * dir[e0]);
+        add_edge(g.in_list[i], acc, dacc);
       }
       acc += acc1;
       dacc += dacc1;
@@ -376,11 +367,8 @@ inline bool dp_forward_pair(const DagView& g, const double* theta, const double*
       kv = ka[g.src[g.in_list[b]]];
       for (Index i = b; i < end; ++i) {
         const EdgeId e = g.in_list[i];
+        add_edge(e, acc, dacc);
         const NodeId u = g.src[e];
-        const double t = theta[e];
-        const double tt = t * t;
-        acc += a[u] * tt;
-        dacc += c[u] * tt + a[u] * (t * dir[e]);
         diff |= (ka[u] ^ kv) | (kc[u] ^ kv);
       }
     }
@@ -423,8 +411,7 @@ void dp_backward_pair(const DagView& g, const double* theta, const double* dir, 
     const std::int64_t gkb = kb[v];
     const double ge = e[v];
     const std::int64_t gke = ke[v];
-    const Index i0 = g.in_off[v];
-    const Index i1 = g.in_off[v + 1];
+    const auto [i0, i1] = g.in_edges(v);
     const EdgeId* __restrict in_list = g.in_list;
     const NodeId* __restrict src = g.src;
     const double* __restrict th = theta;

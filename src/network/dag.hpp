@@ -31,6 +31,14 @@ struct DagView {
   /// out_target[c] = dst[out_list[c]] (filled when built `with_out_targets`), for the walks.
   std::vector<NodeId> out_target;
 
+  /// A node's edges on one side: positions [begin, end) of in_list or out_list.
+  struct EdgeRange {
+    Index begin;
+    Index end;
+  };
+  [[nodiscard]] EdgeRange in_edges(NodeId v) const { return {in_off[v], in_off[v + 1]}; }
+  [[nodiscard]] EdgeRange out_edges(NodeId v) const { return {out_off[v], out_off[v + 1]}; }
+
   explicit DagView(const Network& network, bool with_out_targets = false)
       : net(&network),
         n(network.num_nodes()),
