@@ -31,6 +31,7 @@ from torch import nn
 
 import pathlift
 import pathlift.torch
+from _figures import saved_figure  # this folder is on sys.path
 
 
 def digits():
@@ -101,19 +102,14 @@ def main():
               f"move ratio {runs[a][-1][2] / runs[b][-1][2]:.2f}")
 
     if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        for eta in etas:
-            steps = [r[0] for r in runs[eta][1:]]
-            ax.loglog(steps, [r[1] for r in runs[eta][1:]], label=f"eta = {eta:g}")
-        ax.set_xlabel("SGD steps")
-        ax.set_ylabel("max_h |Q_h(t) - Q_h(0)| / S_h")
-        ax.set_title("drift of the conservation laws")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.plot)
+        with saved_figure(args.plot, figsize=(5, 3.5)) as (fig, ax):
+            for eta in etas:
+                steps = [r[0] for r in runs[eta][1:]]
+                ax.loglog(steps, [r[1] for r in runs[eta][1:]], label=f"eta = {eta:g}")
+            ax.set_xlabel("SGD steps")
+            ax.set_ylabel("max_h |Q_h(t) - Q_h(0)| / S_h")
+            ax.set_title("drift of the conservation laws")
+            ax.legend()
         print(f"\nwrote {args.plot}")
 
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 import pathlift
+from _figures import saved_figure
 from pruning_certificate import digits  # the same data split (this folder is on sys.path)
 
 
@@ -107,23 +108,19 @@ def main():
     table.insert(3, "test_accuracy", acc)
     print(table[["round", "weights_left", "test_accuracy", "norm:1", "norm:2",
                  "norm:4"]].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for s in ("1", "2", "4"):
-        ax.plot(table["round"], table[f"norm:{s}:log10"], marker="o", label=f"L{s} path-norm")
-    ax.set_xlabel("IMP round (20% of the remaining weights pruned each)")
-    ax.set_ylabel("log10 path-norm")
-    ax2 = ax.twinx()
-    ax2.plot(table["round"], table["test_accuracy"], color="gray", ls="--", label="test accuracy")
-    ax2.set_ylabel("test accuracy")
-    ax.legend(loc="center left")
-    ax2.legend(loc="lower left")
-    ax.set_title("digits CNN under iterative magnitude pruning")
-    fig.tight_layout()
     figure = args.plot or os.path.join(args.out, "imp_sweep.png")
-    fig.savefig(figure, dpi=110)
+    with saved_figure(figure, figsize=(6, 3.6), dpi=110) as (fig, ax):
+        for s in ("1", "2", "4"):
+            ax.plot(table["round"], table[f"norm:{s}:log10"], marker="o", label=f"L{s} path-norm")
+        ax.set_xlabel("IMP round (20% of the remaining weights pruned each)")
+        ax.set_ylabel("log10 path-norm")
+        ax2 = ax.twinx()
+        ax2.plot(table["round"], table["test_accuracy"], color="gray", ls="--",
+                 label="test accuracy")
+        ax2.set_ylabel("test accuracy")
+        ax.legend(loc="center left")
+        ax2.legend(loc="lower left")
+        ax.set_title("digits CNN under iterative magnitude pruning")
     print(f"wrote {figure} and {os.path.join(args.out, 'table.csv')}")
 
 

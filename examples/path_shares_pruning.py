@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 import pathlift
+from _figures import saved_figure
 from pruning_certificate import digits, train  # the same data and training
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)
@@ -133,19 +134,14 @@ def main():
         rows.append((f, acc["share"], acc["norm"]))
 
     if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        f, a_share, a_norm = zip(*rows)
-        ax.plot(f, a_share, "o-", label="smallest path-norm share")
-        ax.plot(f, a_norm, "s--", label="smallest weight L2 norm")
-        ax.set_xlabel("fraction of conv1's and conv2's output channels zeroed")
-        ax.set_ylabel("test accuracy")
-        ax.set_ylim(0, 1.02)
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.plot)
+        with saved_figure(args.plot, figsize=(5, 3.5)) as (fig, ax):
+            f, a_share, a_norm = zip(*rows)
+            ax.plot(f, a_share, "o-", label="smallest path-norm share")
+            ax.plot(f, a_norm, "s--", label="smallest weight L2 norm")
+            ax.set_xlabel("fraction of conv1's and conv2's output channels zeroed")
+            ax.set_ylabel("test accuracy")
+            ax.set_ylim(0, 1.02)
+            ax.legend()
         print(f"\nwrote {args.plot}")
 
 

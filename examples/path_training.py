@@ -37,6 +37,7 @@ from torch import nn
 
 import pathlift
 import pathlift.torch as pt
+from _figures import saved_figure  # this folder is on sys.path
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -109,23 +110,15 @@ def train(model, method, data, args):
 
 
 def plot(histories, out):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), dpi=100)
-    for method, history in histories.items():
-        epochs, _, norms, accuracies = zip(*history)
-        left.plot(epochs, norms, label=method)
-        right.plot(epochs, accuracies, label=method)
-    left.set(xlabel="epoch", ylabel="L1 path-norm", yscale="log", title="path-norm")
-    right.set(xlabel="epoch", ylabel="test accuracy", title="digits, held-out quarter")
-    right.legend(loc="lower right")
-    fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    with saved_figure(out, 1, 2, figsize=(8, 3), dpi=100) as (fig, (left, right)):
+        for method, history in histories.items():
+            epochs, _, norms, accuracies = zip(*history)
+            left.plot(epochs, norms, label=method)
+            right.plot(epochs, accuracies, label=method)
+        left.set(xlabel="epoch", ylabel="L1 path-norm", yscale="log", title="path-norm")
+        right.set(xlabel="epoch", ylabel="test accuracy", title="digits, held-out quarter")
+        right.legend(loc="lower right")
 
 
 def main(argv=None):

@@ -13,14 +13,9 @@ writes, in --out-dir:
 import argparse
 import pathlib
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only: no display needed
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-import pathlift  # noqa: E402
-import pathlift.plot  # noqa: E402
+import pathlift
+import pathlift.plot
+from _figures import saved_figure  # Agg: files only, no display needed
 
 DPI = 100
 
@@ -30,34 +25,25 @@ def lengths_figure(path):
 
     model = torchvision.models.resnet18().eval()
     net = pathlift.from_torch(model, input_shape=(3, 32, 32))  # a LayerNetwork: not unrolled
-    fig, ax = plt.subplots(figsize=(7, 4))
-    pathlift.plot.length_histogram(net, ax=ax)
-    ax.set_title(f"resnet18 at 3x32x32: {ax.get_title()}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    with saved_figure(path, figsize=(7, 4), dpi=DPI) as (fig, ax):
+        pathlift.plot.length_histogram(net, ax=ax)
+        ax.set_title(f"resnet18 at 3x32x32: {ax.get_title()}")
 
 
 def spectrum_figure(path):
     net = pathlift.builtin_network("ff:5,16,16,2")
     theta = pathlift.normal_weights(net.d, 0)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    pathlift.plot.kernel_spectrum(net, theta, k=10, ax=ax, full=True)
-    ax.set_title(f"ff:5,16,16,2: {ax.get_title()}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    with saved_figure(path, figsize=(7, 4), dpi=DPI) as (fig, ax):
+        pathlift.plot.kernel_spectrum(net, theta, k=10, ax=ax, full=True)
+        ax.set_title(f"ff:5,16,16,2: {ax.get_title()}")
 
 
 def paths_figure(path):
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), width_ratios=(2, 3))
-    for ax, name in zip(axes, ("fig1", "ff:3,5,4,2")):
-        net = pathlift.builtin_network(name)
-        pathlift.plot.network_paths(net, pathlift.normal_weights(net.d, 1), ax=ax)
-        ax.set_title(f"{name}: {ax.get_title()}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    with saved_figure(path, 1, 2, figsize=(11, 4.4), width_ratios=(2, 3), dpi=DPI) as (fig, axes):
+        for ax, name in zip(axes, ("fig1", "ff:3,5,4,2")):
+            net = pathlift.builtin_network(name)
+            pathlift.plot.network_paths(net, pathlift.normal_weights(net.d, 1), ax=ax)
+            ax.set_title(f"{name}: {ax.get_title()}")
 
 
 def main(argv=None):
