@@ -297,12 +297,14 @@ void add_kernel_command(CLI::App& app) {
          "lobpcg, dense")
       ->check(CLI::IsMember({"auto", "lobpcg", "lanczos", "dense"}));
   cmd->add_option("--tol", opts->eigen.tolerance,
-                  "Relative tolerance (default 1e-10): Lanczos and LOBPCG stop when "
-                  "||K v - lambda v|| <= tol x lambda for each pair")
+                  "Relative tolerance: Lanczos and LOBPCG stop when ||K v - lambda v|| <= tol x "
+                  "lambda for each pair")
+      ->capture_default_str()
       ->check(positive_number);
   cmd->add_option("--max-iterations,--max-iter", opts->eigen.max_iterations,
                   "The iteration cap of every method: LOBPCG iterations or Lanczos restarts "
-                  "(default 1000; Python's max_iterations)")
+                  "(Python's max_iterations)")
+      ->capture_default_str()
       ->check(positive_number);
   cmd->add_option("--subspace", opts->eigen.subspace,
                   "Lanczos's basis size (default max(2N + 1, N + 20), narrowed to --max-memory) "

@@ -305,8 +305,8 @@ void add_rank_command(CLI::App& app) {
                   "largest, see docs/rank.md)")
       ->check(positive_number);
   cmd->add_option("--min-gap", opts->numerical.min_gap,
-                  "rank(dPhi) is inconclusive when the gap at the cut is below this (default "
-                  "1000)")
+                  "rank(dPhi) is inconclusive when the gap at the cut is below this")
+      ->capture_default_str()
       ->check(positive_number);
   cmd->callback([opts, cmd] {
     opts->prime_given = cmd->count("--prime") > 0;

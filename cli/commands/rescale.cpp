@@ -86,11 +86,13 @@ void add_rescale_command(CLI::App& app) {
                   "The rescaled theta: .npy, .txt, .csv (- for stdout)");
   cmd->add_option("--max-sweeps", opts->max_sweeps,
                   "Iterations at most: Newton steps on the log-scales, or coordinate sweeps "
-                  "where one cannot help (default 1000; an integer >= 0)");
+                  "where one cannot help (an integer >= 0)")
+      ->capture_default_str();
   cmd->add_option("--tolerance", opts->tolerance,
                   "Stop, converged, once the stationarity (the largest relative violation of "
-                  "the optimum's condition over the classes) is at most this (default 1e-10; a "
-                  "finite number >= 0)");
+                  "the optimum's condition over the classes) is at most this (a finite number "
+                  ">= 0)")
+      ->capture_default_str();
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (keys in docs/cli.md#rescale: the header, then method, "
                 "output, d, classes, sweeps, converged, criterion_before, criterion_after, "

@@ -16,6 +16,20 @@ namespace pathlift::detail {
 // ---------------------------------------------------------------------------------------------
 // Convolutions and pools
 
+namespace {
+
+/// A window layer's kernel, stride, padding and dilation, for every spatial dimension (the
+/// stride explicit: pathlift's pools default it to the kernel, ONNX's to 1).
+void set_window(Layer& l, const std::vector<Index>& kernel, const std::vector<Index>& stride,
+                const std::vector<Index>& padding, const std::vector<Index>& dilation) {
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  l.dilation = dilation;
+}
+
+}  // namespace
+
 bool Importer::window_ints_fit(int i, std::initializer_list<WindowInts> lists,
                                const std::vector<Index>& shape) {
   const std::size_t dims = shape.size() - 1;
@@ -206,10 +220,7 @@ void Importer::conv_or_pool(int i) {
       (*padding)[d] += extra[d];
     }
   }
-  l.kernel = kernel;
-  l.stride = stride;  // explicit: pathlift's pools default to the kernel, ONNX's to 1
-  l.dilation = dilation;
-  l.padding = *padding;
+  set_window(l, kernel, stride, *padding, dilation);
   l.ceil_mode = op != "Conv" && int_attr(n, "ceil_mode", 0) != 0;
   if (l.ceil_mode) {
     // ONNX's output size is ceil((in + pads - span) / stride) + 1, PyTorch's (pathlift's) the
@@ -392,10 +403,7 @@ void Importer::transposed_conv(int i) {
   Layer l = node_layer(i, {x});
   l.out_channels = wd[1] * group;
   l.groups = group;
-  l.kernel = kernel;
-  l.stride = stride;
-  l.padding = padding;
-  l.dilation = dilation;
+  set_window(l, kernel, stride, padding, dilation);
   l.output_padding = output_padding;
   add_convolution(i, std::move(l), *w, wd, b);
 }
