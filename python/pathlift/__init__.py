@@ -152,10 +152,10 @@ __all__ = sorted([n for n in dir(_pathlift) if not n.startswith("_")]
 def __getattr__(name):
     # PEP 562: the PyTorch bridge, the plots (matplotlib) and the kernel operator (scipy) are
     # imported when first used.
-    if name == "plot":
+    if name in ("plot", "torch"):  # the submodules pathlift.plot and pathlift.torch
         import importlib
 
-        return importlib.import_module(".plot", __name__)
+        return importlib.import_module("." + name, __name__)
     if name in _SWEEP_NAMES:
         from . import _sweep
 

@@ -634,3 +634,14 @@ def test_release_cached_buffers(pathlift_module):
     del phi, again
     assert pl.release_cached_buffers() >= 2 * nbytes
     assert pl.release_cached_buffers() == 0
+
+
+def test_submodules_load_on_first_use(pathlift_module):
+    """`import pathlift` alone reaches pathlift.torch and pathlift.plot (PEP 562), in a fresh
+    interpreter where no other test has imported them."""
+    code = ("import sys, pathlift; assert 'pathlift.torch' not in sys.modules; "
+            "print(pathlift.torch.path_cond.__module__, pathlift.plot.__name__)")
+    root = pathlib.Path(pathlift_module.__file__).parents[1]
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(root)),
+                         check=True, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["pathlift._torch_rescale", "pathlift.plot"]
