@@ -14,6 +14,7 @@ from .torch import theta_from_torch as theta_from_torch
 from .torch import to_torch as to_torch
 from .torch import to_torch_sparse as to_torch_sparse
 from . import plot as plot
+from . import torch as torch
 from ._kernel_operator import KernelOperator as KernelOperator
 from ._kernel_operator import kernel_operator as kernel_operator
 from ._paths import PathList as PathList
