@@ -387,6 +387,15 @@ inline bool dp_forward_pair(const DagView& g, const double* theta, const double*
   return uniform;
 }
 
+/// An in-edge x = (u -> v) of the backward pair DP: t = theta_x, tt = t^2 and tv = t v_x.
+struct DpPairEdge {
+  EdgeId x;
+  NodeId u;
+  double t;
+  double tt;
+  double tv;
+};
+
 /// Backward pair sums (B, E) for every node ((b, kb, e, ke) zero on entry). Once (B, E)(v) is
 /// final, its in-edges in_list[i0, i1) are visited, then scattered into: when v's exponents
 /// are 0 and `forward_uniform`, edge by edge in the scatter loop, fast(x, u, t, tv, B_m, E_m)
@@ -418,13 +427,18 @@ void dp_backward_pair(const DagView& g, const double* theta, const double* dir, 
     const double* __restrict vd = dir;
     double* __restrict bb = b;
     double* __restrict ee = e;
+    // In-edge in_list[i]'s terms, for both scatter loops. The restrict pointers are captured by
+    // copy: kernel.cpp's object code is then the same as with the terms written out in each loop
+    // (by reference, registers and block layout moved).
+    const auto edge_at = [=](Index i) -> DpPairEdge {
+      const EdgeId x = in_list[i];
+      const NodeId u = src[x];
+      const double t = th[x];
+      return {x, u, t, t * t, t * vd[x]};
+    };
     if (gkb == 0 && gke == 0 && !merged && forward_uniform) {
       for (Index i = i0; i < i1; ++i) {
-        const EdgeId x = in_list[i];
-        const NodeId u = src[x];
-        const double t = th[x];
-        const double tt = t * t;
-        const double tv = t * vd[x];
+        const auto [x, u, t, tt, tv] = edge_at(i);
         fast(x, u, t, tv, gb, ge);
         bb[u] += gb * tt;
         ee[u] += ge * tt + gb * tv;
@@ -433,11 +447,7 @@ void dp_backward_pair(const DagView& g, const double* theta, const double* dir, 
     }
     visit(gb, gkb, ge, gke, i0, i1);
     for (Index i = i0; i < i1; ++i) {
-      const EdgeId x = in_list[i];
-      const NodeId u = src[x];
-      const double t = th[x];
-      const double tt = t * t;
-      const double tv = t * vd[x];
+      const auto [x, u, t, tt, tv] = edge_at(i);
       if (kb[u] == gkb) {
         bb[u] += gb * tt;
       } else {
