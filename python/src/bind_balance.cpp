@@ -7,6 +7,7 @@
 #include "common.hpp"
 #include "pathlift/balance.hpp"
 #include "pathlift/symmetry.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -53,40 +54,36 @@ void warn_unless_converged(const char* method, const BalanceReport& r, const Bal
 }  // namespace
 
 void bind_balance(py::module_& m) {
-  py::class_<ParameterClasses>(m, "ParameterClasses", R"doc(
+  py::class_<ParameterClasses> classes(m, "ParameterClasses", R"doc(
 Where each parameter sits in the rescaling symmetries (parameter_classes): classes (the free
 classes: hidden units, or channel classes with weight sharing), target and source (per
 parameter, the class its edges enter / leave; -1 pinned, -2 unused), constraints (0: every class
 rescales on its own). A rescaling by log-scales alpha multiplies theta_k by
 exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
-)doc")
-      .def_readonly("classes", &ParameterClasses::classes, "The free classes.")
-      .def_property_readonly(
-          "target",
-          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.target)); },
-          "Per parameter: the class its edges enter (-1 pinned, -2 unused).")
-      .def_property_readonly(
-          "source",
-          [](const ParameterClasses& p) { return owning_array(std::vector<Index>(p.source)); },
-          "Per parameter: the class its edges leave (-1 pinned, -2 unused).")
-      .def_readonly("constraints", &ParameterClasses::constraints,
-                    "Constraints left among the classes (0: each rescales on its own).")
-      .def("__repr__", [](const ParameterClasses& p) {
-        // d parameters: rescaled (an end in a free class), pinned at both ends (input to
-        // output: no rescaling moves them), unused (no edge carries them).
-        Index pinned = 0;
-        Index unused = 0;
-        for (std::size_t k = 0; k < p.target.size(); ++k) {
-          unused += p.target[k] == -2 ? 1 : 0;
-          pinned += p.target[k] == -1 && p.source[k] == -1 ? 1 : 0;
-        }
-        const auto d = static_cast<Index>(p.target.size());
-        return fmt::format(
-            "<pathlift.ParameterClasses: {} class{} over d = {} parameter{} ({} rescaled, {} "
-            "pinned at both ends, {} unused), {} constraint{}>",
-            p.classes, p.classes == 1 ? "" : "es", d, d == 1 ? "" : "s", d - pinned - unused,
-            pinned, unused, p.constraints, p.constraints == 1 ? "" : "s");
-      });
+)doc");
+  def_fields(classes, field("classes", &ParameterClasses::classes, "The free classes."),
+             array_field("target", &ParameterClasses::target,
+                         "Per parameter: the class its edges enter (-1 pinned, -2 unused)."),
+             array_field("source", &ParameterClasses::source,
+                         "Per parameter: the class its edges leave (-1 pinned, -2 unused)."),
+             field("constraints", &ParameterClasses::constraints,
+                   "Constraints left among the classes (0: each rescales on its own)."));
+  classes.def("__repr__", [](const ParameterClasses& p) {
+    // d parameters: rescaled (an end in a free class), pinned at both ends (input to
+    // output: no rescaling moves them), unused (no edge carries them).
+    Index pinned = 0;
+    Index unused = 0;
+    for (std::size_t k = 0; k < p.target.size(); ++k) {
+      unused += p.target[k] == -2 ? 1 : 0;
+      pinned += p.target[k] == -1 && p.source[k] == -1 ? 1 : 0;
+    }
+    const auto d = static_cast<Index>(p.target.size());
+    return fmt::format(
+        "<pathlift.ParameterClasses: {} class{} over d = {} parameter{} ({} rescaled, {} "
+        "pinned at both ends, {} unused), {} constraint{}>",
+        p.classes, p.classes == 1 ? "" : "es", d, d == 1 ? "" : "s", d - pinned - unused, pinned,
+        unused, p.constraints, p.constraints == 1 ? "" : "s");
+  });
   m.def(
       "parameter_classes",
       [](const NetworkArg& net, std::size_t max_memory) {
@@ -98,35 +95,30 @@ exp(alpha[target[k]] - alpha[source[k]]) and leaves the function unchanged.
       py::arg("net"), py::kw_only(), py::arg("max_memory") = 0,
       "The rescaling classes of the parameters (a LayerNetwork is never unrolled).");
 
-  py::class_<BalanceReport>(m, "BalanceReport", R"doc(
+  py::class_<BalanceReport> report(m, "BalanceReport", R"doc(
 A balancing rescaling (path_cond, enorm): theta (the rescaled theta, the same function),
 log_scales (one per class), classes, sweeps, converged, criterion_before, criterion_after,
 stationarity (the largest relative violation of the optimum's condition).
-)doc")
-      .def_property_readonly(
-          "theta",
-          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.theta)); },
-          "The rescaled theta (the same function).")
-      .def_property_readonly(
-          "log_scales",
-          [](const BalanceReport& r) { return owning_array(std::vector<double>(r.log_scales)); },
-          "The log-scales alpha, one per class.")
-      .def_readonly("classes", &BalanceReport::classes, "The free classes rescaled.")
-      .def_readonly("sweeps", &BalanceReport::sweeps, "Coordinate-descent sweeps made.")
-      .def_readonly("converged", &BalanceReport::converged,
-                    "The stationarity is within the tolerance.")
-      .def_readonly("criterion_before", &BalanceReport::criterion_before, "The objective at theta.")
-      .def_readonly("criterion_after", &BalanceReport::criterion_after,
-                    "The objective at the rescaled theta.")
-      .def_readonly("stationarity", &BalanceReport::stationarity,
-                    "The largest relative violation of the optimum's condition over the classes.")
-      .def("__repr__", [](const BalanceReport& r) {
-        return fmt::format(
-            "<pathlift.BalanceReport: {} classes, {} sweeps{}, criterion {:.6g} -> {:.6g}, "
-            "stationarity {:.2g}>",
-            r.classes, r.sweeps, r.converged ? "" : " (not converged)", r.criterion_before,
-            r.criterion_after, r.stationarity);
-      });
+)doc");
+  def_fields(
+      report,
+      array_field("theta", &BalanceReport::theta, "The rescaled theta (the same function)."),
+      array_field("log_scales", &BalanceReport::log_scales, "The log-scales alpha, one per class."),
+      field("classes", &BalanceReport::classes, "The free classes rescaled."),
+      field("sweeps", &BalanceReport::sweeps, "Coordinate-descent sweeps made."),
+      field("converged", &BalanceReport::converged, "The stationarity is within the tolerance."),
+      field("criterion_before", &BalanceReport::criterion_before, "The objective at theta."),
+      field("criterion_after", &BalanceReport::criterion_after,
+            "The objective at the rescaled theta."),
+      field("stationarity", &BalanceReport::stationarity,
+            "The largest relative violation of the optimum's condition over the classes."));
+  report.def("__repr__", [](const BalanceReport& r) {
+    return fmt::format(
+        "<pathlift.BalanceReport: {} classes, {} sweeps{}, criterion {:.6g} -> {:.6g}, "
+        "stationarity {:.2g}>",
+        r.classes, r.sweeps, r.converged ? "" : " (not converged)", r.criterion_before,
+        r.criterion_after, r.stationarity);
+  });
 
   for (const auto& [name, method, fn, doc] :
        {std::tuple{"path_cond", "PathCond", &path_cond,

@@ -18,25 +18,22 @@ descriptions[i], has value values[i] (sum of the squares of the parameters enter
 minus those leaving it) and scale squares[i] (their sum). independent = classes + unused laws,
 d - rank(dPhi) at a theta without zero weights. as_dict() maps each description to its value;
 to_dict() is the JSON form. docs/dynamics.md.)doc");
-  cls.def_property_readonly(
-         "values",
-         [](const ConservationLaws& r) { return owning_array(std::vector<double>(r.values)); },
-         "Each law's value (a float64 array): squares in minus squares out.")
-      .def_property_readonly(
-          "squares",
-          [](const ConservationLaws& r) { return owning_array(std::vector<double>(r.squares)); },
-          "Each law's squares in plus squares out (a float64 array), its scale.")
-      .def_readonly("descriptions", &ConservationLaws::descriptions,
-                    "What each law is about (a list): its nodes, or its channels and layers.")
-      .def_readonly("independent", &ConservationLaws::independent,
-                    "The number of laws, all independent: d - rank(dPhi) at a theta without "
-                    "zero weights.")
-      .def_readonly("classes", &ConservationLaws::classes, "Laws of rescaling classes (first).")
-      .def_readonly("unused", &ConservationLaws::unused,
-                    "Laws theta_k^2 of the parameters that no edge carries (last).")
-      .def_readonly("unrolled", &ConservationLaws::unrolled,
-                    "The classes are the unrolled DAG's (a layer graph's were coupled).")
-      .def("__len__", [](const ConservationLaws& r) { return r.values.size(); })
+  def_fields(cls,
+             array_field("values", &ConservationLaws::values,
+                         "Each law's value (a float64 array): squares in minus squares out."),
+             array_field("squares", &ConservationLaws::squares,
+                         "Each law's squares in plus squares out (a float64 array), its scale."),
+             field("descriptions", &ConservationLaws::descriptions,
+                   "What each law is about (a list): its nodes, or its channels and layers."),
+             field("independent", &ConservationLaws::independent,
+                   "The number of laws, all independent: d - rank(dPhi) at a theta without "
+                   "zero weights."),
+             field("classes", &ConservationLaws::classes, "Laws of rescaling classes (first)."),
+             field("unused", &ConservationLaws::unused,
+                   "Laws theta_k^2 of the parameters that no edge carries (last)."),
+             field("unrolled", &ConservationLaws::unrolled,
+                   "The classes are the unrolled DAG's (a layer graph's were coupled)."));
+  cls.def("__len__", [](const ConservationLaws& r) { return r.values.size(); })
       .def(
           "as_dict",
           [](const ConservationLaws& r) {

@@ -9,6 +9,7 @@
 
 #include "counting.hpp"
 #include "pathlift/path_free.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -58,9 +59,10 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
           "__eq__", [](const Count& a, const Count& b) { return a == b; }, py::is_operator())
       .def("__hash__", [](const Count& c) { return py::hash(py::float_(c.log10())); });
 
-  py::class_<PathCounts>(m, "PathCounts",
-                         "Path counts of a network (count_paths). Each count is an int when it "
-                         "fits in 64 bits, else a Count.")
+  py::class_<PathCounts> counts(m, "PathCounts",
+                                "Path counts of a network (count_paths). Each count is an int "
+                                "when it fits in 64 bits, else a Count.");
+  counts
       .def_property_readonly(
           "paths", [](const PathCounts& c) { return count_to_python(c.paths); }, "P.")
       .def_property_readonly(
@@ -81,16 +83,17 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
       .def_property_readonly(
           "length_histogram",
           [](const PathCounts& c) { return counts_to_list(c.length_histogram); },
-          "length_histogram[l] = number of paths of length l (entry 0 is 0).")
-      .def_readonly("length_histogram_refused", &PathCounts::length_histogram_refused,
-                    "Empty when length_histogram was computed; else why not (the bytes it needs "
-                    "and the memory limit); the other counts are computed regardless.")
-      .def_readonly("max_path_length", &PathCounts::max_path_length,
-                    "The longest input-to-output path, in edges.")
-      .def("__repr__", [](const PathCounts& c) {
-        return fmt::format("<pathlift.PathCounts: P = {}, nnz = {}, max path length {}>",
-                           c.paths.to_string(), c.nnz.to_string(), c.max_path_length);
-      });
+          "length_histogram[l] = number of paths of length l (entry 0 is 0).");
+  def_fields(counts,
+             field("length_histogram_refused", &PathCounts::length_histogram_refused,
+                   "Empty when length_histogram was computed; else why not (the bytes it needs "
+                   "and the memory limit); the other counts are computed regardless."),
+             field("max_path_length", &PathCounts::max_path_length,
+                   "The longest input-to-output path, in edges."));
+  counts.def("__repr__", [](const PathCounts& c) {
+    return fmt::format("<pathlift.PathCounts: P = {}, nnz = {}, max path length {}>",
+                       c.paths.to_string(), c.nnz.to_string(), c.max_path_length);
+  });
 
   m.def(
       "count_paths",

@@ -9,6 +9,7 @@
 #include "common.hpp"
 #include "forward.hpp"
 #include "pathlift/forward.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -49,20 +50,22 @@ n x m (one column per node, node order), outputs is n x q (output nodes in node 
                            f.num_samples(), f.values.cols(), f.outputs.cols());
       });
 
-  py::class_<ActivationPattern>(m, "ActivationPattern", R"doc(
+  py::class_<ActivationPattern> pattern(m, "ActivationPattern", R"doc(
 Which linear piece of every activation each sample uses (activation_pattern): slopes (n x m,
 read-only view): 1 where the pre-activation is > 0, else the node's negative slope (ReLU 0,
 leaky ReLU a, identity 1), 1 for inputs; margin = min |pre-activation| over samples and kinked
 nodes (inf when there is none); on_kink (margin == 0: theta is in the null set Proposition 1
 excludes, L is then not unique).
-)doc")
-      .def_property_readonly("slopes",
-                             matrix_property([](const py::object& s) -> const Eigen::MatrixXd& {
-                               return s.cast<const ActivationPattern&>().slopes;
-                             }),
-                             "n x m slopes (read-only view).")
-      .def_readonly("margin", &ActivationPattern::margin,
-                    "min |pre-activation| over all samples and kinked nodes; inf if none.")
+)doc");
+  pattern.def_property_readonly("slopes",
+                                matrix_property([](const py::object& s) -> const Eigen::MatrixXd& {
+                                  return s.cast<const ActivationPattern&>().slopes;
+                                }),
+                                "n x m slopes (read-only view).");
+  def_fields(pattern,
+             field("margin", &ActivationPattern::margin,
+                   "min |pre-activation| over all samples and kinked nodes; inf if none."));
+  pattern
       .def_property_readonly(
           "margin_sample",
           [](const ActivationPattern& p) -> py::object {
@@ -74,13 +77,13 @@ excludes, L is then not unique).
           [](const ActivationPattern& p) -> py::object {
             return p.margin_node >= 0 ? py::object(py::int_(p.margin_node)) : py::none();
           },
-          "The node where the margin is attained, or None.")
-      .def_readonly("on_kink", &ActivationPattern::on_kink,
-                    "The warning: margin == 0, some sample sits exactly on a kink.")
-      .def("__repr__", [](const ActivationPattern& p) {
-        return fmt::format("<pathlift.ActivationPattern: {} samples, margin {:.3g}{}>",
-                           p.slopes.rows(), p.margin, p.on_kink ? " (ON A KINK)" : "");
-      });
+          "The node where the margin is attained, or None.");
+  def_fields(pattern, field("on_kink", &ActivationPattern::on_kink,
+                            "The warning: margin == 0, some sample sits exactly on a kink."));
+  pattern.def("__repr__", [](const ActivationPattern& p) {
+    return fmt::format("<pathlift.ActivationPattern: {} samples, margin {:.3g}{}>", p.slopes.rows(),
+                       p.margin, p.on_kink ? " (ON A KINK)" : "");
+  });
 
   def_batch_function(
       m, "forward", [](const auto&... args) { return pathlift::forward(args...); },

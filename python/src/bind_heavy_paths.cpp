@@ -135,10 +135,10 @@ when every path weighs 0. docs/paths.md#sampling.)doc");
   py::class_<PathNormShares> cls(m, "PathNormShares", R"doc(
 The shares of ||Phi||_s^s (path_norm_shares): names[i] carries shares[i]; total = ||Phi||_s^s.
 as_dict() maps each name to its share; to_dict() is the JSON form.)doc");
-  cls.def_readonly("s", &PathNormShares::s, "The exponent s.")
-      .def_property_readonly(
-          "by", [](const PathNormShares& r) { return to_string(r.by); },
-          "'parameter', 'node', 'channel' or 'layer'.")
+  def_fields(cls, field("s", &PathNormShares::s, "The exponent s."));
+  cls.def_property_readonly(
+         "by", [](const PathNormShares& r) { return to_string(r.by); },
+         "'parameter', 'node', 'channel' or 'layer'.")
       .def_property_readonly(
           "names",
           [](const PathNormShares& r) {
@@ -148,14 +148,12 @@ as_dict() maps each name to its share; to_dict() is the JSON form.)doc");
             }
             return names;
           },
-          "The names (a list): node names, '<layer>[c]', layer names, 'theta[k]'.")
-      .def_property_readonly(
-          "shares",
-          [](const PathNormShares& r) { return owning_array(std::vector<double>(r.shares)); },
-          "The fractions of ||Phi||_s^s (a float64 array).")
-      .def_property_readonly(
-          "total", [](const PathNormShares& r) { return r.total.value(); },
-          "||Phi||_s^s (inf beyond double's range).")
+          "The names (a list): node names, '<layer>[c]', layer names, 'theta[k]'.");
+  def_fields(cls, array_field("shares", &PathNormShares::shares,
+                              "The fractions of ||Phi||_s^s (a float64 array)."));
+  cls.def_property_readonly(
+         "total", [](const PathNormShares& r) { return r.total.value(); },
+         "||Phi||_s^s (inf beyond double's range).")
       .def_property_readonly(
           "log10_total", [](const PathNormShares& r) { return r.total.log10(); },
           "log10 ||Phi||_s^s.")

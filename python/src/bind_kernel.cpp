@@ -326,16 +326,17 @@ void bind_kernel_eigenpairs(py::module_& m) {
           "otherwise.")
       .def_property_readonly(
           "method", [](const KernelEigenvalues& e) { return std::string(to_string(e.method)); },
-          "'dense', 'lanczos' or 'lobpcg': the method that produced the values.")
-      .def_readonly("iterations", &KernelEigenvalues::iterations,
-                    "Lanczos restarts or LOBPCG iterations (0 for the dense method).")
-      .def_readonly("products", &KernelEigenvalues::products,
-                    "Kernel products K v computed (0 for the dense method).")
-      .def_readonly("dense", &KernelEigenvalues::dense, "True when the dense method was used.")
-      .def("__repr__", [](const KernelEigenvalues& e) {
-        return fmt::format("<pathlift.KernelEigenvalues: {} values, {}, {}>", e.values.size(),
-                           to_string(e.status), to_string(e.method));
-      });
+          "'dense', 'lanczos' or 'lobpcg': the method that produced the values.");
+  def_fields(eigenvalues,
+             field("iterations", &KernelEigenvalues::iterations,
+                   "Lanczos restarts or LOBPCG iterations (0 for the dense method)."),
+             field("products", &KernelEigenvalues::products,
+                   "Kernel products K v computed (0 for the dense method)."),
+             field("dense", &KernelEigenvalues::dense, "True when the dense method was used."));
+  eigenvalues.def("__repr__", [](const KernelEigenvalues& e) {
+    return fmt::format("<pathlift.KernelEigenvalues: {} values, {}, {}>", e.values.size(),
+                       to_string(e.status), to_string(e.method));
+  });
 
   m.def(
       "kernel_top_eigenvalues",

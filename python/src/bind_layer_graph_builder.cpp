@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/layer_graph_builder.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -44,20 +45,20 @@ std::vector<double> doubles(const py::object& x, const char* what) {
 }  // namespace
 
 void bind_layer_graph_builder(py::module_& m) {
-  py::class_<LayerOutput>(m, "LayerOutput",
-                          "What LayerGraphBuilder.add returns: the layer's index, its output "
-                          "shape (per sample; empty when it failed) and ok.")
-      .def_readonly("layer", &LayerOutput::layer, "The layer's index in the graph.")
-      .def_property_readonly(
-          "shape", [](const LayerOutput& o) { return py::tuple(py::cast(o.shape)); },
-          "The output shape per sample, a tuple (empty when the layer failed).")
-      .def_readonly("ok", &LayerOutput::ok,
-                    "False when the layer broke a rule (its problem is recorded) or reads a "
-                    "layer that did.")
-      .def("__repr__", [](const LayerOutput& o) {
-        return fmt::format("LayerOutput(layer={}, shape=({}), ok={})", o.layer,
-                           fmt::join(o.shape, ", "), o.ok ? "True" : "False");
-      });
+  py::class_<LayerOutput> output(m, "LayerOutput",
+                                 "What LayerGraphBuilder.add returns: the layer's index, its "
+                                 "output shape (per sample; empty when it failed) and ok.");
+  def_fields(output, field("layer", &LayerOutput::layer, "The layer's index in the graph."));
+  output.def_property_readonly(
+      "shape", [](const LayerOutput& o) { return py::tuple(py::cast(o.shape)); },
+      "The output shape per sample, a tuple (empty when the layer failed).");
+  def_fields(output, field("ok", &LayerOutput::ok,
+                           "False when the layer broke a rule (its problem is recorded) or reads "
+                           "a layer that did."));
+  output.def("__repr__", [](const LayerOutput& o) {
+    return fmt::format("LayerOutput(layer={}, shape=({}), ok={})", o.layer,
+                       fmt::join(o.shape, ", "), o.ok ? "True" : "False");
+  });
 
   py::class_<LayerGraphBuilder>(m, "LayerGraphBuilder", R"doc(
 Builds a LayerGraph layer by layer, with the rules every importer shares (layer_graph_builder.hpp):

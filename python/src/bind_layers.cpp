@@ -27,6 +27,7 @@
 #include "common.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/onnx.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -313,12 +314,12 @@ Pickles through its JSON (layer_graph_to_json).
       .def(py::pickle([](const LayerGraph& g) { return layer_graph_to_json(g); },
                       [](const std::string& text) { return parse_layer_graph(text); }));
 
-  py::class_<UnrolledSize>(m, "UnrolledSize", "Node and edge counts of unroll(graph).")
-      .def_readonly("nodes", &UnrolledSize::nodes, "Nodes of the unrolled network.")
-      .def_readonly("edges", &UnrolledSize::edges, "Edges of the unrolled network.")
-      .def("__repr__", [](const UnrolledSize& s) {
-        return fmt::format("UnrolledSize(nodes={}, edges={})", s.nodes, s.edges);
-      });
+  py::class_<UnrolledSize> unrolled(m, "UnrolledSize", "Node and edge counts of unroll(graph).");
+  def_fields(unrolled, field("nodes", &UnrolledSize::nodes, "Nodes of the unrolled network."),
+             field("edges", &UnrolledSize::edges, "Edges of the unrolled network."));
+  unrolled.def("__repr__", [](const UnrolledSize& s) {
+    return fmt::format("UnrolledSize(nodes={}, edges={})", s.nodes, s.edges);
+  });
 }
 
 std::string network_repr(const py::object& self) {
@@ -553,23 +554,23 @@ void bind_layers(py::module_& m) {
       "overrides the model's, needed when it is symbolic. Raises UnsupportedModelError "
       "(ValueError) listing every unsupported operator, FormatError for a file that is not "
       "ONNX.");
-  py::class_<OnnxOperator>(m, "OnnxOperator",
-                           "An ONNX operator (domain ai.onnx) that read_onnx reads: one entry of "
-                           "onnx_operators().")
-      .def_readonly("name", &OnnxOperator::name, "Its op_type.")
-      .def_readonly("first_opset", &OnnxOperator::first_opset, "The first opset read.")
-      .def_readonly("last_opset", &OnnxOperator::last_opset, "The last opset read.")
-      .def_readonly("min_inputs", &OnnxOperator::min_inputs, "The fewest inputs.")
-      .def_readonly("max_inputs", &OnnxOperator::max_inputs, "The most inputs; -1: no bound.")
-      .def_readonly("min_outputs", &OnnxOperator::min_outputs, "The fewest outputs.")
-      .def_readonly("max_outputs", &OnnxOperator::max_outputs, "The most outputs; -1: no bound.")
-      .def_readonly("attributes", &OnnxOperator::attributes,
-                    "The attributes read, comma-separated.")
-      .def_readonly("becomes", &OnnxOperator::becomes, "What it becomes in the layer graph.")
-      .def_readonly("folds", &OnnxOperator::folds,
-                    "Whether it is evaluated at import when its inputs are constants.")
-      .def("__repr__",
-           [](const OnnxOperator& o) { return "<pathlift.OnnxOperator " + o.name + ">"; });
+  py::class_<OnnxOperator> op(m, "OnnxOperator",
+                              "An ONNX operator (domain ai.onnx) that read_onnx reads: one entry "
+                              "of onnx_operators().");
+  def_fields(
+      op, field("name", &OnnxOperator::name, "Its op_type."),
+      field("first_opset", &OnnxOperator::first_opset, "The first opset read."),
+      field("last_opset", &OnnxOperator::last_opset, "The last opset read."),
+      field("min_inputs", &OnnxOperator::min_inputs, "The fewest inputs."),
+      field("max_inputs", &OnnxOperator::max_inputs, "The most inputs; -1: no bound."),
+      field("min_outputs", &OnnxOperator::min_outputs, "The fewest outputs."),
+      field("max_outputs", &OnnxOperator::max_outputs, "The most outputs; -1: no bound."),
+      field("attributes", &OnnxOperator::attributes, "The attributes read, comma-separated."),
+      field("becomes", &OnnxOperator::becomes, "What it becomes in the layer graph."),
+      field("folds", &OnnxOperator::folds,
+            "Whether it is evaluated at import when its inputs are constants."));
+  op.def("__repr__",
+         [](const OnnxOperator& o) { return "<pathlift.OnnxOperator " + o.name + ">"; });
   m.def("onnx_operators", &onnx_operators,
         "The ONNX operators read_onnx reads, by name (docs/onnx-operators.md): an operator outside "
         "them is refused by name.");

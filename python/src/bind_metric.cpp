@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "pathlift/path_free.hpp"
 #include "pathlift/path_metric.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -32,11 +33,12 @@ std::string metric_value_text(const ScaledReal& x) {
 }  // namespace
 
 void bind_metric(py::module_& m) {
-  py::class_<PathMetric>(m, "PathMetric", R"doc(
+  py::class_<PathMetric> metric(m, "PathMetric", R"doc(
 The l1 path-metric ||Phi(theta) - Phi(theta2)||_1 (path_metric): value (a float, inf beyond
 double's range), log10, scaled (a ScaledReal), exact (True when one of theta, theta2 dominates
 the other, as pruning does: then the value is the metric itself; else an upper bound).
-)doc")
+)doc");
+  metric
       .def_property_readonly(
           "value", [](const PathMetric& p) { return p.value.value(); },
           "The metric (or its upper bound), a float: inf beyond double's range (see log10).")
@@ -44,31 +46,34 @@ the other, as pruning does: then the value is the metric itself; else an upper b
           "log10", [](const PathMetric& p) { return p.value.log10(); },
           "log10 of value, right far beyond double's range (-inf for 0).")
       .def_property_readonly(
-          "scaled", [](const PathMetric& p) { return p.value; }, "value as a ScaledReal.")
-      .def_readonly("exact", &PathMetric::exact,
-                    "True when value is the metric itself (one vector dominates the other).")
-      .def("__float__", [](const PathMetric& p) { return p.value.value(); })
+          "scaled", [](const PathMetric& p) { return p.value; }, "value as a ScaledReal.");
+  def_fields(metric,
+             field("exact", &PathMetric::exact,
+                   "True when value is the metric itself (one vector dominates the other)."));
+  metric.def("__float__", [](const PathMetric& p) { return p.value.value(); })
       .def("__repr__", [](const PathMetric& p) {
         return fmt::format("<pathlift.PathMetric: {} ({})>", metric_value_text(p.value),
                            p.exact ? "exact" : "upper bound");
       });
 
-  py::class_<LipschitzBound>(m, "LipschitzBound", R"doc(
+  py::class_<LipschitzBound> bound(m, "LipschitzBound", R"doc(
 The constant C of ||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C for every input x
 (lipschitz_bound): constant (a float, inf beyond double's range), log10, scaled, exact (C is the
 path-metric itself), sign_changes (coordinates where theta and theta2 have opposite signs; C
 then goes through theta with them set to 0).
-)doc")
+)doc");
+  bound
       .def_property_readonly(
           "constant", [](const LipschitzBound& b) { return b.constant.value(); },
           "C, a float (inf beyond double's range: see log10).")
       .def_property_readonly(
           "log10", [](const LipschitzBound& b) { return b.constant.log10(); }, "log10 of C.")
       .def_property_readonly(
-          "scaled", [](const LipschitzBound& b) { return b.constant; }, "C as a ScaledReal.")
-      .def_readonly("exact", &LipschitzBound::exact, "C is the path-metric itself.")
-      .def_readonly("sign_changes", &LipschitzBound::sign_changes,
-                    "Coordinates where theta and theta2 have opposite signs.")
+          "scaled", [](const LipschitzBound& b) { return b.constant; }, "C as a ScaledReal.");
+  def_fields(bound, field("exact", &LipschitzBound::exact, "C is the path-metric itself."),
+             field("sign_changes", &LipschitzBound::sign_changes,
+                   "Coordinates where theta and theta2 have opposite signs."));
+  bound
       .def(
           "bound",
           [](const LipschitzBound& b, double x_inf) {

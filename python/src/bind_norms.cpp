@@ -14,6 +14,7 @@
 #include "norms.hpp"
 #include "pathlift/error.hpp"
 #include "pathlift/path_free.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -58,24 +59,25 @@ py::object scaled_result(const ScaledReal& x, bool scaled, std::string_view what
 namespace {
 
 void bind_norm_types(py::module_& m) {
-  py::class_<ScaledReal>(m, "ScaledReal", R"doc(
+  py::class_<ScaledReal> scaled(m, "ScaledReal", R"doc(
 A real number that may lie outside double's range: mantissa * 2**exponent. The path-free
 computations return a plain float when the value fits in a double and a ScaledReal otherwise
 (an L1 path-norm of 10^400, say): use .log10 (exact to rounding whatever the exponent);
 float(x) is +-inf beyond double's range (0 below it).
-)doc")
-      .def(py::init([](double mantissa, std::int64_t exponent) {
-             if (!std::isfinite(mantissa)) {
-               throw std::invalid_argument("ScaledReal: the mantissa must be finite");
-             }
-             ScaledReal x = ScaledReal::from_double(mantissa);
-             x.exponent += exponent;
-             return x;
-           }),
-           py::arg("mantissa") = 0.0, py::arg("exponent") = 0,
-           "mantissa * 2**exponent (normalised).")
-      .def_readonly("mantissa", &ScaledReal::mantissa, "The mantissa (0 for zero).")
-      .def_readonly("exponent", &ScaledReal::exponent, "The binary exponent.")
+)doc");
+  scaled.def(py::init([](double mantissa, std::int64_t exponent) {
+               if (!std::isfinite(mantissa)) {
+                 throw std::invalid_argument("ScaledReal: the mantissa must be finite");
+               }
+               ScaledReal x = ScaledReal::from_double(mantissa);
+               x.exponent += exponent;
+               return x;
+             }),
+             py::arg("mantissa") = 0.0, py::arg("exponent") = 0,
+             "mantissa * 2**exponent (normalised).");
+  def_fields(scaled, field("mantissa", &ScaledReal::mantissa, "The mantissa (0 for zero)."),
+             field("exponent", &ScaledReal::exponent, "The binary exponent."));
+  scaled
       .def_property_readonly("value", &ScaledReal::value,
                              "The number as a float: +-inf beyond double's range, 0 (or a "
                              "subnormal) below it.")
@@ -92,14 +94,14 @@ float(x) is +-inf beyond double's range (0 below it).
                            scaled_string(x));
       });
 
-  py::class_<PathNorm>(m, "PathNorm", R"doc(
+  py::class_<PathNorm> norm(m, "PathNorm", R"doc(
 The L^s path-norm ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) and its parts (path_norm).
 Every value is a float: the nearest double, inf beyond double's range (1.8e308) and 0 below it
 (4.9e-324); its log10 beside it (log10, log10_sum, log10_per_output, log10_per_input) is right in
 every case, and `scaled` is the norm as a ScaledReal (mantissa and binary exponent).
-)doc")
-      .def_readonly("s", &PathNorm::s, "The exponent s (0: the path count).")
-      .def_property_readonly(
+)doc");
+  def_fields(norm, field("s", &PathNorm::s, "The exponent s (0: the path count)."));
+  norm.def_property_readonly(
           "norm", [](const PathNorm& n) { return n.norm.value(); },
           "||Phi||_s = sum^(1/s) (for s = 0: P), a float (inf beyond double's range: see log10).")
       .def_property_readonly(

@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "pathlift/paths.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -79,12 +80,13 @@ py::object layout(const OutputGrouping& g, const py::object& values) {
 }  // namespace
 
 void bind_paths(py::module_& m) {
-  py::class_<PathSet, std::shared_ptr<PathSet>>(m, "PathSet", R"doc(
+  py::class_<PathSet, std::shared_ptr<PathSet>> path_set(m, "PathSet", R"doc(
 The paths of a network in canonical order (depth-first from the inputs in node order, outgoing
 edges by increasing index; a path is emitted at each output reached), in CSR form: path p is
 edges[offsets[p]:offsets[p+1]] in walk order. The arrays are read-only views of the C++
 buffers (no copy), shared with the skeleton and Jacobians computed from this path set.
-)doc")
+)doc");
+  path_set
       .def_property_readonly(
           "offsets", [](const PathSet& ps) { return shared_array<Index>(ps.offsets); },
           "int64 array of P + 1 offsets into edges (read-only view).")
@@ -104,12 +106,12 @@ buffers (no copy), shared with the skeleton and Jacobians computed from this pat
             const auto& ps = self.cast<const PathSet&>();
             return view_array<NodeId>(std::span<const NodeId>(ps.end), self);
           },
-          "int32 array: the output node of each path (read-only view).")
-      .def_readonly("num_edges", &PathSet::num_edges, "d, the number of columns of B.")
-      .def_readonly("walk_order_sorted", &PathSet::walk_order_sorted,
-                    "True when every path's edges increase in walk order (B then shares the "
-                    "edges array).")
-      .def_property_readonly("num_paths", &PathSet::size, "P.")
+          "int32 array: the output node of each path (read-only view).");
+  def_fields(path_set, field("num_edges", &PathSet::num_edges, "d, the number of columns of B."),
+             field("walk_order_sorted", &PathSet::walk_order_sorted,
+                   "True when every path's edges increase in walk order (B then shares the "
+                   "edges array)."));
+  path_set.def_property_readonly("num_paths", &PathSet::size, "P.")
       .def_property_readonly("nnz", &PathSet::nnz, "nnz(B) = the sum of the path lengths.")
       .def("__len__", &PathSet::size, "P.")
       .def(

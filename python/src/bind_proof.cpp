@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "pathlift/proof.hpp"
+#include "results.hpp"
 
 namespace pathlift::python {
 
@@ -82,12 +83,13 @@ auto step_array(V ProofStep::*member) {
 }
 
 void bind_proof_matrices(py::module_& m) {
-  py::class_<ProofIssue>(m, "ProofIssue", R"doc(
+  py::class_<ProofIssue> issue(m, "ProofIssue", R"doc(
 A claim of the proof that failed (ProofCertificate.failure, ProofCheck.failure), or a claim
 of the paper that is false as stated while the step still stands (findings): the step, the
 claim, the path (row) / edge (column) / node involved in that step's network, and a sentence.
-)doc")
-      .def_readonly("step", &ProofIssue::step, "The step index (0 = the user's network).")
+)doc");
+  def_fields(issue, field("step", &ProofIssue::step, "The step index (0 = the user's network)."));
+  issue
       .def_property_readonly(
           "claim", [](const ProofIssue& i) { return std::string(claim_id(i.claim)); },
           "The claim's id: 'choice', 'definition2', 'lemma2', ... (proof_claims()).")
@@ -102,22 +104,24 @@ claim, the path (row) / edge (column) / node involved in that step's network, an
           "The edge (column) of the step's network, or None.")
       .def_property_readonly(
           "node", [](const ProofIssue& i) { return index_or_none(i.node); },
-          "The node of the step's network, or None.")
-      .def_readonly("message", &ProofIssue::message,
-                    "One sentence: step, claim, path and column with their names.")
-      .def("__str__", [](const ProofIssue& i) { return i.message; })
+          "The node of the step's network, or None.");
+  def_fields(issue, field("message", &ProofIssue::message,
+                          "One sentence: step, claim, path and column with their names."));
+  issue.def("__str__", [](const ProofIssue& i) { return i.message; })
       .def("__repr__", [](const ProofIssue& i) {
         return fmt::format("<pathlift.ProofIssue step {} {}: {}>", i.step, claim_id(i.claim),
                            i.message);
       });
 
-  py::class_<ProofMatrix>(m, "ProofMatrix", R"doc(
+  py::class_<ProofMatrix> matrix(m, "ProofMatrix", R"doc(
 One matrix of a proof step (B, B', B'', B~, B~', B~'' or the base case's B~): rows are the
 canonical paths of the step's network, columns its edges; row_order / col_order give the
 order the paper prints them in, and dense() the matrix in that order. set() changes an entry
 (to corrupt a certificate and watch check_proof catch it).
-)doc")
-      .def_readonly("name", &ProofMatrix::name, "'B', \"B'\", \"B''\", 'B~', \"B~'\", \"B~''\".")
+)doc");
+  def_fields(matrix,
+             field("name", &ProofMatrix::name, "'B', \"B'\", \"B''\", 'B~', \"B~'\", \"B~''\"."));
+  matrix
       .def_property_readonly(
           "shape",
           [](const ProofMatrix& p) { return py::make_tuple(p.matrix.rows(), p.matrix.cols); },
@@ -158,15 +162,15 @@ order the paper prints them in, and dense() the matrix in that order. set() chan
 }
 
 void bind_proof_steps(py::module_& m) {
-  py::class_<ProofStep>(m, "ProofStep", R"doc(
+  py::class_<ProofStep> step(m, "ProofStep", R"doc(
 One step of the induction on a network N_i (step 0: the user's network). kind 'induction':
 u (the last hidden node of a topological order, inputs first) becomes an output; k = the first
 node after u with an edge from u; e = that edge; E-u, E+u, E-k; Algorithm 2's paths and row
 operations; E_end; the reduced network; rank(B) = #E_end + rank(B_reduced). kind 'base'
 (h = 0): Algorithm 1's row operations, rank(B) = d. Node and edge indices are those of this
 step's network (original_edge maps edges to the user's network).
-)doc")
-      .def_property_readonly(
+)doc");
+  step.def_property_readonly(
           "kind",
           [](const ProofStep& s) { return s.kind == ProofStepKind::base ? "base" : "induction"; },
           "'induction' or 'base'.")
@@ -174,11 +178,11 @@ step's network (original_edge maps edges to the user's network).
           "network", [](const ProofStep& s) -> const Network& { return s.network; },
           "N_i, this step's network.")
       .def_property_readonly("original_edge", step_array(&ProofStep::original_edge),
-                             "int64 array: edge of N_i -> edge of the user's network.")
-      .def_readonly("d", &ProofStep::d, "Edges of N_i.")
-      .def_readonly("h", &ProofStep::h, "Hidden nodes of N_i.")
-      .def_readonly("num_paths", &ProofStep::num_paths, "Paths of N_i.")
-      .def_property_readonly(
+                             "int64 array: edge of N_i -> edge of the user's network.");
+  def_fields(step, field("d", &ProofStep::d, "Edges of N_i."),
+             field("h", &ProofStep::h, "Hidden nodes of N_i."),
+             field("num_paths", &ProofStep::num_paths, "Paths of N_i."));
+  step.def_property_readonly(
           "u", [](const ProofStep& s) { return index_or_none(s.u); },
           "The hidden node made an output (None for the base case).")
       .def_property_readonly(
@@ -207,15 +211,15 @@ step's network (original_edge maps edges to the user's network).
       .def_property_readonly("dropped_nodes", step_array(&ProofStep::dropped_nodes),
                              "int64 array: nodes left without any edge (they drop out).")
       .def_property_readonly("new_inputs", step_array(&ProofStep::new_inputs),
-                             "int64 array: nodes that lost every incoming edge but not all.")
-      .def_readonly("null_rows", &ProofStep::null_rows, "Rows of [H; D] that are zero.")
-      .def_readonly("repeated_rows", &ProofStep::repeated_rows,
-                    "Rows of [H; D] equal to an earlier one.")
-      .def_property_readonly("row_operations", &row_operations,
+                             "int64 array: nodes that lost every incoming edge but not all.");
+  def_fields(
+      step, field("null_rows", &ProofStep::null_rows, "Rows of [H; D] that are zero."),
+      field("repeated_rows", &ProofStep::repeated_rows, "Rows of [H; D] equal to an earlier one."));
+  step.def_property_readonly("row_operations", &row_operations,
                              "(n, 2) int64 array: row p -= row p~ for each (p, p~), in "
-                             "execution order (Algorithm 1 or 2).")
-      .def_readonly("rank", &ProofStep::rank, "The certified rank(B) of N_i.")
-      .def_property_readonly(
+                             "execution order (Algorithm 1 or 2).");
+  def_fields(step, field("rank", &ProofStep::rank, "The certified rank(B) of N_i."));
+  step.def_property_readonly(
           "reduced_rank", [](const ProofStep& s) { return index_or_none(s.reduced_rank); },
           "The certified rank of the reduced skeleton (induction step), else None.")
       .def_property_readonly(
@@ -257,14 +261,15 @@ step's network (original_edge maps edges to the user's network).
 }
 
 void bind_proof_certificates(py::module_& m) {
-  py::class_<ProofCertificate>(m, "ProofCertificate", R"doc(
+  py::class_<ProofCertificate> certificate(m, "ProofCertificate", R"doc(
 The paper's proof of Theorem 1 executed on a network (prove_rank): h induction steps then the
 base case, each checked claim by claim. proved is True when every step went through; failure
 is the first claim that failed (the proof stops there); findings are claims of the paper
 false as stated where the step still stands.
-)doc")
-      .def_readonly("d", &ProofCertificate::d, "Edges of the user's network.")
-      .def_readonly("h", &ProofCertificate::h, "Hidden nodes of the user's network.")
+)doc");
+  def_fields(certificate, field("d", &ProofCertificate::d, "Edges of the user's network."),
+             field("h", &ProofCertificate::h, "Hidden nodes of the user's network."));
+  certificate
       .def_property_readonly(
           "steps",
           [](const py::object& self) {

@@ -31,25 +31,26 @@ namespace pathlift::python {
 namespace {
 
 void bind_rank_certificates(py::module_& m) {
-  py::class_<RankCertificate>(m, "RankCertificate", R"doc(
+  py::class_<RankCertificate> certificate(m, "RankCertificate", R"doc(
 A certified rank of the skeleton B (certify_rank): lower <= rank(B) over Q <= upper, proved
 when the bounds meet. lower = rank modulo `prime` of the eliminated matrix (B, some of its
 rows, or B^T B); upper = d minus the number of rescaling vectors z_v (+1 on the edges into
 hidden node v, -1 on the edges out of it) verified in the kernel and independent.
-)doc")
-      .def_readonly("d", &RankCertificate::d, "Columns of B (edges).")
-      .def_readonly("h", &RankCertificate::h, "Hidden nodes.")
-      .def_readonly("expected", &RankCertificate::expected, "d - h (Theorem 1).")
-      .def_readonly("lower", &RankCertificate::lower, "The certified lower bound (rank mod p).")
-      .def_readonly("upper", &RankCertificate::upper,
-                    "The certified upper bound (d - verified rescaling vectors).")
-      .def_readonly("prime", &RankCertificate::prime, "The prime of the elimination.")
-      .def_property_readonly(
-          "method", [](const RankCertificate& c) { return std::string(to_string(c.method)); },
-          "The lower bound's method: 'skeleton' (B), 'gram' (B^T B), 'path_basis' or "
-          "'symmetry' (d - h_sym by the symmetry theorem, h_sym exact).")
-      .def_readonly("rows_eliminated", &RankCertificate::rows_eliminated,
-                    "Rows of B eliminated (a subset suffices), or d for B^T B.")
+)doc");
+  def_fields(certificate, field("d", &RankCertificate::d, "Columns of B (edges)."),
+             field("h", &RankCertificate::h, "Hidden nodes."),
+             field("expected", &RankCertificate::expected, "d - h (Theorem 1)."),
+             field("lower", &RankCertificate::lower, "The certified lower bound (rank mod p)."),
+             field("upper", &RankCertificate::upper,
+                   "The certified upper bound (d - verified rescaling vectors)."),
+             field("prime", &RankCertificate::prime, "The prime of the elimination."));
+  certificate.def_property_readonly(
+      "method", [](const RankCertificate& c) { return std::string(to_string(c.method)); },
+      "The lower bound's method: 'skeleton' (B), 'gram' (B^T B), 'path_basis' or "
+      "'symmetry' (d - h_sym by the symmetry theorem, h_sym exact).");
+  def_fields(certificate, field("rows_eliminated", &RankCertificate::rows_eliminated,
+                                "Rows of B eliminated (a subset suffices), or d for B^T B."));
+  certificate
       .def_property_readonly(
           "kernel_failures",
           [](const RankCertificate& c) { return index_array(c.kernel_failures); },
@@ -72,7 +73,7 @@ hidden node v, -1 on the edges out of it) verified in the kernel and independent
                            c.upper, c.certified() ? " (certified)" : "", c.expected);
       });
 
-  py::class_<JacobianRankCertificate>(m, "JacobianRankCertificate", R"doc(
+  py::class_<JacobianRankCertificate> jacobian(m, "JacobianRankCertificate", R"doc(
 Certified bounds on rank(dPhi(theta)) over Q (certify_jacobian_rank): lower <= rank <= upper.
 method: 'identity' (no theta_k is 0: rank(dPhi) = rank(B)), 'elimination' (elimination modulo
 an odd prime of the exact entries of dPhi, products of doubles being dyadic rationals),
@@ -80,12 +81,13 @@ an odd prime of the exact entries of dPhi, products of doubles being dyadic rati
 the zero parameters a path crosses as its only zero edge, exact) or 'none' (zero weights and
 no certificate: lower bound 0). upper = the certified upper bound of rank(B), which bounds
 rank(dPhi(theta)) at every theta.
-)doc")
-      .def_readonly("lower", &JacobianRankCertificate::lower, "The certified lower bound.")
-      .def_readonly("upper", &JacobianRankCertificate::upper, "The certified upper bound.")
-      .def_readonly("prime", &JacobianRankCertificate::prime, "The prime of the elimination.")
-      .def_readonly("zero_weights", &JacobianRankCertificate::zero_weights,
-                    "How many theta_k are 0.")
+)doc");
+  def_fields(
+      jacobian, field("lower", &JacobianRankCertificate::lower, "The certified lower bound."),
+      field("upper", &JacobianRankCertificate::upper, "The certified upper bound."),
+      field("prime", &JacobianRankCertificate::prime, "The prime of the elimination."),
+      field("zero_weights", &JacobianRankCertificate::zero_weights, "How many theta_k are 0."));
+  jacobian
       .def_property_readonly(
           "method",
           [](const JacobianRankCertificate& c) { return std::string(to_string(c.method)); },
@@ -104,36 +106,31 @@ rank(dPhi(theta)) at every theta.
                            c.certified() ? ", certified" : "");
       });
 
-  py::class_<NumericalRank>(m, "NumericalRank",
-                            "The numerical rank of a matrix (dPhi) from its singular values "
-                            "(numerical_rank).")
-      .def_readonly("rank", &NumericalRank::rank, "Singular values above the tolerance.")
-      .def_readonly("tolerance", &NumericalRank::tolerance,
-                    "Absolute tolerance: singular values > tolerance are kept.")
-      .def_readonly("gap", &NumericalRank::gap,
-                    "sigma_rank / sigma_(rank+1), the last kept over the first dropped singular "
-                    "value (over the tolerance when none is dropped or it is exactly 0; inf for "
-                    "the zero matrix).")
-      .def_property_readonly(
-          "status", [](const NumericalRank& n) { return std::string(to_string(n.status)); },
-          "'conclusive' (gap >= min_gap), 'inconclusive', or 'failed' (a singular value is not "
-          "finite; rank is then 0 and meaningless).")
-      .def_readonly("non_finite", &NumericalRank::non_finite,
-                    "How many singular values are not finite.")
-      .def_property_readonly(
-          "method", [](const NumericalRank& n) { return std::string(to_string(n.method)); },
-          "'svd' or 'gram_eigenvalues': the method used.")
-      .def_property_readonly(
-          "singular_values",
-          [](const NumericalRank& n) {
-            std::vector<double> s = n.singular_values;
-            return owning_array(std::move(s));
-          },
-          "float64 array: the min(P, d) singular values, descending.")
-      .def("__repr__", [](const NumericalRank& n) {
-        return fmt::format("<pathlift.NumericalRank: rank {}, tolerance {:.3g}, gap {:.3g} ({})>",
-                           n.rank, n.tolerance, n.gap, to_string(n.status));
-      });
+  py::class_<NumericalRank> numerical(m, "NumericalRank",
+                                      "The numerical rank of a matrix (dPhi) from its singular "
+                                      "values (numerical_rank).");
+  def_fields(numerical, field("rank", &NumericalRank::rank, "Singular values above the tolerance."),
+             field("tolerance", &NumericalRank::tolerance,
+                   "Absolute tolerance: singular values > tolerance are kept."),
+             field("gap", &NumericalRank::gap,
+                   "sigma_rank / sigma_(rank+1), the last kept over the first dropped singular "
+                   "value (over the tolerance when none is dropped or it is exactly 0; inf for "
+                   "the zero matrix)."));
+  numerical.def_property_readonly(
+      "status", [](const NumericalRank& n) { return std::string(to_string(n.status)); },
+      "'conclusive' (gap >= min_gap), 'inconclusive', or 'failed' (a singular value is not "
+      "finite; rank is then 0 and meaningless).");
+  def_fields(numerical, field("non_finite", &NumericalRank::non_finite,
+                              "How many singular values are not finite."));
+  numerical.def_property_readonly(
+      "method", [](const NumericalRank& n) { return std::string(to_string(n.method)); },
+      "'svd' or 'gram_eigenvalues': the method used.");
+  def_fields(numerical, array_field("singular_values", &NumericalRank::singular_values,
+                                    "float64 array: the min(P, d) singular values, descending."));
+  numerical.def("__repr__", [](const NumericalRank& n) {
+    return fmt::format("<pathlift.NumericalRank: rank {}, tolerance {:.3g}, gap {:.3g} ({})>",
+                       n.rank, n.tolerance, n.gap, to_string(n.status));
+  });
 }
 
 void bind_rank_reports(py::module_& m) {
@@ -149,16 +146,17 @@ from exact ranks). docs/rank.md has the table.
   def_to_dict(report,
               "The report's JSON form as a dict (the object `pathlift rank --json` prints; keys "
               "in docs/rank.md).");
-  report.def_readonly("d", &RankReport::d, "Edges.")
-      .def_readonly("h", &RankReport::h, "Hidden nodes.")
-      .def_readonly("h_sym", &RankReport::h_sym,
-                    "The dimension of the rescaling symmetries: h with one parameter per edge; "
-                    "with shared parameters or fixed edges, expected = d - h_sym.")
-      .def_readonly("one_parameter_per_edge", &RankReport::one_parameter_per_edge,
-                    "False when parameters are shared or edges fixed (Theorem 1 then does not "
-                    "apply; the bound is d - h_sym).")
-      .def_readonly("expected", &RankReport::expected, "d - h (d - h_sym with shared parameters).")
-      .def_readonly("rank_B", &RankReport::rank_B, "The RankCertificate of B.")
+  def_fields(report, field("d", &RankReport::d, "Edges."),
+             field("h", &RankReport::h, "Hidden nodes."),
+             field("h_sym", &RankReport::h_sym,
+                   "The dimension of the rescaling symmetries: h with one parameter per edge; "
+                   "with shared parameters or fixed edges, expected = d - h_sym."),
+             field("one_parameter_per_edge", &RankReport::one_parameter_per_edge,
+                   "False when parameters are shared or edges fixed (Theorem 1 then does not "
+                   "apply; the bound is d - h_sym)."),
+             field("expected", &RankReport::expected, "d - h (d - h_sym with shared parameters)."),
+             field("rank_B", &RankReport::rank_B, "The RankCertificate of B."));
+  report
       .def_property_readonly(
           "rank_J",
           [](const RankReport& r) -> py::object {
@@ -170,16 +168,18 @@ from exact ranks). docs/rank.md has the table.
           [](const RankReport& r) -> py::object {
             return r.rank_J_exact ? py::cast(*r.rank_J_exact) : py::object(py::none());
           },
-          "The JacobianRankCertificate of dPhi(theta), or None when theta was not given.")
-      .def_readonly("rank_J_note", &RankReport::rank_J_note,
-                    "Why the numerical rank was not computed ('' when it was).")
+          "The JacobianRankCertificate of dPhi(theta), or None when theta was not given.");
+  def_fields(report, field("rank_J_note", &RankReport::rank_J_note,
+                           "Why the numerical rank was not computed ('' when it was)."));
+  report
       .def_property_readonly(
           "zero_weights", [](const RankReport& r) { return index_array(r.zero_weights); },
           "int64 array: the edges k with theta_k = 0.")
       .def_property_readonly(
           "status", [](const RankReport& r) { return std::string(to_string(r.status)); },
-          "The verdict (see the class docstring).")
-      .def_readonly("explanation", &RankReport::explanation, "One sentence saying why.")
+          "The verdict (see the class docstring).");
+  def_fields(report, field("explanation", &RankReport::explanation, "One sentence saying why."));
+  report
       .def_property_readonly(
           "failed", [](const RankReport& r) { return is_failure(r.status); },
           "True for the statuses that contradict the theorem's equalities "
@@ -191,23 +191,24 @@ from exact ranks). docs/rank.md has the table.
                            r.rank_J ? fmt::format("{}", r.rank_J->rank) : "-", to_string(r.status));
       });
 
-  py::class_<SymmetryDimension>(m, "SymmetryDimension",
-                                "The dimension h_sym of the rescaling symmetries "
-                                "(rescaling_symmetry_dimension) and how it was found.")
-      .def_readonly("h_sym", &SymmetryDimension::h_sym,
-                    "Dimension of the changes of theta that rescalings produce.")
-      .def_readonly("classes", &SymmetryDimension::classes,
-                    "Node classes left free after the forced equalities.")
-      .def_readonly("constraints", &SymmetryDimension::constraints,
-                    "Distinct constraints left among the classes.")
-      .def_readonly("constraint_rank", &SymmetryDimension::constraint_rank,
-                    "Their exact rank over Q.")
-      .def_readonly("unused_params", &SymmetryDimension::unused_params,
-                    "Parameters that no edge carries.")
-      .def("__repr__", [](const SymmetryDimension& s) {
-        return fmt::format("<pathlift.SymmetryDimension h_sym={} classes={} constraints={}>",
-                           s.h_sym, s.classes, s.constraints);
-      });
+  py::class_<SymmetryDimension> symmetry(m, "SymmetryDimension",
+                                         "The dimension h_sym of the rescaling symmetries "
+                                         "(rescaling_symmetry_dimension) and how it was found.");
+  def_fields(
+      symmetry,
+      field("h_sym", &SymmetryDimension::h_sym,
+            "Dimension of the changes of theta that rescalings produce."),
+      field("classes", &SymmetryDimension::classes,
+            "Node classes left free after the forced equalities."),
+      field("constraints", &SymmetryDimension::constraints,
+            "Distinct constraints left among the classes."),
+      field("constraint_rank", &SymmetryDimension::constraint_rank, "Their exact rank over Q."),
+      field("unused_params", &SymmetryDimension::unused_params,
+            "Parameters that no edge carries."));
+  symmetry.def("__repr__", [](const SymmetryDimension& s) {
+    return fmt::format("<pathlift.SymmetryDimension h_sym={} classes={} constraints={}>", s.h_sym,
+                       s.classes, s.constraints);
+  });
   m.def(
       "rescaling_symmetry_dimension",
       [](const NetworkArg& arg, bool unroll, std::size_t max_memory) {

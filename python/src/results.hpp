@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common.hpp"
 
@@ -35,11 +36,33 @@ Field<T, Member> field(const char* name, Member T::*member, const char* doc) {
   return {name, member, doc};
 }
 
-/// Binds each field as a read-only attribute:
-/// def_fields(cls, field("n", &Check::n, "Samples."), field("q", &Check::q, "Outputs.")).
+/// A std::vector member of a result struct read as a numpy array of its element type, a fresh
+/// copy on each access (writing to it never changes the result) (def_fields).
+template <class T, class Member>
+struct ArrayField : Field<T, Member> {};
+
+template <class T, class V>
+ArrayField<T, std::vector<V>> array_field(const char* name, std::vector<V> T::*member,
+                                          const char* doc) {
+  return {{name, member, doc}};
+}
+
+template <class Class, class T, class Member>
+void def_field(Class& cls, const Field<T, Member>& f) {
+  cls.def_readonly(f.name, f.member, f.doc);
+}
+
+template <class Class, class T, class Member>
+void def_field(Class& cls, const ArrayField<T, Member>& f) {
+  cls.def_property_readonly(
+      f.name, [member = f.member](const T& r) { return owning_array(Member(r.*member)); }, f.doc);
+}
+
+/// Binds each field as a read-only attribute, in order:
+/// def_fields(cls, field("n", &Check::n, "Samples."), array_field("x", &Check::x, "Inputs.")).
 template <class Class, class... Fields>
 void def_fields(Class& cls, const Fields&... fields) {
-  (cls.def_readonly(fields.name, fields.member, fields.doc), ...);
+  (def_field(cls, fields), ...);
 }
 
 }  // namespace pathlift::python
