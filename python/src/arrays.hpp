@@ -60,6 +60,16 @@ py::array_t<T> view_array(std::span<const T> items, const py::handle& base) {
   return a;
 }
 
+/// The getter of a read-only view of an array member of a bound object (PathSet::start,
+/// OutputGrouping::order, ...): the view keeps the object alive. No copy.
+template <class Self, class Member>
+auto member_view(Member Self::*member) {
+  return [member](const py::object& self) {
+    using T = typename Member::value_type;
+    return view_array<T>(std::span<const T>(self.cast<const Self&>().*member), self);
+  };
+}
+
 /// A row-major dense matrix as a 2-D array owning it (moved to the heap). No copy.
 template <class T>
 py::array_t<T> owning_matrix(

@@ -93,20 +93,10 @@ buffers (no copy), shared with the skeleton and Jacobians computed from this pat
       .def_property_readonly(
           "edges", [](const PathSet& ps) { return shared_array<EdgeId>(ps.edges); },
           "int32 array of nnz edge ids, each path in walk order (read-only view).")
-      .def_property_readonly(
-          "start",
-          [](const py::object& self) {
-            const auto& ps = self.cast<const PathSet&>();
-            return view_array<NodeId>(std::span<const NodeId>(ps.start), self);
-          },
-          "int32 array: the input node of each path (read-only view).")
-      .def_property_readonly(
-          "end",
-          [](const py::object& self) {
-            const auto& ps = self.cast<const PathSet&>();
-            return view_array<NodeId>(std::span<const NodeId>(ps.end), self);
-          },
-          "int32 array: the output node of each path (read-only view).");
+      .def_property_readonly("start", member_view(&PathSet::start),
+                             "int32 array: the input node of each path (read-only view).")
+      .def_property_readonly("end", member_view(&PathSet::end),
+                             "int32 array: the output node of each path (read-only view).");
   def_fields(path_set, field("num_edges", &PathSet::num_edges, "d, the number of columns of B."),
              field("walk_order_sorted", &PathSet::walk_order_sorted,
                    "True when every path's edges increase in walk order (B then shares the "
@@ -148,17 +138,10 @@ ending at output j. For a vector phi, phi[order] is grouped; layout(phi) reshape
 J[order] reorders its rows.
 )doc")
       .def_property_readonly(
-          "order",
-          [](const py::object& self) {
-            return view_array<Index>(self.cast<const OutputGrouping&>().order, self);
-          },
+          "order", member_view(&OutputGrouping::order),
           "int64 array: canonical path index of each position in the grouped layout.")
-      .def_property_readonly(
-          "counts",
-          [](const py::object& self) {
-            return view_array<Index>(self.cast<const OutputGrouping&>().counts, self);
-          },
-          "int64 array: the number of paths ending at each output.")
+      .def_property_readonly("counts", member_view(&OutputGrouping::counts),
+                             "int64 array: the number of paths ending at each output.")
       .def_property_readonly("uniform", &uniform,
                              "True when every output has the same number of paths.")
       .def_property_readonly(
