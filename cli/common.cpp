@@ -182,6 +182,15 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts) {
                  "physical RAM)");
 }
 
+std::string json_flag_help(std::string_view command, std::string_view keys) {
+  return fmt::format("Print one JSON object (keys in docs/cli.md#{}: the header, then {})", command,
+                     keys);
+}
+
+CLI::Option* add_json_flag(CLI::App& cmd, bool& json, std::string_view keys) {
+  return cmd.add_flag("--json", json, json_flag_help(cmd.get_name(), keys));
+}
+
 CLI::App* add_network_command(CLI::App& app, const std::string& name,
                               const std::string& description, NetworkCommandOptions& opts,
                               TakesTheta theta, const std::string& json_help) {

@@ -74,10 +74,9 @@ void add_bound_command(CLI::App& app) {
                   "B, the largest ||x||_inf over the training inputs (after normalization)")
       ->required()
       ->check(non_negative_number);
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#bound: the header, then d, D, "
-                "D_exact, P, K, M, d_in, d_out, n, B, C, coefficient, l1_path_norm, bound, their "
-                "sharpened forms and assumptions)");
+  add_json_flag(*cmd, opts->json,
+                "d, D, D_exact, P, K, M, d_in, d_out, n, B, C, coefficient, l1_path_norm, bound, "
+                "their sharpened forms and assumptions");
   cmd->callback([opts] { run_bound(*opts); });
 }
 

@@ -120,9 +120,9 @@ void add_info_command(CLI::App& app) {
       "file is summarised without unrolling: its unrolled DAG's node and edge counts, and its "
       "path counts layer by layer",
       *opts, TakesTheta::no,
-      "Print one JSON object (keys in docs/cli.md#info: the header, then nodes, inputs, hidden, "
-      "outputs, d, edges, h, P, nnz, max_path_length, length_histogram; layers for a layer "
-      "graph)");
+      json_flag_help("info",
+                     "nodes, inputs, hidden, outputs, d, edges, h, P, nnz, "
+                     "max_path_length, length_histogram; layers for a layer graph"));
   cmd->callback([opts] { run_info(*opts); });
 }
 

@@ -310,9 +310,7 @@ void add_kernel_command(CLI::App& app) {
                   "Lanczos's basis size (default max(2N + 1, N + 20), narrowed to --max-memory) "
                   "or LOBPCG's block size (default N + max(2, N/2)); Python's subspace")
       ->check(positive_integer);
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#kernel: the header, then d and what "
-                "was computed)");
+  add_json_flag(*cmd, opts->json, "d and what was computed");
   add_engine_options(*cmd, opts->compute);
   cmd->callback([opts] { run_kernel(*opts); });
 }

@@ -138,9 +138,7 @@ void add_linearize_command(CLI::App& app) {
                   "Write L (row i q + j = sample i, output j; column p = path p in canonical "
                   "order): .npz, .mtx, .txt or .csv, or - for stdout; the report then goes to "
                   "stderr");
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#linearize: the header, then n, q, P, "
-                "nnz_L, margin, max_err_f, max_err_grad, status)");
+  add_json_flag(*cmd, opts->json, "n, q, P, nnz_L, margin, max_err_f, max_err_grad, status");
   cmd->add_option("--grad-samples", opts->grad_samples,
                   "Samples whose gradient rows are checked against finite differences")
       ->capture_default_str()

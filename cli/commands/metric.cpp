@@ -75,10 +75,9 @@ void add_metric_command(CLI::App& app) {
   cmd->add_option("--theta2", opts->theta2_file,
                   "The second parameter vector (a pruned or quantized theta): a file as --theta")
       ->required();
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#metric: the header, then d, metric, "
-                "log10_metric, exact, lipschitz_constant, log10_lipschitz_constant, "
-                "lipschitz_exact, sign_changes)");
+  add_json_flag(*cmd, opts->json,
+                "d, metric, log10_metric, exact, lipschitz_constant, log10_lipschitz_constant, "
+                "lipschitz_exact, sign_changes");
   cmd->callback([opts] { run_metric(*opts); });
 }
 

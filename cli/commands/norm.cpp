@@ -165,10 +165,9 @@ void add_norm_command(CLI::App& app) {
                   "Also each layer's, channel's, parameter's or node's share of ||Phi||_s^s for "
                   "the first --s (layer, channel: a layer graph's, without unrolling)")
       ->check(CLI::IsMember({"layer", "channel", "parameter", "node"}));
-  cmd->add_flag(
-      "--json", opts->json,
-      "Print one JSON object (keys in docs/cli.md#norm: the header, then P, norms {\"1\": "
-      "x, ...}, log10_norms, ...; a norm beyond double's range is null in norms)");
+  add_json_flag(*cmd, opts->json,
+                "P, norms {\"1\": x, ...}, log10_norms, ...; a norm beyond double's range is "
+                "null in norms");
   cmd->callback([opts] { run_norm(*opts); });
 }
 

@@ -251,10 +251,7 @@ void add_rank_command(CLI::App& app) {
   add_network_options(*cmd, opts->network);
   add_theta_options(*cmd, opts->compute);
   add_engine_options(*cmd, opts->compute);
-  cmd->add_flag(
-      "--json", opts->json,
-      "Print one JSON object (keys in docs/cli.md#rank: the header, then d, h, h_sym, expected, "
-      "rank_B, ..., status, explanation)");
+  add_json_flag(*cmd, opts->json, "d, h, h_sym, expected, rank_B, ..., status, explanation");
   auto* no_enumerate = cmd->add_flag(
       "--no-enumerate", opts->no_enumerate,
       "Certify rank(B) without enumerating paths (a triangular path basis, or B^T B by dynamic "

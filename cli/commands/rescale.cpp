@@ -93,10 +93,9 @@ void add_rescale_command(CLI::App& app) {
                   "the optimum's condition over the classes) is at most this (a finite number "
                   ">= 0)")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json,
-                "Print one JSON object (keys in docs/cli.md#rescale: the header, then method, "
-                "output, d, classes, sweeps, converged, criterion_before, criterion_after, "
-                "stationarity)");
+  add_json_flag(*cmd, opts->json,
+                "method, output, d, classes, sweeps, converged, criterion_before, "
+                "criterion_after, stationarity");
   cmd->callback([opts] { run_rescale(*opts); });
 }
 
