@@ -112,9 +112,6 @@ struct NetworkCommandOptions {
 /// Whether a subcommand takes theta (--theta FILE | --seed N).
 enum class TakesTheta : bool { no, yes };
 
-/// Adds subcommand `name` with, in this order: the network options, --theta and --seed (when
-/// `theta` is yes), --threads and --max-memory, and --json described by `json_help`
-/// (json_flag_help for a command whose keys docs/cli.md lists).
 /// --json's help: "Print one JSON object (keys in docs/cli.md#<command>: the header, then
 /// <keys>)", the anchor being the command's name.
 std::string json_flag_help(std::string_view command, std::string_view keys);
@@ -122,6 +119,9 @@ std::string json_flag_help(std::string_view command, std::string_view keys);
 /// --json on `cmd`, described by json_flag_help(cmd's name, keys).
 CLI::Option* add_json_flag(CLI::App& cmd, bool& json, std::string_view keys);
 
+/// Adds subcommand `name` with, in this order: the network options, --theta and --seed (when
+/// `theta` is yes), --threads and --max-memory, and --json described by `json_help`
+/// (json_flag_help for a command whose keys docs/cli.md lists).
 CLI::App* add_network_command(CLI::App& app, const std::string& name,
                               const std::string& description, NetworkCommandOptions& opts,
                               TakesTheta theta, const std::string& json_help);

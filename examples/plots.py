@@ -15,7 +15,7 @@ import pathlib
 
 import pathlift
 import pathlift.plot
-from _figures import saved_figure  # Agg: files only, no display needed
+from _figures import saved_figure  # switches matplotlib to Agg (files only) at the first figure
 
 DPI = 100
 

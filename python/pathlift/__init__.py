@@ -173,7 +173,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_SCIPY_NAMES) | set(_TORCH_NAMES) | set(_SWEEP_NAMES)
-                  | {"plot"})
+                  | {"plot", "torch"})
 
 
 del _name, _obj

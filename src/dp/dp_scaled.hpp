@@ -161,7 +161,7 @@ bool dp_forward(const DagView& g, const double* theta, const W& w, Index first, 
   bool uniform = true;  // every exponent computed so far is 0
   for (Index pos = first; pos < g.n; ++pos) {
     const NodeId v = g.topo[pos];
-    const auto [b, end] = g.in_edges(v);
+    const auto [b, end] = g.in_range(v);
     double a0 = 0;
     double a1 = 0;
     std::int64_t kv = 0;
@@ -229,7 +229,7 @@ bool dp_backward_settle(const DagView& g, const double* theta, const W& w, NodeI
   if (g.is_output[static_cast<std::size_t>(v)] != 0) {
     acc += dp_ldexp(1.0, -kv);
   }
-  const auto [o0, o1] = g.out_edges(v);
+  const auto [o0, o1] = g.out_range(v);
   const bool has_out = o1 > o0;
   if (has_out && dp_suspect(acc)) {
     dp_backward_careful(g, theta, w, v, m, k);
@@ -256,7 +256,7 @@ void dp_backward(const DagView& g, const double* theta, const W& w, double* m, s
     }
     const double gm = m[v];
     const std::int64_t gk = k[v];
-    const auto [b, end] = g.in_edges(v);
+    const auto [b, end] = g.in_range(v);
     visit(v, gm, gk, b, end);
     if (gk == 0 && !merged) {
       for (Index i = b; i < end; ++i) {
@@ -336,7 +336,7 @@ inline bool dp_forward_pair(const DagView& g, const double* theta, const double*
   bool uniform = true;
   for (Index pos = g.num_inputs; pos < g.n; ++pos) {
     const NodeId v = g.topo[pos];
-    const auto [b, end] = g.in_edges(v);
+    const auto [b, end] = g.in_range(v);
     double acc = 0;
     double dacc = 0;
     std::int64_t kv = 0;
@@ -420,7 +420,7 @@ void dp_backward_pair(const DagView& g, const double* theta, const double* dir, 
     const std::int64_t gkb = kb[v];
     const double ge = e[v];
     const std::int64_t gke = ke[v];
-    const auto [i0, i1] = g.in_edges(v);
+    const auto [i0, i1] = g.in_range(v);
     const EdgeId* __restrict in_list = g.in_list;
     const NodeId* __restrict src = g.src;
     const double* __restrict th = theta;

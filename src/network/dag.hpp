@@ -36,8 +36,8 @@ struct DagView {
     Index begin;
     Index end;
   };
-  [[nodiscard]] EdgeRange in_edges(NodeId v) const { return {in_off[v], in_off[v + 1]}; }
-  [[nodiscard]] EdgeRange out_edges(NodeId v) const { return {out_off[v], out_off[v + 1]}; }
+  [[nodiscard]] EdgeRange in_range(NodeId v) const { return {in_off[v], in_off[v + 1]}; }
+  [[nodiscard]] EdgeRange out_range(NodeId v) const { return {out_off[v], out_off[v + 1]}; }
 
   explicit DagView(const Network& network, bool with_out_targets = false)
       : net(&network),

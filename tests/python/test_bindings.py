@@ -639,6 +639,8 @@ def test_release_cached_buffers(pathlift_module):
 def test_submodules_load_on_first_use(pathlift_module):
     """`import pathlift` alone reaches pathlift.torch and pathlift.plot (PEP 562), in a fresh
     interpreter where no other test has imported them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
     code = ("import sys, pathlift; assert 'pathlift.torch' not in sys.modules; "
             "print(pathlift.torch.path_cond.__module__, pathlift.plot.__name__)")
     root = pathlib.Path(pathlift_module.__file__).parents[1]
