@@ -100,6 +100,9 @@ A balancing rescaling (path_cond, enorm): theta (the rescaled theta, the same fu
 log_scales (one per class), classes, sweeps, converged, criterion_before, criterion_after,
 stationarity (the largest relative violation of the optimum's condition).
 )doc");
+  def_to_dict(
+      report,
+      "The JSON form (to_json): `pathlift rescale --json`'s report keys (docs/balance.md).");
   def_fields(
       report,
       array_field("theta", &BalanceReport::theta, "The rescaled theta (the same function)."),

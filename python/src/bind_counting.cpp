@@ -62,6 +62,9 @@ float(c) is the count as a float (inf beyond float range); int(c) raises CountOv
   py::class_<PathCounts> counts(m, "PathCounts",
                                 "Path counts of a network (count_paths). Each count is an int "
                                 "when it fits in 64 bits, else a Count.");
+  def_to_dict(counts,
+              "The JSON form (to_json): the path keys of `pathlift info --json` (P, nnz, their "
+              "log10 and exactness, max_path_length, length_histogram).");
   counts
       .def_property_readonly(
           "paths", [](const PathCounts& c) { return count_to_python(c.paths); }, "P.")

@@ -38,6 +38,7 @@ The l1 path-metric ||Phi(theta) - Phi(theta2)||_1 (path_metric): value (a float,
 double's range), log10, scaled (a ScaledReal), exact (True when one of theta, theta2 dominates
 the other, as pruning does: then the value is the metric itself; else an upper bound).
 )doc");
+  def_to_dict(metric, "The JSON form (to_json): the metric keys of `pathlift metric --json`.");
   metric
       .def_property_readonly(
           "value", [](const PathMetric& p) { return p.value.value(); },
@@ -62,6 +63,7 @@ The constant C of ||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C for ever
 path-metric itself), sign_changes (coordinates where theta and theta2 have opposite signs; C
 then goes through theta with them set to 0).
 )doc");
+  def_to_dict(bound, "The JSON form (to_json): the Lipschitz keys of `pathlift metric --json`.");
   bound
       .def_property_readonly(
           "constant", [](const LipschitzBound& b) { return b.constant.value(); },

@@ -267,6 +267,8 @@ base case, each checked claim by claim. proved is True when every step went thro
 is the first claim that failed (the proof stops there); findings are claims of the paper
 false as stated where the step still stands.
 )doc");
+  def_to_dict(certificate,
+              "The JSON form (to_json): `pathlift prove --json`'s keys after its header.");
   def_fields(certificate, field("d", &ProofCertificate::d, "Edges of the user's network."),
              field("h", &ProofCertificate::h, "Hidden nodes of the user's network."));
   certificate
