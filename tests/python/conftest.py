@@ -4,6 +4,7 @@ The build directory is $PATHLIFT_BUILD_DIR (default: build/ at the repository ro
 Python package is importable from <build>/python (the CMake build places it there).
 """
 import importlib.util
+import json
 import os
 import pathlib
 import subprocess
@@ -59,6 +60,15 @@ def run_cli(cli_path):
         return result
 
     return run
+
+
+def run_json(run_cli, *args):
+    """`pathlift args... --json` as a dict: exit 0 and nothing on stderr (no progress bar when
+    stderr is not a terminal)."""
+    result = run_cli(*args, "--json")
+    assert result.returncode == 0, result
+    assert result.stderr == "", result
+    return json.loads(result.stdout)
 
 
 @pytest.fixture

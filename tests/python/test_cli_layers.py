@@ -14,6 +14,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from conftest import run_json
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 
@@ -87,13 +89,6 @@ def models(tmp_path_factory, cli_path):
         assert proc.returncode == 0, proc.stderr
         out[name] = (args, ["--network", str(plain)])
     return out
-
-
-def run_json(run_cli, *args):
-    result = run_cli(*args, "--json")
-    assert result.returncode == 0, result
-    assert result.stderr == "", result  # no progress bar when stderr is not a terminal
-    return json.loads(result.stdout)
 
 
 def assert_close(a, b, rel=1e-9, path="", abs_tol=0.0):

@@ -1,18 +1,13 @@
 """Every Python result whose library type has a to_json gives it as to_dict(): the same keys and
 values as the CLI's --json object for the same network and theta (the CLI adds its header and
 keys of its own around them)."""
-import json
-
 import numpy as np
 import pytest
 
+from conftest import run_json
+
 FF = (4, [6, 5], 3)
 FF_TEXT = "4,6,5,3"
-
-
-def _cli_json(run_cli, command, *args):
-    """`pathlift command --ff 4,6,5,3 args... --json` as a dict."""
-    return json.loads(run_cli(command, "--ff", FF_TEXT, *args, "--json", check=True).stdout)
 
 
 def _contained(cli_object, python_dict):
@@ -41,7 +36,7 @@ def test_every_result_with_a_library_json_has_to_dict(pl):
 
 def test_balance_report(pl, run_cli, net_theta, tmp_path):
     net, theta = net_theta
-    cli = _cli_json(run_cli, "rescale", "--path-cond", "-o", tmp_path / "t.npy")
+    cli = run_json(run_cli, "rescale", "--ff", FF_TEXT, "--path-cond", "-o", tmp_path / "t.npy")
     report = pl.path_cond(net, theta).to_dict()
     assert set(report) == {"classes", "sweeps", "converged", "criterion_before",
                            "criterion_after", "stationarity"}
@@ -50,7 +45,7 @@ def test_balance_report(pl, run_cli, net_theta, tmp_path):
 
 def test_path_counts(pl, run_cli, net_theta):
     net, _ = net_theta
-    cli = _cli_json(run_cli, "info")
+    cli = run_json(run_cli, "info", "--ff", FF_TEXT)
     counts = pl.count_paths(net)
     d = counts.to_dict()
     assert d["P"] == counts.paths == 4 * 6 * 5 * 3 + 6 * 5 * 3 + 5 * 3 + 3  # biases are inputs
@@ -61,7 +56,7 @@ def test_path_metric_and_lipschitz_bound(pl, run_cli, net_theta, tmp_path):
     net, theta = net_theta
     pruned = np.where(np.abs(theta) < 0.5, 0.0, theta)
     np.save(tmp_path / "t2.npy", pruned)
-    cli = _cli_json(run_cli, "metric", "--theta2", tmp_path / "t2.npy")
+    cli = run_json(run_cli, "metric", "--ff", FF_TEXT, "--theta2", tmp_path / "t2.npy")
     metric = pl.path_metric(net, theta, pruned).to_dict()
     bound = pl.lipschitz_bound(net, theta, pruned).to_dict()
     assert metric and bound and not set(metric) & set(bound)
@@ -71,7 +66,7 @@ def test_path_metric_and_lipschitz_bound(pl, run_cli, net_theta, tmp_path):
 
 def test_proof_certificate(pl, run_cli, net_theta):
     net, _ = net_theta
-    cli = _cli_json(run_cli, "prove")
+    cli = run_json(run_cli, "prove", "--ff", FF_TEXT)
     cert = pl.prove_rank(net)
     d = cert.to_dict()
     assert d["proved"] is True and d["rank"] == net.d - 11 == cert.rank
