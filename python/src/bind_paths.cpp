@@ -26,6 +26,15 @@ Index checked_path(const PathSet& ps, Index p) {
   return p;
 }
 
+/// The paths of net for the engine overloads of enumerate_paths and group_by_output (their
+/// keywords threads, progress, max_memory), walked with the GIL released.
+PathSet enumerate_engine(const Network& net, int threads, const py::object& progress,
+                         std::size_t max_memory, const char* label) {
+  const EngineOptions o = engine_options(threads, max_memory, progress, label);
+  py::gil_scoped_release release;
+  return enumerate_paths(net, o);
+}
+
 /// group_by_output indexes by end node: refuse a path set that is not from this network.
 void check_paths_of(const Network& net, const PathSet& paths) {
   if (paths.num_edges != net.num_edges()) {
@@ -119,10 +128,8 @@ buffers (no copy), shared with the skeleton and Jacobians computed from this pat
   m.def(
       "enumerate_paths",
       [](const NetworkArg& arg, int threads, const py::object& progress, std::size_t max_memory) {
-        const Network& net = arg.dag(max_memory);
-        const EngineOptions o = engine_options(threads, max_memory, progress, "enumerate_paths");
-        py::gil_scoped_release release;
-        return std::make_shared<PathSet>(enumerate_paths(net, o));
+        return std::make_shared<PathSet>(enumerate_engine(arg.dag(max_memory), threads, progress,
+                                                          max_memory, "enumerate_paths"));
       },
       py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
       py::arg("max_memory") = 0,
@@ -174,9 +181,10 @@ J[order] reorders its rows.
       "group_by_output",
       [](const NetworkArg& arg, int threads, const py::object& progress, std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
-        const EngineOptions o = engine_options(threads, max_memory, progress, "group_by_output");
+        const PathSet paths =
+            enumerate_engine(net, threads, progress, max_memory, "group_by_output");
         py::gil_scoped_release release;
-        return group_by_output(net, enumerate_paths(net, o));
+        return group_by_output(net, paths);
       },
       py::arg("net"), py::kw_only(), py::arg("threads") = 0, py::arg("progress") = py::none(),
       py::arg("max_memory") = 0,
