@@ -100,7 +100,9 @@ enum class RankRoute : std::uint8_t {
   automatic
 };
 
-/// The theorem check at theta: certifies rank(B) (by `route`) and rank(dPhi(theta)), computes
+/// The theorem check at theta: certifies rank(B) (by `route`) and rank(dPhi(theta))
+/// (certify_jacobian_rank; with the paths enumerated and zero weights, a rank drop that the
+/// elimination leaves bounded is certified by the zero pattern, method zero_pattern), computes
 /// the numerical rank of dPhi when the paths are enumerated and numerical.when allows, and
 /// concludes (see RankStatus). When dPhi or its numerical rank would exceed the memory limit or
 /// the work limit, rank_J is absent and rank_J_note says why. theta may be empty on the

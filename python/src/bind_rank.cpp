@@ -387,8 +387,11 @@ void bind_rank_theorem(py::module_& m) {
       R"doc(Certifies rank(dPhi(theta)) exactly from a RankCertificate of B (certify_rank): with no
 zero theta_k rank(dPhi) = rank(B) (method 'identity'); with zero weights and B given (a
 PathSet or the 0/1 skeleton), elimination modulo `prime` (odd) of the exact entries of dPhi
-(method 'elimination'); otherwise lower bound 0 (method 'none'). Upper bound: rank_B.upper.
-Returns a JacobianRankCertificate. The GIL is released.)doc");
+(method 'elimination': a lower bound, which meets the upper bound unless the rank drops);
+with zero weights and no B, or shared parameters, the exact rank by the zero pattern (method
+'zero_pattern', no path enumerated); with prime 2 and B given, lower bound 0 (method 'none').
+Upper bound: rank_B.upper. rank() certifies a drop that the elimination leaves bounded by the
+zero pattern. Returns a JacobianRankCertificate. The GIL is released.)doc");
 
   m.def(
       "dyadic_residue", [](double x, Prime prime) { return dyadic_residue(x, prime); },

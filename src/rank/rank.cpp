@@ -329,7 +329,19 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
   const RankCertificate cert = options.method == RankMethod::symmetry
                                    ? certify_rank_by_symmetry(net, options)
                                    : certify_rank(net, b, options);
-  const JacobianRankCertificate exact = certify_jacobian_rank(net, theta, cert, &b, options);
+  JacobianRankCertificate exact = certify_jacobian_rank(net, theta, cert, &b, options);
+  if (!exact.certified() && exact.zero_weights > 0) {
+    // The elimination of dPhi's exact entries bounds a rank drop from below only; the zero
+    // pattern gives it exactly, in O(nodes + edges).
+    const JacobianRankCertificate pattern =
+        detail::jacobian_rank_from_zero_pattern(net, theta, cert, options);
+    if (pattern.lower < exact.lower) {
+      throw std::logic_error(fmt::format(
+          "rank(dPhi) by the zero pattern ({}) is below the elimination's lower bound ({})",
+          pattern.lower, exact.lower));
+    }
+    exact = pattern;
+  }
 
   NumericalRankOptions nopt = numerical;
   if (nopt.engine.max_memory == 0) {

@@ -62,9 +62,10 @@ def test_tiny_weight_is_ill_conditioned_not_a_counterexample(run_cli, tmp_path):
 
 
 def test_exact_bounds_with_zero_weights_match_the_rank_over_q(pl):
-    """With zero weights rank(dPhi) is bounded below by elimination mod p of its exact entries;
-    compared with the rank over Q of dPhi built from the enumerated paths with Fractions (theta
-    dyadic: halves and quarters, and zeros)."""
+    """With zero weights rank(dPhi) is bounded below by elimination mod p of its exact entries,
+    and a rank drop is certified by the zero pattern; both compared with the rank over Q of dPhi
+    built from the enumerated paths with Fractions (theta dyadic: halves and quarters, and
+    zeros)."""
     rng = np.random.default_rng(7)
     values = [0.0, 0.0, 0.5, -0.25, 1.0, -2.0, 3.0]
     checked = 0
@@ -85,15 +86,20 @@ def test_exact_bounds_with_zero_weights_match_the_rank_over_q(pl):
                     row[k] = prod
                 rows.append(row)
             exact = rank_over_q(rows)
-            r = pl.rank(net, theta, enumerate=True)
-            assert r["rank_J_exact_lower"] <= exact <= r["rank_J_exact_upper"], spec
             # the elimination mod 2^61 - 1 finds the rank over Q (an unlucky prime is a
-            # negligible event); the upper bound is d - h, so it is certified when they meet
-            assert r["rank_J_exact_lower"] == exact, (spec, theta)
-            assert r["rank_J_exact_upper"] == r["expected"]
-            assert r["rank_J_certified"] == (exact == r["expected"])
+            # negligible event); its upper bound is rank(B) = d - h, so it is certified when
+            # they meet
+            cert = pl.certify_rank(net, paths)
+            elim = pl.certify_jacobian_rank(net, theta, cert, paths)
+            assert elim.lower == exact and elim.upper == net.d - net.h, (spec, theta)
+            assert elim.certified == (exact == net.d - net.h)
+            # rank() certifies a rank drop too: by the zero pattern when the elimination's
+            # bounds do not meet
+            r = pl.rank(net, theta, enumerate=True)
+            assert r["rank_J_certified"] and r["rank_J_exact"] == exact, (spec, theta)
             zeros = int(np.sum(theta == 0))
-            assert r["rank_J_exact_method"] == ("elimination" if zeros else "identity")
+            method = "identity" if not zeros else "elimination" if elim.certified else "zero_pattern"
+            assert r["rank_J_exact_method"] == method
             assert r["status"] != "theorem_fails"
             if exact < r["expected"]:
                 assert r["status"] == "theta_in_null_set"
