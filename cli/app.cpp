@@ -54,8 +54,12 @@ std::string with_cli_hint(const pathlift::TooLarge& e) {
     return fmt::format(
         "{}; `pathlift norm`, `kernel` and `rank --no-enumerate` need no enumeration", e.what());
   }
-  return fmt::format("{}{}; raise the limit with --max-memory SIZE", e.what(),
-                     pathlift::cli::memory_note());
+  const bool unrolling = dynamic_cast<const pathlift::cli::UnrollTooLarge*>(&e) != nullptr;
+  return fmt::format("{}{}; raise the limit with --max-memory SIZE{}", e.what(),
+                     pathlift::cli::memory_note(),
+                     unrolling ? fmt::format(" ({} compute on the layer graph without unrolling)",
+                                             pathlift::cli::layer_graph_commands)
+                               : "");
 }
 /// The optimal string alignment distance: insertions, deletions, substitutions and swaps of
 /// two neighbours ("jacobain" is 1 from "jacobian").

@@ -43,10 +43,10 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts) {
       "random-dag:m,p,seed");
   auto* onnx = group->add_option(
       "--onnx", opts.onnx,
-      "An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, Add, ...), read as a layer "
-      "graph: norm, kernel --diag|--trace|--top-eig, rank and info compute on it without "
-      "unrolling, "
-      "the other commands unroll it into a DAG; its weights are theta's default");
+      fmt::format("An ONNX model (Conv, Gemm, pools, BatchNormalization, Relu, Add, ...), read "
+                  "as a layer graph: {} compute on it without unrolling, the other commands "
+                  "unroll it into a DAG; its weights are theta's default",
+                  layer_graph_commands));
   group->add_option("--input-shape", opts.input_shape,
                     "With --onnx: the input shape per sample, without the batch dimension "
                     "(e.g. 3,32,32); needed when the model's is symbolic");
@@ -78,17 +78,13 @@ std::vector<Index> parse_input_shape(const std::string& text) {
 
 namespace {
 
-/// f(), a TooLarge from unrolling naming the commands that need no unrolling.
+/// f(), a TooLarge from unrolling thrown again as an UnrollTooLarge.
 template <class F>
 decltype(auto) with_unroll_hint(F&& f) {
   try {
     return f();
   } catch (const TooLarge& e) {
-    throw TooLarge(
-        fmt::format("{} (norm, kernel --diag|--trace|--top-eig, rank and info compute on "
-                    "the layer graph without unrolling)",
-                    e.what()),
-        e.reason());
+    throw UnrollTooLarge(e.what(), e.reason());
   }
 }
 

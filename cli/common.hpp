@@ -20,6 +20,7 @@
 
 #include "pathlift/certificate.hpp"
 #include "pathlift/count.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/layers.hpp"
 #include "pathlift/model.hpp"
 #include "pathlift/network.hpp"
@@ -51,17 +52,29 @@ void add_network_options(CLI::App& cmd, NetworkOptions& opts);
 
 struct ComputeOptions;
 
+/// The commands that compute on a layer graph (an ONNX model, a pathlift-layers file) without
+/// unrolling it: --onnx's help and the message of a refused unrolling name them.
+inline constexpr std::string_view layer_graph_commands =
+    "info, norm, kernel --diag|--trace|--top-eig, rank, bound, metric, paths --top|--sample and "
+    "rescale";
+
+/// A TooLarge from unrolling a layer graph (LoadedModel::network): its message ends with the
+/// commands of layer_graph_commands, after the way to raise the limit.
+class UnrollTooLarge : public TooLarge {
+ public:
+  using TooLarge::TooLarge;
+};
+
 /// The chosen model (model.hpp: a DAG, or a layer graph for an ONNX model or a
-/// pathlift-layers file) and a short description of it. The path-free commands (norm, kernel
-/// --diag|--trace|--top-eig, info) run on a layer graph without unrolling (path_free.hpp);
-/// network() unrolls it for everything that needs edges.
+/// pathlift-layers file) and a short description of it. The commands of
+/// layer_graph_commands run on a layer graph without unrolling; network() unrolls it for
+/// everything that needs edges.
 struct LoadedModel {
   Model model;
   std::string description;
 
   /// The DAG: the model's own, or the layer graph unrolled within --max-memory (progress on a
-  /// terminal; TooLarge with the node and edge counts, naming the commands that run without
-  /// unrolling), made once and kept by the model.
+  /// terminal; UnrollTooLarge with the node and edge counts), made once and kept by the model.
   [[nodiscard]] const Network& network(const ComputeOptions& compute) const;
 };
 /// Files are read under max_input_bytes(kind, max_memory) (0: default).

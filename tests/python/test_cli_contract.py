@@ -93,6 +93,15 @@ def test_every_command_is_covered(run_cli):
         assert ("--json" in help_of(run_cli, command)) == (command in JSON), command
 
 
+def test_cli_md_names_the_commands_that_take_json():
+    """docs/cli.md's "JSON: the header" opens with the commands that take --json: all of them."""
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "cli.md")
+    with open(docs, encoding="utf-8") as f:
+        text = f.read()
+    sentence = text.split("## JSON: the header", 1)[1].split("take `--json`", 1)[0]
+    assert set(re.findall(r"`(\w+)`", sentence)) == set(JSON)
+
+
 # --- exit 0, and stdout holds the result only ------------------------------------------------
 
 
