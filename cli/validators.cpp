@@ -41,6 +41,13 @@ CLI::Validator number_check(bool strict) {
 
 const CLI::Validator non_negative_number = number_check(false);
 const CLI::Validator positive_number = number_check(true);
+const CLI::Validator any_number{[](const std::string& text) -> std::string {
+                                  const auto [value, used] = leading_number(text);
+                                  return used == text.size() && !text.empty()
+                                             ? std::string()
+                                             : fmt::format("'{}' is not a number", printable(text));
+                                },
+                                ""};
 
 std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
   std::uint64_t value = 0;

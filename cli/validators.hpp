@@ -13,6 +13,9 @@ namespace pathlift::cli {
 /// print the range of a double).
 extern const CLI::Validator non_negative_number;
 extern const CLI::Validator positive_number;
+/// A number, any (inf and nan included): the library checks its range and names it (path-norm
+/// exponents).
+extern const CLI::Validator any_number;
 /// Strict integer checks (digits only, no sign, space or exponent, below 2^63): an integer >= 1
 /// (CLI11's own would answer "0 not in range 0 to 1.8e308"); a seed (an integer
 /// from 0 to 2^64 - 1: "-1" is refused, not wrapped); a value that is not empty (`--ff ''`

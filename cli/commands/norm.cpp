@@ -157,7 +157,8 @@ void add_norm_command(CLI::App& app) {
   cmd->add_option("--s", opts->s,
                   "Exponents s >= 0, comma separated (default 1,2); s = 0 counts the paths, "
                   "s = inf gives max_p |Phi_p| (a max-plus DP; a layer graph is unrolled for it)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(any_number);
   cmd->add_flag("--per-node", opts->per_node,
                 "Also the norm of the paths ending at each output and starting at each input (on "
                 "a layer graph, the per-input norms unroll it, within --max-memory)");

@@ -126,12 +126,14 @@ void add_paths_command(CLI::App& app) {
   cmd->add_flag("--nodes", opts->nodes, "Append the path's nodes as a '# a -> d -> h' comment");
   auto* top = cmd->add_option("--top", opts->top,
                               "The K paths of largest |Phi_p|, heaviest first (value, then its "
-                              "nodes), by a best-first search: nothing enumerated");
+                              "nodes), by a best-first search: nothing enumerated")
+                  ->check(positive_integer);
   auto* sample = cmd->add_option("--sample", opts->sample,
                                  "N paths drawn with probability |Phi_p|^s / ||Phi||_s^s")
-
+                     ->check(positive_integer)
                      ->excludes(top);
-  cmd->add_option("--s", opts->s, "The exponent of --sample (default 1; 0: uniform)");
+  cmd->add_option("--s", opts->s, "The exponent of --sample (default 1; 0: uniform)")
+      ->check(any_number);
   cmd->add_option("--sample-seed", opts->seed,
                   "The seed of --sample (default 0; --seed draws theta)");
   cmd->add_flag("--json", opts->json,

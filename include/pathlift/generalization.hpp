@@ -60,9 +60,9 @@ std::vector<std::string> generalization_assumptions();
 
 /// The bound of Theorem 3.1 (and Remark 3.1) for `model` at `theta`: D, P, K, M, d_in, d_out
 /// from the graph (a layer graph is never unrolled), the L1 path-norm by path_norm (path_free).
-/// Throws std::invalid_argument for n <= 0, B < 0 or a non-finite one (naming the value), for
-/// a bad theta (check_theta), and for a neuron the theorem does not cover (a leaky ReLU: the
-/// message names the node or layer); TooLarge as path_norm and the unroller's plan.
+/// Throws std::invalid_argument for n <= 0 or not whole, B < 0 or a non-finite one (naming the
+/// value), for a bad theta (check_theta), and for a neuron the theorem does not cover (a leaky
+/// ReLU: the message names the node or layer); TooLarge as path_norm and the unroller's plan.
 /// Complexity: one path-norm pass and one counting pass; O(layers) beyond them on a layer
 /// graph, O(m) on a DAG.
 GeneralizationBound generalization_bound(const Model& model, std::span<const double> theta,

@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union, cast
 import torch
 from torch import nn
 
-from ._pathlift import GeneralizationBound, generalization_bound as _generalization_bound
+from ._pathlift import GeneralizationBound, NetworkError
+from ._pathlift import generalization_bound as _generalization_bound
 from ._progress import display
 from ._torch_network import network_of
 from ._torch_trace import InputShape
@@ -70,6 +71,32 @@ def _batches(data: Data, batch_size: int) -> Tuple[Iterable[Any], Optional[int]]
     return data, count
 
 
+def _network_of_batch(model: nn.Module, x: torch.Tensor, what: str) -> Any:
+    """The model's network at the input shape of the data's first batch (x's shape without the
+    batch dimension); a refusal says where that shape came from."""
+    shape = tuple(x.shape[1:])
+    try:
+        return network_of(model, shape, what=what)
+    except NetworkError as e:
+        raise NetworkError(f"{e} (the input shape {shape} is the first batch's, without its batch "
+                      "dimension; pass input_shape to give it)") from e
+
+
+def _check_labels(y: Any, samples: int, out: torch.Tensor, batch: int, what: str) -> None:
+    """Labels of one batch: one class index per sample, within the model's outputs."""
+    if (not isinstance(y, torch.Tensor) or y.dtype.is_floating_point or y.dtype.is_complex
+            or y.dtype == torch.bool or tuple(y.shape) != (samples,)):
+        shown = (f"dtype {y.dtype} and shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
+                 else type(y).__name__)
+        raise ValueError(f"{what}: the labels of batch {batch} must be an integer tensor of "
+                         f"{samples} class indices (one per sample), got {shown}")
+    classes = out.shape[1] if out.dim() == 2 else 0
+    if samples and (int(y.min()) < 0 or int(y.max()) >= classes):
+        bad = int(y.min()) if int(y.min()) < 0 else int(y.max())
+        raise ValueError(f"{what}: batch {batch} holds the label {bad}, but the model has "
+                         f"{classes} outputs (classes 0 to {classes - 1})")
+
+
 def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShape = None,
                          batch_size: int = 256, progress: object = None,
                          threads: int = 0) -> TrainingSetBound:
@@ -101,8 +128,9 @@ def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShap
                                     f"{type(batch).__name__}")
                 x, y = batch[0], batch[1]
                 if net is None:  # traced on the first batch: a training-mode module refused
-                    net = network_of(model, tuple(x.shape[1:]), what=what)
+                    net = _network_of_batch(model, x, what)
                 out = model(x)
+                _check_labels(y, len(x), out, i, what)
                 loss += float(nn.functional.cross_entropy(out.double(), y, reduction="sum"))
                 wrong += int((out.argmax(dim=1) != y).sum())
                 bound = max(bound, float(x.abs().max()) if x.numel() else 0.0)

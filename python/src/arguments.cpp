@@ -141,8 +141,12 @@ void require_numbers(const py::array& a, const py::handle& x, const char* what) 
     }
   }
   if (text) {
-    throw std::invalid_argument(fmt::format("{} must be numbers, got {} of dtype {}", what,
-                                            repr_of(x), py::str(a.dtype()).cast<std::string>()));
+    // repr_of shows an array's dtype itself; a list or a tuple gets numpy's here
+    throw std::invalid_argument(
+        fmt::format("{} must be numbers, got {}{}", what, repr_of(x),
+                    py::hasattr(x, "dtype")
+                        ? std::string()
+                        : fmt::format(" of dtype {}", py::str(a.dtype()).cast<std::string>())));
   }
 }
 

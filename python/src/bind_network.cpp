@@ -478,9 +478,9 @@ void bind_network_queries(py::class_<Network, std::shared_ptr<Network>>& cls) {
       .def("__repr__",
            [](const Network& n) {
              return fmt::format(
-                 "<pathlift.Network: {} nodes ({} inputs, {} hidden, {} outputs), {} edges{}{}>",
+                 "<pathlift.Network: {} nodes ({} inputs, {} hidden, {} output{}), {} edges{}{}>",
                  n.num_nodes(), n.inputs().size(), n.num_hidden(), n.outputs().size(),
-                 n.num_edges(),
+                 n.outputs().size() == 1 ? "" : "s", n.num_edges(),
                  n.one_parameter_per_edge() ? std::string()
                                             : fmt::format(", {} parameters", n.num_params()),
                  n.has_weights() ? ", with weights" : "");

@@ -169,6 +169,11 @@ GeneralizationBound generalization_bound(const Model& model, std::span<const dou
         fmt::format("generalization_bound: the number of samples n must be finite and > 0 (got {})",
                     options.samples));
   }
+  if (std::floor(options.samples) != options.samples) {
+    throw std::invalid_argument(
+        fmt::format("generalization_bound: the number of samples n must be a whole number (got {})",
+                    options.samples));
+  }
   if (!(options.input_bound >= 0) || !std::isfinite(options.input_bound)) {
     throw std::invalid_argument(
         fmt::format("generalization_bound: the input bound B must be finite and >= 0 (got {})",

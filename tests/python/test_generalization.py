@@ -113,6 +113,19 @@ def test_refusals_name_what_is_wrong(pl):
     model.eval()
     with pytest.raises(ValueError, match="no sample"):
         pt.generalization_bound(model, [], input_shape=(1, 12, 12), progress=False)
+    with pytest.raises(ValueError, match=r"n must be a whole number \(got 2\.5\)"):
+        pl.generalization_bound(net, n=2.5, input_bound=1)
+    classes = model(X).shape[1]
+    with pytest.raises(ValueError, match=rf"batch 0 holds the label {classes}, but the model has "
+                                         rf"{classes} outputs"):
+        pt.generalization_bound(model, (X, torch.full((4,), classes)), progress=False)
+    with pytest.raises(ValueError, match=r"label -1"):
+        pt.generalization_bound(model, (X, torch.full((4,), -1)), progress=False)
+    with pytest.raises(ValueError, match=r"labels of batch 0 must be an integer tensor of 4 class "
+                                         r"indices .* got dtype torch.float64 and shape \(4,\)"):
+        pt.generalization_bound(model, (X, y.double()), progress=False)
+    with pytest.raises(pl.NetworkError, match=r"the input shape \(144,\) is the first batch's"):
+        pt.generalization_bound(model, (X.reshape(4, 144), y), progress=False)
 
 
 def test_the_cli_prints_the_library_report(pl, run_cli, tmp_path):
