@@ -86,19 +86,23 @@ def load_model(source: _Any, input_shape: _Optional[_Sequence[int]] = None, *,
     another argument type. An import's warnings (an ONNX export that folded batch norms into
     convolutions) are issued as Python warnings and kept in ``net.warnings``.
     """
-    shape = _shape_argument(input_shape)
-    if isinstance(source, (str, _os.PathLike)):
-        net = _pathlift._load_model(_os.fspath(source), shape, max_memory)
-    elif isinstance(source, (bytes, bytearray, memoryview)):
-        net = _pathlift._parse_model(bytes(source), shape, max_memory)
-    elif hasattr(source, "SerializeToString"):
-        net = _pathlift._parse_model(source.SerializeToString(), shape, max_memory)
-    else:
-        raise TypeError("expects a path, bytes or an onnx.ModelProto, got "
-                        f"{type(source).__name__}")
+    net = _read_model(source, input_shape, max_memory)
     for warning in getattr(net, "warnings", ()):
         _warnings.warn(warning, stacklevel=2)
     return net
+
+
+def _read_model(source: _Any, input_shape: _Optional[_Sequence[int]], max_memory: int) -> _Any:
+    """load_model without issuing the import's warnings (they stay in ``net.warnings``): for a
+    caller that reports them itself (a sweep's worker sends them with its row)."""
+    shape = _shape_argument(input_shape)
+    if isinstance(source, (str, _os.PathLike)):
+        return _pathlift._load_model(_os.fspath(source), shape, max_memory)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _pathlift._parse_model(bytes(source), shape, max_memory)
+    if hasattr(source, "SerializeToString"):
+        return _pathlift._parse_model(source.SerializeToString(), shape, max_memory)
+    raise TypeError(f"expects a path, bytes or an onnx.ModelProto, got {type(source).__name__}")
 
 
 def from_onnx(model: _Any, input_shape: _Optional[_Sequence[int]] = None, *,

@@ -31,3 +31,6 @@ def from_onnx(model: Union[str, os.PathLike, bytes, Any],
 def load_model(source: Union[str, os.PathLike, bytes, Any],
                input_shape: Optional[Sequence[int]] = None, *,
                max_memory: int = 0) -> Any: ...
+# load_model without issuing the import's warnings (pathlift's sweep reports them itself)
+def _read_model(source: Union[str, os.PathLike, bytes, Any],
+                input_shape: Optional[Sequence[int]], max_memory: int) -> Any: ...

@@ -34,6 +34,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union,
                     cast)
@@ -43,6 +44,9 @@ import numpy as np
 from . import _progress
 
 Row = Dict[str, Any]
+# A row's key (never a column) for the importer's warnings on its item, issued again where the
+# rows arrive (a worker's own warnings would reach its stderr only).
+_WARNINGS = "_warnings"
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,24 @@ def _columns(q: _Quantity, net: Any, theta: np.ndarray, item: Any, threads: int,
     return {q.name: out}
 
 
+def _integer_columns(qs: Sequence[_Quantity]) -> List[str]:
+    """The columns of whole numbers (d and _columns' int values), written as integers in a CSV
+    table even where a failed row leaves them empty."""
+    columns = ["d"]
+    for q in qs:
+        if q.kind == "rank":
+            columns += [q.name, f"{q.name}:expected"]
+        elif q.kind == "bound":
+            columns.append(f"{q.name}:D")
+    return columns
+
+
+def _as_written(table, qs: Sequence[_Quantity]):
+    """The table as a CSV file holds it: the integer columns as nullable integers (5, not 5.0
+    beside the empty cell of a failed row)."""
+    return table.astype({c: "Int64" for c in _integer_columns(qs) if c in table.columns})
+
+
 def _reference_theta(ref: str, item: Any, max_memory: int) -> np.ndarray:
     """theta of the metric's reference: a .npy vector, a model file's weights, or (for a
     TorchCheckpoint item) a checkpoint of the same constructor."""
@@ -232,10 +254,11 @@ def _load(item: Item, max_memory: int) -> Tuple[Any, np.ndarray]:
         module = module.double().eval()
         net = pl.from_torch(module, input_shape=item.input_shape)
         return net, np.asarray(pt.theta_from_torch(module), dtype=np.float64)
+    # load_model without its Python warnings: evaluate returns them with the row
     if isinstance(item, tuple):
-        net = pl.load_model(os.fspath(item[0]), max_memory=max_memory)
+        net = pl._read_model(os.fspath(item[0]), None, max_memory)
         return net, _read_theta(os.fspath(item[1]))
-    net = pl.load_model(os.fspath(item), max_memory=max_memory)
+    net = pl._read_model(os.fspath(item), None, max_memory)
     return net, np.asarray(net.weights, dtype=np.float64)
 
 
@@ -302,7 +325,9 @@ def evaluate(task: _Task) -> Tuple[int, Row]:
         _untrim_malloc()
         threads, memory = _worker_limits(task)
         net, theta = _load(task.item, memory)
-        row["d"] = int(theta.size)
+        row["d"] = int(net.d)
+        if getattr(net, "warnings", None):
+            row[_WARNINGS] = list(net.warnings)
         for q in task.quantities:
             row.update(_columns(q, net, theta, task.item, threads, memory))
         row["error"] = ""
@@ -354,8 +379,9 @@ def _frame(rows: List[Row], order: List[str]):
     return table
 
 
-def _write_table(table, out: str) -> None:
+def _write_table(table, out: str, qs: Sequence[_Quantity]) -> None:
     """The whole table, replacing the file at once (an interrupted write leaves the last one)."""
+    table = _as_written(table, qs)
     tmp = f"{out}.tmp{os.getpid()}"
     if out.endswith(".parquet"):
         table.to_parquet(tmp, index=False)
@@ -418,12 +444,18 @@ def sweep(items: Iterable[Item], quantities: Sequence[Any], *, client: Any = Non
     display = cast(Optional[Callable[[str, float], None]], _progress.display("sweep", progress))
     done = 0
 
+    warned: set[str] = set()
+
     def arrived(row: Row) -> None:
         nonlocal done
+        for note in row.pop(_WARNINGS, ()):
+            if note not in warned:  # once per sweep (every theta file of one --model has it)
+                warned.add(note)
+                warnings.warn(f"{row['item']}: {note}", stacklevel=3)
         rows[row["item"]] = row
         done += 1
         if out_path is not None:
-            _write_table(_frame(list(rows.values()), keys), out_path)
+            _write_table(_frame(list(rows.values()), keys), out_path, qs)
         if display is not None:
             display(f"{done}/{len(todo)} items", done / max(1, len(todo)))
 
@@ -507,9 +539,20 @@ def _positive(text: str) -> int:
     return value
 
 
+def _one_line_warning(message: Any, *_args: Any, **_kwargs: Any) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``pathlift sweep``: exit 0, 1 when an item failed (its row says why), 2 for bad usage
-    ("error: ..." on stderr, as every pathlift command)."""
+    ("error: ..." on stderr, as every pathlift command); a warning is one "warning: ..." line
+    on stderr, as every command prints it."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     import argparse
 
     class Parser(argparse.ArgumentParser):
@@ -555,7 +598,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if client is not None:
             client.close()
     if args.output is None:
-        table.to_csv(sys.stdout, index=False)
+        _as_written(table, [parse_quantity(q) for q in quantities]).to_csv(sys.stdout, index=False)
     else:
         print(f"wrote {len(table)} rows to {args.output}", file=sys.stderr)
     failed = int((table["error"] != "").sum())

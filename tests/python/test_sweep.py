@@ -245,6 +245,35 @@ def test_cli(pl, run_cli, tmp_path):
     assert r.returncode == 0 and "sweep" in r.stdout and r.stderr == "", r
 
 
+def test_cli_failed_rows_integers_and_warnings(pl, run_cli, tmp_path):
+    """A failed row still gives the network's d, the integer columns stay integers beside its
+    empty cells, and the importer's warning (an ONNX export that folded a BatchNorm) is one
+    "warning: ..." line, once, although two theta files share the model."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    folded = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                           nn.Linear(2 * 4 * 4, 2)).eval()
+    model = tmp_path / "folded.onnx"
+    torch.onnx.export(folded, torch.zeros(1, 1, 6, 6), str(model), opset_version=13)
+    with pytest.warns(UserWarning, match="BatchNorm folded"):
+        net = pl.load_model(model)
+    for seed in range(2):
+        np.save(tmp_path / f"t{seed}.npy", pl.normal_weights(net.d, seed))
+    np.save(tmp_path / "short.npy", np.ones(5))
+    r = run_cli("sweep", "--model", model, tmp_path / "t0.npy", tmp_path / "t1.npy",
+                tmp_path / "short.npy", "--quantities", "norm:1,rank", "--workers", "1")
+    assert r.returncode == 1, r
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line.lower()]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: ") and \
+        "BatchNorm folded" in warnings[0], r.stderr
+    rows = [line.split(",") for line in r.stdout.splitlines()]
+    header = rows[0]
+    d, rank = header.index("d"), header.index("rank")
+    assert [row[d] for row in rows[1:]] == [str(net.d)] * 3  # the short theta's row too
+    assert rows[1][rank] == str(pl.rank(net, np.load(tmp_path / "t0.npy"))["rank_B"])
+    assert rows[3][rank] == "" and "5 entries" in r.stdout
+
+
 def test_the_imp_example_runs(build_dir, tmp_path):
     """examples/imp_sweep.py (docs/sweeps.md), 2 rounds: a table of 3 checkpoints and a plot."""
     pytest.importorskip("matplotlib")
