@@ -35,6 +35,25 @@ from ._pathlift import UnsupportedModelError
 InputShape = Union[None, int, Sequence[int]]
 
 RELU_FUNCTIONS = {F.relu, torch.relu, torch.relu_}
+# Activations that are not positively homogeneous (f(a x) = a f(x) fails for some a > 0): not
+# the ReLU networks the path-lifting describes, refused with that reason.
+_NON_HOMOGENEOUS = ("relu6", "hardtanh", "hardswish", "hardsigmoid", "silu", "gelu", "elu",
+                    "selu", "celu", "softplus", "mish", "logsigmoid", "softsign", "tanhshrink",
+                    "sigmoid", "tanh")
+NON_HOMOGENEOUS_MODULES = tuple(
+    getattr(nn, n) for n in ("ReLU6", "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU", "GELU",
+                             "ELU", "SELU", "CELU", "Softplus", "Mish", "LogSigmoid", "Softsign",
+                             "Tanhshrink", "Sigmoid", "Tanh") if hasattr(nn, n))
+NON_HOMOGENEOUS_FUNCTIONS = ({getattr(F, n) for n in _NON_HOMOGENEOUS if hasattr(F, n)}
+                             | {getattr(torch, n) for n in _NON_HOMOGENEOUS if hasattr(torch, n)})
+NON_HOMOGENEOUS_METHODS = {m for n in _NON_HOMOGENEOUS for m in (n, n + "_")
+                           if hasattr(torch.Tensor, m)}
+
+
+# Why such an activation is refused (after its description: "layer ReLU6 at 'f.2': ...").
+NON_HOMOGENEOUS = ("not positively homogeneous (f(a x) = a f(x) fails for a > 0): the "
+                   "path-lifting describes networks of ReLU, leaky ReLU, identity and max-pooling "
+                   "neurons")
 LEAKY_FUNCTIONS = {F.leaky_relu}
 # clamp(min=0) is a ReLU; clamp_min takes only the lower bound.
 CLAMP_FUNCTIONS = {torch.clamp, torch.clip, torch.clamp_, torch.clip_}
@@ -498,13 +517,24 @@ def _interpolate_problem(mode: Any, antialias: Any) -> Optional[str]:
     return None
 
 
+def _why_unsupported(node: torch.fx.Node, model: nn.Module) -> str:
+    """The reason an operation pathlift does not import is refused: a non-homogeneous
+    activation says so."""
+    target: Any = node.target
+    if ((node.op == "call_module" and isinstance(module_of(model, node), NON_HOMOGENEOUS_MODULES))
+            or (node.op == "call_function" and target in NON_HOMOGENEOUS_FUNCTIONS)
+            or (node.op == "call_method" and target in NON_HOMOGENEOUS_METHODS)):
+        return NON_HOMOGENEOUS
+    return "not supported"
+
+
 def type_problem(node: torch.fx.Node, model: nn.Module) -> Optional[str]:
     """Why the operation cannot be imported whatever its inputs (its type, an option such as a
     pool's ceil_mode), or None (modules in training mode are refused before the trace is read:
     :func:`refuse_training_mode`): known without shapes, so reported even after a refused
     operation upstream (every problem at once)."""
     if not _supported(node, model):
-        return "not supported"
+        return _why_unsupported(node, model)
     if node.op == "call_function":
         if node.target in MAX_POOL_FUNCTIONS:
             return _pool_problem(None, _arg(node, 6, "return_indices", False))

@@ -159,7 +159,7 @@ def test_every_problem_is_reported_at_once(pathlift_module):
     for words in ("Upsample at 'up': mode 'bicubic' is not supported",
                   "MaxPool2d at 'pool1': return_indices=True",
                   "AvgPool2d at 'pool2': divisor_override is not supported",
-                  "ReLU6 at 'six': not supported",
+                  "ReLU6 at 'six': not positively homogeneous",
                   "interpolate", "mode 'bicubic'", "divisor_override is not supported"):
         assert words in message, (words, message)
     assert "not used by the forward pass" not in message  # the refused layers' parameters

@@ -280,6 +280,27 @@ def test_a_refused_layers_parameters_are_not_called_unused(pl):
         assert pl.supports(model, (1, 3, 3)).problems == [info.value.args[0].splitlines()[1][4:]]
 
 
+def test_non_homogeneous_activations_say_why(pl):
+    """ReLU6, GELU, sigmoid and tanh (module, function, method) are refused as not positively
+    homogeneous, not merely "not supported"; a supported activation beside them is not."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.six = nn.Linear(3, 3), nn.ReLU6()
+
+        def forward(self, x):
+            y = torch.nn.functional.gelu(self.lin(x)).sigmoid() + torch.tanh(x)
+            return self.six(torch.relu(y))
+
+    problems = pl.supports(Net().eval(), (3,)).problems
+    assert len(problems) == 4, problems
+    for where in ("node 'gelu'", "method .sigmoid()", "node 'tanh'", "layer ReLU6 at 'six'"):
+        assert any(where in p and p.endswith("not positively homogeneous (f(a x) = a f(x) fails "
+                                             "for a > 0): the path-lifting describes networks of "
+                                             "ReLU, leaky ReLU, identity and max-pooling neurons")
+                   for p in problems), (where, problems)
+
+
 def test_torchvision_blocks_in_place(pl):
     """torchvision's BasicBlock: ReLU(inplace=True) and `out += identity`, each kept (one add
     layer per block), the network computing what the module computes."""
