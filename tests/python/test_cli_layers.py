@@ -255,6 +255,11 @@ def test_commands_needing_edges_refuse_with_the_unrolled_sizes(run_cli, tmp_path
         result = run_cli(*args, *LENET, "--max-memory", "8M")
         expect_error(result, f"{nodes} nodes", f"{edges} edges", "--max-memory")
         assert "without unrolling" in result.stderr
+        if args[0] != "norm":  # norm --per-node says that norm itself need not unroll
+            assert result.stderr.rstrip().endswith(
+                "raise the limit with --max-memory SIZE (info, norm, kernel "
+                "--diag|--trace|--top-eig, rank, bound, metric, paths --top|--sample and rescale "
+                "compute on the layer graph without unrolling)"), result.stderr
         assert not (tmp_path / "phi.npy").exists()
     # kernel --full: d x d doubles are checked before the graph is unrolled.
     expect_error(run_cli("kernel", "--full", "-o", tmp_path / "k.npy", *LENET, "--max-memory",
@@ -282,6 +287,21 @@ def test_path_free_commands_do_not_unroll(run_cli, tmp_path):
     assert math.isclose(np.load(out).sum(), j["trace"], rel_tol=1e-9)
     eig = run_json(run_cli, "kernel", *LENET, "--top-eig", "1", "--max-memory", "8M")
     assert eig["status"] == "converged" and eig["eigenvalues"][0] <= trace["trace"] * (1 + 1e-9)
+    # the other commands the refusal of an unrolling names (test above)
+    bound = run_json(run_cli, "bound", *LENET, "--samples", "100", "--input-bound", "1",
+                     "--max-memory", "8M")
+    assert bound["d"] == 61706 and bound["bound"] > 0
+    np.save(tmp_path / "zero.npy", np.zeros(61706))
+    metric = run_json(run_cli, "metric", *LENET, "--theta2", tmp_path / "zero.npy",
+                      "--max-memory", "8M")
+    assert math.isclose(metric["metric"], norm["norms"]["1"], rel_tol=1e-12)  # ||Phi - 0||_1
+    top = run_json(run_cli, "paths", *LENET, "--top", "2", "--max-memory", "12M")
+    sample = run_json(run_cli, "paths", *LENET, "--sample", "2", "--max-memory", "8M")
+    assert len(top["paths"]) == len(sample["paths"]) == 2
+    for method in ("--path-cond", "--enorm"):
+        r = run_json(run_cli, "rescale", *LENET, method, "-o", tmp_path / "r.npy",
+                     "--max-memory", "8M")
+        assert r["d"] == 61706 and np.load(tmp_path / "r.npy").shape == (61706,)
 
 
 def test_a_file_that_is_not_a_layer_graph_keeps_its_reader(run_cli, tmp_path):
