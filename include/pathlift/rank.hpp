@@ -81,8 +81,8 @@ RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta);
 
 /// The same without an exact certificate of rank(dPhi): certify_jacobian_rank() is run from
-/// rank_b alone (identity when theta has no zero, else no lower bound) when theta has d
-/// entries, else rank(dPhi) is reported from the numerical rank only.
+/// rank_b alone (identity when theta has no zero, else the zero pattern's exact rank) when theta
+/// has d entries, else rank(dPhi) is reported from the numerical rank only.
 RankReport rank_report(const Network& net, const RankCertificate& rank_b,
                        const std::optional<NumericalRank>& rank_j, std::span<const double> theta);
 
@@ -92,11 +92,14 @@ enum class RankRoute : std::uint8_t {
   /// Throws TooLarge when B does not fit in options.engine.max_memory.
   enumerate,
   /// Certify rank(B) without enumerating a path (the path basis, or B^T B mod p by dynamic
-  /// programming with method gram); rank(dPhi) certified by the identity when theta has no
-  /// zero, never computed numerically.
+  /// programming with method gram; with shared parameters the symmetry theorem); rank(dPhi)
+  /// certified by the identity when theta has no zero, else by the zero pattern, never
+  /// computed numerically.
   path_free,
   /// enumerate when B and dPhi fit in options.engine.max_memory (judged from the DP counts,
-  /// before anything is enumerated), else path_free; the explanation says which and why.
+  /// before anything is enumerated) and, with shared parameters, the numerical rank of dPhi
+  /// would run and no parameter may be carried twice by one path (B could not hold it); else
+  /// path_free. The explanation says which and why.
   automatic
 };
 

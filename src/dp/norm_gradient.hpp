@@ -1,6 +1,6 @@
 #pragma once
-// The parts of path_norm_gradient shared by the DAG (norms.cpp) and the layer graph
-// (layer_dp.cpp).
+// The checks of path_norm and path_norm_gradient and the parts of the gradient shared by the
+// DAG (norms.cpp) and the layer graph (layer_dp.cpp).
 
 #include <functional>
 #include <span>
@@ -11,7 +11,10 @@
 
 namespace pathlift::detail {
 
-/// Throws std::invalid_argument unless s is finite and > 0.
+/// Throws std::invalid_argument unless s >= 0 (inf included: max_p |Phi_p|), naming s.
+void check_norm_exponent(double s);
+
+/// Throws std::invalid_argument unless s is finite and > 0, saying why for 0 and inf.
 void check_gradient_exponent(double s);
 
 /// Throws std::invalid_argument, naming label(k), when s < 1 and some theta_k = 0: there

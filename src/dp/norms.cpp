@@ -114,10 +114,7 @@ PathNorm path_norm(const Network& net, std::span<const double> theta_in, double 
     check_theta(net, theta_in);  // named by parameter before the edge weights are formed
   }
   const detail::EdgeTheta<double> theta(net.parameter_map().get(), theta_in);
-  if (!(s >= 0)) {
-    throw std::invalid_argument(fmt::format(
-        "path-norm exponent s = {}: s must be >= 0 (0 counts paths, inf gives max_p |Phi_p|)", s));
-  }
+  detail::check_norm_exponent(s);
   const detail::DagView g(net);
   if (std::isinf(s)) {
     check_theta(net, theta_in);
@@ -153,12 +150,22 @@ PathNorm path_norm(const Network& net, std::span<const double> theta_in, double 
 namespace detail {
 
 // (declared in src/dp/norm_gradient.hpp)
+void check_norm_exponent(double s) {
+  if (!(s >= 0)) {
+    throw std::invalid_argument(fmt::format(
+        "path-norm exponent s = {}: s must be >= 0 (0 counts paths, inf gives max_p |Phi_p|)", s));
+  }
+}
+
 void check_gradient_exponent(double s) {
   if (!(s > 0) || !std::isfinite(s)) {
     throw std::invalid_argument(fmt::format(
-        "path-norm gradient: the exponent s = {} must be finite and > 0 (at s = 0 the norm is "
-        "the path count, which does not depend on theta)",
-        s));
+        "path-norm gradient: the exponent s = {} must be finite and > 0 ({})", s,
+        s == 0 ? "at s = 0 the norm is the path count, which does not depend on theta"
+        : std::isinf(s)
+            ? "max_p |Phi_p| is not differentiable where the largest paths tie; its gradient is "
+              "not computed"
+            : "a path-norm's exponent is >= 0"));
   }
 }
 

@@ -268,14 +268,11 @@ PathCounts count_paths(const LayerGraph& graph, const EngineOptions& options) {
 
 PathNorm path_norm(const LayerGraph& graph, std::span<const double> theta, double s,
                    const EngineOptions& options) {
+  detail::check_norm_exponent(s);
   if (std::isinf(s)) {
     throw std::invalid_argument(
         "path-norm exponent s = inf on a layer graph: the max-plus DP runs on the unrolled "
         "network (path_free.hpp's path_norm(Model) unrolls it within the memory limit)");
-  }
-  if (!(s >= 0)) {
-    throw std::invalid_argument(
-        fmt::format("path-norm exponent s = {}: s must be finite and >= 0 (0 counts paths)", s));
   }
   check_layer_vector(graph, theta, "theta");
   const detail::EigenSerial serial;

@@ -33,7 +33,11 @@ bool layer_enumeration(const Model& model, std::size_t max_memory,
     if (!detail::enumeration_adds(paths, nnz, model.num_params(), numerical, why)) {
       return false;
     }
-    (void)model.unrolled({.max_memory = max_memory});
+    const Network& dag = *model.unrolled({.max_memory = max_memory});
+    if (numerical.when != NumericalRankOptions::When::always &&
+        !detail::skeleton_possible(dag, why)) {
+      return false;
+    }
   } catch (const TooLarge& e) {
     why = e.what();
     return false;

@@ -278,7 +278,9 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
        jacobian_fits(net, options.engine.max_memory, why_path_free) && (!shared || [&] {
          const detail::PathTotals t = detail::path_totals(net);
          return detail::enumeration_adds(t.paths, t.nnz, net.num_params(), numerical,
-                                         why_path_free);
+                                         why_path_free) &&
+                (numerical.when == NumericalRankOptions::When::always ||
+                 detail::skeleton_possible(net, why_path_free));
        }()));
   if (!enumerate) {
     RankCertificate cert;

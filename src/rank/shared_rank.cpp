@@ -9,6 +9,7 @@
 #include "pathlift/limits.hpp"
 #include "pathlift/symmetry.hpp"
 #include "src/core/progress.hpp"
+#include "src/network/parameters.hpp"
 #include "src/rank/detail/modular_elimination.hpp"
 #include "src/rank/detail/shared_rank.hpp"
 
@@ -219,6 +220,19 @@ RankReport shared_rank_report(const RankSubject& net, const RankCertificate& ran
   return set(RankStatus::verified,
              fmt::format("rank(B) = {} = {} certified ({}); {}{}", rb, bound, how_b, rj_text,
                          rank_j ? "; the numerical rank agrees" : ""));
+}
+
+bool skeleton_possible(const Network& net, std::string& why) {
+  const std::vector<Index> repeated = params_maybe_repeated(net);
+  if (repeated.empty()) {
+    return true;
+  }
+  why = fmt::format(
+      "parameter {} may be carried twice by one path (its edges start at different depths: a "
+      "layer applied twice), and the skeleton B, a 0/1 pattern, cannot hold a 2; the symmetry "
+      "theorem certifies rank(B) without the paths",
+      repeated.front());
+  return false;
 }
 
 bool enumeration_adds(const Count& paths, const Count& nnz, Index d,

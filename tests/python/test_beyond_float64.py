@@ -165,10 +165,15 @@ def test_a_kernel_beyond_float64_is_a_range_error(pl, run_cli, tmp_path):
                      lambda: pl.kernel_trace(which, theta),
                      lambda: pl.kernel_top_eigenvalues(which, theta, 2, method="lanczos"),
                      lambda: pl.kernel_top_eigenvalues(which, theta, 2, method="lobpcg"),
+                     lambda: pl.kernel_top_eigenvalues(which, theta, 2, method="dense"),
+                     lambda: pl.kernel_top_eigenvalues(which, theta, 2),
                      lambda: pl.path_cond(which, theta)):
             with pytest.raises(pl.RangeError):
                 call()
         logs.append(pl.kernel_trace(which, theta, scaled=True).log10)
+    with pytest.raises(pl.RangeError, match=r"K\[\d+, \d+\] is inf: the path kernel's entries "
+                       r"overflow float64"):
+        pl.kernel(net.unrolled(), theta)  # the full d x d kernel, as dense top_eigenvalues uses
     assert logs[0] == pytest.approx(logs[1], abs=1e-12) and 400 < logs[0] < 402
     path = tmp_path / "one.json"
     path.write_text(net.layer_graph.to_json())

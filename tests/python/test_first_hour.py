@@ -246,7 +246,8 @@ def test_a_missing_input_shape_is_one_line_saying_what_to_pass(pl):
         pl.from_torch(nn.Sequential(nn.MaxPool2d(2), nn.Conv2d(1, 2, 3)))
     # With an unsupported operation: every problem at once, then the supported modules.
     with pytest.raises(pl.UnsupportedModelError, match=r"2 problems\n  - layer Sigmoid at '1': "
-                       r"not supported\n  - cannot infer the input shape of Sequential: pass "
+                       r"not positively homogeneous [^\n]*\n  - cannot infer the input shape of "
+                       r"Sequential: pass "
                        r"input_shape=\(1, H, W\).*\nsupported: nn\.Linear"):
         pl.from_torch(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Sigmoid()))
 

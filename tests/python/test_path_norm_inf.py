@@ -84,3 +84,20 @@ def test_a_layer_network_too_large_to_unroll_is_refused_for_inf(pl):
     assert pl.path_norm(net, s=2.0).norm > 0  # the layer DP, no unrolling
     with pytest.raises(pl.TooLarge, match="edges"):
         pl.path_norm(net, s=math.inf)
+
+
+def test_exponent_messages_are_one_and_say_why(pl):
+    """A negative exponent gets one message on a network and on a layer network (which takes
+    inf too); the gradient's refusal of 0 and of inf each says why."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).double().eval()
+    for net in (pl.from_torch(model, input_shape=(3,)), pl.feed_forward(3, [4], 2)):
+        theta = pl.normal_weights(net.d, 0)
+        for s in (-1.0, -math.inf, math.nan):
+            with pytest.raises(ValueError, match=r"s must be >= 0 \(0 counts paths, inf gives "
+                                                 r"max_p \|Phi_p\|\)"):
+                pl.path_norm(net, theta, s)
+        with pytest.raises(ValueError, match=r"at s = 0 the norm is the path count"):
+            pl.path_norm_gradient(net, theta, 0.0)
+        with pytest.raises(ValueError, match=r"s = inf must be finite and > 0 \(max_p \|Phi_p\| "
+                                             r"is not differentiable where the largest paths tie"):
+            pl.path_norm_gradient(net, theta, math.inf)

@@ -157,3 +157,30 @@ def test_the_symmetry_certificate_comes_first(pl, run_cli, tmp_path):
     assert "symmetry theorem" not in (cli_enum["rank_J_note"] or "")
     bad = run_cli("rank", "--onnx", path, "--enumerate", "--no-enumerate")
     assert bad.returncode == 2
+
+
+def test_a_layer_applied_twice_takes_the_path_free_route(pl):
+    """A Linear applied twice puts its weights twice on some paths: the skeleton B (0/1) cannot
+    hold them, so the automatic route certifies rank(B) by the symmetry theorem instead of
+    refusing; it agrees with the rank of dPhi from the enumerated Jacobian (which handles the
+    sharing). Asked for the enumerated route, rank still refuses, naming the parameter."""
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(torch.relu(self.a(x)))))
+
+    torch.manual_seed(0)
+    model = Twice().double().eval()
+    net = pl.from_torch(model, input_shape=(3,))
+    theta = pl.theta_from_torch(model)
+    jacobian_rank = np.linalg.matrix_rank(pl.jacobian(net.unrolled(), theta).toarray())
+    for subject in (net, net.unrolled()):
+        r = pl.rank(subject, theta)
+        assert (r["status"], r["rank_B_method"]) == ("verified", "symmetry"), r
+        assert r["rank_B"] == r["rank_J_exact"] == jacobian_rank
+        assert "carried twice by one path" in r["rank_J_note"]
+    with pytest.raises(pl.NetworkError, match="carries parameter 0 twice"):
+        pl.rank(net, theta, enumerate=True)
