@@ -33,6 +33,16 @@ namespace {
 constexpr std::string_view k_trace_hint =
     " (`pathlift kernel --trace` and `pathlift norm` work at any magnitude)";
 
+/// f(), a RangeError (a result beyond float64) saying what works at any magnitude.
+template <class F>
+auto with_trace_hint(F&& f) {
+  try {
+    return f();
+  } catch (const RangeError& e) {
+    throw RangeError(fmt::format("{}{}", e.what(), k_trace_hint));
+  }
+}
+
 struct KernelOptions {
   NetworkOptions network;
   ComputeOptions compute;
@@ -155,26 +165,13 @@ void run_kernel(const KernelOptions& opts) {
     const ScaledReal trace = source.trace();
     if (opts.diag) {
       // The library refuses a diagonal beyond float64 (overflow, or 0s that are underflows).
-      const Buffer<double> diag = [&] {
-        try {
-          return source.diagonal();
-        } catch (const RangeError& e) {
-          throw RangeError(fmt::format("{}{}", e.what(), k_trace_hint));
-        }
-      }();
+      const Buffer<double> diag = with_trace_hint([&] { return source.diagonal(); });
       write_vector(opts.output, std::span<const double>(diag.data(), diag.size()));
     } else {
       // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it, once
       // d x d doubles are known to fit.
-      if (model.model.is_layer_graph()) {
-        require_dense(d, d, sizeof(double), engine.max_memory,
-                      "the full path kernel K (its diagonal, K v and its top eigenvalues need "
-                      "no d x d matrix)");
-      }
-      const DenseMatrix k =
-          kernel(model.network(opts.compute), theta.theta, engine_options(opts.compute, "K"));
-      require_representable(std::span<const double>(k.data(), static_cast<std::size_t>(k.size())),
-                            "K", k_trace_hint);
+      const DenseMatrix k = with_trace_hint(
+          [&] { return kernel(model.model, theta.theta, engine_options(opts.compute, "K")); });
       write_dense(opts.output, k.data(), k.rows(), k.cols());
     }
     const double seconds = seconds_since(start);

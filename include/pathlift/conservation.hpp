@@ -62,7 +62,8 @@ struct ConservationLaws {
 /// own sum of squares does. Throws std::invalid_argument for a theta without d finite entries
 /// or for classes that constraints still couple (weights shared between layers: the conserved
 /// quantities are then combinations of the Q_h, not listed), RangeError naming the parameter
-/// when a law's sum of squares is beyond double's range, TooLarge as parameter_classes().
+/// when a law's sum of squares is beyond double's range (an overflow, or below its smallest
+/// normal number: digits lost), TooLarge as parameter_classes().
 /// Complexity: that of parameter_classes(), then O(d) (O(edges) more for a DAG's names).
 ConservationLaws conservation_laws(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options = {});

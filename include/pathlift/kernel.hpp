@@ -90,8 +90,8 @@ class KernelOperator {
 /// 0 when no path contains both, and K[i,i] = A(src i) B(dst i). Exact at zero weights (no
 /// division). One forward DP from each node gives M(x, .) (OpenMP over x; the result is
 /// identical for any thread count). Throws TooLarge, with d and the bytes, when d x d doubles
-/// exceed options.max_memory (0: half of physical RAM); std::invalid_argument for a bad theta;
-/// RangeError, naming the entry, when one overflows float64.
+/// exceed options.max_memory (0: half of physical RAM); std::invalid_argument for a bad theta.
+/// Entries beyond float64 are inf (path_free.hpp's kernel(Model) refuses them).
 /// Complexity: O(m (m + d) + d^2) time, O(d^2) memory.
 DenseMatrix kernel(const Network& net, std::span<const double> theta,
                    const EngineOptions& options = {});

@@ -71,6 +71,12 @@ LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options = {});
 
+/// The full path kernel K (kernel.hpp), on the DAG (a layer graph unrolled within
+/// options.max_memory once d x d doubles are known to fit: TooLarge otherwise), refused beyond
+/// float64: RangeError when an entry overflows or is subnormal (require_representable).
+DenseMatrix kernel(const Model& model, std::span<const double> theta,
+                   const EngineOptions& options = {});
+
 /// kernel_trace.
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
                         const EngineOptions& options = {});

@@ -388,6 +388,34 @@ void prime_out_of_range(const std::string& text) {
   throw py::value_error(fmt::format("prime: the modulus {} is not a prime below 2^63", text));
 }
 
+void seed_out_of_range(const std::string& text) {
+  throw py::value_error(fmt::format("seed: {} is not a seed, an integer from 0 to 2^64 - 1", text));
+}
+
+bool load_unsigned(py::handle src, int bits, std::uint64_t& value,
+                   void (*out_of_range)(const std::string&)) {
+  if (!src || PyFloat_Check(src.ptr()) || PyIndex_Check(src.ptr()) == 0) {
+    return false;  // not an int: pybind11's TypeError, as for any argument of the wrong type
+  }
+  const auto i = py::reinterpret_steal<py::object>(PyNumber_Index(src.ptr()));
+  if (!i) {
+    throw py::error_already_set();
+  }
+  const auto length = i.attr("bit_length")().cast<std::size_t>();
+  const bool negative = PyObject_RichCompareBool(i.ptr(), py::int_(0).ptr(), Py_LT) == 1;
+  if (negative || length > static_cast<std::size_t>(bits)) {
+    // The int as Python writes it, unless it is too long to print (its size then).
+    out_of_range(length <= 128 ? py::str(i).cast<std::string>()
+                               : std::string(negative ? "-" : "") + "(an int of " +
+                                     std::to_string(length) + " bits)");
+  }
+  value = PyLong_AsUnsignedLongLong(i.ptr());
+  if (PyErr_Occurred() != nullptr) {
+    throw py::error_already_set();
+  }
+  return true;
+}
+
 template py::array_t<double, py::array::c_style | py::array::forcecast> vector_argument<double>(
     const py::object&, const char*);
 template py::array_t<float, py::array::c_style | py::array::forcecast> vector_argument<float>(

@@ -94,44 +94,67 @@ class Prime {
   std::uint64_t m_value;
 };
 
+/// A `seed=` argument: a Python int in [0, 2^64) (the CLI's --seed range); another int is a
+/// ValueError naming it, as for Prime.
+class Seed {
+ public:
+  constexpr Seed(std::uint64_t value = 0) : m_value(value) {}   // NOLINT: implicit, an int
+  constexpr operator std::uint64_t() const { return m_value; }  // NOLINT: implicit, an int
+
+ private:
+  std::uint64_t m_value;
+};
+
 /// The ValueError of a `prime=` int outside [0, 2^63) (`text`: the int as Python writes it).
 [[noreturn]] void prime_out_of_range(const std::string& text);
+/// The ValueError of a `seed=` int outside [0, 2^64).
+[[noreturn]] void seed_out_of_range(const std::string& text);
+
+/// A Python int (or anything with __index__, such as numpy.uint64, never a float) as an
+/// unsigned integer below 2^bits (63 or 64): false when `src` is not an int (pybind11's
+/// TypeError then), `out_of_range(the int as Python writes it)` when outside.
+bool load_unsigned(pybind11::handle src, int bits, std::uint64_t& value,
+                   void (*out_of_range)(const std::string&));
 
 }  // namespace pathlift::python
 
 namespace pybind11::detail {
 
-/// Prime from a Python int (or anything with __index__, such as numpy.uint64): see Prime.
+/// Prime from a Python int: see Prime.
 template <>
 struct type_caster<pathlift::python::Prime> {
   PYBIND11_TYPE_CASTER(pathlift::python::Prime, const_name("int"));
 
   bool load(handle src, bool /*convert*/) {
-    if (!src || PyFloat_Check(src.ptr()) || PyIndex_Check(src.ptr()) == 0) {
-      return false;  // not an int: pybind11's TypeError, as for any argument of the wrong type
+    std::uint64_t v = 0;
+    if (!pathlift::python::load_unsigned(src, 63, v, pathlift::python::prime_out_of_range)) {
+      return false;
     }
-    const auto i = reinterpret_steal<object>(PyNumber_Index(src.ptr()));
-    if (!i) {
-      throw error_already_set();
-    }
-    int overflow = 0;
-    const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-    if (v == -1 && PyErr_Occurred() != nullptr) {
-      throw error_already_set();
-    }
-    if (overflow != 0 || v < 0) {
-      // The int as Python writes it, unless it is too long to print (its size then).
-      const auto bits = i.attr("bit_length")().cast<std::size_t>();
-      pathlift::python::prime_out_of_range(
-          bits <= 128 ? str(i).cast<std::string>()
-                      : std::string(v < 0 || overflow < 0 ? "-" : "") + "(an int of " +
-                            std::to_string(bits) + " bits)");
-    }
-    value = pathlift::python::Prime(static_cast<std::uint64_t>(v));
+    value = pathlift::python::Prime(v);
     return true;
   }
 
   static handle cast(pathlift::python::Prime src, return_value_policy /*policy*/,
+                     handle /*parent*/) {
+    return PyLong_FromUnsignedLongLong(src);
+  }
+};
+
+/// Seed from a Python int: see Seed.
+template <>
+struct type_caster<pathlift::python::Seed> {
+  PYBIND11_TYPE_CASTER(pathlift::python::Seed, const_name("int"));
+
+  bool load(handle src, bool /*convert*/) {
+    std::uint64_t v = 0;
+    if (!pathlift::python::load_unsigned(src, 64, v, pathlift::python::seed_out_of_range)) {
+      return false;
+    }
+    value = pathlift::python::Seed(v);
+    return true;
+  }
+
+  static handle cast(pathlift::python::Seed src, return_value_policy /*policy*/,
                      handle /*parent*/) {
     return PyLong_FromUnsignedLongLong(src);
   }

@@ -35,7 +35,7 @@ void bind_builtins(py::module_& m) {
       "row-major) then b. ValueError for a zero width or r, q = 0.");
   m.def(
       "random_dag",
-      [](Index nodes, double p, std::uint64_t seed, double parallel_edge_probability,
+      [](Index nodes, double p, Seed seed, double parallel_edge_probability,
          double designated_output_probability, double bias_probability, bool shuffle) {
         return random_dag(nodes, p, seed,
                           {.parallel_edge_probability = parallel_edge_probability,
@@ -61,7 +61,7 @@ void bind_builtins(py::module_& m) {
         "Parses 'r,w1,...,wL,q' into a list of ints. ValueError naming the bad entry.");
   m.def(
       "normal_weights",
-      [](Index d, std::uint64_t seed) {
+      [](Index d, Seed seed) {
         if (d < 0) {
           throw std::invalid_argument("normal_weights: d must be >= 0");
         }

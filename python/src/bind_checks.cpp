@@ -42,7 +42,7 @@ void bind_checks(py::module_& m) {
 
   m.def(
       "check_identities",
-      [](const NetworkArg& arg, const py::object& theta, Index fd_samples, std::uint64_t seed,
+      [](const NetworkArg& arg, const py::object& theta, Index fd_samples, Seed seed,
          double tolerance, double fd_tolerance, int threads, const py::object& progress,
          std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);

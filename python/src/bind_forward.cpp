@@ -111,7 +111,7 @@ identical for any thread count. The GIL is released. Complexity: O(n (m + d)).)d
 
   m.def(
       "random_data",
-      [](const NetworkArg& arg, Index n, std::uint64_t seed) {
+      [](const NetworkArg& arg, Index n, Seed seed) {
         const Network& net = arg.dag();
         if (n < 0) {
           throw std::invalid_argument(fmt::format("n must be >= 0, got {}", n));

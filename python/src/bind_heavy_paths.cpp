@@ -111,8 +111,8 @@ docs/paths.md#heavy-paths.)doc");
 
   m.def(
       "sample_paths",
-      [](const NetworkArg& net, const py::object& theta, Index n, double s, std::uint64_t seed,
-         int threads, const py::object& progress, std::size_t max_memory) {
+      [](const NetworkArg& net, const py::object& theta, Index n, double s, Seed seed, int threads,
+         const py::object& progress, std::size_t max_memory) {
         const EngineOptions o =
             engine_options(threads, net.unroll_limit(max_memory), progress, "sample_paths");
         auto paths = with_theta(net, theta, [&](std::span<const double> t) {

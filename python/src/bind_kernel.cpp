@@ -220,12 +220,10 @@ void bind_kernel_matrices(py::module_& m) {
       "kernel",
       [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress,
          std::size_t max_memory) {
-        const EngineOptions o = engine_options(threads, max_memory, progress, "kernel");
-        require_dense(net.model().num_params(), net.model().num_params(), sizeof(double),
-                      max_memory, "the full path kernel K");
-        const Network& dag = net.dag(max_memory);
-        return owning_matrix<double>(
-            with_theta(net, theta, [&](std::span<const double> t) { return kernel(dag, t, o); }));
+        EngineOptions o = engine_options(threads, max_memory, progress, "kernel");
+        o.max_memory = net.unroll_limit(max_memory);
+        return owning_matrix<double>(with_theta(
+            net, theta, [&](std::span<const double> t) { return kernel(net.model(), t, o); }));
       },
       py::arg("net"), py::arg("theta") = py::none(), py::kw_only(), py::arg("threads") = 0,
       py::arg("progress") = py::none(), py::arg("max_memory") = 0,
@@ -233,7 +231,8 @@ void bind_kernel_matrices(py::module_& m) {
 owning the C++ matrix) without enumerating paths: K[i, j] = theta_i theta_j A(src i)
 M(dst i, src j) B(dst j) for edges on a common path, 0 otherwise; exact at zero weights.
 TooLarge (MemoryError) when d x d doubles exceed max_memory (0: half of RAM); ValueError for
-a bad theta. threads: 0 = all cores (identical results for any count). The GIL is released.
+a bad theta; RangeError when an entry is beyond float64 (kernel_trace(scaled=True) gives the
+magnitude). threads: 0 = all cores (identical results for any count). The GIL is released.
 Complexity: O(m (m + d) + d^2).)doc");
 
   m.def(

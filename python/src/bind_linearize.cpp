@@ -33,7 +33,7 @@ py::object map_csr(const LinearizationPtr& lin) {
 }
 
 LinearizationCheckOptions check_options(double tolerance_f, double tolerance_grad,
-                                        Index grad_samples, Index grad_params, std::uint64_t seed,
+                                        Index grad_samples, Index grad_params, Seed seed,
                                         int threads, std::size_t max_memory) {
   if (grad_samples < 0 || grad_params < 0) {
     throw std::invalid_argument(fmt::format(
@@ -172,7 +172,7 @@ Example::
       [](const NetworkArg& arg, const py::object& theta, const py::object& X,
          const LinearizationPtr& lin, const py::object& phi, const py::object& J,
          double tolerance_f, double tolerance_grad, Index grad_samples, Index grad_params,
-         std::uint64_t seed, int threads, std::size_t max_memory) {
+         Seed seed, int threads, std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
         if (!lin) {
           throw std::invalid_argument("lin is None");
@@ -222,8 +222,8 @@ max_err_grad, status, ...). ValueError when the sizes disagree.)doc") +
   m.def(
       "check_linearization",
       [](const NetworkArg& arg, const py::object& theta, const py::object& X, double tolerance_f,
-         double tolerance_grad, Index grad_samples, Index grad_params, std::uint64_t seed,
-         int threads, std::size_t max_memory) {
+         double tolerance_grad, Index grad_samples, Index grad_params, Seed seed, int threads,
+         std::size_t max_memory) {
         const Network& net = arg.dag(max_memory);
         const LinearizationCheckOptions o = check_options(tolerance_f, tolerance_grad, grad_samples,
                                                           grad_params, seed, threads, max_memory);

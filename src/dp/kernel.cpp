@@ -27,22 +27,6 @@ namespace pathlift {
 
 namespace {
 
-/// K itself, or RangeError naming an entry beyond float64 (the weights' scale: K grows as
-/// theta^(2 (depth - 1))), as the products K v of the eigensolvers refuse one.
-DenseMatrix finite_kernel(DenseMatrix k) {
-  for (Index i = 0; i < k.rows(); ++i) {
-    for (Index j = 0; j < k.cols(); ++j) {
-      if (!std::isfinite(k(i, j))) {
-        throw RangeError(fmt::format(
-            "K[{}, {}] is {}: the path kernel's entries overflow float64; scale theta down (K "
-            "scales as theta^(2 (depth - 1)))",
-            i, j, k(i, j)));
-      }
-    }
-  }
-  return k;
-}
-
 using detail::DagView;
 using detail::for_each_upper_pair;
 using detail::parallel_for;
@@ -365,7 +349,7 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
     if (report) {
       report(1.0);
     }
-    return finite_kernel(std::move(k));
+    return k;
   }
   // The rows are computed in parallel tasks: the extent is shown as unknown.
   const ProgressScope progress(options.progress, "the path kernel K");
@@ -448,7 +432,7 @@ DenseMatrix kernel(const Network& net, std::span<const double> theta,
     k(i, j) = s;
     k(j, i) = s;
   });
-  return finite_kernel(std::move(k));
+  return k;
 }
 
 }  // namespace pathlift

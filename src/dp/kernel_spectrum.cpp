@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "pathlift/error.hpp"
 #include "pathlift/kernel.hpp"
@@ -26,6 +27,15 @@
 namespace pathlift {
 
 namespace {
+
+/// RangeError for K beyond float64 (`where`: the entry or product): its eigenvalues are too.
+[[noreturn]] void throw_kernel_overflow(const std::string& where) {
+  throw RangeError(fmt::format(
+      "{}: K overflows float64, and its eigenvalues are beyond float64; scale theta down (K "
+      "scales as theta^(2 (depth - 1)))",
+      where));
+}
+
 using detail::ProgressScope;
 }  // namespace
 
@@ -126,6 +136,11 @@ KernelEigenvalues dense_top_eigenvalues(const Network& net, std::span<const doub
                                         Index count, const EigenOptions& options) {
   const Index d = net.num_params();
   const DenseMatrix k = kernel(net, theta, options.engine);
+  for (Index i = 0; i < k.size(); ++i) {
+    if (!std::isfinite(k.data()[i])) {
+      throw_kernel_overflow(fmt::format("K[{}, {}] is {}", i / d, i % d, k.data()[i]));
+    }
+  }
   const ProgressScope progress(
       options.engine.progress,
       "eigenvalues of K (dense)");  // the O(d^3) eigensolver reports nothing
@@ -164,10 +179,7 @@ KernelEigenvalues matrix_free_top_eigenpairs(Index d, const BlockProduct& apply,
     const Index n = d * k;
     for (Index i = 0; i < n; ++i) {
       if (!std::isfinite(out[i])) {
-        throw RangeError(fmt::format(
-            "K v overflows float64 (entry {} of a product is {}): the eigenvalues of K are "
-            "beyond float64; scale theta down (K scales as theta^(2 (depth - 1)))",
-            i % d, out[i]));
+        throw_kernel_overflow(fmt::format("K v: entry {} of a product is {}", i % d, out[i]));
       }
     }
   };

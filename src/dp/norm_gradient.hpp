@@ -2,6 +2,8 @@
 // The checks of path_norm and path_norm_gradient and the parts of the gradient shared by the
 // DAG (norms.cpp) and the layer graph (layer_dp.cpp).
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -25,6 +27,13 @@ void check_differentiable(std::span<const double> theta, double s,
 /// norm^(1 - s) = S^((1 - s) / s) for the sum S = sum_p |Phi_p|^s: the factor of
 /// |theta|^(s-1) sign(theta) F G in the gradient of the norm (1 for s = 1 or S = 0).
 ScaledReal norm_gradient_factor(const ScaledReal& sum, double s);
+
+/// x 2^k, an entry of the gradient, as a double; a non-zero entry float64 holds only as 0 or a
+/// subnormal is counted in `underflows`.
+double gradient_entry(double x, std::int64_t k, std::size_t& underflows);
+
+/// Throws RangeError when `underflows` of the d entries of the gradient underflowed.
+void require_no_underflow(std::size_t underflows, std::size_t d);
 
 /// theta_k times the gradient of ||Phi||_1: the path magnitude sum_p |Phi_p| (with
 /// multiplicity) through k, 0 at theta_k = 0 even where the gradient overflowed.

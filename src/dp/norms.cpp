@@ -7,6 +7,7 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "pathlift/error.hpp"
 #include "src/core/json.hpp"
 #include "src/dp/dp_scaled.hpp"
 #include "src/dp/max_value.hpp"
@@ -150,6 +151,23 @@ PathNorm path_norm(const Network& net, std::span<const double> theta_in, double 
 namespace detail {
 
 // (declared in src/dp/norm_gradient.hpp)
+double gradient_entry(double x, std::int64_t k, std::size_t& underflows) {
+  const double y = dp_ldexp(x, k);
+  if (x != 0 && std::abs(y) < std::numeric_limits<double>::min()) {
+    ++underflows;
+  }
+  return y;
+}
+
+void require_no_underflow(std::size_t underflows, std::size_t d) {
+  if (underflows > 0) {
+    throw RangeError(fmt::format(
+        "{} of {} entries of the path-norm gradient are non-zero but below the smallest normal "
+        "float64 {:.1e} (underflow); scale theta up",
+        underflows, d, std::numeric_limits<double>::min()));
+  }
+}
+
 void check_norm_exponent(double s) {
   if (!(s >= 0)) {
     throw std::invalid_argument(fmt::format(
@@ -240,10 +258,12 @@ std::vector<double> path_norm_gradient(const Network& net, std::span<const doubl
         }
       });
   std::vector<double> out(static_cast<std::size_t>(net.num_params()), 0.0);
+  std::size_t underflows = 0;
   if (!net.parameter_map()) {
     for (std::size_t e = 0; e < m; ++e) {
-      out[e] = detail::dp_ldexp(em[e], ek[e]);
+      out[e] = detail::gradient_entry(em[e], ek[e], underflows);
     }
+    detail::require_no_underflow(underflows, out.size());
     return out;
   }
   std::vector<double> pm(out.size(), 0.0);
@@ -256,8 +276,9 @@ std::vector<double> path_norm_gradient(const Network& net, std::span<const doubl
     }
   }
   for (std::size_t k = 0; k < out.size(); ++k) {
-    out[k] = pm[k] == 0 ? 0.0 : detail::dp_ldexp(pm[k], pk[k]);
+    out[k] = pm[k] == 0 ? 0.0 : detail::gradient_entry(pm[k], pk[k], underflows);
   }
+  detail::require_no_underflow(underflows, out.size());
   return out;
 }
 

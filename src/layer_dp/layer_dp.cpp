@@ -318,6 +318,7 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
       {0.5, 1}, &classes);
   const detail::DpPowS slope{s - 1};
   std::vector<double> out(theta.size(), 0.0);
+  std::size_t underflows = 0;
   for (std::size_t k = 0; k < out.size(); ++k) {
     const double t = theta[k];
     double sm = 1;  // |t|^(s - 1) = sm 2^sk: 1 for s = 1 (no pow per parameter)
@@ -326,8 +327,9 @@ std::vector<double> path_norm_gradient(const LayerGraph& graph, std::span<const 
       continue;
     }
     const double x = (t < 0 ? -1.0 : 1.0) * sm * sums.m[k] * factor.mantissa;
-    out[k] = detail::dp_ldexp(x, sk + sums.k[k] + factor.exponent);
+    out[k] = detail::gradient_entry(x, sk + sums.k[k] + factor.exponent, underflows);
   }
+  detail::require_no_underflow(underflows, out.size());
   return out;
 }
 

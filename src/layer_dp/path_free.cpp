@@ -16,6 +16,7 @@
 
 #include "pathlift/error.hpp"
 #include "pathlift/layer_dp.hpp"
+#include "pathlift/limits.hpp"
 #include "pathlift/magnitude.hpp"
 #include "src/layer_dp/detail/diagonal_range.hpp"
 
@@ -151,6 +152,17 @@ Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta
     throw RangeError(fmt::format("diag(K) has entries 0 that are underflows: {}", problem));
   }
   return diag;
+}
+
+DenseMatrix kernel(const Model& model, std::span<const double> theta,
+                   const EngineOptions& options) {
+  const Index d = model.num_params();
+  require_dense(d, d, sizeof(double), options.max_memory,
+                "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
+                "matrix)");
+  DenseMatrix k = kernel(*model.unrolled(options), theta, options);
+  require_representable(std::span<const double>(k.data(), static_cast<std::size_t>(k.size())), "K");
+  return k;
 }
 
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,

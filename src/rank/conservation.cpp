@@ -341,13 +341,15 @@ ConservationLaws conservation_laws(const Model& model, std::span<const double> t
     }
     out.values[i] = std::ldexp(in[i] - leaving[i], 2 * exponent[i]);
     out.squares[i] = std::ldexp(in[i] + leaving[i], 2 * exponent[i]);
-    if (!std::isfinite(out.squares[i])) {
+    // Beyond double's range either way: an overflow, or (squares of 1e-160) a sum that is 0
+    // or subnormal, its digits lost.
+    if (!std::isfinite(out.squares[i]) || out.squares[i] < std::numeric_limits<double>::min()) {
       const std::size_t k = largest[i];
       throw RangeError(fmt::format(
-          "conservation_laws: the squares of the parameters of {} sum beyond double's range: "
+          "conservation_laws: the squares of the parameters of {} sum {} double's range: "
           "its largest, theta[{}] = {:.6g} ({}), squared is 10^{:.1f}",
-          out.descriptions[i], k, theta[k], parameter_label(model, dag, static_cast<Index>(k)),
-          2 * std::log10(std::fabs(theta[k]))));
+          out.descriptions[i], std::isfinite(out.squares[i]) ? "below" : "beyond", k, theta[k],
+          parameter_label(model, dag, static_cast<Index>(k)), 2 * std::log10(std::fabs(theta[k]))));
     }
   }
   return out;

@@ -73,6 +73,11 @@ def test_float_results_beyond_float64_raise(pl, which):
             assert "subnormal" in str(e) or "underflow" in str(e)
             continue
         assert np.isfinite(out).all() and not ((out > 0) & (out < np.finfo(float).tiny)).any()
+    # Weights of 1e-300: a gradient entry whose paths carry two other weights is about 1e-600,
+    # below the smallest normal double: refused, never returned as 0.
+    with pytest.raises(pl.RangeError, match=rf"\d+ of {len(theta)} entries of the path-norm "
+                                            r"gradient are non-zero but below"):
+        pl.path_norm_gradient(net, theta * 1e-300, 1.0)
 
 
 def test_zeros_that_are_zeros_are_returned(pl):
@@ -171,9 +176,9 @@ def test_a_kernel_beyond_float64_is_a_range_error(pl, run_cli, tmp_path):
             with pytest.raises(pl.RangeError):
                 call()
         logs.append(pl.kernel_trace(which, theta, scaled=True).log10)
-    with pytest.raises(pl.RangeError, match=r"K\[\d+, \d+\] is inf: the path kernel's entries "
-                       r"overflow float64"):
-        pl.kernel(net.unrolled(), theta)  # the full d x d kernel, as dense top_eigenvalues uses
+    for which in (net, net.unrolled()):  # the full d x d kernel (once it returned inf)
+        with pytest.raises(pl.RangeError, match=r"\d+ of 676 values of K are not finite"):
+            pl.kernel(which, theta)
     assert logs[0] == pytest.approx(logs[1], abs=1e-12) and 400 < logs[0] < 402
     path = tmp_path / "one.json"
     path.write_text(net.layer_graph.to_json())

@@ -260,8 +260,14 @@ def test_refusals(pl):
     with pytest.raises(ValueError, match=r"theta\[5\]"):
         pl.conservation_laws(net, bad)
     bad[5] = 1e160
-    with pytest.raises(pl.RangeError, match=r"theta\[5\] = 1e\+160"):
+    with pytest.raises(pl.RangeError, match=r"beyond double's range: its largest, theta\[5\] = "
+                                            r"1e\+160"):
         pl.conservation_laws(net, bad)
+    # squares that underflow: 0 or subnormal, never returned as a law's value
+    with pytest.raises(pl.RangeError, match=r"below double's range: its largest, theta\[\d+\] = "
+                                            r".*squared is 10\^-3\d\d"):
+        pl.conservation_laws(net, theta * 1e-160)
+    assert (pl.conservation_laws(net, theta * 1e-100).squares > 1e-250).all()
     # one parameter on x -> a and on a -> y: alpha(a) = -alpha(a), a constraint left
     shared = pl.Network([("x", "a"), ("a", "y")], params=[0, 0], num_params=1)
     with pytest.raises(ValueError, match="constraints couple the rescaling classes"):

@@ -425,6 +425,46 @@ def test_a_prime_that_is_an_int_of_another_type_is_taken(pathlift_module, name):
             PRIME_TAKERS[name](pathlift_module, np.int64(1000001))
 
 
+# Every function with a seed= argument (a draw reproducible from an int in [0, 2^64)).
+SEED_TAKERS = {
+    "normal_weights": lambda pl, s: pl.normal_weights(3, s),
+    "random_dag": lambda pl, s: pl.random_dag(4, 0.5, s),
+    "check_identities": lambda pl, s: pl.check_identities(_net(pl), _THETA, seed=s),
+    "random_data": lambda pl, s: pl.random_data(_net(pl), 2, seed=s),
+    "check_linearization": lambda pl, s: pl.check_linearization(_net(pl), _THETA, np.eye(2),
+                                                                seed=s),
+    "verify_linearization": lambda pl, s: pl.verify_linearization(
+        _net(pl), _THETA, np.eye(2), pl.linearize(_net(pl), _THETA, np.eye(2)), seed=s),
+}
+
+
+def test_every_function_with_a_seed_argument_is_listed(pathlift_module):
+    signature = re.compile(r"\bseed: int\b")
+    taking = {name for name in dir(pathlift_module)
+              if signature.search((getattr(getattr(pathlift_module, name), "__doc__", "") or "")
+                                  .split("\n")[0])}
+    assert taking == set(SEED_TAKERS)
+
+
+@pytest.mark.parametrize("seed,text", [(-1, "-1"), (2**64, str(2**64)), (np.int64(-3), "-3")],
+                         ids=["negative", "2^64", "numpy"])
+@pytest.mark.parametrize("name", sorted(SEED_TAKERS))
+def test_a_seed_out_of_range_is_a_value_error_naming_it(pathlift_module, name, seed, text):
+    """Where pybind11 listed the signatures in a TypeError; 2^64 - 1 and numpy ints are taken."""
+    with pytest.raises(ValueError, match=rf"^seed: {re.escape(text)} is not a seed, an integer "
+                                         r"from 0 to 2\^64 - 1$"):
+        SEED_TAKERS[name](pathlift_module, seed)
+    SEED_TAKERS[name](pathlift_module, 2**64 - 1)
+    SEED_TAKERS[name](pathlift_module, np.uint64(7))
+
+
+def test_sample_paths_takes_the_seed_rules_too(pathlift_module):
+    """pathlift.sample_paths (a Python function over the bound one) refuses a negative seed the
+    same way."""
+    with pytest.raises(ValueError, match=r"^seed: -1 is not a seed"):
+        pathlift_module.sample_paths(_net(pathlift_module), _THETA, 2, seed=-1)
+
+
 def test_a_sparse_matrix_with_large_unsigned_entries_and_no_prime_is_refused(pathlift_module):
     """Its entries beyond int64 are reduced modulo prime: 0 is refused before (x % 0 traps)."""
     import scipy.sparse
