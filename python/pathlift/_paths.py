@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union, cast,
                     overload)
+
+import numpy as np
+import numpy.typing as npt
 
 from . import _pathlift
 from ._pathlift import LayerNetwork, Network
@@ -40,8 +43,9 @@ class PathList(Sequence[Path]):
     """The paths of top_paths / sample_paths: a read-only sequence of dicts, each made when it
     is read (the paths stay in C++ until then: 10,000 sampled paths of 60 nodes as Python dicts
     are millions of objects). ``len``, indexing (a slice gives a list), iteration, ``==`` with
-    another PathList or a list of dicts, ``+`` (a list); ``list(paths)`` makes them all. On a from_torch network
-    each dict also has ``param_names``."""
+    another PathList or a list of dicts, ``+`` (a list); ``list(paths)`` makes them all;
+    ``values``, ``signs`` and ``log10_abs`` are numpy arrays over every path, made without the
+    dicts. On a from_torch network each dict also has ``param_names``."""
 
     def __init__(self, core: Any, namer: Optional[Callable[[List[int]], List[str]]] = None):
         self._core = core
@@ -70,6 +74,22 @@ class PathList(Sequence[Path]):
             names = dict(zip(carried, self._namer(carried)))
             path["param_names"] = [None if k is None else names[k] for k in params]
         return path
+
+    @property
+    def values(self) -> npt.NDArray[np.float64]:
+        """Phi_p of every path (a float64 array), without making the dicts; RangeError for a
+        path beyond float64 (log10_abs and signs hold every path's)."""
+        return cast("npt.NDArray[np.float64]", self._core.values())
+
+    @property
+    def signs(self) -> npt.NDArray[np.int8]:
+        """The sign of every Phi_p (an int8 array: +1, -1, 0)."""
+        return cast("npt.NDArray[np.int8]", self._core.signs())
+
+    @property
+    def log10_abs(self) -> npt.NDArray[np.float64]:
+        """log10 |Phi_p| of every path (a float64 array, -inf for 0), exact at any magnitude."""
+        return cast("npt.NDArray[np.float64]", self._core.log10_abs())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (PathList, list)):

@@ -82,29 +82,6 @@ py::object array_of(const py::object& x, const char* what);
 /// numpy.dtype(dtype).
 py::dtype numpy_dtype(const py::object& dtype);
 
-/// A `prime=` argument: a Python int in [0, 2^63), which the library then checks is a prime. A
-/// negative int, or one of 2^63 or more, is a ValueError naming it, where pybind11's caster of
-/// std::uint64_t would refuse it with a TypeError listing the function's signatures.
-class Prime {
- public:
-  constexpr Prime(std::uint64_t value = 0) : m_value(value) {}  // NOLINT: implicit, an int
-  constexpr operator std::uint64_t() const { return m_value; }  // NOLINT: implicit, an int
-
- private:
-  std::uint64_t m_value;
-};
-
-/// A `seed=` argument: a Python int in [0, 2^64) (the CLI's --seed range); another int is a
-/// ValueError naming it, as for Prime.
-class Seed {
- public:
-  constexpr Seed(std::uint64_t value = 0) : m_value(value) {}   // NOLINT: implicit, an int
-  constexpr operator std::uint64_t() const { return m_value; }  // NOLINT: implicit, an int
-
- private:
-  std::uint64_t m_value;
-};
-
 /// The ValueError of a `prime=` int outside [0, 2^63) (`text`: the int as Python writes it).
 [[noreturn]] void prime_out_of_range(const std::string& text);
 /// The ValueError of a `seed=` int outside [0, 2^64).
@@ -116,46 +93,44 @@ class Seed {
 bool load_unsigned(pybind11::handle src, int bits, std::uint64_t& value,
                    void (*out_of_range)(const std::string&));
 
+/// An unsigned int argument below 2^Bits whose other ints are a ValueError naming them
+/// (OutOfRange), where pybind11's caster of std::uint64_t would refuse them with a TypeError
+/// listing the function's signatures.
+template <int Bits, void (*OutOfRange)(const std::string&)>
+class UnsignedArg {
+ public:
+  constexpr UnsignedArg(std::uint64_t value = 0) : m_value(value) {}  // NOLINT: implicit, an int
+  constexpr operator std::uint64_t() const { return m_value; }        // NOLINT: implicit, an int
+
+ private:
+  std::uint64_t m_value;
+};
+
+/// A `prime=` argument: an int in [0, 2^63), which the library then checks is a prime.
+using Prime = UnsignedArg<63, prime_out_of_range>;
+/// A `seed=` argument: an int in [0, 2^64) (the CLI's --seed range).
+using Seed = UnsignedArg<64, seed_out_of_range>;
+
 }  // namespace pathlift::python
 
 namespace pybind11::detail {
 
-/// Prime from a Python int: see Prime.
-template <>
-struct type_caster<pathlift::python::Prime> {
-  PYBIND11_TYPE_CASTER(pathlift::python::Prime, const_name("int"));
+/// An UnsignedArg from a Python int: see UnsignedArg.
+template <int Bits, void (*OutOfRange)(const std::string&)>
+struct type_caster<pathlift::python::UnsignedArg<Bits, OutOfRange>> {
+  using Arg = pathlift::python::UnsignedArg<Bits, OutOfRange>;
+  PYBIND11_TYPE_CASTER(Arg, const_name("int"));
 
   bool load(handle src, bool /*convert*/) {
     std::uint64_t v = 0;
-    if (!pathlift::python::load_unsigned(src, 63, v, pathlift::python::prime_out_of_range)) {
+    if (!pathlift::python::load_unsigned(src, Bits, v, OutOfRange)) {
       return false;
     }
-    value = pathlift::python::Prime(v);
+    value = Arg(v);
     return true;
   }
 
-  static handle cast(pathlift::python::Prime src, return_value_policy /*policy*/,
-                     handle /*parent*/) {
-    return PyLong_FromUnsignedLongLong(src);
-  }
-};
-
-/// Seed from a Python int: see Seed.
-template <>
-struct type_caster<pathlift::python::Seed> {
-  PYBIND11_TYPE_CASTER(pathlift::python::Seed, const_name("int"));
-
-  bool load(handle src, bool /*convert*/) {
-    std::uint64_t v = 0;
-    if (!pathlift::python::load_unsigned(src, 64, v, pathlift::python::seed_out_of_range)) {
-      return false;
-    }
-    value = pathlift::python::Seed(v);
-    return true;
-  }
-
-  static handle cast(pathlift::python::Seed src, return_value_policy /*policy*/,
-                     handle /*parent*/) {
+  static handle cast(Arg src, return_value_policy /*policy*/, handle /*parent*/) {
     return PyLong_FromUnsignedLongLong(src);
   }
 };

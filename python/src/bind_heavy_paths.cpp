@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "common.hpp"
+#include "pathlift/error.hpp"
 #include "pathlift/heavy_paths.hpp"
 #include "pathlift/path_shares.hpp"
 #include "results.hpp"
@@ -69,6 +73,43 @@ class PathList {
     return d;
   }
 
+  /// log10 |Phi_p| of every path (-inf for 0), exact at any magnitude.
+  [[nodiscard]] py::array_t<double> log10_abs() const {
+    std::vector<double> out;
+    out.reserve(m_paths.size());
+    for (const WeightedPath& p : m_paths) {
+      out.push_back(p.log10_abs());
+    }
+    return owning_array(std::move(out));
+  }
+
+  /// The sign of every Phi_p: +1, -1, or 0.
+  [[nodiscard]] py::array_t<std::int8_t> signs() const {
+    std::vector<std::int8_t> out;
+    out.reserve(m_paths.size());
+    for (const WeightedPath& p : m_paths) {
+      out.push_back(static_cast<std::int8_t>(p.sign));
+    }
+    return owning_array(std::move(out));
+  }
+
+  /// Phi_p of every path; RangeError naming the first beyond float64.
+  [[nodiscard]] py::array_t<double> values() const {
+    std::vector<double> out;
+    out.reserve(m_paths.size());
+    for (std::size_t i = 0; i < m_paths.size(); ++i) {
+      const WeightedPath& p = m_paths[i];
+      if (!p.magnitude.fits_double() && !p.magnitude.is_zero()) {
+        throw RangeError(fmt::format(
+            "path {} has |Phi_p| = 10^{:.1f}, beyond float64: log10_abs and signs hold every "
+            "path's magnitude and sign",
+            i, p.log10_abs()));
+      }
+      out.push_back(p.value());
+    }
+    return owning_array(std::move(out));
+  }
+
  private:
   std::shared_ptr<const Model> m_model;  // on the heap: m_names points to it when moved
   PathNames m_names;
@@ -82,7 +123,11 @@ void bind_heavy_paths(py::module_& m) {
                        "The paths of top_paths / sample_paths, held in C++ (pathlift.PathList "
                        "reads them).")
       .def("__len__", &PathList::size)
-      .def("path", &PathList::path, py::arg("i"), "Path i as a dict.");
+      .def("path", &PathList::path, py::arg("i"), "Path i as a dict.")
+      .def("values", &PathList::values, "Phi_p of every path (float64 array).")
+      .def("signs", &PathList::signs, "The sign of every Phi_p (int8 array: +1, -1, 0).")
+      .def("log10_abs", &PathList::log10_abs,
+           "log10 |Phi_p| of every path (float64 array, -inf for 0).");
   m.def(
       "top_paths",
       [](const NetworkArg& net, const py::object& theta, Index k, double s, int threads,

@@ -220,8 +220,8 @@ void bind_kernel_matrices(py::module_& m) {
       "kernel",
       [](const NetworkArg& net, const py::object& theta, int threads, const py::object& progress,
          std::size_t max_memory) {
-        EngineOptions o = engine_options(threads, max_memory, progress, "kernel");
-        o.max_memory = net.unroll_limit(max_memory);
+        const EngineOptions o = engine_options(threads, max_memory, progress, "kernel");
+        (void)net.dag(max_memory);  // unrolled within the LayerNetwork's limit, and kept
         return owning_matrix<double>(with_theta(
             net, theta, [&](std::span<const double> t) { return kernel(net.model(), t, o); }));
       },

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "pathlift/error.hpp"
@@ -223,15 +226,68 @@ RankReport shared_rank_report(const RankSubject& net, const RankCertificate& ran
 }
 
 bool skeleton_possible(const Network& net, std::string& why) {
-  const std::vector<Index> repeated = params_maybe_repeated(net);
-  if (repeated.empty()) {
+  const std::vector<Index> maybe = params_maybe_repeated(net);
+  if (maybe.empty()) {
     return true;
   }
+  // Exactly, for the parameters the depth test leaves in doubt (a layer applied on parallel
+  // branches is fine): some path carries parameter k twice when the source of one of its edges
+  // is reachable from the target of another. One search per parameter, within a budget (about
+  // a second), beyond which the route is path-free all the same.
+  const auto n = static_cast<std::size_t>(net.num_nodes());
+  const auto m = static_cast<std::size_t>(net.num_edges());
+  constexpr double k_budget = 2e8;
+  const bool exact = static_cast<double>(maybe.size()) * static_cast<double>(n + m) <= k_budget;
+  std::optional<Index> repeated;
+  if (exact) {
+    std::vector<std::vector<EdgeId>> edges_of(maybe.size());
+    std::vector<std::int64_t> slot(static_cast<std::size_t>(net.num_params()), -1);
+    for (std::size_t i = 0; i < maybe.size(); ++i) {
+      slot[static_cast<std::size_t>(maybe[i])] = static_cast<std::int64_t>(i);
+    }
+    for (EdgeId e = 0; e < static_cast<EdgeId>(m); ++e) {
+      const Index k = net.edge_param(e);
+      if (k >= 0 && slot[static_cast<std::size_t>(k)] >= 0) {
+        edges_of[static_cast<std::size_t>(slot[static_cast<std::size_t>(k)])].push_back(e);
+      }
+    }
+    std::vector<char> reached(n);
+    std::vector<NodeId> stack;
+    for (std::size_t i = 0; i < maybe.size() && !repeated; ++i) {
+      std::fill(reached.begin(), reached.end(), 0);
+      for (const EdgeId e : edges_of[i]) {
+        const NodeId v = net.target(e);
+        if (reached[static_cast<std::size_t>(v)] == 0) {
+          reached[static_cast<std::size_t>(v)] = 1;
+          stack.push_back(v);
+        }
+      }
+      while (!stack.empty()) {
+        const NodeId v = stack.back();
+        stack.pop_back();
+        for (const EdgeId e : net.out_edges(v)) {
+          const NodeId w = net.target(e);
+          if (reached[static_cast<std::size_t>(w)] == 0) {
+            reached[static_cast<std::size_t>(w)] = 1;
+            stack.push_back(w);
+          }
+        }
+      }
+      for (const EdgeId e : edges_of[i]) {
+        if (reached[static_cast<std::size_t>(net.source(e))] != 0) {
+          repeated = maybe[i];
+          break;
+        }
+      }
+    }
+    if (!repeated) {
+      return true;
+    }
+  }
   why = fmt::format(
-      "parameter {} may be carried twice by one path (its edges start at different depths: a "
-      "layer applied twice), and the skeleton B, a 0/1 pattern, cannot hold a 2; the symmetry "
-      "theorem certifies rank(B) without the paths",
-      repeated.front());
+      "parameter {} {} carried twice by one path (a layer applied twice), and the skeleton B, "
+      "a 0/1 pattern, cannot hold a 2; the symmetry theorem certifies rank(B) without the paths",
+      repeated ? *repeated : maybe.front(), repeated ? "is" : "may be");
   return false;
 }
 

@@ -456,6 +456,24 @@ def test_top_paths_beyond_double_range(pl):
     assert top[0]["value"] in (None, 0.0)
 
 
+def test_path_list_arrays_are_its_dicts(pl, networks):
+    """values, signs and log10_abs of a PathList, made without its dicts, are the dicts' on a
+    layer graph and on a DAG; values refuses a path beyond float64, log10_abs keeps it."""
+    for net in (networks["cnn_a"], pl.fig1()):
+        theta = theta_of(net, 5)
+        for paths in (pl.top_paths(net, theta, k=20), pl.sample_paths(net, theta, n=50)):
+            dicts = list(paths)
+            assert paths.values.dtype == np.float64 and paths.signs.dtype == np.int8
+            assert paths.values.tolist() == [p["value"] for p in dicts]
+            assert paths.signs.tolist() == [p["sign"] for p in dicts]
+            assert paths.log10_abs.tolist() == [p["log10_abs"] for p in dicts]
+    net = pl.feed_forward(1, [1, 1], 1, bias=False)
+    big = pl.top_paths(net, np.array([1e200, -1e200, 1e200]), k=1)
+    with pytest.raises(pl.RangeError, match=r"path 0 has \|Phi_p\| = 10\^600\.0, beyond float64"):
+        big.values
+    assert big.signs.tolist() == [-1] and big.log10_abs[0] == pytest.approx(600.0, rel=1e-14)
+
+
 def test_zero_path_has_sign_zero(pl):
     theta = np.array([1.0, 0.0, 2.0, 3.0, 0.0, 5.0, 7.0])
     signs, _ = pl.log_path_lifting(pl.fig1(), theta)

@@ -397,12 +397,16 @@ PRIME_TAKERS = {
 }
 
 
+def functions_taking(module, argument):
+    """The functions of module whose signature (the docstring's first line) has `argument`."""
+    signature = re.compile(rf"\b{argument}: (Optional\[)?int\b")
+    return {name for name in dir(module)
+            if signature.search((getattr(getattr(module, name), "__doc__", "") or "")
+                                .split("\n")[0])}
+
+
 def test_every_function_with_a_prime_keyword_is_listed(pathlift_module):
-    signature = re.compile(r"\bprime: (Optional\[)?int\b")
-    taking = {name for name in dir(pathlift_module)
-              if signature.search((getattr(getattr(pathlift_module, name), "__doc__", "") or "")
-                                  .split("\n")[0])}
-    assert taking == set(PRIME_TAKERS)
+    assert functions_taking(pathlift_module, "prime") == set(PRIME_TAKERS)
 
 
 @pytest.mark.parametrize("prime,text", [(-5, "-5"), (2**63, str(2**63)), (2**64, str(2**64)),
@@ -439,11 +443,7 @@ SEED_TAKERS = {
 
 
 def test_every_function_with_a_seed_argument_is_listed(pathlift_module):
-    signature = re.compile(r"\bseed: int\b")
-    taking = {name for name in dir(pathlift_module)
-              if signature.search((getattr(getattr(pathlift_module, name), "__doc__", "") or "")
-                                  .split("\n")[0])}
-    assert taking == set(SEED_TAKERS)
+    assert functions_taking(pathlift_module, "seed") == set(SEED_TAKERS)
 
 
 @pytest.mark.parametrize("seed,text", [(-1, "-1"), (2**64, str(2**64)), (np.int64(-3), "-3")],

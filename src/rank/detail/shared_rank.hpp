@@ -47,9 +47,10 @@ bool enumeration_adds(const Count& paths, const Count& nnz, Index d,
                       const NumericalRankOptions& numerical, std::string& why);
 
 /// Whether the enumerated route can build the skeleton B of a network with shared parameters:
-/// no parameter carried twice by one path (params_maybe_repeated, a sufficient test). Else
-/// `why` names the parameter (a layer applied twice), and the route is path-free, where the
-/// symmetry theorem certifies rank(B) without B.
+/// no parameter carried twice by one path (params_maybe_repeated's depth test, then, for the
+/// parameters it leaves in doubt, a search from the targets of their edges, within a budget).
+/// Else `why` names the parameter (a layer applied twice), and the route is path-free, where
+/// the symmetry theorem certifies rank(B) without B.
 bool skeleton_possible(const Network& net, std::string& why);
 
 /// How rank(dPhi) was certified, for explanations: "no theta_k is 0, so dPhi = ...".
