@@ -1,8 +1,10 @@
 #include "validators.hpp"
 
 #include <fmt/format.h>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -15,23 +17,27 @@ namespace pathlift::cli {
 
 namespace {
 
-/// The number text starts with (std::stod) and the characters it takes; {0, 0} when none.
-std::pair<double, std::size_t> leading_number(const std::string& text) {
+/// The number text starts with (std::strtod), the characters it takes (0 when none), and
+/// whether it is beyond float64's range (above it, or below its smallest normal number).
+struct LeadingNumber {
+  double value = 0;
   std::size_t used = 0;
-  try {
-    const double value = std::stod(text, &used);
-    return {value, used};
-  } catch (const std::exception&) {
-    return {0.0, 0};
-  }
+  bool out_of_range = false;
+};
+
+LeadingNumber leading_number(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  return {value, static_cast<std::size_t>(end - text.c_str()), errno == ERANGE};
 }
 
 CLI::Validator number_check(bool strict) {
   const char* want = strict ? "a number > 0" : "a number >= 0";
   return {[strict, want](const std::string& text) -> std::string {
-            const auto [value, used] = leading_number(text);
-            const bool ok =
-                used == text.size() && std::isfinite(value) && (strict ? value > 0 : value >= 0);
+            const auto [value, used, out_of_range] = leading_number(text);
+            const bool ok = used == text.size() && !out_of_range && std::isfinite(value) &&
+                            (strict ? value > 0 : value >= 0);
             return ok ? std::string() : fmt::format("'{}' is not {}", text, want);
           },
           strict ? "POSITIVE" : "NONNEGATIVE"};
@@ -41,13 +47,16 @@ CLI::Validator number_check(bool strict) {
 
 const CLI::Validator non_negative_number = number_check(false);
 const CLI::Validator positive_number = number_check(true);
-const CLI::Validator any_number{[](const std::string& text) -> std::string {
-                                  const auto [value, used] = leading_number(text);
-                                  return used == text.size() && !text.empty()
-                                             ? std::string()
-                                             : fmt::format("'{}' is not a number", printable(text));
-                                },
-                                ""};
+const CLI::Validator any_number{
+    [](const std::string& text) -> std::string {
+      const auto [value, used, out_of_range] = leading_number(text);
+      if (used != text.size() || text.empty()) {
+        return fmt::format("'{}' is not a number", printable(text));
+      }
+      return out_of_range ? fmt::format("'{}' is beyond float64's range", printable(text))
+                          : std::string();
+    },
+    ""};
 
 std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
   std::uint64_t value = 0;

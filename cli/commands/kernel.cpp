@@ -168,8 +168,11 @@ void run_kernel(const KernelOptions& opts) {
       const Buffer<double> diag = with_trace_hint([&] { return source.diagonal(); });
       write_vector(opts.output, std::span<const double>(diag.data(), diag.size()));
     } else {
-      // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it, once
-      // d x d doubles are known to fit.
+      // The full d x d kernel is assembled on the DAG: a layer graph is unrolled for it (with
+      // its progress line, and the commands that need no unrolling named if it does not fit),
+      // once d x d doubles are known to fit.
+      require_kernel_fits(d, engine.max_memory);
+      (void)model.network(opts.compute);
       const DenseMatrix k = with_trace_hint(
           [&] { return kernel(model.model, theta.theta, engine_options(opts.compute, "K")); });
       write_dense(opts.output, k.data(), k.rows(), k.cols());

@@ -84,6 +84,10 @@ class KernelOperator {
   std::unique_ptr<State> m_state;
 };
 
+/// TooLarge, with d and the bytes, when the full kernel's d x d doubles exceed max_memory (0:
+/// half of physical RAM): what kernel() checks first.
+void require_kernel_fits(Index d, std::size_t max_memory);
+
 /// The full path kernel K = dPhi^T dPhi (d x d, symmetric, float64) by the off-diagonal
 /// factorisation of docs/conventions.md#path-free: for edges i, j with j after i on some path,
 ///   K[i,j] = theta_i theta_j A(src i) M(dst i, src j) B(dst j),

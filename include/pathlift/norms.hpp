@@ -80,9 +80,10 @@ std::string to_json(std::span<const PathNorm> norms, std::span<const std::string
 /// with the forward and backward sums F_s, G_s of path_norm (docs/conventions.md#path-free).
 /// For s = 1 it is the gradient of sum_p |Phi_p|. At theta_k = 0 the entry is 0 for s >= 1
 /// (for s = 1 the subgradient of |.| at 0); for s < 1 the norm is not differentiable there and
-/// std::invalid_argument names the parameter. Entries beyond double's range are +-inf; the
+/// std::invalid_argument names the parameter. Entries above double's range are +-inf; the
 /// sums themselves are scaled, so a network whose norm overflows still gets finite entries
-/// where they fit. Throws std::invalid_argument for a bad theta or s <= 0.
+/// where they fit. Throws std::invalid_argument for a bad theta or s <= 0, RangeError when
+/// non-zero entries fall below the smallest normal double (underflow: never returned as 0).
 /// Complexity: O(m + d), one forward and one backward pass.
 std::vector<double> path_norm_gradient(const Network& net, std::span<const double> theta, double s);
 
@@ -90,8 +91,9 @@ std::vector<double> path_norm_gradient(const Network& net, std::span<const doubl
 /// |Phi_p| (a path using k on n edges counts n times), the pruning score "how much of
 /// ||Phi||_1 goes through k". It is theta_k times the gradient of ||Phi||_1, computed by the
 /// same forward and backward pass as path_norm_gradient (norms.hpp), without enumerating a
-/// path; entries beyond double's range are inf. Rescaling-invariant. Throws
-/// std::invalid_argument for a bad theta. Complexity: O(m + d).
+/// path; entries above double's range are inf. Rescaling-invariant. Throws
+/// std::invalid_argument for a bad theta, RangeError as path_norm_gradient (saying it was
+/// the path magnitudes'). Complexity: O(m + d).
 std::vector<double> path_magnitude(const Network& net, std::span<const double> theta);
 
 }  // namespace pathlift

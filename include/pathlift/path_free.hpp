@@ -46,12 +46,12 @@ PathNorm path_norm(const Model& model, std::span<const double> theta, double s,
                    PathNormDetail detail = PathNormDetail::outputs,
                    const EngineOptions& options = {});
 
-/// path_norm_gradient, refused beyond float64: RangeError when an entry overflows or is
-/// subnormal (require_representable; path_norm gives the norm itself at any magnitude).
+/// path_norm_gradient, refused beyond float64: RangeError when an entry overflows, is
+/// subnormal or underflows to 0 (path_norm gives the norm itself at any magnitude).
 std::vector<double> path_norm_gradient(const Model& model, std::span<const double> theta, double s,
                                        const EngineOptions& options = {});
 
-/// path_magnitude.
+/// path_magnitude, refused beyond float64 as path_norm_gradient is (RangeError).
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options = {});
 
@@ -73,7 +73,8 @@ Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta
 
 /// The full path kernel K (kernel.hpp), on the DAG (a layer graph unrolled within
 /// options.max_memory once d x d doubles are known to fit: TooLarge otherwise), refused beyond
-/// float64: RangeError when an entry overflows or is subnormal (require_representable).
+/// float64: RangeError when an entry overflows or is subnormal (require_representable), or when
+/// the diagonal has a 0 that may be an underflow (as kernel_diagonal).
 DenseMatrix kernel(const Model& model, std::span<const double> theta,
                    const EngineOptions& options = {});
 

@@ -131,8 +131,9 @@ def parse_quantity(spec: Any) -> _Quantity:
         except ValueError:
             raise ValueError(f"quantity {spec!r}: give the training samples n and the input "
                              f"bound B (bound:60000:2.64)") from None
-        if not (n > 0 and math.isfinite(n) and b >= 0 and math.isfinite(b)):
-            raise ValueError(f"quantity {spec!r}: n must be > 0 and B >= 0, both finite")
+        if not (n > 0 and math.isfinite(n) and n.is_integer() and b >= 0 and math.isfinite(b)):
+            raise ValueError(f"quantity {spec!r}: n must be a whole number > 0 and B a finite "
+                             "number >= 0")
         return _Quantity(spec, "bound", (n, b))
     if head == "shares":
         if arg not in ("layer", "channel", "parameter", "node"):
@@ -451,7 +452,7 @@ def sweep(items: Iterable[Item], quantities: Sequence[Any], *, client: Any = Non
         for note in row.pop(_WARNINGS, ()):
             if note not in warned:  # once per sweep (every theta file of one --model has it)
                 warned.add(note)
-                warnings.warn(f"{row['item']}: {note}", stacklevel=3)
+                warnings.warn(f"{row['item']}: {note}", stacklevel=4)  # sweep()'s caller
         rows[row["item"]] = row
         done += 1
         if out_path is not None:

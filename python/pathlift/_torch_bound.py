@@ -90,7 +90,10 @@ def _check_labels(y: Any, samples: int, out: torch.Tensor, batch: int, what: str
                  else type(y).__name__)
         raise ValueError(f"{what}: the labels of batch {batch} must be an integer tensor of "
                          f"{samples} class indices (one per sample), got {shown}")
-    classes = out.shape[1] if out.dim() == 2 else 0
+    if out.dim() != 2:
+        raise ValueError(f"{what}: the model's output must be (batch, classes) for the "
+                         f"cross-entropy loss, got shape {tuple(out.shape)}")
+    classes = out.shape[1]
     if samples and (int(y.min()) < 0 or int(y.max()) >= classes):
         bad = int(y.min()) if int(y.min()) < 0 else int(y.max())
         raise ValueError(f"{what}: batch {batch} holds the label {bad}, but the model has "
@@ -131,7 +134,8 @@ def generalization_bound(model: nn.Module, data: Data, *, input_shape: InputShap
                     net = _network_of_batch(model, x, what)
                 out = model(x)
                 _check_labels(y, len(x), out, i, what)
-                loss += float(nn.functional.cross_entropy(out.double(), y, reduction="sum"))
+                loss += float(nn.functional.cross_entropy(out.double(), y.long(),
+                                                          reduction="sum"))
                 wrong += int((out.argmax(dim=1) != y).sum())
                 bound = max(bound, float(x.abs().max()) if x.numel() else 0.0)
                 n += len(x)

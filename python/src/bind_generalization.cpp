@@ -86,7 +86,7 @@ E[test loss - training loss] <= 4 C max(B, 1) / sqrt(n) x ||Phi(theta)||_1 with
 C = sqrt(D log((3 + 2P) K) + log((3 + 2P) / (1 + P) (d_in + 1) d_out)), for the cross-entropy
 loss, n i.i.d. samples with ||x||_inf <= B. n: the number of training samples; input_bound: B
 (pathlift.torch.generalization_bound reads both from a DataLoader). theta: d numbers, None for
-the network's weights. Returns a GeneralizationBound. ValueError for n <= 0, B < 0, a bad theta,
+the network's weights. Returns a GeneralizationBound. ValueError for n <= 0 or not whole, B < 0, a bad theta,
 or a leaky ReLU (outside the theorem: named). docs/generalization.md.)doc");
 }
 

@@ -493,13 +493,15 @@ theta, or None), rank_J_tolerance, rank_J_gap, status (see RankReport), explanat
 rank_J_exact, rank_J_exact_lower, rank_J_exact_upper, rank_J_certified, and more.
 
 enumerate: None (default) enumerates the paths when B and dPhi fit in max_memory (judged from
-the DP counts) and otherwise certifies rank(B) without a path: the triangular path basis, or
+the DP counts; with shared parameters, when the numerical rank would run and no path carries
+a parameter twice) and otherwise certifies rank(B) without a path: the triangular path basis, or
 with shared parameters and fixed edges (a CNN) rank(B) = d - h_sym by the symmetry theorem,
 h_sym computed on the layer graph without unrolling (resnet18 at 3x224x224 in about a second).
 rank_J is then None; rank(dPhi) is certified by the identity when no theta_k is 0, else by the
 zero pattern (exact; on a layer network when its zeros are biases, else on the unrolled DAG
 when it fits);
-True forces enumeration (TooLarge when it does not fit), False the path-free route.
+True forces enumeration (TooLarge when it does not fit, NetworkError when a path carries a
+parameter twice), False the path-free route.
 numerical: None skips the numerical rank of dPhi when its dense linear algebra would take more
 than about 10 s (saying so in rank_J_note), True always computes it, False never.
 theta: d finite numbers; None uses the stored weights, else normal_weights(d, 0) (the CLI's

@@ -321,13 +321,17 @@ Eigen::MatrixXd kernel_matmat(const Network& net, std::span<const double> theta,
 // ---------------------------------------------------------------------------------------------
 // The full kernel
 
+void require_kernel_fits(Index d, std::size_t max_memory) {
+  require_dense(d, d, sizeof(double), max_memory,
+                "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
+                "matrix)");
+}
+
 DenseMatrix kernel(const Network& net, std::span<const double> theta,
                    const EngineOptions& options) {
   check_theta(net, theta);
   const Index d = net.num_params();
-  require_dense(d, d, sizeof(double), options.max_memory,
-                "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
-                "matrix)");
+  require_kernel_fits(d, options.max_memory);
   if (net.parameter_map()) {
     // K = M^T K_edge M column by column: K e_k, one O(m + edges) product each.
     const KernelOperator op(net, theta);

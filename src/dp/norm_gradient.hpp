@@ -35,9 +35,10 @@ double gradient_entry(double x, std::int64_t k, std::size_t& underflows);
 /// Throws RangeError when `underflows` of the d entries of the gradient underflowed.
 void require_no_underflow(std::size_t underflows, std::size_t d);
 
-/// theta_k times the gradient of ||Phi||_1: the path magnitude sum_p |Phi_p| (with
-/// multiplicity) through k, 0 at theta_k = 0 even where the gradient overflowed.
-std::vector<double> magnitude_from_gradient(std::span<const double> theta,
-                                            std::vector<double> gradient);
+/// theta_k times the gradient of ||Phi||_1 (of_gradient()): the path magnitude sum_p |Phi_p|
+/// (with multiplicity) through k, 0 at theta_k = 0 even where the gradient overflowed; a
+/// RangeError of the gradient says it was the path magnitudes'.
+std::vector<double> magnitude_from_gradient(
+    std::span<const double> theta, const std::function<std::vector<double>()>& of_gradient);
 
 }  // namespace pathlift::detail

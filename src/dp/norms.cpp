@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <stdexcept>
@@ -282,8 +283,15 @@ std::vector<double> path_norm_gradient(const Network& net, std::span<const doubl
   return out;
 }
 
-std::vector<double> detail::magnitude_from_gradient(std::span<const double> theta,
-                                                    std::vector<double> gradient) {
+std::vector<double> detail::magnitude_from_gradient(
+    std::span<const double> theta, const std::function<std::vector<double>()>& of_gradient) {
+  std::vector<double> gradient;
+  try {
+    gradient = of_gradient();
+  } catch (const RangeError& e) {
+    throw RangeError(
+        fmt::format("path magnitudes, theta_k times the gradient of ||Phi||_1: {}", e.what()));
+  }
   for (std::size_t k = 0; k < gradient.size(); ++k) {
     // |theta_k| |g_k|: the signs agree; 0 at theta_k = 0 even when g_k overflowed.
     gradient[k] = theta[k] == 0 ? 0.0 : std::abs(theta[k]) * std::abs(gradient[k]);
@@ -292,7 +300,8 @@ std::vector<double> detail::magnitude_from_gradient(std::span<const double> thet
 }
 
 std::vector<double> path_magnitude(const Network& net, std::span<const double> theta) {
-  return detail::magnitude_from_gradient(theta, path_norm_gradient(net, theta, 1.0));
+  return detail::magnitude_from_gradient(theta,
+                                         [&] { return path_norm_gradient(net, theta, 1.0); });
 }
 
 std::string s_key(double s) {

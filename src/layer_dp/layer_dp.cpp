@@ -414,7 +414,8 @@ ScaledReal kernel_trace(const LayerGraph& graph, std::span<const double> theta,
 
 std::vector<double> path_magnitude(const LayerGraph& graph, std::span<const double> theta,
                                    const EngineOptions& options) {
-  return detail::magnitude_from_gradient(theta, path_norm_gradient(graph, theta, 1.0, options));
+  return detail::magnitude_from_gradient(
+      theta, [&] { return path_norm_gradient(graph, theta, 1.0, options); });
 }
 
 namespace {

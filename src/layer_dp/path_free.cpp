@@ -100,10 +100,12 @@ std::vector<double> path_norm_gradient(const Model& model, std::span<const doubl
 
 std::vector<double> path_magnitude(const Model& model, std::span<const double> theta,
                                    const EngineOptions& options) {
-  return on_model(
+  std::vector<double> magnitudes = on_model(
       model, options, "path magnitudes",
       [&](const LayerGraph& g) { return path_magnitude(g, theta, options); },
       [&](const Network& net) { return path_magnitude(net, theta); });
+  require_representable(magnitudes, "the path magnitudes");
+  return magnitudes;
 }
 
 PathMetric path_metric(const Model& model, std::span<const double> theta,
@@ -120,48 +122,56 @@ LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta
       [&](const Network& net) { return lipschitz_bound(net, theta, theta2, options); });
 }
 
+namespace {
+
+/// RangeError when diag(K) is not representable, or has a 0 that may be an underflow. On a DAG:
+/// K[k,k] >= dPhi[p, k]^2 for every path p through k, so no 0 is one when the smallest such square
+/// is a normal double. On a layer graph: the range of the entries, computed with a scale.
+void require_representable_diagonal(const Model& model, std::span<const double> theta,
+                                    std::span<const double> diag, const EngineOptions& options) {
+  require_representable(diag, "diag(K)");
+  if (std::find(diag.begin(), diag.end(), 0.0) == diag.end()) {
+    return;
+  }
+  std::string problem;
+  if (const Network* net = model.dag()) {
+    const LogRange jacobian = lifting_range(*net, theta).jacobian;
+    if (jacobian.empty()) {
+      return;  // dPhi = 0: every K[k, k] is 0 exactly
+    }
+    const double smallest = 2 * jacobian.min_log10;
+    problem = range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
+  } else {
+    problem = range_problem<double>(
+        detail::kernel_diagonal_range(*model.layer_graph(), theta, options), "K[k, k]");
+  }
+  if (!problem.empty()) {
+    throw RangeError(fmt::format("diag(K) has entries 0 that may be underflows: {}", problem));
+  }
+}
+
+}  // namespace
+
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options) {
   Buffer<double> diag = on_model(
       model, options, "diag(K)",
       [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
       [&](const Network& net) { return kernel_diagonal(net, theta); });
-  const std::span<const double> values(diag.data(), diag.size());
-  require_representable(values, "diag(K)");
-  if (std::find(values.begin(), values.end(), 0.0) == values.end()) {
-    return diag;
-  }
-  // A 0 may be an underflow. On a DAG: K[k,k] >= dPhi[p, k]^2 for every path p through k, so
-  // no 0 is one when the smallest such square is a normal double.
-  if (const Network* net = model.dag()) {
-    const LogRange jacobian = lifting_range(*net, theta).jacobian;
-    if (jacobian.empty()) {
-      return diag;  // dPhi = 0: every K[k, k] is 0 exactly
-    }
-    const double smallest = 2 * jacobian.min_log10;
-    const std::string problem = range_problem<double>(LogRange{smallest, smallest}, "dPhi[p, k]^2");
-    if (!problem.empty()) {
-      throw RangeError(fmt::format("diag(K) has entries 0 that may be underflows: {}", problem));
-    }
-    return diag;
-  }
-  // On a layer graph: the range of the entries, computed with a scale.
-  const std::string problem = range_problem<double>(
-      detail::kernel_diagonal_range(*model.layer_graph(), theta, options), "K[k, k]");
-  if (!problem.empty()) {
-    throw RangeError(fmt::format("diag(K) has entries 0 that are underflows: {}", problem));
-  }
+  require_representable_diagonal(model, theta, std::span<const double>(diag.data(), diag.size()),
+                                 options);
   return diag;
 }
 
 DenseMatrix kernel(const Model& model, std::span<const double> theta,
                    const EngineOptions& options) {
-  const Index d = model.num_params();
-  require_dense(d, d, sizeof(double), options.max_memory,
-                "the full path kernel K (its diagonal, K v and its top eigenvalues need no d x d "
-                "matrix)");
+  require_kernel_fits(model.num_params(), options.max_memory);  // before unrolling a layer graph
   DenseMatrix k = kernel(*model.unrolled(options), theta, options);
   require_representable(std::span<const double>(k.data(), static_cast<std::size_t>(k.size())), "K");
+  const Eigen::VectorXd diag = k.diagonal();
+  require_representable_diagonal(
+      model, theta, std::span<const double>(diag.data(), static_cast<std::size_t>(diag.size())),
+      options);
   return k;
 }
 

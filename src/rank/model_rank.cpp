@@ -20,7 +20,8 @@ namespace {
 
 /// Whether the enumerated route is taken automatically: B and dPhi within max_memory (from
 /// P and nnz(B), counted by the layer DP's one pass in dual numbers), and the numerical rank of
-/// dPhi, which only the paths give, would run (detail::enumeration_adds).
+/// dPhi, which only the paths give, would run (detail::enumeration_adds), and no parameter is
+/// carried twice by one path of the unrolled DAG (detail::skeleton_possible).
 bool layer_enumeration(const Model& model, std::size_t max_memory,
                        const NumericalRankOptions& numerical, std::string& why) {
   try {
@@ -30,12 +31,8 @@ bool layer_enumeration(const Model& model, std::size_t max_memory,
                               estimate_bytes(paths, nnz, model.num_params(), PathObject::jacobian);
     require_memory(paths, nnz, model.num_params(), bytes, max_memory,
                    "the paths and the Jacobian dPhi with its pattern B");
-    if (!detail::enumeration_adds(paths, nnz, model.num_params(), numerical, why)) {
-      return false;
-    }
-    const Network& dag = *model.unrolled({.max_memory = max_memory});
-    if (numerical.when != NumericalRankOptions::When::always &&
-        !detail::skeleton_possible(dag, why)) {
+    if (!detail::enumeration_adds(paths, nnz, model.num_params(), numerical, why) ||
+        !detail::skeleton_possible(*model.unrolled({.max_memory = max_memory}), why)) {
       return false;
     }
   } catch (const TooLarge& e) {

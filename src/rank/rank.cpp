@@ -279,8 +279,7 @@ RankReport check_rank_theorem(const Network& net, std::span<const double> theta,
          const detail::PathTotals t = detail::path_totals(net);
          return detail::enumeration_adds(t.paths, t.nnz, net.num_params(), numerical,
                                          why_path_free) &&
-                (numerical.when == NumericalRankOptions::When::always ||
-                 detail::skeleton_possible(net, why_path_free));
+                detail::skeleton_possible(net, why_path_free);
        }()));
   if (!enumerate) {
     RankCertificate cert;

@@ -73,6 +73,14 @@ def test_float_results_beyond_float64_raise(pl, which):
             assert "subnormal" in str(e) or "underflow" in str(e)
             continue
         assert np.isfinite(out).all() and not ((out > 0) & (out < np.finfo(float).tiny)).any()
+    # Path magnitudes (theta_k times the gradient of ||Phi||_1) are refused the same way.
+    with pytest.raises(pl.RangeError, match="path magnitudes"):
+        pl.path_magnitude(net, big)
+    with pytest.raises(pl.RangeError, match="path magnitudes"):
+        pl.path_magnitude(net, theta * 1e-300)
+    # The full kernel: K[k, k] of order 1e-400 would be 0s, told from true 0s as the diagonal's.
+    with pytest.raises(pl.RangeError, match=r"diag\(K\) has entries 0 that may be underflows"):
+        pl.kernel(net, theta * 1e-100)
     # Weights of 1e-300: a gradient entry whose paths carry two other weights is about 1e-600,
     # below the smallest normal double: refused, never returned as 0.
     with pytest.raises(pl.RangeError, match=rf"\d+ of {len(theta)} entries of the path-norm "

@@ -366,3 +366,18 @@ def test_typo_suggests_the_option(run_cli):
 def test_no_command_lists_them(run_cli):
     r = run_cli()
     expect_2(r, "info", "jacobian", "convert")
+
+
+def test_numbers_and_counts_are_checked_with_their_value(run_cli):
+    """A path-norm exponent must be a number within float64 (inf included); --top and --sample
+    take at least 1; report says "1 output"."""
+    for value, words in (("abc", "'abc' is not a number"),
+                         ("1e400", "'1e400' is beyond float64's range"),
+                         ("1e-320", "'1e-320' is beyond float64's range")):
+        expect_2(run_cli("norm", "--s", value), f"--s: {words}")
+        expect_2(run_cli("paths", "--sample", "2", "--s", value), f"--s: {words}")
+    assert "||Phi||_inf" in run_cli("norm", "--s", "inf", check=True).stdout
+    for flag in ("--top", "--sample"):
+        expect_2(run_cli("paths", flag, "0"), f"{flag}: '0' is not an integer >= 1")
+    assert "1 hidden, 1 output\n" in run_cli("report", "--ff", "2,1,1", "--no-bias",
+                                              check=True).stdout

@@ -124,6 +124,9 @@ def test_refusals_name_what_is_wrong(pl):
     with pytest.raises(ValueError, match=r"labels of batch 0 must be an integer tensor of 4 class "
                                          r"indices .* got dtype torch.float64 and shape \(4,\)"):
         pt.generalization_bound(model, (X, y.double()), progress=False)
+    # labels of another integer dtype are class indices all the same
+    assert pt.generalization_bound(model, (X, y.int()), progress=False).empirical_loss == \
+        pt.generalization_bound(model, (X, y), progress=False).empirical_loss
     with pytest.raises(pl.NetworkError, match=r"the input shape \(144,\) is the first batch's"):
         pt.generalization_bound(model, (X.reshape(4, 144), y), progress=False)
 

@@ -182,5 +182,8 @@ def test_a_layer_applied_twice_takes_the_path_free_route(pl):
         assert (r["status"], r["rank_B_method"]) == ("verified", "symmetry"), r
         assert r["rank_B"] == r["rank_J_exact"] == jacobian_rank
         assert "carried twice by one path" in r["rank_J_note"]
+    asked = pl.rank(net, theta, numerical=True)  # the numerical rank would need B: not built
+    assert (asked["status"], asked["rank_B_method"]) == ("verified", "symmetry")
+    assert "parameter 0 is carried twice by one path" in asked["rank_J_note"]
     with pytest.raises(pl.NetworkError, match="carries parameter 0 twice"):
         pl.rank(net, theta, enumerate=True)

@@ -185,7 +185,7 @@ def test_bad_requests_are_refused_before_any_work(pl, checkpoints, tmp_path):
         pl.sweep(items, ["shares"])
     with pytest.raises(ValueError, match=r"give the training samples n and the input bound B"):
         pl.sweep(items, ["bound"])
-    with pytest.raises(ValueError, match=r"n must be > 0 and B >= 0"):
+    with pytest.raises(ValueError, match=r"n must be a whole number > 0 and B a finite number >= 0"):
         pl.sweep(items, ["bound:0:1"])
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         pl.sweep(items, ["top_eig:0"])
@@ -238,7 +238,8 @@ def test_cli(pl, run_cli, tmp_path):
     assert r.returncode == 1 and "1 of 3 items failed" in r.stderr, r
     for bad, culprit in ((["--threads", "-1"], "--threads"), (["--no-such-option"],
                                                               "--no-such-option"),
-                         (["--quantities", "norm:x"], "norm:x")):
+                         (["--quantities", "norm:x"], "norm:x"),
+                         (["--quantities", "bound:2.5:1"], "whole number")):
         r = run_cli("sweep", *args, *bad)
         assert r.returncode == 2 and r.stderr.startswith("error: ") and culprit in r.stderr, r
     r = run_cli("sweep", "--help")
