@@ -178,6 +178,10 @@ void add_engine_options(CLI::App& cmd, ComputeOptions& opts) {
                  "physical RAM)");
 }
 
+std::string counted(Index n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string json_flag_help(std::string_view command, std::string_view keys) {
   return fmt::format("Print one JSON object (keys in docs/cli.md#{}: the header, then {})", command,
                      keys);

@@ -125,6 +125,9 @@ struct NetworkCommandOptions {
 /// Whether a subcommand takes theta (--theta FILE | --seed N).
 enum class TakesTheta : bool { no, yes };
 
+/// "1 output", "2 outputs": n and the noun, plural unless n is 1.
+std::string counted(Index n, std::string_view noun);
+
 /// --json's help: "Print one JSON object (keys in docs/cli.md#<command>: the header, then
 /// <keys>)", the anchor being the command's name.
 std::string json_flag_help(std::string_view command, std::string_view keys);

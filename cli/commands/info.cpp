@@ -57,11 +57,8 @@ void run_info(const InfoOptions& opts) {
         "computed without unrolling)\n",
         *sum.layers);
   }
-  const auto plural = [](Index n, const char* word) {
-    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-  };
   fmt::print("nodes            {}: {} ({} bias), {} hidden, {}\n", sum.nodes,
-             plural(num_inputs, "input"), num_bias, h, plural(num_outputs, "output"));
+             counted(num_inputs, "input"), num_bias, h, counted(num_outputs, "output"));
   if (per_edge) {
     fmt::print("d                {} parameters (edges)\n", d);
   } else {

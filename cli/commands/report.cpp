@@ -154,9 +154,9 @@ void run_report(const ReportOptions& opts) {
   const Index h = net.num_hidden();
   const bool per_edge = net.one_parameter_per_edge();
   fmt::print("pathlift report: {}\n\n", description);
-  fmt::print("network   {} nodes: {} inputs ({} bias), {} hidden, {} output{}\n", net.num_nodes(),
-             net.inputs().size(), net.bias_nodes().size(), h, net.outputs().size(),
-             net.outputs().size() == 1 ? "" : "s");
+  fmt::print("network   {} nodes: {} inputs ({} bias), {} hidden, {}\n", net.num_nodes(),
+             net.inputs().size(), net.bias_nodes().size(), h,
+             counted(static_cast<Index>(net.outputs().size()), "output"));
   if (per_edge) {
     fmt::print("          d = {} parameters, h = {}, d - h = {} (Theorem 1: rank B = rank dPhi)\n",
                d, h, d - h);
