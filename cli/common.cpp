@@ -192,15 +192,14 @@ CLI::Option* add_json_flag(CLI::App& cmd, bool& json, std::string_view keys) {
 }
 
 CLI::App* add_network_command(CLI::App& app, const std::string& name,
-                              const std::string& description, NetworkCommandOptions& opts,
-                              TakesTheta theta, const std::string& json_help) {
+                              const std::string& description, NetworkOptions& network,
+                              ComputeOptions& compute, TakesTheta theta) {
   auto* cmd = app.add_subcommand(name, description);
-  add_network_options(*cmd, opts.network);
+  add_network_options(*cmd, network);
   if (theta == TakesTheta::yes) {
-    add_theta_options(*cmd, opts.compute);
+    add_theta_options(*cmd, compute);
   }
-  add_engine_options(*cmd, opts.compute);
-  cmd->add_flag("--json", opts.json, json_help);
+  add_engine_options(*cmd, compute);
   return cmd;
 }
 

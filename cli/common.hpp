@@ -135,12 +135,11 @@ std::string json_flag_help(std::string_view command, std::string_view keys);
 /// --json on `cmd`, described by json_flag_help(cmd's name, keys).
 CLI::Option* add_json_flag(CLI::App& cmd, bool& json, std::string_view keys);
 
-/// Adds subcommand `name` with, in this order: the network options, --theta and --seed (when
-/// `theta` is yes), --threads and --max-memory, and --json described by `json_help`
-/// (json_flag_help for a command whose keys docs/cli.md lists).
+/// Adds subcommand `name` with the options every network command takes, in this order: the
+/// network options, --theta and --seed (when `theta` is yes), --threads and --max-memory.
 CLI::App* add_network_command(CLI::App& app, const std::string& name,
-                              const std::string& description, NetworkCommandOptions& opts,
-                              TakesTheta theta, const std::string& json_help);
+                              const std::string& description, NetworkOptions& network,
+                              ComputeOptions& compute, TakesTheta theta);
 
 /// --data FILE (required): the batch X of forward and linearize.
 void add_data_option(CLI::App& cmd, std::string& path);

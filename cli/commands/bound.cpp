@@ -59,14 +59,12 @@ void run_bound(const BoundOptions& opts) {
 
 void add_bound_command(CLI::App& app) {
   auto opts = std::make_shared<BoundOptions>();
-  auto* cmd = app.add_subcommand(
-      "bound",
+  auto* cmd = add_network_command(
+      app, "bound",
       "The generalization bound of the path-norm toolkit (Theorem 3.1, and Remark 3.1's "
       "sharpened form): 4 C max(B, 1) / sqrt(n) x ||Phi(theta)||_1 with D, P, K, d_in and d_out "
-      "read from the model (docs/generalization.md); a layer graph is not unrolled");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "read from the model (docs/generalization.md); a layer graph is not unrolled",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("--samples", opts->samples, "n, the number of training samples")
       ->required()
       ->check(positive_number);

@@ -54,7 +54,8 @@ void add_check_command(CLI::App& app) {
       app, "check",
       "Verify Lemma 1, Proposition 2, Corollary 1 and dPhi against finite differences (exit 1 if "
       "one fails)",
-      *opts, TakesTheta::yes, "Print one JSON object");
+      opts->network, opts->compute, TakesTheta::yes);
+  cmd->add_flag("--json", opts->json, "Print one JSON object");
   cmd->add_option("--samples", opts->samples, "Entries of dPhi compared with finite differences")
       ->check(positive_number);
   cmd->add_option("--tolerance", opts->tolerance,

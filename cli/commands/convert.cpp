@@ -53,13 +53,11 @@ namespace {
 
 void add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<ConvertOptions>();
-  auto* cmd = app.add_subcommand(
-      "convert",
+  auto* cmd = add_network_command(
+      app, "convert",
       "Write the network as a pathlift-network JSON file (e.g. --example fig1 -o fig1.json), "
-      "with its weights, or those of --theta FILE or --seed N");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "with its weights, or those of --theta FILE or --seed N",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("-o,--output", opts->output, "Output file (.json), or - for stdout")->required();
   cmd->callback([opts] { run_convert(*opts); });
 }

@@ -89,17 +89,15 @@ void run_forward(const ForwardOptions& opts) {
 
 void add_forward_command(CLI::App& app) {
   auto opts = std::make_shared<ForwardOptions>();
-  auto* cmd = app.add_subcommand(
-      "forward", "f_theta(X) on a batch: one row of outputs (output order) per row of X");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
+  auto* cmd = add_network_command(
+      app, "forward", "f_theta(X) on a batch: one row of outputs (output order) per row of X",
+      opts->network, opts->compute, TakesTheta::yes);
   add_data_option(*cmd, opts->data);
   cmd->add_option("-o,--output", opts->output,
                   "Where f(X) (n x q) goes: .npy, .csv, .txt, .mtx, or - for stdout (default)");
   cmd->add_option("--pattern", opts->pattern,
                   "Also write the activation pattern: n x m slopes (1 active, 0 inactive ReLU, a "
                   "leaky ReLU on its negative side), nodes in node order");
-  add_engine_options(*cmd, opts->compute);
   cmd->callback([opts] { run_forward(*opts); });
 }
 

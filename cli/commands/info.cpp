@@ -116,10 +116,10 @@ void add_info_command(CLI::App& app) {
       "Summary of the network and its path counts (by DP). An ONNX model or a pathlift-layers "
       "file is summarised without unrolling: its unrolled DAG's node and edge counts, and its "
       "path counts layer by layer",
-      *opts, TakesTheta::no,
-      json_flag_help("info",
-                     "nodes, inputs, hidden, outputs, d, edges, h, P, nnz, "
-                     "max_path_length, length_histogram; layers for a layer graph"));
+      opts->network, opts->compute, TakesTheta::no);
+  add_json_flag(*cmd, opts->json,
+                "nodes, inputs, hidden, outputs, d, edges, h, P, nnz, max_path_length, "
+                "length_histogram; layers for a layer graph");
   cmd->callback([opts] { run_info(*opts); });
 }
 

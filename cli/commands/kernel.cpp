@@ -259,13 +259,12 @@ void run_kernel(const KernelOptions& opts) {
 
 void add_kernel_command(CLI::App& app) {
   auto opts = std::make_shared<KernelOptions>();
-  auto* cmd = app.add_subcommand(
-      "kernel",
+  auto* cmd = add_network_command(
+      app, "kernel",
       "The path kernel K = dPhi^T dPhi by dynamic programming (no path enumerated): --diag, "
       "--full, --top-eig N or --trace. On an ONNX model or a pathlift-layers file, --diag, "
-      "--trace and --top-eig run layer by layer without unrolling; --full unrolls it");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
+      "--trace and --top-eig run layer by layer without unrolling; --full unrolls it",
+      opts->network, opts->compute, TakesTheta::yes);
   auto* mode = cmd->add_option_group("mode", "What to compute (exactly one)");
   mode->add_flag("--diag", opts->diag,
                  "The diagonal K[k,k] (d numbers, one forward and one backward pass) to -o");
@@ -311,7 +310,6 @@ void add_kernel_command(CLI::App& app) {
                   "or LOBPCG's block size (default N + max(2, N/2)); Python's subspace")
       ->check(positive_integer);
   add_json_flag(*cmd, opts->json, "d and what was computed");
-  add_engine_options(*cmd, opts->compute);
   cmd->callback([opts] { run_kernel(*opts); });
 }
 

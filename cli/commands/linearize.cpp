@@ -127,12 +127,11 @@ void run_linearize(const LinearizeOptions& opts) {
 
 void add_linearize_command(CLI::App& app) {
   auto opts = std::make_shared<LinearizeOptions>();
-  auto* cmd = app.add_subcommand(
-      "linearize",
+  auto* cmd = add_network_command(
+      app, "linearize",
       "The sparse map L ((n q) x P) with f_theta(X) = L Phi(theta) (Proposition 1), verified "
-      "against the forward pass and its finite differences (df/dtheta = L dPhi)");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
+      "against the forward pass and its finite differences (df/dtheta = L dPhi)",
+      opts->network, opts->compute, TakesTheta::yes);
   add_data_option(*cmd, opts->data);
   cmd->add_option("-o,--output", opts->output,
                   "Write L (row i q + j = sample i, output j; column p = path p in canonical "
@@ -150,7 +149,6 @@ void add_linearize_command(CLI::App& app) {
   cmd->add_option("--check-seed", opts->check_seed,
                   "Seed of the samples and parameters the gradient check picks")
       ->capture_default_str();
-  add_engine_options(*cmd, opts->compute);
   cmd->callback([opts] { run_linearize(*opts); });
 }
 

@@ -63,15 +63,13 @@ void run_metric(const MetricOptions& opts) {
 
 void add_metric_command(CLI::App& app) {
   auto opts = std::make_shared<MetricOptions>();
-  auto* cmd = app.add_subcommand(
-      "metric",
+  auto* cmd = add_network_command(
+      app, "metric",
       "The l1 path-metric ||Phi(theta) - Phi(theta2)||_1 (exact when one of the two dominates "
       "the other, as pruning does; else an upper bound) and the Lipschitz constant C of "
       "||f_theta(x) - f_theta2(x)||_1 <= max(||x||_inf, 1) C for every input x "
-      "(docs/path_metric.md), by dynamic programming; a layer graph is not unrolled");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "(docs/path_metric.md), by dynamic programming; a layer graph is not unrolled",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("--theta2", opts->theta2_file,
                   "The second parameter vector (a pruned or quantized theta): a file as --theta")
       ->required();

@@ -146,14 +146,12 @@ void run_norm(const NormOptions& opts) {
 
 void add_norm_command(CLI::App& app) {
   auto opts = std::make_shared<NormOptions>();
-  auto* cmd = app.add_subcommand(
-      "norm",
+  auto* cmd = add_network_command(
+      app, "norm",
       "Path-norms ||Phi(theta)||_s = (sum_p |Phi_p|^s)^(1/s) and P, by dynamic programming "
       "(no path enumerated; right beyond 1e308, as log10). An ONNX model or a pathlift-layers "
-      "file is computed layer by layer, without unrolling");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "file is computed layer by layer, without unrolling",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("--s", opts->s,
                   "Exponents s >= 0, comma separated (default 1,2); s = 0 counts the paths, "
                   "s = inf gives max_p |Phi_p| (a max-plus DP; a layer graph is unrolled for it)")

@@ -113,13 +113,11 @@ void run_paths(const PathsOptions& opts) {
 
 void add_paths_command(CLI::App& app) {
   auto opts = std::make_shared<PathsOptions>();
-  auto* cmd = app.add_subcommand(
-      "paths",
+  auto* cmd = add_network_command(
+      app, "paths",
       "Write the paths in canonical order: one a line, its 0-based edge ids in walk order; or "
-      "the K heaviest (--top K) or N drawn by weight (--sample N), without enumerating them");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "the K heaviest (--top K) or N drawn by weight (--sample N), without enumerating them",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("-o,--output", opts->output,
                   "Output text file (.txt), or - for stdout (every path; required without --top "
                   "and --sample)");

@@ -141,7 +141,8 @@ void add_prove_command(CLI::App& app) {
       app, "prove",
       "Run the paper's proof of Theorem 1 (rank(B) = d - h) on the network: one line per "
       "induction step, every lemma and rank equality checked (exit 1 if one fails)",
-      *opts, TakesTheta::no, "Print the certificate as one JSON object");
+      opts->network, opts->compute, TakesTheta::no);
+  cmd->add_flag("--json", opts->json, "Print the certificate as one JSON object");
   cmd->add_flag("--verbose", opts->verbose,
                 "Also print each step's matrices (B, B', B'', B~, B~', B~''; B, B~ for the base "
                 "case) in the paper's row and column order");

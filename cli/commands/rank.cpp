@@ -241,16 +241,14 @@ void run_rank(const RankCommandOptions& opts) {
 void add_rank_command(CLI::App& app) {
   auto opts = std::make_shared<RankCommandOptions>();
   auto* cmd =
-      app.add_subcommand("rank",
-                         "rank(B) and rank(dPhi) certified exactly, the numerical rank of dPhi "
-                         "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 when "
-                         "exact ranks contradict it or rank(B) is not certified). With shared "
-                         "parameters (CNNs, ONNX models) rank(B) = d - h_sym (rescaling "
-                         "symmetries), certified without unrolling; zero weights are handled "
-                         "exactly (status theta_in_null_set when rank(dPhi) drops; docs/rank.md)");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      add_network_command(app, "rank",
+                          "rank(B) and rank(dPhi) certified exactly, the numerical rank of dPhi "
+                          "beside them, and Theorem 1: rank(dPhi) = rank(B) = d - h (exit 1 when "
+                          "exact ranks contradict it or rank(B) is not certified). With shared "
+                          "parameters (CNNs, ONNX models) rank(B) = d - h_sym (rescaling "
+                          "symmetries), certified without unrolling; zero weights are handled "
+                          "exactly (status theta_in_null_set when rank(dPhi) drops; docs/rank.md)",
+                          opts->network, opts->compute, TakesTheta::yes);
   add_json_flag(*cmd, opts->json, "d, h, h_sym, expected, rank_B, ..., status, explanation");
   auto* no_enumerate = cmd->add_flag(
       "--no-enumerate", opts->no_enumerate,

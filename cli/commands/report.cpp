@@ -278,13 +278,11 @@ void run_report(const ReportOptions& opts) {
 
 void add_report_command(CLI::App& app) {
   auto opts = std::make_shared<ReportOptions>();
-  auto* cmd = app.add_subcommand(
-      "report",
+  auto* cmd = add_network_command(
+      app, "report",
       "The main job: summary, Phi, B, dPhi, the paper's identities checked, timings (default "
-      "network: the paper's Figure 1)");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "network: the paper's Figure 1)",
+      opts->network, opts->compute, TakesTheta::yes);
   cmd->add_option("--show", opts->show, "Print matrices in full up to this many rows and columns")
       ->check(non_negative_number);
   cmd->add_option("--tolerance", opts->tolerance,

@@ -69,15 +69,13 @@ void run_rescale(const RescaleOptions& opts) {
 
 void add_rescale_command(CLI::App& app) {
   auto opts = std::make_shared<RescaleOptions>();
-  auto* cmd = app.add_subcommand(
-      "rescale",
+  auto* cmd = add_network_command(
+      app, "rescale",
       "Rescale the hidden units (per channel class with weight sharing) to balance the network "
       "before training, the function unchanged: --path-cond (PathCond: the path kernel's "
       "diagonal conditioned) or --enorm (ENorm: sum of squared weights least); the rescaled "
-      "theta to -o (docs/balance.md)");
-  add_network_options(*cmd, opts->network);
-  add_theta_options(*cmd, opts->compute);
-  add_engine_options(*cmd, opts->compute);
+      "theta to -o (docs/balance.md)",
+      opts->network, opts->compute, TakesTheta::yes);
   auto* pc = cmd->add_flag("--path-cond", opts->path_cond,
                            "PathCond: minimise n log(sum_k G_kk) - sum_k log G_kk (G = the path "
                            "kernel's diagonal)");
