@@ -212,7 +212,9 @@ void Importer::build(int i) {
   std::string why;
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
     why = "domain " + printable(n.domain());
-  } else if (op != nullptr && op->problem != nullptr) {
+  } else if (op == nullptr) {
+    why = known_refusal(n.op_type());
+  } else if (op->problem != nullptr) {
     why = (this->*op->problem)(i);
   }
   // Every unsupported operation is listed, even after a failed one.

@@ -115,6 +115,11 @@ std::vector<Index> slice_indices(std::int64_t start, std::int64_t end, std::int6
 /// "Add, AveragePool, ...": the names of the operators read (onnx_operators.cpp).
 std::string operator_names();
 
+/// Why an operator outside the table is refused whatever its inputs, when pathlift knows
+/// (an activation that is not positively homogeneous: Sigmoid, Tanh, Gelu, Softmax, ...), else
+/// "" (onnx_operators.cpp).
+std::string_view known_refusal(std::string_view op_type);
+
 /// A layer of `kind` named `name` reading `inputs` (its other fields at their defaults).
 inline Layer make_layer(LayerKind kind, std::string name, std::vector<Index> inputs) {
   Layer l;

@@ -171,6 +171,18 @@ Layer Importer::node_layer(int i, std::vector<Index> inputs) const {
   return make_layer(*op->kind, node_name(i), std::move(inputs));
 }
 
+std::string_view known_refusal(std::string_view op_type) {
+  // ONNX's activations other than Relu, LeakyRelu and Clip(min = 0), and the output maps.
+  static constexpr std::string_view k_non_homogeneous[] = {
+      "Celu",      "Elu",      "Erf",        "Exp",  "Gelu",           "HardSigmoid",
+      "HardSwish", "Log",      "LogSoftmax", "Mish", "Selu",           "Sigmoid",
+      "Softmax",   "Softplus", "Softsign",   "Tanh", "ThresholdedRelu"};
+  return std::find(std::begin(k_non_homogeneous), std::end(k_non_homogeneous), op_type) !=
+                 std::end(k_non_homogeneous)
+             ? "not positively homogeneous: f(a x) = a f(x) fails for a > 0"
+             : "";
+}
+
 std::string operator_names() {
   std::string out;
   for (const Importer::Operator& o : Importer::operators()) {
