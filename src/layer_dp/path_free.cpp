@@ -124,12 +124,11 @@ LipschitzBound lipschitz_bound(const Model& model, std::span<const double> theta
 
 namespace {
 
-/// RangeError when diag(K) is not representable, or has a 0 that may be an underflow. On a DAG:
-/// K[k,k] >= dPhi[p, k]^2 for every path p through k, so no 0 is one when the smallest such square
-/// is a normal double. On a layer graph: the range of the entries, computed with a scale.
-void require_representable_diagonal(const Model& model, std::span<const double> theta,
-                                    std::span<const double> diag, const EngineOptions& options) {
-  require_representable(diag, "diag(K)");
+/// RangeError when diag(K) has a 0 that may be an underflow. On a DAG: K[k,k] >= dPhi[p, k]^2
+/// for every path p through k, so no 0 is one when the smallest such square is a normal double.
+/// On a layer graph: the range of the entries, computed with a scale.
+void require_exact_zeros(const Model& model, std::span<const double> theta,
+                         std::span<const double> diag, const EngineOptions& options) {
   if (std::find(diag.begin(), diag.end(), 0.0) == diag.end()) {
     return;
   }
@@ -150,14 +149,43 @@ void require_representable_diagonal(const Model& model, std::span<const double> 
   }
 }
 
+/// diag(K) as the strategies give it (inf beyond float64, 0 below).
+Buffer<double> unchecked_diagonal(const Model& model, std::span<const double> theta,
+                                  const EngineOptions& options) {
+  return on_model(
+      model, options, "diag(K)",
+      [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
+      [&](const Network& net) { return kernel_diagonal(net, theta); });
+}
+
+/// RangeError when diag(K) is not representable, or has a 0 that may be an underflow.
+void require_representable_diagonal(const Model& model, std::span<const double> theta,
+                                    std::span<const double> diag, const EngineOptions& options) {
+  require_representable(diag, "diag(K)");
+  require_exact_zeros(model, theta, diag, options);
+}
+
+/// RangeError when `values` (K v, eigenvalues of K) has an exact 0 while diag(K) has a 0 that
+/// may be an underflow: the 0 may then be one too. One more pass over the diagonal, only then.
+void require_no_kernel_underflow(const Model& model, std::span<const double> theta,
+                                 std::span<const double> values, const EngineOptions& options,
+                                 std::string_view what) {
+  if (std::find(values.begin(), values.end(), 0.0) == values.end()) {
+    return;
+  }
+  const Buffer<double> diag = unchecked_diagonal(model, theta, options);
+  try {
+    require_exact_zeros(model, theta, std::span<const double>(diag.data(), diag.size()), options);
+  } catch (const RangeError& e) {
+    throw RangeError(fmt::format("0s in {}, and {}", what, e.what()));
+  }
+}
+
 }  // namespace
 
 Buffer<double> kernel_diagonal(const Model& model, std::span<const double> theta,
                                const EngineOptions& options) {
-  Buffer<double> diag = on_model(
-      model, options, "diag(K)",
-      [&](const LayerGraph& g) { return kernel_diagonal(g, theta, options); },
-      [&](const Network& net) { return kernel_diagonal(net, theta); });
+  Buffer<double> diag = unchecked_diagonal(model, theta, options);
   require_representable_diagonal(model, theta, std::span<const double>(diag.data(), diag.size()),
                                  options);
   return diag;
@@ -189,19 +217,27 @@ Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
       model, options, "K v",
       [&](const LayerGraph& g) { return kernel_matvec(g, theta, v, options); },
       [&](const Network& net) { return kernel_matvec(net, theta, v); });
-  require_representable(std::span<const double>(kv.data(), static_cast<std::size_t>(kv.size())),
-                        "K v");
+  const std::span<const double> values(kv.data(), static_cast<std::size_t>(kv.size()));
+  require_representable(values, "K v");
+  require_no_kernel_underflow(model, theta, values, options, "K v");
   return kv;
 }
 
 struct ModelKernelOperator::State {
   std::optional<KernelOperator> dag;
   std::optional<LayerKernelOperator> layers;
+  const Model* model = nullptr;
+  std::span<const double> theta;
+  EngineOptions options;
+  bool diagonal_checked = false;  // the first product with a 0 checks the diagonal, once
 };
 
 ModelKernelOperator::ModelKernelOperator(const Model& model, std::span<const double> theta,
                                          const EngineOptions& options)
     : m_state(std::make_unique<State>()) {
+  m_state->model = &model;
+  m_state->theta = theta;
+  m_state->options = options;
   if (const LayerGraph* graph = model.layer_graph()) {
     m_state->layers.emplace(*graph, theta, options);
   } else {
@@ -222,7 +258,12 @@ void ModelKernelOperator::apply(const double* v, double* out, Index k) const {
   } else {
     m_state->layers->apply(v, out, k);
   }
-  require_representable(std::span<const double>(out, static_cast<std::size_t>(size() * k)), "K v");
+  const std::span<const double> values(out, static_cast<std::size_t>(size() * k));
+  require_representable(values, "K v");
+  if (!m_state->diagonal_checked && std::find(values.begin(), values.end(), 0.0) != values.end()) {
+    require_no_kernel_underflow(*m_state->model, m_state->theta, values, m_state->options, "K v");
+    m_state->diagonal_checked = true;
+  }
 }
 
 Eigen::MatrixXd kernel_matmat(const Model& model, std::span<const double> theta,
@@ -247,9 +288,14 @@ Eigen::MatrixXd kernel_matmat(const Model& model, std::span<const double> theta,
 
 KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,
                                          Index count, const EigenOptions& options) {
-  return on_model(
+  KernelEigenvalues eig = on_model(
       model, [&](const LayerGraph& g) { return kernel_top_eigenvalues(g, theta, count, options); },
       [&](const Network& net) { return kernel_top_eigenvalues(net, theta, count, options); });
+  require_no_kernel_underflow(
+      model, theta,
+      std::span<const double>(eig.values.data(), static_cast<std::size_t>(eig.values.size())),
+      options.engine, "the eigenvalues of K");
+  return eig;
 }
 
 }  // namespace pathlift

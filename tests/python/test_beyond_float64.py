@@ -66,7 +66,8 @@ def test_float_results_beyond_float64_raise(pl, which):
         pl.kernel_matvec(net, big, v)
     # Shrunken weights: whatever is returned is a normal float64 or 0.
     tiny = theta * 1e-160
-    for f in (lambda: pl.path_norm_gradient(net, tiny, 1.0), lambda: pl.kernel_matvec(net, tiny, v)):
+    for f in (lambda: pl.path_norm_gradient(net, tiny, 1.0),
+              lambda: pl.kernel_matvec(net, tiny, v)):
         try:
             out = np.abs(np.asarray(f()))
         except pl.RangeError as e:
@@ -81,6 +82,17 @@ def test_float_results_beyond_float64_raise(pl, which):
     # The full kernel: K[k, k] of order 1e-400 would be 0s, told from true 0s as the diagonal's.
     with pytest.raises(pl.RangeError, match=r"diag\(K\) has entries 0 that may be underflows"):
         pl.kernel(net, theta * 1e-100)
+    # K v and the eigenvalues: an exact 0 from such an underflow is refused the same way (a
+    # product of a K whose entries are all 1e-400 was a vector of 0s), true 0s are kept.
+    with pytest.raises(pl.RangeError, match=r"0s in K v, and diag\(K\) has entries 0 "
+                                            r"that may be underflows"):
+        pl.kernel_matvec(net, theta * 1e-100, v)
+    no_bias = pl.feed_forward(3, [4, 4, 4], 2, bias=False)
+    with pytest.raises(pl.RangeError, match=r"0s in the eigenvalues of K, and diag\(K\)"):
+        pl.kernel_top_eigenvalues(no_bias, np.full(no_bias.d, 1e-100), 2)
+    zero = np.zeros(no_bias.d)
+    assert (pl.kernel_matvec(no_bias, zero, np.ones(no_bias.d)) == 0).all()
+    assert (pl.kernel_top_eigenvalues(no_bias, zero, 2).values == 0).all()
     # Weights of 1e-300: a gradient entry whose paths carry two other weights is about 1e-600,
     # below the smallest normal double: refused, never returned as 0.
     with pytest.raises(pl.RangeError, match=rf"\d+ of {len(theta)} entries of the path-norm "
