@@ -82,7 +82,7 @@ DenseMatrix kernel(const Model& model, std::span<const double> theta,
 ScaledReal kernel_trace(const Model& model, std::span<const double> theta,
                         const EngineOptions& options = {});
 
-/// kernel_matvec, refused beyond float64 as path_norm_gradient is, and when it holds a 0 while
+/// kernel_matvec, refused beyond float64 as path_norm_gradient is, and when it is all 0 while
 /// diag(K) has a 0 that may be an underflow (kernel_diagonal's test, run only then).
 Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
                               std::span<const double> v, const EngineOptions& options = {});
@@ -110,7 +110,7 @@ class ModelKernelOperator {
   [[nodiscard]] Index size() const;
   /// out[:, j] = K v[:, j] for the k columns of the column-major d x k blocks (v finite, not
   /// checked here); RangeError when an entry of the result overflows or is subnormal, or (the
-  /// first product with a 0) is 0 while diag(K) has a 0 that may be an underflow.
+  /// first product of all 0s) is all 0 while diag(K) has a 0 that may be an underflow.
   void apply(const double* v, double* out, Index k) const;
 
  private:
@@ -118,8 +118,8 @@ class ModelKernelOperator {
   std::unique_ptr<State> m_state;
 };
 
-/// kernel_top_eigenvalues; RangeError when an eigenvalue is 0 while diag(K) has a 0 that may be
-/// an underflow.
+/// kernel_top_eigenvalues; RangeError when the eigenvalues are all 0 while diag(K) has a 0 that
+/// may be an underflow.
 KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const double> theta,
                                          Index count, const EigenOptions& options = {});
 

@@ -62,5 +62,6 @@ def kernel_operator(net: Any, theta: Optional[Any] = None, *, threads: int = 0) 
     eigenpairs with K never formed. theta: d finite numbers (numpy, a sequence or a torch
     tensor), or None for the stored weights. ValueError for a bad theta, and from a product for
     a vector of the wrong size or with a non-finite entry; RangeError when an entry of K v
-    overflows float64. threads: 0 = all cores."""
+    overflows float64 or is subnormal, or when K v is all 0 while diag(K) has a 0 that may be
+    an underflow. threads: 0 = all cores."""
     return KernelOperator(net, theta, threads=threads)

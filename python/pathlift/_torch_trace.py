@@ -51,7 +51,7 @@ NON_HOMOGENEOUS_METHODS = {m for n in _NON_HOMOGENEOUS for m in (n, n + "_")
 
 
 # Why such an activation is refused (after its description: "layer ReLU6 at 'f.2': ...").
-NON_HOMOGENEOUS = ("not positively homogeneous (f(a x) = a f(x) fails for a > 0): the "
+NON_HOMOGENEOUS = ("not positively homogeneous (f(a x) = a f(x) fails for some a > 0): the "
                    "path-lifting describes networks of ReLU, leaky ReLU, identity and max-pooling "
                    "neurons")
 LEAKY_FUNCTIONS = {F.leaky_relu}

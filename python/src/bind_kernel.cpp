@@ -183,7 +183,8 @@ returned): on a LayerNetwork the sums that do not depend on v are computed once 
 block, so each further column costs about two thirds of a single product.
 theta: d finite numbers, or None for the stored weights. For repeated products use
 kernel_operator (which keeps those sums). ValueError for a wrong size or a non-finite entry;
-RangeError (an ArithmeticError) when an entry of K v overflows float64 or is subnormal.
+RangeError (an ArithmeticError) when an entry of K v overflows float64 or is subnormal, or
+when K v is all 0 while diag(K) has a 0 that may be an underflow.
 threads: 0 = all cores. The GIL is released.)doc");
 }
 

@@ -82,16 +82,19 @@ def test_float_results_beyond_float64_raise(pl, which):
     # The full kernel: K[k, k] of order 1e-400 would be 0s, told from true 0s as the diagonal's.
     with pytest.raises(pl.RangeError, match=r"diag\(K\) has entries 0 that may be underflows"):
         pl.kernel(net, theta * 1e-100)
-    # K v and the eigenvalues: an exact 0 from such an underflow is refused the same way (a
-    # product of a K whose entries are all 1e-400 was a vector of 0s), true 0s are kept.
-    with pytest.raises(pl.RangeError, match=r"0s in K v, and diag\(K\) has entries 0 "
-                                            r"that may be underflows"):
-        pl.kernel_matvec(net, theta * 1e-100, v)
+    # K v and the eigenvalues: all 0s from such an underflow (no biases: every entry of K is
+    # about 1e-400) are refused the same way, a K of true 0s is returned.
     no_bias = pl.feed_forward(3, [4, 4, 4], 2, bias=False)
-    with pytest.raises(pl.RangeError, match=r"0s in the eigenvalues of K, and diag\(K\)"):
-        pl.kernel_top_eigenvalues(no_bias, np.full(no_bias.d, 1e-100), 2)
+    tiny, ones = np.full(no_bias.d, 1e-100), np.ones(no_bias.d)
+    with pytest.raises(pl.RangeError, match=r"K v: all 0, and diag\(K\) has entries 0 that may "
+                                            r"be underflows"):
+        pl.kernel_matvec(no_bias, tiny, ones)
+    with pytest.raises(pl.RangeError, match=r"K v: all 0, and diag\(K\)"):
+        pl.kernel_operator(no_bias, tiny) @ ones
+    with pytest.raises(pl.RangeError, match=r"the top eigenvalues of K: all 0, and diag\(K\)"):
+        pl.kernel_top_eigenvalues(no_bias, tiny, 2)
     zero = np.zeros(no_bias.d)
-    assert (pl.kernel_matvec(no_bias, zero, np.ones(no_bias.d)) == 0).all()
+    assert (pl.kernel_matvec(no_bias, zero, ones) == 0).all()
     assert (pl.kernel_top_eigenvalues(no_bias, zero, 2).values == 0).all()
     # Weights of 1e-300: a gradient entry whose paths carry two other weights is about 1e-600,
     # below the smallest normal double: refused, never returned as 0.
@@ -205,3 +208,32 @@ def test_a_kernel_beyond_float64_is_a_range_error(pl, run_cli, tmp_path):
     np.save(tmp_path / "theta.npy", theta)
     r = run_cli("kernel", "--network", path, "--theta", tmp_path / "theta.npy", "--top-eig", 2)
     assert r.returncode == 4 and "float64" in r.stderr, r
+
+
+def test_products_with_true_zeros_are_returned(pl):
+    """A dead hidden unit gives K v true 0s: returned beside a diagonal that overflows (a layer
+    graph's range is tested at its low end only) or a weight whose dPhi^2 underflows elsewhere
+    (a DAG's diagonal test is conservative: it is not applied to a K v that is not all 0)."""
+    L = pl.Layer
+    graph = pl.LayerNetwork(pl.LayerGraph(
+        input_shape=[2], layers=[
+            L("input", "in"),
+            L("linear", "fc1", [0], out_features=2, weight_offset=0, bias_offset=4),
+            L("activation", "r", [1], activation="relu"),
+            L("linear", "fc2", [2], out_features=1, weight_offset=6, bias_offset=8)],
+        outputs=[3], num_params=9, weights=np.zeros(9)))
+    dag = pl.feed_forward(2, [2], 1)
+    theta = np.array([1e160, 2.0, 0, 0, 1.0, 0, 1e160, 0, 1.0])  # hidden unit 1 is dead
+    v = np.full(9, 1e-20)
+    for net in (graph, dag):
+        kv = pl.kernel_matvec(net, theta, v)
+        assert np.isfinite(kv).all() and (kv == 0).any() and np.abs(kv).max() > 1e290
+        np.testing.assert_allclose(pl.kernel_operator(net, theta) @ v, kv, rtol=1e-12)
+    np.testing.assert_allclose(pl.kernel_matvec(graph, theta, v), pl.kernel_matvec(dag, theta, v),
+                               rtol=1e-12)
+    net = pl.feed_forward(2, [2, 2], 1)
+    theta = np.zeros(net.d)
+    theta[[0, 1, 4, 6, 8, 10, 11, 12, 13, 14]] = 1.0  # hidden unit 1 of layer 1 is dead
+    theta[0] = 1e-160  # a dPhi[p, k]^2 of 1e-320 on the DAG
+    kv = pl.kernel_matvec(net, theta, np.ones(net.d))
+    assert (kv == 0).any() and np.abs(kv).max() > 1

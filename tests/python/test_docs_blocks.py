@@ -242,8 +242,8 @@ def claims_python():
             "pathlift.path_norm(net).norm": path_norms,
             "pathlift.path_norm(net, theta).norm": lambda r: as_shown(r.value, "99.89"),
             "pathlift.supports(bad)": lambda r: not r.value.ok and list(r.value.problems) == [
-                f"layer {layer}: not positively homogeneous (f(a x) = a f(x) fails for a > 0): "
-                "the path-lifting describes networks of ReLU, leaky ReLU, identity and "
+                f"layer {layer}: not positively homogeneous (f(a x) = a f(x) fails for some a > "
+                "0): the path-lifting describes networks of ReLU, leaky ReLU, identity and "
                 "max-pooling neurons" for layer in ("Sigmoid at '1'", "Tanh at '3'")],
             "pathlift.layer_shapes(g)":
                 lambda r: r.value == [(1, 3, 3), (2, 2, 2), (2, 2, 2)],

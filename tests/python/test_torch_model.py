@@ -296,8 +296,9 @@ def test_non_homogeneous_activations_say_why(pl):
     assert len(problems) == 4, problems
     for where in ("node 'gelu'", "method .sigmoid()", "node 'tanh'", "layer ReLU6 at 'six'"):
         assert any(where in p and p.endswith("not positively homogeneous (f(a x) = a f(x) fails "
-                                             "for a > 0): the path-lifting describes networks of "
-                                             "ReLU, leaky ReLU, identity and max-pooling neurons")
+                                             "for some a > 0): the path-lifting describes networks "
+                                             "of ReLU, leaky ReLU, identity and max-pooling "
+                                             "neurons")
                    for p in problems), (where, problems)
 
 

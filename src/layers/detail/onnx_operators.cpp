@@ -179,7 +179,7 @@ std::string_view known_refusal(std::string_view op_type) {
       "Softmax",   "Softplus", "Softsign",   "Tanh", "ThresholdedRelu"};
   return std::find(std::begin(k_non_homogeneous), std::end(k_non_homogeneous), op_type) !=
                  std::end(k_non_homogeneous)
-             ? "not positively homogeneous: f(a x) = a f(x) fails for a > 0"
+             ? "not positively homogeneous: f(a x) = a f(x) fails for some a > 0"
              : "";
 }
 
