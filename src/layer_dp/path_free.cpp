@@ -174,12 +174,13 @@ void require_representable_diagonal(const Model& model, std::span<const double> 
 /// test is conservative on a DAG (the smallest dPhi[p, k]^2 of any k), and a genuine 0 of K v
 /// beside an entry that fits is common (parameters on no live path). The diagonal's passes run
 /// only then.
-void require_no_kernel_underflow(const Model& model, std::span<const double> theta,
+/// Returns whether the diagonal was tested (the values were all 0).
+bool require_no_kernel_underflow(const Model& model, std::span<const double> theta,
                                  std::span<const double> values, const EngineOptions& options,
                                  std::string_view what) {
   if (values.empty() ||
       std::any_of(values.begin(), values.end(), [](double x) { return x != 0.0; })) {
-    return;
+    return false;
   }
   const Buffer<double> diag = unchecked_diagonal(model, theta, options);
   try {
@@ -187,6 +188,7 @@ void require_no_kernel_underflow(const Model& model, std::span<const double> the
   } catch (const RangeError& e) {
     throw RangeError(fmt::format("{}: all 0, and {}", what, e.what()));
   }
+  return true;
 }
 
 }  // namespace
@@ -227,7 +229,7 @@ Eigen::VectorXd kernel_matvec(const Model& model, std::span<const double> theta,
       [&](const Network& net) { return kernel_matvec(net, theta, v); });
   const std::span<const double> values(kv.data(), static_cast<std::size_t>(kv.size()));
   require_representable(values, "K v");
-  require_no_kernel_underflow(model, theta, values, options, "K v");
+  (void)require_no_kernel_underflow(model, theta, values, options, "K v");
   return kv;
 }
 
@@ -268,10 +270,9 @@ void ModelKernelOperator::apply(const double* v, double* out, Index k) const {
   }
   const std::span<const double> values(out, static_cast<std::size_t>(size() * k));
   require_representable(values, "K v");
-  if (!m_state->diagonal_checked &&
-      std::all_of(values.begin(), values.end(), [](double x) { return x == 0.0; })) {
-    require_no_kernel_underflow(*m_state->model, m_state->theta, values, m_state->options, "K v");
-    m_state->diagonal_checked = true;
+  if (!m_state->diagonal_checked) {
+    m_state->diagonal_checked = require_no_kernel_underflow(*m_state->model, m_state->theta, values,
+                                                            m_state->options, "K v");
   }
 }
 
@@ -300,7 +301,7 @@ KernelEigenvalues kernel_top_eigenvalues(const Model& model, std::span<const dou
   KernelEigenvalues eig = on_model(
       model, [&](const LayerGraph& g) { return kernel_top_eigenvalues(g, theta, count, options); },
       [&](const Network& net) { return kernel_top_eigenvalues(net, theta, count, options); });
-  require_no_kernel_underflow(
+  (void)require_no_kernel_underflow(
       model, theta,
       std::span<const double>(eig.values.data(), static_cast<std::size_t>(eig.values.size())),
       options.engine, "the top eigenvalues of K");
